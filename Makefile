@@ -1,0 +1,38 @@
+# Two commands set everything up on a fresh machine:
+#   make demo   the main job, end to end, on the bundled demo project (offline)
+#   make test   every test
+GO       ?= go
+BIN      := bin/implloop
+PKGS     := ./...
+# Packages that start goroutines run under the race detector too.
+RACE_PKGS := ./identity/... ./unit/... ./agent/... ./loop/... ./cache/... ./watch/...
+FUZZTIME ?= 10s
+
+.PHONY: all build test race demo bench fuzz lint e2e clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/implloop
+
+test: lint
+	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -race $$($(GO) list $(RACE_PKGS) 2>/dev/null)
+
+demo: build
+	@./scripts/demo.sh $(BIN)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x $(PKGS)
+
+# Short fuzz runs of every fuzz target; FUZZTIME=60s for a longer one.
+fuzz:
+	@./scripts/fuzz.sh $(FUZZTIME)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+clean:
+	rm -rf bin

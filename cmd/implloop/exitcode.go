@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit codes, decided here and nowhere else (DESIGN.md "Exit codes").
+const (
+	exitDone        = 0   // every task in range done, or a command succeeded
+	exitError       = 1   // bad input, infrastructure failure, lint errors
+	exitUsage       = 2   // bad flags or arguments
+	exitPartial     = 3   // some tasks done, at least one not
+	exitBlocked     = 4   // no task done
+	exitInterrupted = 130 // SIGINT/SIGTERM
+)
+
+// exitCodeTable is rendered into help texts so that the table users read is
+// the one the program uses.
+var exitCodeTable = []struct {
+	code    int
+	meaning string
+}{
+	{exitDone, "DONE: every task in range is done (or the command succeeded)"},
+	{exitError, "error: bad input or an infrastructure failure"},
+	{exitUsage, "usage: bad flags or arguments"},
+	{exitPartial, "PARTIAL: some tasks done, at least one blocked or pending"},
+	{exitBlocked, "BLOCKED: no task done"},
+	{exitInterrupted, "interrupted (SIGINT or SIGTERM)"},
+}
+
+func exitStatusHelp() string {
+	var b strings.Builder
+	b.WriteString("EXIT STATUS\n")
+	for _, e := range exitCodeTable {
+		fmt.Fprintf(&b, "  %-4d %s\n", e.code, e.meaning)
+	}
+	return b.String()
+}
+
+// userError is an error a person can act on: a message and a hint.
+type userError struct {
+	msg  string
+	hint string
+	err  error
+}
+
+func (e *userError) Error() string { return e.msg }
+func (e *userError) Unwrap() error { return e.err }
+
+// errorf builds a userError with a hint ("" for none).
+func errorf(hint, format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	return &userError{msg: err.Error(), hint: hint, err: errors.Unwrap(err)}
+}
+
+// usageError marks bad flags or arguments (exit 2).
+type usageError struct {
+	msg  string
+	hint string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(hint, format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), hint: hint}
+}
+
+// exitError carries an exit code decided by a command's outcome (a verdict,
+// lint failures) after the command has already printed what it had to say.
+type exitCodeError struct{ code int }
+
+func (e *exitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// exitWith returns an error that makes run exit with code without printing.
+func exitWith(code int) error {
+	if code == exitDone {
+		return nil
+	}
+	return &exitCodeError{code: code}
+}
+
+// exitCodeFor decides the exit code of an error and prints it to stderr in
+// the `implloop: error: ...` / `implloop: hint: ...` form.
+func exitCodeFor(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitDone
+	}
+	var ec *exitCodeError
+	if errors.As(err, &ec) {
+		return ec.code
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "implloop: error: %s\n", ue.msg)
+		if ue.hint != "" {
+			fmt.Fprintf(stderr, "implloop: hint: %s\n", ue.hint)
+		}
+		return exitUsage
+	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "implloop: interrupted")
+		return exitInterrupted
+	}
+	fmt.Fprintf(stderr, "implloop: error: %s\n", err)
+	var he *userError
+	if errors.As(err, &he) && he.hint != "" {
+		fmt.Fprintf(stderr, "implloop: hint: %s\n", he.hint)
+	}
+	return exitError
+}

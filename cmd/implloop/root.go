@@ -1,0 +1,60 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+const version = "0.1.0-dev"
+
+// newRootCmd builds the command tree. Each command lives in its own file as
+// newXCmd(io) *cobra.Command; register it in the list below.
+func newRootCmd(io *ioStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "implloop",
+		Short: "Drive a coding agent through a markdown plan, with a trustworthy resume",
+		Long: `implloop drives a headless coding agent (Claude Code, Codex, Gemini,
+OpenCode, or any command) through a markdown implementation plan, one task at
+a time, inside a git repository. Every agent call is journaled under a
+content-hash identity, so a resume re-runs exactly the tasks whose inputs
+changed, and says why.
+
+` + exitStatusHelp(),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("run 'implloop --help' for the list of commands", "unknown command %q for \"implloop\"", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usagef("run '"+c.CommandPath()+" --help' for usage", "%s", err)
+	})
+	root.CompletionOptions.DisableDefaultCmd = true
+
+	for _, newCmd := range []func(*ioStreams) *cobra.Command{
+		// Commands register here, one line each.
+	} {
+		root.AddCommand(newCmd(io))
+	}
+	return root
+}
+
+// run executes the command line and returns the process exit code.
+func run(args []string, io *ioStreams) int {
+	root := newRootCmd(io)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err != nil && isCobraUsageError(err) {
+		err = usagef("run 'implloop --help' for usage", "%s", err)
+	}
+	return exitCodeFor(err, io.ErrOut)
+}

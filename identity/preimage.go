@@ -1,0 +1,28 @@
+package identity
+
+// Preimage is everything that changes what an agent is asked to do. Its
+// canonical form (RFC 8785) is what Digest hashes. Optional fields are
+// omitted when unset so that adding one keeps every existing digest.
+type Preimage struct {
+	Version        string            `json:"v"`                         // hash scope version, "1"
+	Role           string            `json:"role"`                      // "implement"
+	Agent          string            `json:"agent"`                     // backend name: claude, codex, exec, builtin...
+	Model          string            `json:"model,omitempty"`           //
+	Instructions   string            `json:"instructions"`              // hex sha256 of the role's template bytes
+	Task           *TaskInput        `json:"task,omitempty"`            //
+	PreambleSHA256 string            `json:"preamble_sha256,omitempty"` // sha256 of the normalized preamble
+	PlanSHA256     string            `json:"plan_sha256,omitempty"`     // only for units whose prompt reads the plan
+	Prompt         string            `json:"prompt,omitempty"`          // normalized free prompt (implloop id)
+	Attempt        int               `json:"attempt"`                   // 1-based
+	GateFeedback   string            `json:"gate_feedback,omitempty"`   // normalized
+	Artifacts      []string          `json:"artifacts,omitempty"`       // sorted hashes of declared deps' artifacts
+	TimeoutSeconds int64             `json:"timeout_s,omitempty"`       //
+	Env            []string          `json:"env,omitempty"`             // sorted NAMES of passed-through variables
+	Params         map[string]string `json:"params,omitempty"`          // user params
+}
+
+// TaskInput is the task part of a preimage.
+type TaskInput struct {
+	ID   string `json:"id"`
+	Text string `json:"text"` // normalized task text
+}

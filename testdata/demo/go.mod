@@ -1,0 +1,3 @@
+module example.com/textstats
+
+go 1.22
