@@ -2,6 +2,16 @@
 // loop sees, in plan order: id, title, text, dependencies and verify command.
 package extractor
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/implloop/implloop/plan"
+)
+
 // Task is one task as the loop sees it. Text is the exact source bytes of
 // the task's span in the plan file (CRLF line endings turned into LF so that
 // a CRLF file and its LF twin extract identically).
@@ -25,4 +35,105 @@ type Selection struct {
 	PreambleSHA256 string // hex sha256 of Preamble
 	Count          int    // number of tasks in the whole plan
 	Tasks          []Task // the selected tasks, in plan order
+}
+
+// Select returns the tasks of p that r selects, in plan order, with CRLF
+// line endings turned into LF. A range that selects nothing is an
+// *EmptyRangeError naming the plan's ids.
+func Select(p *plan.Plan, r Range) (*Selection, error) {
+	pre := normalizeNewlines(p.Preamble)
+	s := &Selection{
+		PlanPath:       p.Path,
+		PlanSHA256:     p.SHA256,
+		Preamble:       pre,
+		PreambleSHA256: sha256Hex(pre),
+		Count:          len(p.Tasks),
+	}
+	for _, t := range p.Tasks {
+		if !r.Contains(t.ID) {
+			continue
+		}
+		s.Tasks = append(s.Tasks, Task{
+			ID:      t.ID,
+			Ordinal: t.Ordinal,
+			Title:   t.Title,
+			Text:    normalizeNewlines(t.Text),
+			Line:    t.Line,
+			EndLine: t.EndLine,
+			Checked: t.Checked,
+			Deps:    slices.Clone(t.Deps),
+			Verify:  t.Verify,
+		})
+	}
+	if len(s.Tasks) == 0 {
+		return nil, &EmptyRangeError{Range: r, Path: p.Path, IDs: p.IDs()}
+	}
+	return s, nil
+}
+
+// EmptyRangeError is a task range that selects no task of the plan.
+type EmptyRangeError struct {
+	Range Range
+	Path  string
+	IDs   []string // the plan's ids, in plan order
+}
+
+func (e *EmptyRangeError) Error() string {
+	if len(e.IDs) == 0 {
+		return fmt.Sprintf("%s has no tasks", e.Path)
+	}
+	return fmt.Sprintf("task range %q selects no task of %s; its task ids are %s", e.Range.String(), e.Path, SummarizeIDs(e.IDs))
+}
+
+// SummarizeIDs lists ids for a message, folding runs of consecutive numbers
+// ("1-13", "T001-T045") and eliding the middle of a very long list.
+func SummarizeIDs(ids []string) string {
+	var parts []string
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && consecutive(ids[j], ids[j+1]) {
+			j++
+		}
+		if j > i {
+			parts = append(parts, ids[i]+"-"+ids[j])
+		} else {
+			parts = append(parts, ids[i])
+		}
+		i = j + 1
+	}
+	const keep = 12
+	if len(parts) > 2*keep {
+		n := len(parts) - 2*keep
+		parts = append(append(parts[:keep:keep], fmt.Sprintf("... (%d more)", n)), parts[len(parts)-keep:]...)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// consecutive reports whether b is the id right after a: "9" "10", "T009"
+// "T010", "3.1" "3.2".
+func consecutive(a, b string) bool {
+	pa, na, ok1 := splitID(a)
+	pb, nb, ok2 := splitID(b)
+	if !ok1 || !ok2 || pa != pb || len(na) != len(nb) {
+		return false
+	}
+	last := len(na) - 1
+	return slices.Equal(na[:last], nb[:last]) && nb[last] == na[last]+1
+}
+
+// splitID splits "T010" into "T" and [10], "3.2" into "" and [3 2].
+func splitID(id string) (prefix string, nums []int, ok bool) {
+	i := strings.IndexFunc(id, func(r rune) bool { return '0' <= r && r <= '9' })
+	if i < 0 {
+		return "", nil, false
+	}
+	nums, ok = plan.NumericID(id)
+	return id[:i], nums, ok
+}
+
+func normalizeNewlines(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/implloop/implloop/plan"
+)
+
+type lintOptions struct {
+	io     *ioStreams
+	paths  []string
+	strict bool
+}
+
+func newLintCmd(io *ioStreams) *cobra.Command {
+	return newLintCmdWith(io, lintRun)
+}
+
+func newLintCmdWith(io *ioStreams, runF func(*lintOptions) error) *cobra.Command {
+	opts := &lintOptions{io: io}
+	cmd := &cobra.Command{
+		Use:   "lint PLAN...",
+		Short: "Check plans and print diagnostics, for editors and pre-commit",
+		Long: `Check plans and print one diagnostic per line to stdout, in the form
+editors and compilers use:
+
+  plan.md:12:1: error: duplicate task id "10" (first at line 3)
+
+Errors: no tasks, duplicate task ids, a dependency on an unknown task or a
+dependency cycle, an empty task, bytes that are not UTF-8, a binary file, a
+file over 32 MiB, a file that cannot be read, front matter that is not valid
+YAML or holds a value of the wrong type. Warnings: unknown front matter keys,
+forward dependencies, ids out of order, and other things worth a look.
+
+Exit 0 when no plan has an error, 1 when one does; with --strict, warnings
+fail too.
+
+` + exitStatusHelp(),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("run 'implloop lint --help' for usage", "%s: expected at least one plan file", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.paths = args
+			return runF(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.strict, "strict", false, "fail on warnings too")
+	return cmd
+}
+
+func lintRun(opts *lintOptions) error {
+	errs, warns := 0, 0
+	for _, path := range opts.paths {
+		_, diags, _ := plan.ReadFile(path) // an unreadable file is a diagnostic too
+		printDiagnostics(opts.io.Out, diags)
+		for _, d := range diags {
+			if d.Severity == plan.SeverityError {
+				errs++
+			} else {
+				warns++
+			}
+		}
+	}
+	if errs == 0 && warns == 0 {
+		return nil
+	}
+	fmt.Fprintf(opts.io.ErrOut, "implloop: lint: %s, %s in %s\n", plural(errs, "error"), plural(warns, "warning"), plural(len(opts.paths), "plan"))
+	if errs > 0 || opts.strict {
+		return exitWith(exitError)
+	}
+	return nil
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", what)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/plan"
+)
+
+type planOptions struct {
+	io        *ioStreams
+	path      string
+	json      bool
+	taskRange string
+}
+
+func newPlanCmd(io *ioStreams) *cobra.Command {
+	return newPlanCmdWith(io, planRun)
+}
+
+// newPlanCmdWith takes the function that does the work, so a test can check
+// flag parsing alone.
+func newPlanCmdWith(io *ioStreams, runF func(*planOptions) error) *cobra.Command {
+	opts := &planOptions{io: io}
+	cmd := &cobra.Command{
+		Use:   "plan PLAN",
+		Short: "Show the tasks implloop extracts from a plan (read-only)",
+		Long: `Show the tasks implloop extracts from a markdown plan: the plan's sha256,
+the preamble's sha256, and for every task its id, title, line range, whether
+it is checked, and the sha256 of its text (CRLF turned into LF), which is
+what a run's identity covers. Diagnostics go to stderr; see 'implloop lint'.
+
+It only reads the plan: nothing is written anywhere.
+
+Task range (--task-range): ` + extractor.RangeForms + `.
+Ids compare by their numeric part, so 10:13 also selects T010 to T013, and
+3 selects 3, 3.1 and 3.2.
+
+` + exitStatusHelp(),
+		Args: exactArgs(1, "one plan file"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.path = args[0]
+			return runF(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON instead of a table")
+	cmd.Flags().StringVar(&opts.taskRange, "task-range", "", "only these tasks (10:13, 10:, :5, 7, T010:T013)")
+	return cmd
+}
+
+// planJSON is the output of `implloop plan --json`.
+type planJSON struct {
+	Path           string         `json:"path"`
+	SHA256         string         `json:"sha256"`
+	PreambleSHA256 string         `json:"preamble_sha256"`
+	Form           string         `json:"form"`
+	Count          int            `json:"count"`
+	Range          string         `json:"range,omitempty"`
+	FrontMatter    map[string]any `json:"front_matter,omitempty"`
+	Tasks          []taskJSON     `json:"tasks"`
+}
+
+type taskJSON struct {
+	ID         string   `json:"id"`
+	Ordinal    int      `json:"ordinal"`
+	Title      string   `json:"title"`
+	Line       int      `json:"line"`
+	EndLine    int      `json:"end_line"`
+	Checked    bool     `json:"checked"`
+	Optional   bool     `json:"optional,omitempty"`
+	Section    string   `json:"section,omitempty"`
+	Deps       []string `json:"deps,omitempty"`
+	Verify     string   `json:"verify,omitempty"`
+	TextSHA256 string   `json:"text_sha256"`
+}
+
+func planRun(opts *planOptions) error {
+	r, err := extractor.ParseRange(opts.taskRange)
+	if err != nil {
+		return usagef("run 'implloop plan --help' for the task range forms", "%s", err)
+	}
+	p, diags, err := plan.ReadFile(opts.path)
+	if err != nil {
+		return errorf("check the path; a plan is a markdown file of at most 32 MiB", "%s: %s", opts.path, err)
+	}
+	printDiagnostics(opts.io.ErrOut, diags)
+	failed := plan.HasErrors(diags)
+	if len(p.Tasks) == 0 {
+		return exitWith(exitError)
+	}
+	sel, err := extractor.Select(p, r)
+	if err != nil {
+		var empty *extractor.EmptyRangeError
+		if errors.As(err, &empty) {
+			return errorf("pick ids from that list", "%s", err)
+		}
+		return err
+	}
+	byOrdinal := map[int]plan.Task{}
+	for _, t := range p.Tasks {
+		byOrdinal[t.Ordinal] = t
+	}
+	out := planJSON{
+		Path:           sel.PlanPath,
+		SHA256:         sel.PlanSHA256,
+		PreambleSHA256: sel.PreambleSHA256,
+		Form:           string(p.Form),
+		Count:          sel.Count,
+		Range:          r.String(),
+		FrontMatter:    p.FrontMatter,
+		Tasks:          make([]taskJSON, 0, len(sel.Tasks)),
+	}
+	for _, t := range sel.Tasks {
+		pt := byOrdinal[t.Ordinal]
+		out.Tasks = append(out.Tasks, taskJSON{
+			ID: t.ID, Ordinal: t.Ordinal, Title: t.Title,
+			Line: t.Line, EndLine: t.EndLine, Checked: t.Checked,
+			Optional: pt.Optional, Section: pt.Section,
+			Deps: t.Deps, Verify: t.Verify,
+			TextSHA256: sha256Hex(t.Text),
+		})
+	}
+	if opts.json {
+		enc := json.NewEncoder(opts.io.Out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		printPlanTable(opts.io.Out, &out, len(sel.Preamble))
+	}
+	if failed {
+		return exitWith(exitError)
+	}
+	return nil
+}
+
+func printPlanTable(w io.Writer, p *planJSON, preambleBytes int) {
+	fmt.Fprintf(w, "plan      %s\n", p.Path)
+	fmt.Fprintf(w, "sha256    %s\n", p.SHA256)
+	fmt.Fprintf(w, "preamble  %s (%d bytes)\n", p.PreambleSHA256, preambleBytes)
+	tasks := fmt.Sprintf("%d", p.Count)
+	if p.Range != "" {
+		tasks = fmt.Sprintf("%d of %d (range %s)", len(p.Tasks), p.Count, p.Range)
+	}
+	fmt.Fprintf(w, "tasks     %s, form %s\n\n", tasks, p.Form)
+
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tLINES\tDONE\tDEPS\tTEXT SHA256\tTITLE")
+	for _, t := range p.Tasks {
+		done := "[ ]"
+		if t.Checked {
+			done = "[x]"
+		}
+		deps := strings.Join(t.Deps, ",")
+		if deps == "" {
+			deps = "-"
+		}
+		title := t.Title
+		if t.Optional {
+			title += " (optional)"
+		}
+		fmt.Fprintf(tw, "%s\t%d-%d\t%s\t%s\t%s\t%s\n", t.ID, t.Line, t.EndLine, done, deps, t.TextSHA256[:12], oneLine(title))
+	}
+	tw.Flush()
+}
+
+// oneLine keeps a title on one table row.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// printDiagnostics writes one line per diagnostic.
+func printDiagnostics(w io.Writer, diags []plan.Diagnostic) {
+	for _, d := range diags {
+		fmt.Fprintln(w, d.String())
+	}
+}

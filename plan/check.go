@@ -1,0 +1,243 @@
+package plan
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/yuin/goldmark/ast"
+)
+
+// check adds the plan-level diagnostics and copies the tasks into the plan.
+func (r *parseState) check(doc ast.Node) {
+	r.checkFences(doc)
+	if len(r.tasks) == 0 {
+		r.diag(1, 1, SeverityError, `no tasks: write task headings ("### Task 1: Title") or top-level checklist items ("- [ ] Title")`)
+		r.reportNestedChecklist(doc)
+		return
+	}
+
+	first := map[string]int{} // id -> index of its first task
+	explicit := 0
+	for i := range r.tasks {
+		if r.tasks[i].explicitID {
+			explicit++
+		}
+	}
+	var lastNum []int
+	lastID := ""
+	for i := range r.tasks {
+		t := &r.tasks[i]
+		if j, dup := first[t.ID]; dup {
+			r.diag(t.Line, 1, SeverityError, "duplicate task id %q (first at line %d)", t.ID, r.tasks[j].Line)
+			continue
+		}
+		first[t.ID] = i
+		if !t.explicitID && explicit > 0 {
+			r.diag(t.Line, 1, SeverityWarning, "task at line %d has no id and takes its ordinal %q; the other tasks have explicit ids", t.Line, t.ID)
+		}
+		if t.explicitID {
+			if n, ok := NumericID(t.ID); ok {
+				if lastNum != nil && CompareNumeric(n, lastNum) < 0 {
+					r.diag(t.Line, 1, SeverityWarning, "task id %q comes after %q; task ranges select by number, so keep ids increasing", t.ID, lastID)
+				}
+				lastNum, lastID = n, t.ID
+			}
+		}
+		switch {
+		case t.Title == "" && !t.hasBody:
+			r.diag(t.Line, 1, SeverityError, "task %s is empty: it has neither a title nor a body", t.ID)
+		case t.Level > 0 && !t.hasBody:
+			r.diag(t.Line, 1, SeverityWarning, "task %s has a title but no body", t.ID)
+		}
+	}
+
+	// Dependencies: unknown ids, self and forward references.
+	for i := range r.tasks {
+		t := &r.tasks[i]
+		seen := map[string]bool{}
+		for _, d := range t.deps {
+			if seen[d.id] {
+				continue
+			}
+			seen[d.id] = true
+			j, ok := first[d.id]
+			switch {
+			case !ok:
+				r.diag(d.line, d.col, SeverityError, "task %s depends on unknown task %q%s", t.ID, d.id, r.didYouMean(d.id))
+				continue
+			case j == i:
+				r.diag(d.line, d.col, SeverityError, "dependency cycle: task %s depends on itself", t.ID)
+				continue
+			case j > i:
+				r.diag(d.line, d.col, SeverityWarning, "task %s depends on task %s, which comes later in the plan (tasks run in plan order)", t.ID, d.id)
+			}
+			t.Deps = append(t.Deps, d.id)
+		}
+	}
+	r.checkCycles(first)
+
+	r.plan.Tasks = make([]Task, len(r.tasks))
+	for i := range r.tasks {
+		r.plan.Tasks[i] = r.tasks[i].Task
+	}
+}
+
+// didYouMean suggests the task whose id has the same number, for "T12"
+// against "T012" or "3" against "T003".
+func (r *parseState) didYouMean(id string) string {
+	want, ok := NumericID(id)
+	if !ok {
+		return ""
+	}
+	match := ""
+	for _, t := range r.tasks {
+		if n, ok := NumericID(t.ID); ok && CompareNumeric(n, want) == 0 {
+			if match != "" && match != t.ID {
+				return ""
+			}
+			match = t.ID
+		}
+	}
+	if match == "" {
+		return ""
+	}
+	return " (did you mean \"" + match + "\"?)"
+}
+
+// maxCycleReports bounds the cycles reported for one plan: a few are
+// enough to act on.
+const maxCycleReports = 20
+
+// checkCycles reports each dependency cycle once, at the first task (in
+// plan order) that is on it. Iterative, so a plan of a million tasks does
+// not overflow the stack.
+func (r *parseState) checkCycles(index map[string]int) {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]int, len(r.tasks))
+	edges := func(i int) []int {
+		var out []int
+		for _, d := range r.tasks[i].Deps {
+			if j, ok := index[d]; ok && j != i {
+				out = append(out, j)
+			}
+		}
+		return out
+	}
+	type frame struct {
+		node int
+		next []int
+	}
+	reported := 0
+	for root := range r.tasks {
+		if reported >= maxCycleReports {
+			return
+		}
+		if color[root] != white {
+			continue
+		}
+		stack := []frame{{root, edges(root)}}
+		color[root] = grey
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if len(top.next) == 0 {
+				color[top.node] = black
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			j := top.next[0]
+			top.next = top.next[1:]
+			switch color[j] {
+			case white:
+				color[j] = grey
+				stack = append(stack, frame{j, edges(j)})
+			case grey: // back edge: the cycle is j ... top
+				k := len(stack) - 1
+				for stack[k].node != j {
+					k--
+				}
+				var ids []string
+				at := j
+				for _, f := range stack[k:] {
+					ids = append(ids, r.tasks[f.node].ID)
+					at = min(at, f.node)
+				}
+				ids = append(ids, r.tasks[j].ID)
+				r.diag(r.tasks[at].Line, 1, SeverityError, "dependency cycle: %s", strings.Join(ids, " -> "))
+				reported++
+			}
+		}
+	}
+}
+
+// checkFences warns about a top-level fenced code block that is never
+// closed: it swallows the rest of the file, tasks included.
+func (r *parseState) checkFences(doc ast.Node) {
+	// Only the last block can run to the end of the file.
+	if fc, ok := doc.LastChild().(*ast.FencedCodeBlock); ok && fc.Pos() >= 0 {
+		open := r.lineOf(r.abs(fc.Pos()))
+		opener := bytes.TrimLeft(lineText(r.src, r.lines, open), " ")
+		if len(opener) == 0 {
+			return
+		}
+		c := opener[0]
+		width := 0
+		for width < len(opener) && opener[width] == c {
+			width++
+		}
+		last := open
+		if lines := fc.Lines(); lines.Len() > 0 {
+			last = r.lineOf(r.abs(lines.At(lines.Len() - 1).Start))
+		}
+		closing := last + 1
+		if closing < len(r.lines) && isClosingFence(lineText(r.src, r.lines, closing), c, width) {
+			return
+		}
+		r.diag(open+1, 1, SeverityWarning, "fenced code block is never closed: everything after line %d is code, tasks included", open+1)
+	}
+}
+
+func lineText(src []byte, lines []int, l int) []byte {
+	end := len(src)
+	if l+1 < len(lines) {
+		end = lines[l+1]
+	}
+	return bytes.TrimRight(src[lines[l]:end], "\r\n")
+}
+
+func isClosingFence(line []byte, c byte, width int) bool {
+	t := bytes.TrimLeft(line, " ")
+	if len(line)-len(t) > 3 {
+		return false
+	}
+	n := 0
+	for n < len(t) && t[n] == c {
+		n++
+	}
+	return n >= width && len(bytes.TrimRight(t[n:], " \t")) == 0
+}
+
+// reportNestedChecklist explains a plan with no tasks whose checklist items
+// are all nested under items that are not tasks.
+func (r *parseState) reportNestedChecklist(doc ast.Node) {
+	var found ast.Node
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		if item, ok := n.(*ast.ListItem); ok && item.Pos() >= 0 {
+			if box, _ := r.taskItem(item); box != nil {
+				found = item
+				return ast.WalkStop, nil
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	if found != nil {
+		l, c := r.position(r.abs(found.Pos()))
+		r.diag(l, c, SeverityWarning, "checklist item is not a task: only top-level checklist items are (this one is nested or quoted)")
+	}
+}

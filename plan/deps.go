@@ -1,0 +1,170 @@
+package plan
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+)
+
+// depsRe matches the start of a dependency line: "Depends on:", "depends
+// on", "Depends:", "**Dependencies:**". Group 1 is the colon.
+var depsRe = regexp.MustCompile(`^(?:\*\*|__|\*|_)?(?i:depends\s+on|depends|dependencies)\b(?:\*\*|__|\*|_)?(\s*:)?(?:\*\*|__|\*|_)?`)
+
+var depTokenRe = regexp.MustCompile(`[^\s,;]+`)
+
+// scanDeps reads a dependency declaration from one line of a task's prose.
+// absStart is the line's offset in the file.
+func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte) {
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+		line = line[:len(line)-1]
+	}
+	r.scanInlineDeps(t, absStart, line)
+	i := 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	j := i
+	for j < len(line) && (line[j] == '*' || line[j] == '_') {
+		j++
+	}
+	if j >= len(line) || line[j]|0x20 != 'd' { // cheap reject for most lines
+		return
+	}
+	m := depsRe.FindSubmatchIndex(line[i:])
+	if m == nil {
+		return
+	}
+	colon := m[2] >= 0
+	restStart := i + m[1]
+	rest := line[restStart:]
+
+	found, none := r.depList(absStart+restStart, rest)
+	if !colon && len(found) == 0 {
+		return // prose: "Depends on the config loader being fast"
+	}
+	if len(found) == 0 && !none {
+		l, c := r.position(absStart + i)
+		r.diag(l, c, SeverityWarning, `dependency line in task %s names no task id (write "Depends on: 3, 5" or "Depends on: none")`, t.ID)
+		return
+	}
+	t.deps = append(t.deps, found...)
+}
+
+// scanInlineDeps reads spec-kit's parenthesized form anywhere in a line:
+// "Implement AlbumService in src/album.py (depends on T012, T013)".
+func (r *parseState) scanInlineDeps(t *taskBuild, absStart int, line []byte) {
+	for off := 0; ; {
+		i := bytes.IndexByte(line[off:], '(')
+		if i < 0 {
+			return
+		}
+		off += i + 1
+		m := inlineDepsRe.FindSubmatchIndex(line[off-1:])
+		if m == nil {
+			continue
+		}
+		inner := line[off-1+m[2] : off-1+m[3]]
+		found, _ := r.depList(absStart+off-1+m[2], inner)
+		t.deps = append(t.deps, found...)
+	}
+}
+
+// inlineDepsRe matches "(depends on T012, T013)" at the start of its input.
+var inlineDepsRe = regexp.MustCompile(`^\((?i:\s*depends(?:\s+on)?\s*:?)\s*([^()]*)\)`)
+
+// depList reads task ids from the text after "Depends on:"; absStart is
+// the text's offset in the file. It stops at the first word that is not an
+// id, so "Depends on: 1 (the word count)" is [1]. none reports an explicit
+// "none".
+func (r *parseState) depList(absStart int, rest []byte) (found []depRef, none bool) {
+tokens:
+	for _, loc := range depTokenRe.FindAllIndex(rest, -1) {
+		tok := string(rest[loc[0]:loc[1]])
+		trimmed := strings.TrimLeft(tok, "`*_([#")
+		off := loc[0] + len(tok) - len(trimmed)
+		tok = strings.TrimRight(trimmed, "`*_)].:")
+		switch strings.ToLower(tok) {
+		case "":
+			continue
+		case "task", "tasks", "step", "steps", "and", "&":
+			continue
+		case "none", "nothing", "n/a", "-", "–", "—":
+			none = len(found) == 0
+			break tokens
+		}
+		if !isDepID(tok) {
+			break
+		}
+		l, c := r.position(absStart + off)
+		found = append(found, depRef{id: tok, line: l, col: c})
+	}
+	return found, none
+}
+
+// isDepID reports whether s looks like a task id: "3", "3.2", "T012".
+func isDepID(s string) bool {
+	if len(s) > 1 && s[0] == 'T' {
+		for i := 1; i < len(s); i++ {
+			if !isDigit(s[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return s != "" && dottedNumber(s) == len(s)
+}
+
+// NumericID returns the numbers of a task id: "10" → [10], "3.2" → [3 2],
+// "T010" → [10]. Ranges and ordering compare these. ok is false for an id
+// with no number.
+func NumericID(id string) (nums []int, ok bool) {
+	i := 0
+	for i < len(id) && !isDigit(id[i]) {
+		i++
+	}
+	if i == len(id) {
+		return nil, false
+	}
+	n := 0
+	digits := false
+	for ; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case isDigit(c):
+			if n > 1e8 { // absurdly long numbers saturate instead of overflowing
+				continue
+			}
+			n = n*10 + int(c-'0')
+			digits = true
+		case c == '.' && digits:
+			nums = append(nums, n)
+			n, digits = 0, false
+		default:
+			return nil, false
+		}
+	}
+	if !digits {
+		return nil, false
+	}
+	return append(nums, n), true
+}
+
+// CompareNumeric compares two numeric ids as version tuples: [3] < [3 1] <
+// [3 2] < [4].
+func CompareNumeric(a, b []int) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	switch {
+	case len(a) < len(b):
+		return -1
+	case len(a) > len(b):
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,247 @@
+package plan
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// FrontMatterKey is one setting a plan's front matter may hold. Each is the
+// plan-level default of the `implloop run` flag of the same name (with "_"
+// for "-"); a flag given on the command line wins.
+type FrontMatterKey struct {
+	Name string
+	Type string // what the value must be, for messages and docs
+	Doc  string
+	// check returns "" when v is acceptable, else what is wrong.
+	check func(v any) string
+}
+
+// FrontMatterKeys are the keys implloop knows. Any other key is a lint
+// warning (a typo like "max_attempt" would otherwise be ignored silently).
+var FrontMatterKeys = []FrontMatterKey{
+	{"title", "string", "the plan's name, for reports", isString},
+	{"description", "string", "what the plan is for (spec-kit writes it)", isString},
+	{"agent", "string", "agent backend: claude, codex, gemini, opencode, exec, builtin", isString},
+	{"agent_cmd", "string", "the command line of the exec backend", isString},
+	{"model", "string", "model name passed to the agent", isString},
+	{"verify", "string", "the gate command run after every task without its own ```verify block", isString},
+	{"max_attempts", "positive integer", "attempts per task before it is BLOCKED", isPositiveInt},
+	{"timeout", "duration (\"20m\") or seconds", "limit for one agent call", isDuration},
+	{"on_blocked", "string", "what a blocked task does to the run", isString},
+	{"plan_context", "scalar", "how much of the plan each prompt carries", isScalar},
+	{"env", "list of variable names", "environment variables passed through to the agent", isNameList},
+	{"params", "mapping", "user parameters handed to the agent", isMapping},
+}
+
+func frontMatterKey(name string) *FrontMatterKey {
+	for i := range FrontMatterKeys {
+		if FrontMatterKeys[i].Name == name {
+			return &FrontMatterKeys[i]
+		}
+	}
+	return nil
+}
+
+func isString(v any) string {
+	if _, ok := v.(string); ok {
+		return ""
+	}
+	return "must be a string"
+}
+
+func isPositiveInt(v any) string {
+	if n, ok := v.(int); ok && n >= 1 {
+		return ""
+	}
+	return "must be a positive integer"
+}
+
+func isDuration(v any) string {
+	switch v := v.(type) {
+	case int:
+		if v >= 0 {
+			return ""
+		}
+	case string:
+		if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+			return ""
+		}
+	}
+	return `must be a duration like "20m" or "90s", or a number of seconds`
+}
+
+func isScalar(v any) string {
+	switch v.(type) {
+	case map[string]any, []any:
+		return "must be a single value"
+	}
+	return ""
+}
+
+var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func isNameList(v any) string {
+	list, ok := v.([]any)
+	if !ok {
+		return "must be a list of environment variable names"
+	}
+	for _, e := range list {
+		s, ok := e.(string)
+		if !ok || !envNameRe.MatchString(s) {
+			return fmt.Sprintf("must be a list of environment variable names (%q is not one)", fmt.Sprint(e))
+		}
+	}
+	return ""
+}
+
+func isMapping(v any) string {
+	if _, ok := v.(map[string]any); ok {
+		return ""
+	}
+	return "must be a mapping"
+}
+
+// splitFrontMatter finds YAML front matter at src[start:]: a first line
+// "---" and a closing line "---" or "...". It returns the content's offsets
+// and the offset just past the closing line; ok is false when there is none.
+// opened reports an opening line without a closing one.
+func splitFrontMatter(src []byte, start int) (content [2]int, end int, ok, opened bool) {
+	first, next := lineAt(src, start)
+	if string(bytes.TrimRight(first, " \t\r")) != "---" {
+		return content, 0, false, false
+	}
+	for pos := next; pos < len(src); {
+		line, after := lineAt(src, pos)
+		t := string(bytes.TrimRight(line, " \t\r"))
+		if t == "---" || t == "..." {
+			return [2]int{next, pos}, after, true, true
+		}
+		pos = after
+	}
+	return content, 0, false, true
+}
+
+// lineAt returns the line starting at pos, without its "\n", and the offset
+// of the next line.
+func lineAt(src []byte, pos int) ([]byte, int) {
+	i := bytes.IndexByte(src[pos:], '\n')
+	if i < 0 {
+		return src[pos:], len(src)
+	}
+	return src[pos : pos+i], pos + i + 1
+}
+
+var yamlLineRe = regexp.MustCompile(`line (\d+): `)
+
+// parseFrontMatter decodes the front matter text; firstLine is the file
+// line of its first line. Problems are reported through diag.
+func parseFrontMatter(text []byte, firstLine int, diag func(line, col int, sev Severity, format string, args ...any)) map[string]any {
+	var root yaml.Node
+	if err := yaml.Unmarshal(text, &root); err != nil {
+		line := firstLine - 1
+		msg := err.Error()
+		if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			line = firstLine + n - 1
+		}
+		msg = yamlLineRe.ReplaceAllString(strings.TrimPrefix(msg, "yaml: "), "")
+		diag(line, 1, SeverityError, "front matter is not valid YAML: %s", msg)
+		return nil
+	}
+	if root.Kind == 0 || len(root.Content) == 0 { // empty front matter
+		return map[string]any{}
+	}
+	doc := root.Content[0]
+	if doc.Kind == yaml.ScalarNode && doc.Tag == "!!null" {
+		return map[string]any{}
+	}
+	if doc.Kind != yaml.MappingNode {
+		diag(firstLine+doc.Line-1, doc.Column, SeverityError, "front matter must be a mapping of settings (key: value), not a %s", yamlKind(doc))
+		return nil
+	}
+	fm := make(map[string]any, len(doc.Content)/2)
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		k, v := doc.Content[i], doc.Content[i+1]
+		line, col := firstLine+k.Line-1, k.Column
+		var key string
+		if k.Kind != yaml.ScalarNode || k.Decode(&key) != nil {
+			diag(line, col, SeverityError, "front matter keys must be strings")
+			continue
+		}
+		var val any
+		if err := v.Decode(&val); err != nil {
+			diag(line, col, SeverityError, "front matter %q: %v", key, err)
+			continue
+		}
+		val = jsonable(val)
+		fm[key] = val
+		known := frontMatterKey(key)
+		if known == nil {
+			diag(line, col, SeverityWarning, "unknown front matter key %q (known: %s)", key, knownKeyList())
+			continue
+		}
+		if problem := known.check(val); problem != "" {
+			got := ""
+			if v.Kind == yaml.ScalarNode {
+				got = ", got " + strconv.Quote(v.Value)
+			}
+			diag(line, col, SeverityError, "front matter %q %s%s", key, problem, got)
+		}
+	}
+	return fm
+}
+
+func knownKeyList() string {
+	names := make([]string, len(FrontMatterKeys))
+	for i, k := range FrontMatterKeys {
+		names[i] = k.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func yamlKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.ScalarNode:
+		return "single value"
+	case yaml.AliasNode:
+		return "alias"
+	}
+	return "document"
+}
+
+// jsonable turns what YAML decodes into values encoding/json can marshal:
+// map[any]any (non-string keys) becomes map[string]any.
+func jsonable(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = jsonable(e)
+		}
+		return v
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[fmt.Sprint(k)] = jsonable(e)
+		}
+		return m
+	case []any:
+		for i, e := range v {
+			v[i] = jsonable(e)
+		}
+		return v
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return strconv.FormatFloat(v, 'g', -1, 64) // JSON has no NaN
+		}
+	}
+	return v
+}

@@ -1,0 +1,56 @@
+package plan
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParse checks that no input makes Parse panic and that every parse
+// keeps the span invariants: inside the file, in source order, never
+// overlapping, text byte-exact. The seeds are the example and broken plans
+// and a few shapes that are easy to get wrong.
+func FuzzParse(f *testing.F) {
+	for _, pattern := range []string{"*.md", "broken/*.md"} {
+		files, _ := filepath.Glob(filepath.Join("..", "testdata", "plans", pattern))
+		for _, file := range files {
+			if b, err := os.ReadFile(file); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	for _, s := range []string{
+		"",
+		"- [ ]",
+		"- [ ]*",
+		"- [x] 1.\n  - [ ] 1.1\n",
+		"### Task 1\n### Task 1\n",
+		"Task 1\n---\n",
+		"---\n---\n",
+		"---\nx: [\n---\n- [ ] a\n",
+		"\xEF\xBB\xBF---\ntitle: x\n---\n- [ ] a\r\n",
+		"## Task 1: a\r\n\r\nDepends on: 1, 2\r\n",
+		"> ### Task 1\n- [ ] a\n",
+		"```\n### Task 1\n",
+		"1. [ ] ordered\n",
+		"- [ ] a\n[ref]: /url\n",
+		"## Task 1: a\n\n```verify\n```\n```verify\nx\n```\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		if len(src) < 1<<16 {
+			assertSameStructure(t, src)
+		}
+		p, ds := Parse("fuzz.md", src)
+		checkInvariants(t, src, p)
+		for _, d := range ds {
+			if d.Message == "" || d.Line < 0 || d.Col < 0 {
+				t.Fatalf("bad diagnostic %+v", d)
+			}
+		}
+		if len(p.Tasks) == 0 && len(src) <= MaxSize && !HasErrors(ds) {
+			t.Fatalf("no tasks and no error")
+		}
+	})
+}

@@ -1,0 +1,763 @@
+package plan
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	extast "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+)
+
+// mdParser is goldmark with CommonMark's block parsers and, of the inline
+// parsers, only the GFM task checkbox: block structure (what is a heading,
+// a list item, code) does not depend on inlines, and skipping links and
+// emphasis makes parsing several times faster.
+var mdParser = sync.OnceValue(func() parser.Parser {
+	return parser.NewParser(
+		parser.WithBlockParsers(parser.DefaultBlockParsers()...),
+		parser.WithInlineParsers(util.Prioritized(extension.NewTaskCheckBoxParser(), 0)),
+		parser.WithParagraphTransformers(util.Prioritized(paragraphTransformer{}, 100)),
+	)
+})
+
+// paragraphTransformer runs when goldmark closes a paragraph. It does two
+// things, neither of which changes the block structure:
+//
+//   - goldmark's link reference definition transformer (the only default
+//     one), behind a quick check that the paragraph cannot start with a
+//     definition (task items "[ ] Title" never do). The check skips the
+//     reader goldmark allocates for every paragraph.
+//   - a paragraph whose inline content is never read (every one except the
+//     first paragraph of a list item, where a task checkbox may be) becomes
+//     a rawParagraph, which goldmark's inline pass skips. On a large plan the
+//     inline pass is a quarter of the parse time.
+type paragraphTransformer struct{}
+
+func (paragraphTransformer) Transform(node *ast.Paragraph, reader text.Reader, pc parser.Context) {
+	lines := node.Lines()
+	if lines.Len() == 0 {
+		return
+	}
+	seg := lines.At(0)
+	if mayStartLinkRef(reader.Source()[seg.Start:seg.Stop]) {
+		parser.LinkReferenceParagraphTransformer.Transform(node, reader, pc)
+		if node.Parent() == nil || node.Lines().Len() == 0 {
+			return
+		}
+	}
+	parent := node.Parent()
+	if parent.Kind() == ast.KindListItem && parent.FirstChild() == node {
+		return
+	}
+	if line, _ := reader.PeekLine(); isSetextBar(line) {
+		// Goldmark may be turning this paragraph into a setext heading,
+		// which needs the Paragraph node itself.
+		return
+	}
+	// What goldmark's paragraph parser does on close, which is skipped for
+	// a replaced node: trim the lines' leading spaces and the last line's
+	// trailing ones.
+	lines = node.Lines()
+	src := reader.Source()
+	for i := range lines.Len() {
+		l := lines.At(i)
+		lines.Set(i, l.TrimLeftSpace(src))
+	}
+	last := lines.At(lines.Len() - 1)
+	lines.Set(lines.Len()-1, last.TrimRightSpace(src))
+	raw := &rawParagraph{}
+	raw.SetLines(lines)
+	raw.SetBlankPreviousLines(node.HasBlankPreviousLines())
+	parent.ReplaceChild(parent, node, raw)
+}
+
+// isSetextBar reports whether line looks like a setext heading underline
+// ("===" or "---"), erring on the side of yes.
+func isSetextBar(line []byte) bool {
+	line = bytes.Trim(line, " \t\r\n")
+	if len(line) == 0 || (line[0] != '=' && line[0] != '-') {
+		return false
+	}
+	for _, c := range line {
+		if c != line[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// rawParagraph is a paragraph whose inline content implloop never reads.
+type rawParagraph struct {
+	ast.BaseBlock
+}
+
+var kindRawParagraph = ast.NewNodeKind("RawParagraph")
+
+func (n *rawParagraph) Kind() ast.NodeKind { return kindRawParagraph }
+func (n *rawParagraph) IsRaw() bool        { return true }
+func (n *rawParagraph) Dump(source []byte, level int) {
+	ast.DumpHelper(n, source, level, nil, nil)
+}
+
+// Pos is where its first line starts, as for goldmark's Paragraph.
+func (n *rawParagraph) Pos() int {
+	if n.Lines().Len() == 0 {
+		return -1
+	}
+	return n.Lines().At(0).Start
+}
+
+// mayStartLinkRef is false only for lines that certainly do not start a
+// link reference definition: no "[" first, or a label closed on the line
+// by a "]" not followed by ":". Anything unusual (a backslash, a nested
+// "[", a label running on) goes to goldmark.
+func mayStartLinkRef(line []byte) bool {
+	i := 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	if i == len(line) {
+		return true
+	}
+	if line[i] != '[' {
+		return false
+	}
+	for j := i + 1; j < len(line); j++ {
+		switch line[j] {
+		case '\\', '[':
+			return true
+		case ']':
+			return j+1 < len(line) && line[j+1] == ':'
+		}
+	}
+	return true
+}
+
+var utf8BOM = []byte("\xEF\xBB\xBF")
+
+// Parse parses src, the bytes of the plan at path (used in diagnostics
+// only). It never fails: problems are diagnostics, and the returned plan
+// holds whatever could be read (no tasks at all for a binary or oversized
+// file).
+func Parse(path string, src []byte) (*Plan, []Diagnostic) {
+	sum := sha256.Sum256(src)
+	p := &Plan{Path: path, SHA256: hex.EncodeToString(sum[:]), Size: len(src)}
+	r := &parseState{path: path, src: src, plan: p}
+	r.parse()
+	sort.SliceStable(r.diags, func(i, j int) bool {
+		a, b := r.diags[i], r.diags[j]
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+	return p, r.diags
+}
+
+type parseState struct {
+	path  string
+	src   []byte
+	base  int    // offset of body in src
+	body  []byte // what goldmark parses: src after BOM and front matter
+	lines []int  // offset of the first byte of every line
+	diags []Diagnostic
+	plan  *Plan
+
+	breakLines map[int]bool // 0-based lines holding a top-level thematic break
+	tasks      []taskBuild
+}
+
+// taskBuild is a task while it is being parsed.
+type taskBuild struct {
+	Task
+	kind       labelKind
+	headEnd    int // offset just past the heading (or the item's first line)
+	steps      int // checkbox items inside a heading task
+	doneSteps  int
+	hasBody    bool
+	hasVerify  bool
+	verifyLine int
+	deps       []depRef
+}
+
+// depRef is a dependency as written, with where it was written.
+type depRef struct {
+	id        string
+	line, col int
+}
+
+func (r *parseState) diag(line, col int, sev Severity, format string, args ...any) {
+	r.diags = append(r.diags, Diagnostic{Path: r.path, Line: line, Col: col, Severity: sev, Message: fmt.Sprintf(format, args...)})
+}
+
+// lineOf returns the 0-based line holding byte offset off.
+func (r *parseState) lineOf(off int) int {
+	return sort.Search(len(r.lines), func(i int) bool { return r.lines[i] > off }) - 1
+}
+
+// lineStartOf returns the offset of the start of the line holding off.
+func (r *parseState) lineStartOf(off int) int { return r.lines[r.lineOf(off)] }
+
+// position returns the 1-based line and byte column of offset off.
+func (r *parseState) position(off int) (int, int) {
+	l := r.lineOf(off)
+	return l + 1, off - r.lines[l] + 1
+}
+
+func lineStarts(src []byte) []int {
+	lines := make([]int, 1, bytes.Count(src, []byte{'\n'})+1)
+	for i := 0; ; {
+		j := bytes.IndexByte(src[i:], '\n')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+		lines = append(lines, i)
+	}
+	return lines
+}
+
+func (r *parseState) parse() {
+	src := r.src
+	if len(src) > MaxSize {
+		r.diag(0, 0, SeverityError, "%s: %d bytes, the limit is %d (32 MiB)", ErrTooLarge, len(src), MaxSize)
+		return
+	}
+	r.lines = lineStarts(src)
+	if i := bytes.IndexByte(src, 0); i >= 0 {
+		l, c := r.position(i)
+		r.diag(l, c, SeverityError, "binary file (NUL byte): a plan is UTF-8 markdown text")
+		return
+	}
+	if l, depth := deepestNesting(src, r.lines); depth > MaxNesting {
+		r.diag(l+1, 1, SeverityError, "line nests lists or block quotes %d deep (the limit is %d): not a plan implloop reads", depth, MaxNesting)
+		return
+	}
+	if !utf8.Valid(src) {
+		i := firstInvalidUTF8(src)
+		l, c := r.position(i)
+		r.diag(l, c, SeverityError, "invalid UTF-8 (byte 0x%02x): a plan must be UTF-8 text", src[i])
+	}
+
+	start := 0
+	if bytes.HasPrefix(src, utf8BOM) {
+		start = len(utf8BOM)
+	}
+	if content, end, ok, opened := splitFrontMatter(src, start); ok {
+		r.plan.FrontMatter = parseFrontMatter(src[content[0]:content[1]], r.lineOf(content[0])+1, r.diag)
+		if r.plan.FrontMatter == nil {
+			r.plan.FrontMatter = map[string]any{}
+		}
+		start = end
+	} else if opened {
+		r.diag(1, 1, SeverityWarning, `"---" on the first line opens YAML front matter that is never closed; reading the whole file as markdown`)
+	}
+	r.base, r.body = start, src[start:]
+	r.plan.BodyStart = start
+
+	doc := mdParser().Parse(text.NewReader(r.body))
+	r.findTasks(doc)
+	r.numberTasks()
+	r.scanTaskContents(doc)
+	r.finishTasks()
+	r.check(doc)
+}
+
+// MaxNesting bounds how many list and block quote markers may open on one
+// line. Markdown parsers spend time quadratic in that number (goldmark
+// takes seconds for a line of a few thousand "- "), and no plan needs more
+// than a handful.
+const MaxNesting = 100
+
+// deepestNesting returns the 0-based line whose start opens the most
+// container markers ("- ", "* ", "+ ", "1. ", "1) ", ">"), and how many.
+// Only counts above MaxNesting matter, so it stops counting there.
+func deepestNesting(src []byte, lines []int) (line, depth int) {
+	for l, start := range lines {
+		n := 0
+		i := start
+		for i < len(src) && n <= MaxNesting {
+			for i < len(src) && (src[i] == ' ' || src[i] == '\t') {
+				i++
+			}
+			if i >= len(src) {
+				break
+			}
+			c := src[i]
+			if c == '>' {
+				n++
+				i++
+				continue
+			}
+			j := i
+			if c == '-' || c == '+' || c == '*' {
+				j++
+			} else {
+				for j < len(src) && j-i < 10 && isDigit(src[j]) {
+					j++
+				}
+				if j == i || j >= len(src) || (src[j] != '.' && src[j] != ')') {
+					break
+				}
+				j++
+			}
+			if j < len(src) && src[j] != ' ' && src[j] != '\t' {
+				break
+			}
+			n++
+			i = j
+		}
+		if n > depth {
+			line, depth = l, n
+		}
+	}
+	return line, depth
+}
+
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		c, n := utf8.DecodeRune(b[i:])
+		if c == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b) - 1
+}
+
+// abs turns a position in body into one in src.
+func (r *parseState) abs(pos int) int { return pos + r.base }
+
+// heading is a top-level heading.
+type heading struct {
+	node    *ast.Heading
+	level   int
+	start   int // offset of its first line
+	end     int // offset just past its last line (the underline of a setext heading)
+	title   string
+	label   label
+	isTask  bool
+	section bool // may name a section
+}
+
+// collectTop makes one pass over the document's top-level blocks: it
+// returns the headings and the lists, and records the lines of thematic
+// breaks.
+func (r *parseState) collectTop(doc ast.Node) ([]heading, []*ast.List) {
+	var hs []heading
+	var lists []*ast.List
+	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
+		switch n := n.(type) {
+		case *ast.Heading:
+			if h, ok := r.topHeading(n); ok {
+				hs = append(hs, h)
+			}
+		case *ast.List:
+			lists = append(lists, n)
+		case *ast.ThematicBreak:
+			if n.Pos() >= 0 {
+				if r.breakLines == nil {
+					r.breakLines = map[int]bool{}
+				}
+				r.breakLines[r.lineOf(r.abs(n.Pos()))] = true
+			}
+		}
+	}
+	return hs, lists
+}
+
+func (r *parseState) topHeading(n *ast.Heading) (heading, bool) {
+	h := heading{node: n, level: n.Level}
+	lines := n.Lines()
+	var parts []string
+	for i := 0; i < lines.Len(); i++ {
+		seg := lines.At(i)
+		parts = append(parts, strings.TrimSpace(string(r.body[seg.Start:seg.Stop])))
+	}
+	h.title = strings.Join(parts, " ")
+	pos := n.Pos()
+	if pos < 0 && lines.Len() > 0 {
+		pos = lines.At(0).Start
+	}
+	if pos < 0 {
+		return h, false
+	}
+	h.start = r.lineStartOf(r.abs(pos))
+	lastLine := r.lineOf(r.abs(pos))
+	if lines.Len() > 0 {
+		lastLine = r.lineOf(r.abs(lines.At(lines.Len() - 1).Start))
+	}
+	if r.src[r.abs(pos)] != '#' { // setext: the underline is the next line
+		lastLine++
+	}
+	h.end = r.lineEnd(lastLine)
+	h.label = parseLabel(h.title, false)
+	h.isTask = h.label.kind != labelNone
+	return h, true
+}
+
+// lineEnd returns the offset just past 0-based line l (its "\n" included).
+func (r *parseState) lineEnd(l int) int {
+	if l+1 < len(r.lines) {
+		return r.lines[l+1]
+	}
+	return len(r.src)
+}
+
+// trimEnd moves end back over trailing blank lines (and, with breaks,
+// thematic breaks), never past the first line of the span at start.
+func (r *parseState) trimEnd(start, end int, breaks bool) int {
+	for end > start {
+		l := r.lineOf(end - 1)
+		ls := r.lines[l]
+		if ls <= start {
+			break
+		}
+		if isBlank(r.src[ls:end]) || (breaks && r.breakLines[l]) {
+			end = ls
+			continue
+		}
+		break
+	}
+	return end
+}
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkItem is a top-level list item with a task marker.
+type checkItem struct {
+	box   *extast.TaskCheckBox
+	first []byte // the first line of its text, from "[ ]" on
+	start int
+	end   int
+}
+
+// taskItem returns the checkbox of a list item that starts with one.
+func (r *parseState) taskItem(item ast.Node) (*extast.TaskCheckBox, []byte) {
+	para := item.FirstChild()
+	if para == nil || (para.Kind() != ast.KindParagraph && para.Kind() != ast.KindTextBlock) {
+		return nil, nil
+	}
+	box, ok := para.FirstChild().(*extast.TaskCheckBox)
+	if !ok || para.Lines().Len() == 0 {
+		return nil, nil
+	}
+	seg := para.Lines().At(0)
+	line := r.body[seg.Start:seg.Stop]
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	return box, bytes.TrimRight(line, " \t\r")
+}
+
+// listTasks appends the task items of a top-level list, with their spans.
+func (r *parseState) listTasks(list *ast.List, items []checkItem) []checkItem {
+	after := len(r.src)
+	for m := list.NextSibling(); m != nil; m = m.NextSibling() {
+		if m.Pos() >= 0 {
+			after = r.lineStartOf(r.abs(m.Pos()))
+			break
+		}
+	}
+	for it := list.FirstChild(); it != nil; it = it.NextSibling() {
+		item, ok := it.(*ast.ListItem)
+		if !ok || item.Pos() < 0 {
+			continue
+		}
+		box, first := r.taskItem(item)
+		if box == nil {
+			continue
+		}
+		start := r.lineStartOf(r.abs(item.Pos()))
+		end := after
+		for next := item.NextSibling(); next != nil; next = next.NextSibling() {
+			if next.Pos() >= 0 {
+				end = r.lineStartOf(r.abs(next.Pos()))
+				break
+			}
+		}
+		if end <= start { // cannot happen with goldmark; keep spans sane anyway
+			end = r.lineEnd(r.lineOf(start))
+		}
+		end = r.trimEnd(start, end, false)
+		items = append(items, checkItem{box: box, first: first, start: start, end: end})
+	}
+	return items
+}
+
+// findTasks decides the plan's form and the tasks' spans, ids and titles.
+func (r *parseState) findTasks(doc ast.Node) {
+	hs, lists := r.collectTop(doc)
+	hasTaskHeading := false
+	for _, h := range hs {
+		if h.isTask {
+			hasTaskHeading = true
+			break
+		}
+	}
+
+	if hasTaskHeading {
+		r.plan.Form = FormHeadings
+		curEnd := -1
+		var cur *taskBuild
+		for i, h := range hs {
+			if h.start < curEnd {
+				if h.isTask && h.label.kind == cur.kind {
+					r.diag(r.lineOf(h.start)+1, 1, SeverityWarning,
+						"heading %q is nested under task %s (level %d inside level %d) and is part of it, not a task; use the same heading level for every task",
+						h.title, cur.ID, h.level, cur.Level)
+				}
+				continue
+			}
+			if !h.isTask {
+				continue
+			}
+			end := len(r.src)
+			for _, next := range hs[i+1:] {
+				if next.level <= h.level {
+					end = next.start
+					break
+				}
+			}
+			t := taskBuild{kind: h.label.kind, headEnd: h.end}
+			t.ID = h.label.id
+			t.explicitID = true
+			t.Title = h.label.title
+			t.Start = h.start
+			t.End = r.trimEnd(h.start, end, true)
+			t.Level = h.level
+			r.tasks = append(r.tasks, t)
+			cur = &r.tasks[len(r.tasks)-1]
+			curEnd = end
+		}
+		// Checklist items outside every task are not tasks: say so. Lists
+		// inside tasks hold steps and need no look.
+		var stray []checkItem
+		for _, l := range lists {
+			if l.Pos() >= 0 && r.taskAt(r.abs(l.Pos())) < 0 {
+				stray = r.listTasks(l, stray)
+			}
+		}
+		for _, it := range stray {
+			r.diag(r.lineOf(it.start)+1, 1, SeverityWarning,
+				"checklist item outside every task heading is not a task (this plan's tasks are its %q headings)", exampleHeading(r.tasks[0]))
+		}
+		return
+	}
+
+	var items []checkItem
+	for _, l := range lists {
+		items = r.listTasks(l, items)
+	}
+
+	if len(items) == 0 {
+		return
+	}
+	r.plan.Form = FormChecklist
+	hi, section := 0, ""
+	for _, it := range items {
+		for ; hi < len(hs) && hs[hi].start < it.start; hi++ {
+			if hs[hi].level >= 2 { // a level-1 heading is the plan's title
+				section = hs[hi].title
+			}
+		}
+		rest := it.first[3:] // after "[ ]"
+		t := taskBuild{}
+		if len(rest) > 0 && rest[0] == '*' {
+			t.Optional = true
+			rest = rest[1:]
+		}
+		lab := parseLabel(string(rest), true)
+		t.kind = lab.kind
+		if lab.kind != labelNone {
+			t.ID, t.Title, t.explicitID = lab.id, lab.title, true
+		} else {
+			t.Title = strings.TrimSpace(string(rest))
+		}
+		t.Checked = it.box.IsChecked
+		t.Start, t.End = it.start, it.end
+		t.headEnd = r.lineEnd(r.lineOf(it.start))
+		t.Section = section
+		r.tasks = append(r.tasks, t)
+	}
+}
+
+func exampleHeading(t taskBuild) string {
+	switch t.kind {
+	case labelStep:
+		return "Step N"
+	case labelSpecKit:
+		return "T001"
+	}
+	return "Task N"
+}
+
+// taskAt returns the index of the task whose span holds offset off, or -1.
+func (r *parseState) taskAt(off int) int {
+	i := sort.Search(len(r.tasks), func(i int) bool { return r.tasks[i].Start > off }) - 1
+	if i >= 0 && off < r.tasks[i].End {
+		return i
+	}
+	return -1
+}
+
+// scanTaskContents walks the document's blocks once and gives each task
+// what its span holds: dependency lines, its verify block, its steps. Only
+// container blocks are entered; inline content is never visited.
+func (r *parseState) scanTaskContents(doc ast.Node) {
+	var strayVerify []int
+	for n := doc.FirstChild(); n != nil; {
+		switch n := n.(type) {
+		case *ast.Paragraph, *ast.TextBlock, *rawParagraph:
+			r.scanParagraph(n)
+		case *ast.FencedCodeBlock:
+			if line, stray := r.scanVerify(n); stray {
+				strayVerify = append(strayVerify, line)
+			}
+		case *ast.ListItem:
+			r.countStep(n)
+		}
+		// Next block in document order: into containers, else along, else up.
+		if n.HasChildren() && isContainer(n) {
+			n = n.FirstChild()
+			continue
+		}
+		for n != doc && n.NextSibling() == nil {
+			n = n.Parent()
+		}
+		if n == doc {
+			break
+		}
+		n = n.NextSibling()
+	}
+	for _, line := range strayVerify {
+		r.diag(line, 1, SeverityWarning, "```verify block outside every task is ignored (a plan-wide verify command goes in the front matter: \"verify: ...\")")
+	}
+}
+
+func isContainer(n ast.Node) bool {
+	switch n.Kind() {
+	case ast.KindList, ast.KindListItem, ast.KindBlockquote, ast.KindDocument:
+		return true
+	}
+	return false
+}
+
+// scanParagraph reads dependency declarations from a paragraph's lines.
+func (r *parseState) scanParagraph(n ast.Node) {
+	lines := n.Lines()
+	if lines.Len() == 0 {
+		return
+	}
+	ti := r.taskAt(r.abs(lines.At(0).Start))
+	if ti < 0 {
+		return
+	}
+	for i := 0; i < lines.Len(); i++ {
+		seg := lines.At(i)
+		r.scanDeps(&r.tasks[ti], r.abs(seg.Start), r.body[seg.Start:seg.Stop])
+	}
+}
+
+// scanVerify gives a ```verify block to the task that holds it; stray
+// reports a verify block outside every task, at line.
+func (r *parseState) scanVerify(n *ast.FencedCodeBlock) (line int, stray bool) {
+	if n.Info == nil || string(n.Language(r.body)) != "verify" {
+		return 0, false
+	}
+	pos := n.Pos()
+	if pos < 0 {
+		return 0, false
+	}
+	ti := r.taskAt(r.abs(pos))
+	line = r.lineOf(r.abs(pos)) + 1
+	if ti < 0 {
+		return line, true
+	}
+	t := &r.tasks[ti]
+	var b strings.Builder
+	lines := n.Lines()
+	for i := 0; i < lines.Len(); i++ {
+		seg := lines.At(i)
+		b.Write(seg.Value(r.body))
+	}
+	cmd := strings.TrimRight(normalizeNewlines(b.String()), " \t\r\n")
+	switch {
+	case t.hasVerify:
+		r.diag(line, 1, SeverityWarning, "task %s has more than one ```verify block; the first one (line %d) is used", t.ID, t.verifyLine)
+	case cmd == "":
+		r.diag(line, 1, SeverityWarning, "task %s has an empty ```verify block", t.ID)
+		t.hasVerify, t.verifyLine = true, line
+	default:
+		t.Verify = cmd
+		t.hasVerify, t.verifyLine = true, line
+	}
+	return line, false
+}
+
+// countStep counts a checkbox item inside a heading task as one of its
+// steps.
+func (r *parseState) countStep(n *ast.ListItem) {
+	if n.Pos() < 0 {
+		return
+	}
+	ti := r.taskAt(r.abs(n.Pos()))
+	if ti < 0 || r.tasks[ti].Level == 0 {
+		return
+	}
+	if box, _ := r.taskItem(n); box != nil {
+		r.tasks[ti].steps++
+		if box.IsChecked {
+			r.tasks[ti].doneSteps++
+		}
+	}
+}
+
+// numberTasks gives every task its ordinal, and its ordinal as id when it
+// has no explicit one.
+func (r *parseState) numberTasks() {
+	for i := range r.tasks {
+		t := &r.tasks[i]
+		t.Ordinal = i + 1
+		if t.ID == "" {
+			t.ID = strconv.Itoa(t.Ordinal)
+		}
+	}
+}
+
+// finishTasks fills texts and lines, and decides checked and empty.
+func (r *parseState) finishTasks() {
+	for i := range r.tasks {
+		t := &r.tasks[i]
+		t.Text = string(r.src[t.Start:t.End])
+		t.Line = r.lineOf(t.Start) + 1
+		t.EndLine = r.lineOf(t.End-1) + 1
+		t.hasBody = t.headEnd < t.End && !isBlank(r.src[t.headEnd:t.End])
+		if t.Level > 0 && t.steps > 0 && t.doneSteps == t.steps {
+			t.Checked = true
+		}
+	}
+	if len(r.tasks) > 0 {
+		r.plan.Preamble = string(r.src[r.base:r.tasks[0].Start])
+	} else {
+		r.plan.Preamble = string(r.body)
+	}
+}

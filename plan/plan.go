@@ -1,0 +1,256 @@
+// Package plan turns the bytes of a markdown implementation plan into a
+// [Plan]: its front matter, its preamble and its tasks, each task with the
+// exact byte span it covers in the file, and the diagnostics `implloop lint`
+// prints.
+//
+// # Task forms
+//
+// A plan is CommonMark with GFM task lists, parsed with goldmark. The first
+// of these forms present in a plan defines its tasks:
+//
+//  1. Task headings: a heading (at the top level of the document, not inside
+//     a list or a block quote) whose text starts "Task N", "Step N" or a
+//     spec-kit id "T001", optionally followed by ":", ".", ")" or a dash and
+//     a title: "### Task 3: Add login", "## Task 10 — Retry", "## Step 2.
+//     Wire it up". N may be dotted ("Task 3.2"). Emphasis around the label
+//     is allowed ("## **Task 3:** Add login").
+//  2. Checklist tasks: top-level list items with a task marker ("- [ ]",
+//     "- [x]", "- [X]"), optionally with an id: "- [ ] 3. Title",
+//     "- [ ] 3.2 Title", "- [ ] T001 [P] [US1] Title", "- [ ] Task 3: Title";
+//     Kiro's optional marker "- [ ]* 2. Title" sets [Task.Optional].
+//  3. Otherwise the plan has no tasks: a lint error, not a guess.
+//
+// Fenced and indented code, HTML blocks and block quotes are never scanned
+// for tasks (the markdown parser says what is code, not a regular
+// expression).
+//
+// # Spans
+//
+// A heading task's span runs from the start of its heading line to the
+// start of the next top-level heading of the same or a higher level (fewer
+// "#"), or to the end of the file. Headings of a deeper level inside it,
+// including task-like ones ("#### Step 1" under "### Task 1"), are part of
+// it. Checkbox items inside a heading task are its steps, not tasks.
+//
+// A checklist task's span runs from the start of its item's line to the
+// start of the next item of the same list, or, for the last item, to the
+// start of the next top-level block after the list (or the end of the
+// file). Nested items ("  - [ ] 1.1 Sub") and everything indented under the
+// item belong to it.
+//
+// Either span then gives back its trailing blank lines and, for heading
+// tasks, trailing thematic breaks ("---" between tasks is a separator, not
+// part of the task above it). So spans never overlap, appear in source
+// order, and [Task.Text] is exactly src[Start:End]. Text between tasks that
+// belongs to none (a spec-kit "## Phase 2" heading and its purpose line) is
+// not part of any task; a checklist task's [Task.Section] names the closest
+// heading above it.
+//
+// # Ids, dependencies, verify
+//
+// A task's id is its explicit label ("10", "3.2", "T010"), else its 1-based
+// ordinal. A line in a task's prose (not in code) starting "Depends on:",
+// "Depends:" or "Dependencies:" declares dependencies: "Depends on: 1, 3",
+// "depends on Task 3 and Task 5", "Depends: T012"; "none" declares none. A
+// fenced block with info string "verify" holds the task's verify command.
+//
+// # Everything else
+//
+// Everything between the front matter and the first task is the preamble.
+// Optional YAML front matter ("---" on the first line, closed by "---" or
+// "...") holds plan-level settings; see [FrontMatterKeys]. CRLF files parse
+// like their LF twins: same tasks, ids, titles, lines and (after turning
+// CRLF into LF) texts.
+//
+// A plan is refused (an error diagnostic, no tasks) when it is over
+// [MaxSize], holds a NUL byte, or opens more than [MaxNesting] lists or
+// block quotes on one line; bytes that are not UTF-8 are an error but the
+// plan is still parsed.
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+)
+
+// MaxSize is the largest plan implloop reads (32 MiB).
+const MaxSize = 32 << 20
+
+// Form says which task form defined a plan's tasks.
+type Form string
+
+const (
+	FormNone      Form = ""          // no tasks
+	FormHeadings  Form = "headings"  // "### Task 3: Title" headings
+	FormChecklist Form = "checklist" // top-level "- [ ] ..." items
+)
+
+// Plan is a parsed plan file.
+type Plan struct {
+	Path        string         // as given
+	SHA256      string         // hex sha256 of the raw bytes
+	Size        int            // bytes
+	FrontMatter map[string]any // nil when the plan has none
+	BodyStart   int            // offset of the first byte after BOM and front matter
+	Preamble    string         // exact bytes from BodyStart to the first task
+	Form        Form
+	Tasks       []Task
+}
+
+// Task is one task of a plan. Offsets are bytes into the file, lines are
+// 1-based and inclusive.
+type Task struct {
+	ID       string   `json:"id"`      // explicit id ("10", "3.2", "T010") or the ordinal
+	Ordinal  int      `json:"ordinal"` // 1-based position among the plan's tasks
+	Title    string   `json:"title"`
+	Text     string   `json:"text"`  // src[Start:End], byte-exact
+	Start    int      `json:"start"` // byte offset of the first byte of the span
+	End      int      `json:"end"`   // byte offset just past the span
+	Line     int      `json:"line"`
+	EndLine  int      `json:"end_line"`
+	Checked  bool     `json:"checked"`            // "- [x]"; a heading task when it has steps and all are checked
+	Optional bool     `json:"optional,omitempty"` // Kiro's "- [ ]*"
+	Deps     []string `json:"deps,omitempty"`     // declared dependencies, in order, deduplicated
+	Verify   string   `json:"verify,omitempty"`   // the first ```verify block's content, LF line endings
+	Section  string   `json:"section,omitempty"`  // checklist tasks: the closest heading above, level 2 or deeper ("Phase 1: Setup")
+	Level    int      `json:"level,omitempty"`    // heading level of a heading task; 0 for checklist tasks
+
+	explicitID bool
+}
+
+// ExplicitID reports whether the task's id was written in the plan (as
+// opposed to being its ordinal).
+func (t *Task) ExplicitID() bool { return t.explicitID }
+
+// Severity of a diagnostic.
+type Severity int
+
+const (
+	SeverityError Severity = iota
+	SeverityWarning
+)
+
+func (s Severity) String() string {
+	if s == SeverityWarning {
+		return "warning"
+	}
+	return "error"
+}
+
+// MarshalText makes a Severity "error" or "warning" in JSON.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Diagnostic is one finding about a plan. Line and Col are 1-based (Col
+// counts bytes); Line 0 means the finding is about the file as a whole.
+type Diagnostic struct {
+	Path     string   `json:"path"`
+	Line     int      `json:"line,omitempty"`
+	Col      int      `json:"col,omitempty"`
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+}
+
+// String formats d as `plan.md:12:1: error: message`, the form editors and
+// compilers use (`plan.md: error: message` for a whole-file finding).
+func (d Diagnostic) String() string {
+	if d.Line <= 0 {
+		return fmt.Sprintf("%s: %s: %s", d.Path, d.Severity, d.Message)
+	}
+	col := max(d.Col, 1)
+	return fmt.Sprintf("%s:%d:%d: %s: %s", d.Path, d.Line, col, d.Severity, d.Message)
+}
+
+// HasErrors reports whether any diagnostic is an error.
+func HasErrors(ds []Diagnostic) bool {
+	for _, d := range ds {
+		if d.Severity == SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadFile reads and parses the plan at path. The error is non-nil only
+// when the file could not be read at all (missing, unreadable, a directory,
+// over [MaxSize]); the diagnostics then hold the same finding, so a linter
+// can print diagnostics alone. The plan is nil exactly when err is.
+func ReadFile(path string) (*Plan, []Diagnostic, error) {
+	src, err := readLimited(path)
+	if err != nil {
+		return nil, []Diagnostic{{Path: path, Severity: SeverityError, Message: err.Error()}}, err
+	}
+	p, ds := Parse(path, src)
+	return p, ds, nil
+}
+
+// ErrTooLarge is returned (wrapped) by ReadFile for a file over MaxSize.
+var ErrTooLarge = errors.New("plan file too large")
+
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read plan: %w", unwrapPathError(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read plan: %w", unwrapPathError(err))
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("cannot read plan: is a directory")
+	}
+	if fi.Mode().IsRegular() && fi.Size() > MaxSize {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d (32 MiB)", ErrTooLarge, fi.Size(), MaxSize)
+	}
+	// Read one byte past the limit so that a file that grew, or a pipe,
+	// is caught too.
+	src, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read plan: %w", unwrapPathError(err))
+	}
+	if len(src) > MaxSize {
+		return nil, fmt.Errorf("%w: more than %d bytes (32 MiB)", ErrTooLarge, MaxSize)
+	}
+	return src, nil
+}
+
+// unwrapPathError drops the "open PATH:" prefix: the diagnostic already
+// starts with the path.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// TaskByID returns the first task with the given id, or nil.
+func (p *Plan) TaskByID(id string) *Task {
+	for i := range p.Tasks {
+		if p.Tasks[i].ID == id {
+			return &p.Tasks[i]
+		}
+	}
+	return nil
+}
+
+// IDs returns the plan's task ids in plan order.
+func (p *Plan) IDs() []string {
+	ids := make([]string, len(p.Tasks))
+	for i, t := range p.Tasks {
+		ids[i] = t.ID
+	}
+	return ids
+}
+
+// normalizeNewlines turns CRLF into LF.
+func normalizeNewlines(s string) string {
+	if !strings.Contains(s, "\r\n") {
+		return s
+	}
+	return strings.ReplaceAll(s, "\r\n", "\n")
+}
