@@ -3,11 +3,15 @@ package identity
 // Preimage is everything that changes what an agent is asked to do. Its
 // canonical form (RFC 8785) is what Digest hashes. Optional fields are
 // omitted when unset so that adding one keeps every existing digest.
+//
+// Text fields marked "normalized" must hold the output of [Normalize] (see
+// [Preimage.Normalized]); Canonical hashes what it is given. The scope
+// table ([HashedScope], docs/identity.md) says why each field is here.
 type Preimage struct {
 	Version        string            `json:"v"`                         // hash scope version, "1"
 	Role           string            `json:"role"`                      // "implement"
 	Agent          string            `json:"agent"`                     // backend name: claude, codex, exec, builtin...
-	Model          string            `json:"model,omitempty"`           //
+	Model          string            `json:"model,omitempty"`           // "" means the agent's default
 	Instructions   string            `json:"instructions"`              // hex sha256 of the role's template bytes
 	Task           *TaskInput        `json:"task,omitempty"`            //
 	PreambleSHA256 string            `json:"preamble_sha256,omitempty"` // sha256 of the normalized preamble
@@ -25,4 +29,19 @@ type Preimage struct {
 type TaskInput struct {
 	ID   string `json:"id"`
 	Text string `json:"text"` // normalized task text
+}
+
+// Normalized returns a copy of p whose free-text fields (Task.Text, Prompt,
+// GateFeedback) have gone through [Normalize] under env. Hash fields
+// (PreambleSHA256, ...) are the caller's: hash the normalized text.
+func (p Preimage) Normalized(env Env) Preimage {
+	pe := prepare(env)
+	if p.Task != nil {
+		t := *p.Task
+		t.Text = pe.normalize(t.Text)
+		p.Task = &t
+	}
+	p.Prompt = pe.normalize(p.Prompt)
+	p.GateFeedback = pe.normalize(p.GateFeedback)
+	return p
 }

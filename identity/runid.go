@@ -1,0 +1,33 @@
+package identity
+
+import (
+	"encoding/hex"
+	"regexp"
+	"time"
+)
+
+// A run id names one implloop run: "r-" + the start time in UTC as
+// YYYYMMDD-HHMMSS + "-" + four lowercase hex digits of randomness, for
+// example r-20261130-054012-3f9a. Ids sort by start time, read well in a
+// terminal and are safe as a directory name. Run ids are volatile: the
+// run-id rule of the normalization table numbers them <RUN-1>, <RUN-2>, ...
+// so a prompt that mentions its run still has one identity.
+const runIDPattern = `r-\d{8}-\d{6}-[0-9a-f]{4}`
+
+var (
+	// RunIDRegexp matches exactly one whole run id.
+	RunIDRegexp  = regexp.MustCompile(`^` + runIDPattern + `$`)
+	runIDTokenRE = regexp.MustCompile(runIDPattern)
+)
+
+// NewRunID returns the run id for a run started at t, with two bytes of
+// randomness (crypto/rand in the loop, fixed bytes in tests).
+func NewRunID(t time.Time, random [2]byte) string {
+	return "r-" + t.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(random[:])
+}
+
+// IsRunID reports whether s is a well-formed run id.
+func IsRunID(s string) bool { return RunIDRegexp.MatchString(s) }
+
+// exampleRunTime is the start time of the run id shown in the docs.
+var exampleRunTime = time.Date(2026, 11, 30, 5, 40, 12, 0, time.UTC)
