@@ -1,0 +1,156 @@
+package boundary
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+)
+
+// benchRepos caches the generated repositories for the life of the test
+// process: generating 100,000 files takes a while, and -benchtime 3x calls a
+// benchmark more than once.
+var benchRepos struct {
+	sync.Mutex
+	dirs map[int]string
+}
+
+func cleanupBench() {
+	benchRepos.Lock()
+	defer benchRepos.Unlock()
+	for _, d := range benchRepos.dirs {
+		os.RemoveAll(d)
+	}
+}
+
+// benchRepo returns a repository with n committed files and 10 dirty paths
+// (8 modified, 1 deleted, 1 untracked), with a stat-fresh index.
+func benchRepo(b *testing.B, n int) string {
+	b.Helper()
+	benchRepos.Lock()
+	defer benchRepos.Unlock()
+	if d, ok := benchRepos.dirs[n]; ok {
+		return d
+	}
+	dir, err := os.MkdirTemp("", fmt.Sprintf("boundary-bench-%d-", n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	r := &testRepo{t: b, dir: dir}
+	r.git("init", "-q")
+	// One fast-import stream: n blobs and a commit naming them.
+	var stream bytes.Buffer
+	w := bufio.NewWriter(&stream)
+	path := func(i int) string { return fmt.Sprintf("d%03d/e%02d/f%06d.txt", i/1000, i/100%10, i) }
+	for i := 0; i < n; i++ {
+		content := fmt.Sprintf("file %d\nsome content to hash\n", i)
+		fmt.Fprintf(w, "blob\nmark :%d\ndata %d\n%s\n", i+1, len(content), content)
+	}
+	fmt.Fprintf(w, "commit refs/heads/main\ncommitter bench <b@example.com> 1700000000 +0000\ndata 5\nbench\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(w, "M 100644 :%d %s\n", i+1, path(i))
+	}
+	w.Flush()
+	r.gitIn(stream.Bytes(), "fast-import", "--quiet")
+	r.git("reset", "-q", "--hard", "main")
+	// Let the files' mtimes fall behind the index's, so no entry is racily
+	// clean, then write the stat data once.
+	time.Sleep(1100 * time.Millisecond)
+	r.git("update-index", "-q", "--refresh")
+	for i := 0; i < 8; i++ {
+		r.write(path(i*(n/8)+1), fmt.Sprintf("dirty %d\n", i))
+	}
+	r.remove(path(n - 1))
+	r.write("untracked/new.txt", "new\n")
+	r.git("status", "--porcelain=v2") // warm the caches
+	if benchRepos.dirs == nil {
+		benchRepos.dirs = map[int]string{}
+	}
+	benchRepos.dirs[n] = dir
+	b.Logf("generated %d files in %s", n, time.Since(start).Round(time.Millisecond))
+	return dir
+}
+
+// BenchmarkTake compares boundary.Take with `git status --porcelain=v2 -z`
+// on the same repository in the same run, and reports the ratio
+// (take/git-status; the target is at most 1.25 at 100,000 files).
+func BenchmarkTake(b *testing.B) {
+	for _, n := range []int{20000, 100000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			if n > 20000 && testing.Short() {
+				b.Skip("100,000 files: not with -short")
+			}
+			dir := benchRepo(b, n)
+			ctx := context.Background()
+			gitStatus := func() { runStatus(b, dir, "status", "--porcelain=v2", "-z") }
+			// The same without the index refresh git status may write: the
+			// floor for what Take's own git call costs.
+			gitStatusNoLock := func() { runStatus(b, dir, "--no-optional-locks", "status", "--porcelain=v2", "-z") }
+			take := func() {
+				s, err := Take(ctx, dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(s.Paths) != 10 {
+					b.Fatalf("%d dirty paths, want 10", len(s.Paths))
+				}
+			}
+			// The loop's own call also tracks the previous boundary's paths,
+			// which reads HEAD's trees with go-git.
+			prev, err := Take(ctx, dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			takeTrack := func() {
+				s, err := Take(ctx, dir, WithTrack(prev.PathNames()...), WithTrack("d000/e00/f000000.txt", "nowhere/x"))
+				if err != nil || len(s.Tracked) != 2 {
+					b.Fatalf("tracked %v: %v", s.Tracked, err)
+				}
+			}
+			// Warm each once, then alternate which goes first.
+			gitStatus()
+			take()
+			takeTrack()
+			var git, ours, tracked, nolock time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				if i%2 == 0 {
+					gitStatus()
+					t1 := time.Now()
+					take()
+					git, ours = git+t1.Sub(t0), ours+time.Since(t1)
+				} else {
+					take()
+					t1 := time.Now()
+					gitStatus()
+					ours, git = ours+t1.Sub(t0), git+time.Since(t1)
+				}
+				t2 := time.Now()
+				takeTrack()
+				t3 := time.Now()
+				gitStatusNoLock()
+				tracked, nolock = tracked+t3.Sub(t2), nolock+time.Since(t3)
+			}
+			b.ReportMetric(float64(ours)/float64(git), "take/git-status")
+			b.ReportMetric(float64(tracked)/float64(git), "take+track/git-status")
+			b.ReportMetric(float64(ours)/float64(nolock), "take/git-status-nolock")
+			b.ReportMetric(float64(ours)/1e6/float64(b.N), "take-ms/op")
+			b.ReportMetric(float64(git)/1e6/float64(b.N), "git-status-ms/op")
+		})
+	}
+}
+
+func runStatus(b *testing.B, dir string, args ...string) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	if out, err := cmd.Output(); err != nil || len(out) == 0 {
+		b.Fatalf("git %v: %v", args, err)
+	}
+}

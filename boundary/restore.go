@@ -1,0 +1,337 @@
+package boundary
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// LostContent is one path whose content a task discarded, with what Restore
+// needs to bring it back. The guard builds these from the earlier boundary.
+type LostContent struct {
+	Path string `json:"path"`
+	// Lost is the content that was discarded (Mode 0: the path had been
+	// deleted, and restoring means deleting it again).
+	Lost Blob `json:"lost"`
+	// Raw is the blob holding the worktree's raw bytes, from the salvage
+	// store, when they differ from Lost.Hash (autocrlf, filters).
+	Raw string `json:"raw,omitempty"`
+	// Base is the content the lost work was based on (HEAD at the earlier
+	// boundary): a path still holding it may be overwritten safely.
+	Base Blob `json:"base"`
+}
+
+// RestoreAction is what Restore did with one path.
+type RestoreAction string
+
+// The outcomes of restoring one path.
+const (
+	RestoreWritten   RestoreAction = "restored"  // content written back
+	RestoreRemoved   RestoreAction = "removed"   // a discarded deletion redone
+	RestoreUnchanged RestoreAction = "unchanged" // already holds the lost content
+	RestoreRefused   RestoreAction = "refused"   // current content is neither lost nor base (use force)
+	RestoreFailed    RestoreAction = "failed"    // could not be restored (Reason says why)
+)
+
+// RestoreResult reports one path.
+type RestoreResult struct {
+	Path   string        `json:"path"`
+	Action RestoreAction `json:"action"`
+	Reason string        `json:"reason,omitempty"`
+}
+
+// Restore writes lost content back into the worktree of the repository
+// containing repoDir, byte for byte, from the object database (where
+// salvage put it). A path whose current content is neither the lost content
+// nor its recorded base is left alone unless force is set. Every path gets a
+// result; the error wraps ErrRefused when a path was refused, and reports
+// any path that failed.
+func Restore(ctx context.Context, repoDir string, lost []LostContent, force bool) ([]RestoreResult, error) {
+	root, err := findRoot(repoDir)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := openRepo(root)
+	if err != nil {
+		return nil, err
+	}
+	r := &restorer{ctx: ctx, root: root, repo: repo}
+	var results []RestoreResult
+	var refused, failed []string
+	for _, l := range lost {
+		if err := ctx.Err(); err != nil {
+			return results, err
+		}
+		res := r.one(l, force)
+		results = append(results, res)
+		switch res.Action {
+		case RestoreRefused:
+			refused = append(refused, l.Path)
+		case RestoreFailed:
+			failed = append(failed, fmt.Sprintf("%s: %s", l.Path, res.Reason))
+		}
+	}
+	var errs []error
+	if len(refused) > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d path(s) hold content that is neither the lost content nor its base: %s", ErrRefused, len(refused), strings.Join(refused, ", ")))
+	}
+	if len(failed) > 0 {
+		errs = append(errs, fmt.Errorf("restore failed for %s", strings.Join(failed, "; ")))
+	}
+	return results, errors.Join(errs...)
+}
+
+type restorer struct {
+	ctx  context.Context
+	root string
+	repo *git.Repository
+}
+
+func (r *restorer) one(l LostContent, force bool) RestoreResult {
+	res := RestoreResult{Path: l.Path}
+	fail := func(format string, args ...any) RestoreResult {
+		res.Action, res.Reason = RestoreFailed, fmt.Sprintf(format, args...)
+		return res
+	}
+	if !validRepoPath(l.Path) {
+		return fail("not a path inside the worktree")
+	}
+	full := filepath.Join(r.root, filepath.FromSlash(l.Path))
+	if err := r.checkParents(l.Path); err != nil {
+		return fail("%v", err)
+	}
+	newHash := hashFor(l.Lost.Hash, l.Base.Hash, l.Raw)
+	cur, err := currentContent(newHash, full)
+	if err != nil {
+		return fail("reading current content: %v", err)
+	}
+	lostRaw := l.Lost
+	if l.Raw != "" {
+		lostRaw.Hash = l.Raw
+	}
+	if cur.Same(lostRaw) || cur.Same(l.Lost) {
+		res.Action = RestoreUnchanged
+		return res
+	}
+	safe := cur.Same(l.Base)
+	if !safe && cur.Present() && cur.Mode.normalize() != ModeSymlink && cur.Mode != ModeDir {
+		// The raw bytes may differ from git's view only by conversion
+		// (autocrlf): ask git for the cleaned id before refusing.
+		if id, err := r.gitHash(l.Path); err == nil {
+			cg := Blob{Hash: id, Mode: cur.Mode}
+			if cg.Same(l.Lost) {
+				res.Action = RestoreUnchanged
+				return res
+			}
+			safe = cg.Same(l.Base)
+		}
+	}
+	if !safe && !force {
+		res.Action = RestoreRefused
+		res.Reason = fmt.Sprintf("current content (%s) is neither the lost content nor its base", describe(cur))
+		return res
+	}
+	if cur.Mode == ModeDir {
+		if err := os.Remove(full); err != nil {
+			return fail("a directory is in the way: %v", err)
+		}
+	}
+	switch m := l.Lost.Mode.normalize(); m {
+	case ModeAbsent:
+		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fail("%v", err)
+		}
+		res.Action = RestoreRemoved
+		return res
+	case ModeGitlink:
+		return fail("a submodule: check out commit %s in it with git", l.Lost.Hash)
+	case ModeRegular, ModeExecutable, ModeSymlink:
+		if err := r.write(full, l, m); err != nil {
+			return fail("%v", err)
+		}
+		res.Action = RestoreWritten
+		return res
+	default:
+		return fail("unsupported mode %s", l.Lost.Mode)
+	}
+}
+
+// write puts the lost blob at full, atomically for regular files.
+func (r *restorer) write(full string, l LostContent, mode Mode) error {
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return err
+	}
+	blob, err := r.blob(l.Raw)
+	if err != nil || l.Raw == "" {
+		if blob, err = r.blob(l.Lost.Hash); err != nil {
+			return fmt.Errorf("content %s is not in the object database: %w", l.Lost.Hash, err)
+		}
+	}
+	rd, err := blob.Reader()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	if mode == ModeSymlink {
+		target, err := io.ReadAll(io.LimitReader(rd, 1<<16))
+		if err != nil {
+			return err
+		}
+		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return os.Symlink(string(target), full)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(full), ".implloop-restore-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, rd); err != nil {
+		tmp.Close()
+		return err
+	}
+	perm := os.FileMode(0o644)
+	if mode == ModeExecutable {
+		perm = 0o755
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), full)
+}
+
+type blobReader interface {
+	Reader() (io.ReadCloser, error)
+}
+
+func (r *restorer) blob(id string) (blobReader, error) {
+	if id == "" {
+		return nil, fmt.Errorf("no id")
+	}
+	return r.repo.BlobObject(plumbing.NewHash(id))
+}
+
+// checkParents refuses to write through a symlinked or non-directory parent:
+// restore must not reach outside the worktree.
+func (r *restorer) checkParents(path string) error {
+	parts := strings.Split(path, "/")
+	p := r.root
+	for _, part := range parts[:len(parts)-1] {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // created by MkdirAll
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("parent %s is a symlink", p)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("parent %s is not a directory", p)
+		}
+	}
+	return nil
+}
+
+func (r *restorer) gitHash(path string) (string, error) {
+	gitPath, err := gitBinary()
+	if err != nil {
+		return "", err
+	}
+	out, err := runGit(r.ctx, gitPath, r.root, []byte(quoteCPath(path)+"\n"), "hash-object", "--stdin-paths")
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(string(out))
+	if !isHexID(id) {
+		return "", fmt.Errorf("git hash-object: bad id %q", id)
+	}
+	return id, nil
+}
+
+// currentContent reads a worktree path's raw content id and mode.
+func currentContent(newHash func() hash.Hash, full string) (Blob, error) {
+	fi, err := os.Lstat(full)
+	if errors.Is(err, os.ErrNotExist) {
+		return Blob{}, nil
+	}
+	if err != nil {
+		return Blob{}, err
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, err := os.Readlink(full)
+		if err != nil {
+			return Blob{}, err
+		}
+		h := newHash()
+		fmt.Fprintf(h, "blob %d\x00%s", len(target), target)
+		return Blob{Hash: fmt.Sprintf("%x", h.Sum(nil)), Mode: ModeSymlink}, nil
+	case fi.IsDir():
+		return Blob{Mode: ModeDir}, nil
+	case fi.Mode().IsRegular():
+		id, err := hashFile(newHash, full)
+		if err != nil {
+			return Blob{}, err
+		}
+		mode := ModeRegular
+		if fi.Mode()&0o111 != 0 {
+			mode = ModeExecutable
+		}
+		return Blob{Hash: id, Mode: mode}, nil
+	}
+	return Blob{Mode: Mode(0o170000)}, nil // something git does not store
+}
+
+// hashFor picks the object hash the ids were made with.
+func hashFor(ids ...string) func() hash.Hash {
+	for _, id := range ids {
+		if len(id) == 64 {
+			return sha256.New
+		}
+	}
+	return sha1.New
+}
+
+func describe(b Blob) string {
+	switch {
+	case !b.Present():
+		return "absent"
+	case b.Mode == ModeDir:
+		return "a directory"
+	case b.Hash == "":
+		return "mode " + b.Mode.String()
+	}
+	return fmt.Sprintf("%s %.12s", b.Mode, b.Hash)
+}
+
+// validRepoPath accepts a clean, relative, slash-separated path that stays in
+// the worktree and out of .git.
+func validRepoPath(p string) bool {
+	if p == "" || strings.HasPrefix(p, "/") || strings.Contains(p, "\x00") {
+		return false
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == "" || part == "." || part == ".." || strings.EqualFold(part, ".git") {
+			return false
+		}
+	}
+	return true
+}

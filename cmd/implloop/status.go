@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/implloop/implloop/boundary"
+)
+
+type statusOptions struct {
+	io   *ioStreams
+	dir  string
+	json bool
+}
+
+func newStatusCmd(io *ioStreams) *cobra.Command {
+	return newStatusCmdWith(io, statusRun)
+}
+
+// newStatusCmdWith takes the function that does the work, so a test can check
+// flag parsing alone.
+func newStatusCmdWith(io *ioStreams, runF func(context.Context, *statusOptions) error) *cobra.Command {
+	opts := &statusOptions{io: io}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the boundary snapshot of the repository now (read-only)",
+		Long: `Show what implloop records at a task boundary, taken now: HEAD, the branch,
+and every path that differs from HEAD (staged, unstaged, untracked and not
+ignored) with its status, its worktree content hash (git's blob id, as
+'git hash-object' prints it) and its HEAD content hash. implloop's own
+.implloop/ and BLOCKED.md are left out.
+
+It only reads: nothing is written to the worktree, .git or the journal (the
+salvage store is not touched).
+
+` + exitStatusHelp(),
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.dir = io.workingDir
+			return runF(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the snapshot as JSON")
+	return cmd
+}
+
+func statusRun(ctx context.Context, opts *statusOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	snap, err := boundary.Take(ctx, opts.dir)
+	switch {
+	case errors.Is(err, boundary.ErrNotRepository):
+		return errorf("run implloop inside a git working tree ('git init' makes one)", "%v", err)
+	case errors.Is(err, boundary.ErrGitNotFound):
+		return errorf("install git and make sure it is on PATH", "%v", err)
+	case err != nil:
+		return errorf("", "status: %v", err)
+	}
+	if opts.json {
+		enc := json.NewEncoder(opts.io.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(snap)
+	}
+	return printSnapshot(opts.io.Out, snap)
+}
+
+func printSnapshot(w io.Writer, s boundary.Snapshot) error {
+	head := "(unborn: no commits yet)"
+	if s.Head != "" {
+		head = s.Head
+	}
+	branch := s.Branch
+	if s.Detached {
+		branch = "(detached HEAD)"
+	}
+	fmt.Fprintf(w, "HEAD    %s\nbranch  %s\n", head, branch)
+	if len(s.Paths) == 0 {
+		fmt.Fprintln(w, "clean: no path differs from HEAD")
+		return nil
+	}
+	noun := "paths"
+	if len(s.Paths) == 1 {
+		noun = "path"
+	}
+	fmt.Fprintf(w, "%d dirty %s:\n", len(s.Paths), noun)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STATUS\tXY\tWORKTREE\tHEAD\tPATH")
+	for _, e := range s.Paths {
+		p := displayPath(e.Path)
+		switch {
+		case e.OrigPath != "":
+			p += " <- " + displayPath(e.OrigPath)
+		case e.RenamedTo != "":
+			p += " -> " + displayPath(e.RenamedTo)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", e.Status, e.XY, blobCell(e.Worktree), blobCell(e.Head), p)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range s.Problems {
+		fmt.Fprintf(w, "note: %s\n", p)
+	}
+	return nil
+}
+
+// blobCell shows a content as "mode:short-id", "-" when absent.
+func blobCell(b boundary.Blob) string {
+	switch {
+	case !b.Present():
+		return "-"
+	case b.Hash == "":
+		return b.Mode.String() + ":?"
+	}
+	id := b.Hash
+	if len(id) > 12 {
+		id = id[:12]
+	}
+	return b.Mode.String() + ":" + id
+}
+
+// displayPath quotes a path that would not read as one line of text.
+func displayPath(p string) string {
+	if !utf8.ValidString(p) || strings.ContainsAny(p, "\"\\\t\n\r") || strings.IndexFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		return strconv.Quote(p)
+	}
+	return p
+}

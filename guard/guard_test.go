@@ -1,0 +1,364 @@
+package guard
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/implloop/implloop/boundary"
+)
+
+func TestMain(m *testing.M) {
+	home, err := os.MkdirTemp("", "guard-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for k, v := range map[string]string{
+		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"),
+		"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": filepath.Join(home, ".gitconfig"),
+		"GIT_AUTHOR_NAME": "implloop test", "GIT_AUTHOR_EMAIL": "test@example.com",
+		"GIT_COMMITTER_NAME": "implloop test", "GIT_COMMITTER_EMAIL": "test@example.com",
+		"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "init.defaultBranch", "GIT_CONFIG_VALUE_0": "main",
+	} {
+		os.Setenv(k, v)
+	}
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
+}
+
+type repo struct {
+	t   *testing.T
+	dir string
+}
+
+func (r repo) git(args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = r.dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		r.t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String()
+}
+
+func (r repo) write(path, content string) {
+	r.t.Helper()
+	full := filepath.Join(r.dir, path)
+	os.MkdirAll(filepath.Dir(full), 0o755)
+	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r repo) rm(path string) {
+	r.t.Helper()
+	if err := os.Remove(filepath.Join(r.dir, path)); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r repo) commit(paths ...string) {
+	r.t.Helper()
+	r.git(append([]string{"add", "-A", "--"}, paths...)...)
+	r.git("commit", "-q", "--allow-empty", "-m", "c")
+}
+
+// base is a repository with a.txt, b.txt and c.txt committed.
+func base(r repo) {
+	r.write("a.txt", "a base\n")
+	r.write("b.txt", "b base\n")
+	r.write("c.txt", "c base\n")
+	r.commit()
+}
+
+// TestCompare: one row per case. Each row builds the state at the earlier
+// boundary in a real repository, snapshots it, makes the task's change,
+// snapshots again (tracking the earlier paths, as the loop does) and
+// compares.
+func TestCompare(t *testing.T) {
+	t.Parallel()
+	type want struct {
+		outcomes map[string]Outcome
+		blocked  bool
+		concerns []ConcernKind
+	}
+	rows := []struct {
+		name   string
+		before func(r repo) // the state at the earlier boundary
+		task   func(r repo) // what the task did
+		noTrak bool         // the later snapshot was taken without WithTrack
+		want   want
+	}{
+		{
+			name:   "untouched",
+			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
+			task:   func(r repo) {},
+			want:   want{outcomes: map[string]Outcome{"a.txt": Untouched}, concerns: []ConcernKind{ConcernNoChanges}},
+		},
+		{
+			name:   "modified further",
+			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
+			task:   func(r repo) { r.write("a.txt", "a more work\n"); r.write("new.txt", "n\n") },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Changed}},
+		},
+		{
+			name:   "committed as-is, HEAD moved: a concern only",
+			before: func(r repo) { base(r); r.write("a.txt", "a work\n"); r.write("n.txt", "new\n") },
+			task:   func(r repo) { r.commit() },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Committed, "n.txt": Committed}, concerns: []ConcernKind{ConcernHeadMoved}},
+		},
+		{
+			name:   "reverted, same HEAD: blocks",
+			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
+			task:   func(r repo) { r.git("checkout", "--", "a.txt") },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Discarded}, blocked: true},
+		},
+		{
+			name:   "reverted in the same step as a commit of other paths: blocks",
+			before: func(r repo) { base(r); r.write("a.txt", "a work\n"); r.write("b.txt", "b work\n") },
+			task:   func(r repo) { r.commit("b.txt"); r.git("checkout", "--", "a.txt") },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Discarded, "b.txt": Committed}, blocked: true},
+		},
+		{
+			name:   "a new file deleted: blocks",
+			before: func(r repo) { base(r); r.write("n.txt", "new work\n") },
+			task:   func(r repo) { r.rm("n.txt") },
+			want:   want{outcomes: map[string]Outcome{"n.txt": Discarded}, blocked: true},
+		},
+		{
+			name:   "an earlier deletion undone: blocks",
+			before: func(r repo) { base(r); r.rm("a.txt") },
+			task:   func(r repo) { r.git("checkout", "--", "a.txt") },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Discarded}, blocked: true},
+		},
+		{
+			name:   "a deletion committed",
+			before: func(r repo) { base(r); r.rm("a.txt") },
+			task:   func(r repo) { r.commit() },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Committed}, concerns: []ConcernKind{ConcernHeadMoved}},
+		},
+		{
+			name:   "a rename committed",
+			before: func(r repo) { base(r); r.git("mv", "a.txt", "moved.txt") },
+			task:   func(r repo) { r.commit() },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Committed, "moved.txt": Committed}, concerns: []ConcernKind{ConcernHeadMoved}},
+		},
+		{
+			name:   "a rename undone: both sides block",
+			before: func(r repo) { base(r); r.git("mv", "a.txt", "moved.txt") },
+			task:   func(r repo) { r.git("mv", "moved.txt", "a.txt") },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Discarded, "moved.txt": Discarded}, blocked: true},
+		},
+		{
+			name:   "a renamed file edited further",
+			before: func(r repo) { base(r); r.git("mv", "a.txt", "moved.txt") },
+			task:   func(r repo) { r.write("moved.txt", "edited after the move\n") },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Untouched, "moved.txt": Changed}},
+		},
+		{
+			name:   "blank HEAD at the earlier boundary: first commit keeps one, loses another",
+			before: func(r repo) { r.write("a.txt", "a\n"); r.write("b.txt", "b\n") },
+			task:   func(r repo) { r.commit("a.txt"); r.rm("b.txt") },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Committed, "b.txt": Discarded}, blocked: true},
+		},
+		{
+			name:   "blank HEAD at the earlier boundary: everything committed",
+			before: func(r repo) { r.write("a.txt", "a\n") },
+			task:   func(r repo) { r.commit() },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Committed}, concerns: []ConcernKind{ConcernHeadMoved}},
+		},
+		{
+			name:   "blank HEAD on both sides: a deleted file blocks",
+			before: func(r repo) { r.write("a.txt", "a\n"); r.write("b.txt", "b\n") },
+			task:   func(r repo) { r.rm("a.txt") },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Discarded, "b.txt": Untouched}, blocked: true},
+		},
+		{
+			name:   "blank HEAD at the later boundary (orphan branch): a revert still blocks",
+			before: func(r repo) { base(r); r.write("a.txt", "a work\n"); r.write("b.txt", "b work\n") },
+			task: func(r repo) {
+				r.git("checkout", "-q", "--orphan", "fresh")
+				r.git("rm", "-q", "-r", "-f", "--cached", ".")
+				r.write("a.txt", "a base\n")
+			},
+			want: want{outcomes: map[string]Outcome{"a.txt": Discarded, "b.txt": Untouched}, blocked: true},
+		},
+		{
+			name:   "one file committed with more edits, another reverted",
+			before: func(r repo) { base(r); r.write("a.txt", "a work\n"); r.write("b.txt", "b work\n") },
+			task: func(r repo) {
+				r.write("a.txt", "a work and more\n")
+				r.commit("a.txt")
+				r.git("checkout", "--", "b.txt")
+			},
+			want: want{outcomes: map[string]Outcome{"a.txt": Changed, "b.txt": Discarded}, blocked: true},
+		},
+		{
+			name: "an executable bit reverted",
+			before: func(r repo) {
+				base(r)
+				os.Chmod(filepath.Join(r.dir, "a.txt"), 0o755)
+			},
+			task: func(r repo) { os.Chmod(filepath.Join(r.dir, "a.txt"), 0o644) },
+			want: want{outcomes: map[string]Outcome{"a.txt": Discarded}, blocked: true},
+		},
+		{
+			name:   "HEAD moved without tracking: unverified, never guessed",
+			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
+			task:   func(r repo) { r.commit() },
+			noTrak: true,
+			want:   want{outcomes: map[string]Outcome{"a.txt": Unverified}, concerns: []ConcernKind{ConcernUnverified, ConcernHeadMoved}},
+		},
+		{
+			name:   "reverted without tracking but same HEAD: still proven",
+			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
+			task:   func(r repo) { r.git("checkout", "--", "a.txt") },
+			noTrak: true,
+			want:   want{outcomes: map[string]Outcome{"a.txt": Discarded}, blocked: true},
+		},
+		{
+			name: "a conflict left behind",
+			before: func(r repo) {
+				base(r)
+				r.git("checkout", "-q", "-b", "other")
+				r.write("c.txt", "theirs\n")
+				r.commit()
+				r.git("checkout", "-q", "main")
+				r.write("c.txt", "ours\n")
+				r.commit()
+				r.write("a.txt", "a work\n")
+			},
+			task: func(r repo) {
+				cmd := exec.Command("git", "merge", "-q", "other")
+				cmd.Dir = r.dir
+				cmd.Run() // conflicts on c.txt; a.txt is untouched by the merge
+			},
+			want: want{outcomes: map[string]Outcome{"a.txt": Untouched}, concerns: []ConcernKind{ConcernConflicted}},
+		},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			t.Parallel()
+			r := repo{t: t, dir: t.TempDir()}
+			r.git("init", "-q")
+			row.before(r)
+			ctx := context.Background()
+			prev, err := boundary.Take(ctx, r.dir, boundary.WithSalvage("test", 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			row.task(r)
+			var opts []boundary.Option
+			if !row.noTrak {
+				opts = append(opts, boundary.WithTrack(prev.PathNames()...))
+			}
+			cur, err := boundary.Take(ctx, r.dir, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := Compare(prev, cur)
+			got := map[string]Outcome{}
+			for _, p := range v.Paths {
+				got[p.Path] = p.Outcome
+			}
+			if fmt.Sprint(got) != fmt.Sprint(row.want.outcomes) {
+				t.Errorf("outcomes %v, want %v", got, row.want.outcomes)
+			}
+			if v.Blocked() != row.want.blocked {
+				t.Errorf("blocked %v, want %v (%s)", v.Blocked(), row.want.blocked, v.Summary())
+			}
+			var kinds []ConcernKind
+			for _, c := range v.Concerns {
+				kinds = append(kinds, c.Kind)
+			}
+			if fmt.Sprint(kinds) != fmt.Sprint(row.want.concerns) {
+				t.Errorf("concerns %v, want %v", v.Concerns, row.want.concerns)
+			}
+			// Every lost path carries what Restore needs, and restoring
+			// brings the earlier content back exactly.
+			for _, l := range v.Lost {
+				e, _ := prev.Lookup(l.Path)
+				if l.Lost != e.Worktree || l.Base != e.Head {
+					t.Errorf("lost %+v, earlier entry %+v", l, e)
+				}
+			}
+			if v.Blocked() {
+				res, err := boundary.Restore(ctx, r.dir, v.Lost, false)
+				if err != nil {
+					t.Fatalf("restore: %v (%+v)", err, res)
+				}
+				after, err := boundary.Take(ctx, r.dir, boundary.WithTrack(prev.PathNames()...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, l := range v.Lost {
+					if c, _, _ := after.Content(l.Path); !c.Same(l.Lost) {
+						t.Errorf("after restore %s holds %+v, want %+v", l.Path, c, l.Lost)
+					}
+				}
+				if again := Compare(prev, after); again.Blocked() {
+					t.Errorf("still blocked after restore: %s", again.Summary())
+				}
+			}
+		})
+	}
+}
+
+func TestSummary(t *testing.T) {
+	t.Parallel()
+	h1, h2 := strings.Repeat("a1b2", 10), strings.Repeat("c3d4", 10)
+	var paths []boundary.Entry
+	var tracked = map[string]boundary.Blob{}
+	for i := 0; i < 9; i++ {
+		p := fmt.Sprintf("f%d", i)
+		w := boundary.Blob{Hash: strings.Repeat(fmt.Sprint(i), 40), Mode: boundary.ModeRegular}
+		paths = append(paths, boundary.Entry{Path: p, Status: boundary.StatusModified, Worktree: w, Head: boundary.Blob{Hash: strings.Repeat("e", 40), Mode: boundary.ModeRegular}})
+		tracked[p] = w
+	}
+	paths = append(paths, boundary.Entry{Path: "g", Worktree: boundary.Blob{Hash: strings.Repeat("9", 40), Mode: boundary.ModeRegular}})
+	tracked["g"] = boundary.Blob{Hash: strings.Repeat("8", 40), Mode: boundary.ModeRegular}
+	v := Compare(boundary.Snapshot{Head: h1, Paths: paths}, boundary.Snapshot{Head: h2, Tracked: tracked})
+	if got, want := v.Summary(), "HEAD moved a1b2a1b -> c3d4c3d: 9 paths committed as-is; 1 path changed further"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	if v.Committed != 9 || v.Changed != 1 || v.Blocked() {
+		t.Errorf("%+v", v)
+	}
+}
+
+// TestComparePure: hand-built snapshots for the rules that need no repo,
+// including unknown content, which is never equal to anything.
+func TestComparePure(t *testing.T) {
+	t.Parallel()
+	blob := func(c string) boundary.Blob {
+		return boundary.Blob{Hash: strings.Repeat(c, 40), Mode: boundary.ModeRegular}
+	}
+	unknown := boundary.Blob{Mode: boundary.ModeGitlink}
+	prev := boundary.Snapshot{Head: "", Paths: []boundary.Entry{
+		{Path: "new", Worktree: blob("1")},
+		{Path: "sub", Worktree: unknown},
+	}}
+	cur := boundary.Snapshot{Head: "", Paths: []boundary.Entry{{Path: "sub", Worktree: unknown}}}
+	v := Compare(prev, cur)
+	if !v.Blocked() || v.Paths[0].Outcome != Discarded || v.Paths[1].Outcome != Unverified {
+		t.Errorf("%+v", v)
+	}
+	// No earlier dirty paths and nothing moved: no changes.
+	v = Compare(boundary.Snapshot{Head: "x"}, boundary.Snapshot{Head: "x"})
+	if len(v.Concerns) != 1 || v.Concerns[0].Kind != ConcernNoChanges || v.Blocked() {
+		t.Errorf("%+v", v)
+	}
+	if !slices.ContainsFunc(v.Concerns, func(c Concern) bool { return strings.Contains(c.Message, "no changes") }) {
+		t.Errorf("%+v", v.Concerns)
+	}
+}
