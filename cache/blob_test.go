@@ -1,0 +1,131 @@
+package cache
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+func TestBlobStreams50MB(t *testing.T) {
+	j := openT(t, newRepo(t))
+	chunk := make([]byte, 64<<10)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	const total = 50 << 20
+	want := sha256.New()
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	w, err := j.NewBlobWriter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < total; n += len(chunk) {
+		chunk[0] = byte(n >> 16) // not all chunks alike
+		want.Write(chunk)
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
+		t.Errorf("writing 50 MB allocated %d bytes: the writer buffers", alloc)
+	}
+	if got := hex.EncodeToString(want.Sum(nil)); w.Hash() != got || w.Size() != total {
+		t.Fatalf("hash %s size %d, want %s %d", w.Hash(), w.Size(), got, total)
+	}
+
+	runtime.ReadMemStats(&before)
+	rc, err := j.Blobs().Open(w.Hash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, rc, make([]byte, 32<<10))
+	rc.Close()
+	runtime.ReadMemStats(&after)
+	if err != nil || n != total || hex.EncodeToString(h.Sum(nil)) != w.Hash() {
+		t.Fatalf("read back %d bytes, %v", n, err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
+		t.Errorf("reading 50 MB allocated %d bytes", alloc)
+	}
+	// Nothing but the blob is left in the store (no temp files).
+	var files []string
+	filepath.WalkDir(filepath.Join(j.Dir(), "objects"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) != 1 {
+		t.Errorf("objects/ holds %v", files)
+	}
+}
+
+func TestBlobErrors(t *testing.T) {
+	j := openT(t, newRepo(t))
+	if _, err := j.ReadBlob(HashBytes([]byte("absent"))); !errors.Is(err, ErrBlobNotFound) {
+		t.Errorf("absent blob: %v", err)
+	}
+	for _, bad := range []string{"", "../../etc/passwd", "AB" + HashBytes(nil)[2:], HashBytes(nil)[:63]} {
+		if _, err := j.ReadBlob(bad); err == nil {
+			t.Errorf("ReadBlob(%q) accepted", bad)
+		}
+		if j.Blobs().Has(bad) {
+			t.Errorf("Has(%q)", bad)
+		}
+	}
+	w, _ := j.NewBlobWriter()
+	w.Write([]byte("half"))
+	w.Abort()
+	if err := w.Close(); err == nil {
+		t.Error("Close after Abort succeeded")
+	}
+	entries, _ := os.ReadDir(filepath.Join(j.Dir(), "objects"))
+	if len(entries) != 0 {
+		t.Errorf("aborted write left %v", entries)
+	}
+}
+
+func TestBlobRoundTripProperty(t *testing.T) {
+	j := openT(t, newRepo(t))
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.SliceOfN(rapid.Byte(), 0, 4096).Draw(t, "b")
+		h, err := j.PutBlob(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h != HashBytes(b) {
+			t.Fatalf("hash %s, want sha256 %s", h, HashBytes(b))
+		}
+		got, err := j.ReadBlob(h)
+		if err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("round trip: %q, %v", got, err)
+		}
+		// Same content, same hash, whichever way it is written.
+		w, _ := j.NewBlobWriter()
+		split := rapid.IntRange(0, len(b)).Draw(t, "split")
+		w.Write(b[:split])
+		w.Write(b[split:])
+		if err := w.Close(); err != nil || w.Hash() != h {
+			t.Fatalf("streamed hash %s, %v; Put gave %s", w.Hash(), err, h)
+		}
+		if !j.Blobs().Has(h) {
+			t.Fatal("Has after Put is false")
+		}
+	})
+}

@@ -1,0 +1,398 @@
+package cache
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // driver "sqlite", pure Go
+)
+
+// Dir is the journal's directory under the repo root.
+const Dir = ".implloop"
+
+// Errors callers branch on.
+var (
+	// ErrNoJournal: the repository has no journal yet (nothing ran here).
+	ErrNoJournal = errors.New("no journal: nothing has run in this repository")
+	// ErrReadOnly: a write through a journal opened with OpenReadOnly.
+	ErrReadOnly = errors.New("journal opened read-only")
+	// ErrNotFound: no such run (or other row).
+	ErrNotFound = errors.New("not found")
+	// ErrNewerSchema: the journal was written by a newer implloop.
+	ErrNewerSchema = errors.New("journal schema is newer than this implloop")
+)
+
+// Journal is an open journal. A Journal is safe for concurrent use, but
+// there must be only one writing Journal per repository (the loop's repo
+// lock sees to that).
+//
+// Durability: every write is committed before it returns, which survives a
+// kill of the process. The writes after which a crash would cost an agent
+// call or a fact that cannot be recomputed are also fsynced before they
+// return (SQLite synchronous=FULL for that commit): CreateRun, FinishRun,
+// StartUnit, FinishUnit, MarkInterrupted, PutGate of a live gate and
+// PutBoundary. PutTask, AddReplayedUnit, replayed gates and AppendEvent
+// commit with synchronous=NORMAL (WAL): an OS crash or power loss may drop
+// them, never corrupt the database, and the next fsynced write (or Close)
+// makes them durable too, because WAL commits are ordered. Losing one of
+// those only means a resume recomputes it.
+type Journal struct {
+	root     string // repo root
+	dir      string // root/.implloop
+	dbPath   string
+	st       *store
+	blobs    *Blobs
+	readOnly bool
+	cur      *sql.Tx // set on the copy of the Journal that Batch hands out
+}
+
+// store is what every copy of a Journal shares: the database and its
+// prepared statements (preparing costs as much as running one of ours).
+type store struct {
+	db    *sql.DB
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+// Open opens (creating if needed) the journal of the repository at
+// repoRoot for writing, migrating its schema to the current version. On
+// every writable open it makes sure `.implloop/` is listed in the
+// repository's info/exclude (the common git dir, so linked worktrees share
+// it), adding it once.
+func Open(repoRoot string) (*Journal, error) {
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(root, Dir)
+	if err := os.MkdirAll(filepath.Join(dir, "objects"), 0o755); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if err := ensureExcluded(root); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	j := &Journal{root: root, dir: dir, dbPath: filepath.Join(dir, "state.db")}
+	j.blobs = &Blobs{dir: filepath.Join(dir, "objects")}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", dsn(j.dbPath, q))
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	// Two connections: transactions run on one (tx takes it with db.Conn,
+	// so the per-commit synchronous switch applies to the connection that
+	// commits), while a statement seen for the first time inside a
+	// transaction is prepared on the other; database/sql then re-prepares it
+	// once per connection and reuses it after.
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(2)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	j.st = &store{db: db, stmts: map[string]*sql.Stmt{}}
+	if err := j.migrate(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("journal %s: %w", j.dbPath, err)
+	}
+	j.blobs.removeStaleTemps(time.Hour)
+	return j, nil
+}
+
+// OpenReadOnly opens the journal for reading only. It creates and modifies
+// no file: without a journal it returns ErrNoJournal, and it never creates
+// .implloop/, the database's -wal or -shm files, or blobs. Write methods
+// return ErrReadOnly.
+func OpenReadOnly(repoRoot string) (*Journal, error) {
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(root, Dir)
+	j := &Journal{root: root, dir: dir, dbPath: filepath.Join(dir, "state.db"), readOnly: true}
+	j.blobs = &Blobs{dir: filepath.Join(dir, "objects"), readOnly: true}
+	if _, err := os.Stat(j.dbPath); errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoJournal
+	} else if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "query_only(1)")
+	db, err := sql.Open("sqlite", dsn(j.dbPath, q))
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	j.st = &store{db: db, stmts: map[string]*sql.Stmt{}}
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("journal %s: %w", j.dbPath, err)
+	}
+	switch {
+	case v == 0:
+		db.Close()
+		return nil, ErrNoJournal
+	case v > len(migrations):
+		db.Close()
+		return nil, fmt.Errorf("journal %s: schema %d > %d: %w", j.dbPath, v, len(migrations), ErrNewerSchema)
+	case v < len(migrations):
+		db.Close()
+		return nil, fmt.Errorf("journal %s: schema %d is older than %d; any writing command (run, resume) upgrades it", j.dbPath, v, len(migrations))
+	}
+	return j, nil
+}
+
+func dsn(path string, q url.Values) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Close closes the journal. The writer checkpoints the WAL into the main
+// file and switches the file back to rollback mode, so that read-only
+// openers find one self-contained file and create nothing next to it. If a
+// reader is attached at that moment the switch is skipped; the WAL files
+// then stay for the readers and the next writer's Close tidies up.
+func (j *Journal) Close() error {
+	if j.st == nil || j.st.db == nil {
+		return nil
+	}
+	db := j.st.db
+	j.st.mu.Lock()
+	for _, st := range j.st.stmts {
+		st.Close()
+	}
+	j.st.stmts, j.st.db = nil, nil
+	j.st.mu.Unlock()
+	if !j.readOnly {
+		// Leaving WAL mode needs the only connection to the file.
+		db.SetMaxIdleConns(1)
+		ctx := context.Background()
+		if conn, err := db.Conn(ctx); err == nil {
+			_, _ = conn.ExecContext(ctx, "PRAGMA busy_timeout=0")
+			_, _ = conn.ExecContext(ctx, "PRAGMA synchronous=FULL")
+			_, _ = conn.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+			_, _ = conn.ExecContext(ctx, "PRAGMA journal_mode=DELETE")
+			conn.Close()
+		}
+	}
+	return db.Close()
+}
+
+// Root is the repository root the journal belongs to.
+func (j *Journal) Root() string { return j.root }
+
+// Dir is the journal's directory (<repo>/.implloop).
+func (j *Journal) Dir() string { return j.dir }
+
+// ReadOnly reports whether the journal was opened with OpenReadOnly.
+func (j *Journal) ReadOnly() bool { return j.readOnly }
+
+// Blobs is the journal's blob store.
+func (j *Journal) Blobs() *Blobs { return j.blobs }
+
+// NewBlobWriter starts a streaming blob write (see BlobWriter).
+func (j *Journal) NewBlobWriter() (*BlobWriter, error) { return j.blobs.NewWriter() }
+
+// PutBlob stores b and returns its hash.
+func (j *Journal) PutBlob(b []byte) (string, error) { return j.blobs.Put(b) }
+
+// ReadBlob reads a whole blob.
+func (j *Journal) ReadBlob(h string) ([]byte, error) { return j.blobs.ReadAll(h) }
+
+// prep returns the prepared statement for q, preparing it once.
+func (j *Journal) prep(q string) (*sql.Stmt, error) {
+	j.st.mu.Lock()
+	defer j.st.mu.Unlock()
+	if j.st.db == nil {
+		return nil, errors.New("journal is closed")
+	}
+	if st, ok := j.st.stmts[q]; ok {
+		return st, nil
+	}
+	st, err := j.st.db.Prepare(q)
+	if err != nil {
+		return nil, err
+	}
+	j.st.stmts[q] = st
+	return st, nil
+}
+
+// stmt is q prepared, bound to the current transaction if there is one.
+func (j *Journal) stmt(q string) (*sql.Stmt, error) {
+	st, err := j.prep(q)
+	if err != nil || j.cur == nil {
+		return st, err
+	}
+	return j.cur.Stmt(st), nil
+}
+
+func (j *Journal) query(q string, args ...any) (*sql.Rows, error) {
+	st, err := j.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.Query(args...)
+}
+
+// row is sql.Row for a query that may fail to prepare.
+type row struct {
+	rows *sql.Rows
+	err  error
+}
+
+func (r row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	return r.rows.Close()
+}
+
+func (j *Journal) queryRow(q string, args ...any) row {
+	rows, err := j.query(q, args...)
+	return row{rows, err}
+}
+
+// run executes a write statement; only inside tx (w.cur is set).
+func (j *Journal) run(q string, args ...any) (sql.Result, error) {
+	st, err := j.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.Exec(args...)
+}
+
+// exec runs one write statement in its own transaction; durable commits are
+// fsynced before exec returns.
+func (j *Journal) exec(durable bool, q string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	err := j.tx(durable, func(w *Journal) error {
+		var err error
+		res, err = w.run(q, args...)
+		return err
+	})
+	return res, err
+}
+
+// Batch runs fn in one transaction: the writes fn makes through b commit
+// together when fn returns nil, or not at all. Reads through b see them.
+// It is for stretches of many small writes (replaying a task: its unit,
+// gate, task row and events), where one commit instead of several is most
+// of the cost. durable decides the commit's fsync for the whole batch.
+// Use only b inside fn: the journal has one connection, which b holds.
+func (j *Journal) Batch(durable bool, fn func(b *Journal) error) error {
+	return j.tx(durable, fn)
+}
+
+// tx runs fn in one write transaction (BEGIN IMMEDIATE, so a second writer
+// waits on the busy timeout instead of failing at upgrade). Inside a Batch
+// it joins the batch's transaction.
+func (j *Journal) tx(durable bool, fn func(w *Journal) error) (err error) {
+	if j.readOnly {
+		return ErrReadOnly
+	}
+	if j.cur != nil {
+		return fn(j)
+	}
+	if j.st == nil || j.st.db == nil {
+		return errors.New("journal is closed")
+	}
+	ctx := context.Background()
+	conn, err := j.st.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// The fsync choice is per commit; SQLite refuses to change it inside a
+	// transaction, so it is made before BEGIN.
+	if durable {
+		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=FULL"); err != nil {
+			return err
+		}
+		defer func() {
+			if _, e := conn.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); e != nil && err == nil {
+				err = e
+			}
+		}()
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	w := *j
+	w.cur = tx
+	if err := fn(&w); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// ensureExcluded adds ".implloop/" to the repository's info/exclude unless a
+// line there already excludes it. Outside a git repository it does nothing.
+func ensureExcluded(root string) error {
+	cmd := exec.Command("git", "rev-parse", "--git-common-dir")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil // not a git repository (or no git): nothing to exclude from
+	}
+	common := strings.TrimSpace(string(out))
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(root, common)
+	}
+	path := filepath.Join(common, "info", "exclude")
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(old))
+	for sc.Scan() {
+		switch strings.TrimSpace(sc.Text()) {
+		case ".implloop", ".implloop/", "/.implloop", "/.implloop/":
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	var add []byte
+	if len(old) > 0 && old[len(old)-1] != '\n' {
+		add = append(add, '\n')
+	}
+	add = append(add, "# implloop's journal\n.implloop/\n"...)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(add); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

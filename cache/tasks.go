@@ -1,0 +1,135 @@
+package cache
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// TaskStatus is where a task stands in a run.
+type TaskStatus string
+
+// Task statuses. Pending means never started in this run (a run that
+// stopped at a block leaves the later tasks pending).
+const (
+	TaskPending     TaskStatus = "pending"
+	TaskRunning     TaskStatus = "running"
+	TaskDone        TaskStatus = "done"
+	TaskBlocked     TaskStatus = "blocked"
+	TaskSkipped     TaskStatus = "skipped"
+	TaskInterrupted TaskStatus = "interrupted"
+)
+
+// Source says where a task's agent calls came from in this run.
+type Source string
+
+// Sources.
+const (
+	SourceLive     Source = "live"     // every unit dispatched
+	SourceReplayed Source = "replayed" // every unit replayed from the lineage
+	SourceMixed    Source = "mixed"    // some of each
+	SourceNone     Source = "none"     // no unit (skipped, pending, or fixed outside the loop)
+)
+
+// Task is a task's row in one run.
+type Task struct {
+	RunID       string        `json:"run_id"`
+	TaskID      string        `json:"task_id"`
+	Ordinal     int           `json:"ordinal"`
+	Title       string        `json:"title"`
+	Status      TaskStatus    `json:"status"`
+	Source      Source        `json:"source"`
+	Attempts    int           `json:"attempts"`
+	StartedAt   time.Time     `json:"started_at,omitzero"`
+	FinishedAt  time.Time     `json:"finished_at,omitzero"`
+	Duration    time.Duration `json:"duration_ns"`
+	BlockReason string        `json:"block_reason,omitempty"`
+	LostPaths   []string      `json:"lost_paths,omitempty"`
+	Concerns    []string      `json:"concerns,omitempty"`
+}
+
+func jsonList(v []string) string {
+	if len(v) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// PutTask inserts or replaces the task's row (keyed by run and task id).
+// An empty Source is stored as "none". Not fsynced on its own (see Journal).
+func (j *Journal) PutTask(t Task) error {
+	if t.Source == "" {
+		t.Source = SourceNone
+	}
+	_, err := j.exec(false, `INSERT INTO tasks (run_id, task_id, ordinal, title, status, source, attempts,
+			started_at, finished_at, duration_ms, block_reason, lost_paths, concerns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run_id, task_id) DO UPDATE SET ordinal = excluded.ordinal, title = excluded.title,
+			status = excluded.status, source = excluded.source, attempts = excluded.attempts,
+			started_at = excluded.started_at, finished_at = excluded.finished_at,
+			duration_ms = excluded.duration_ms, block_reason = excluded.block_reason,
+			lost_paths = excluded.lost_paths, concerns = excluded.concerns`,
+		t.RunID, t.TaskID, t.Ordinal, t.Title, string(t.Status), string(t.Source), t.Attempts,
+		ms(t.StartedAt), ms(t.FinishedAt), t.Duration.Milliseconds(), t.BlockReason,
+		jsonList(t.LostPaths), jsonList(t.Concerns))
+	if err != nil {
+		return fmt.Errorf("put task %s/%s: %w", t.RunID, t.TaskID, err)
+	}
+	return nil
+}
+
+const taskCols = `run_id, task_id, ordinal, title, status, source, attempts, started_at, finished_at,
+	duration_ms, block_reason, lost_paths, concerns`
+
+func scanTask(sc interface{ Scan(...any) error }) (Task, error) {
+	var t Task
+	var status, source, lost, concerns string
+	var started, finished sql.NullInt64
+	var dur int64
+	if err := sc.Scan(&t.RunID, &t.TaskID, &t.Ordinal, &t.Title, &status, &source, &t.Attempts,
+		&started, &finished, &dur, &t.BlockReason, &lost, &concerns); err != nil {
+		return t, err
+	}
+	t.Status, t.Source = TaskStatus(status), Source(source)
+	t.StartedAt, t.FinishedAt = fromMS(started), fromMS(finished)
+	t.Duration = time.Duration(dur) * time.Millisecond
+	if err := json.Unmarshal([]byte(lost), &t.LostPaths); err != nil {
+		return t, fmt.Errorf("task %s lost_paths: %w", t.TaskID, err)
+	}
+	if err := json.Unmarshal([]byte(concerns), &t.Concerns); err != nil {
+		return t, fmt.Errorf("task %s concerns: %w", t.TaskID, err)
+	}
+	return t, nil
+}
+
+// Tasks returns a run's tasks in plan order.
+func (j *Journal) Tasks(runID string) ([]Task, error) {
+	rows, err := j.query(`SELECT `+taskCols+` FROM tasks WHERE run_id = ? ORDER BY ordinal, task_id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("tasks of %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("tasks of %s: %w", runID, err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// GetTask returns one task's row, or ErrNotFound.
+func (j *Journal) GetTask(runID, taskID string) (*Task, error) {
+	t, err := scanTask(j.queryRow(`SELECT `+taskCols+` FROM tasks WHERE run_id = ? AND task_id = ?`, runID, taskID))
+	if err == sql.ErrNoRows {
+		return nil, fmt.Errorf("task %s/%s: %w", runID, taskID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("task %s/%s: %w", runID, taskID, err)
+	}
+	return &t, nil
+}

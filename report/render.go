@@ -1,0 +1,286 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Terminal writes the report as plain aligned text, the form printed at
+// the end of a run and by `implloop show`.
+func Terminal(w io.Writer, r *Report) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "implloop run %s: %s%s\n", r.RunID, r.Headline, skippedNote(r))
+	fmt.Fprintf(&b, "plan %s (sha256 %s)\n", r.PlanPath, short(r.PlanSHA256))
+	if r.ParentID != "" {
+		fmt.Fprintf(&b, "resumes run %s\n", r.ParentID)
+	}
+	fmt.Fprintf(&b, "started %s, wall %s%s\n", stamp(r.StartedAt), dur(r.WallMS), unfinishedNote(r))
+	if len(r.Tasks) > 0 {
+		b.WriteByte('\n')
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  TASK\tSTATUS\tSOURCE\tATT\tTIME\tTOKENS IN\tOUT\tCOST\tTITLE")
+		for _, t := range r.Tasks {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, source(t.Source), count(t.Attempts),
+				taskDur(t), tokens(t.Live.Units, t.Live.TokensIn), tokens(t.Live.Units, t.Live.TokensOut),
+				costOf(t.Live.Units, t.Live.CostUSD), oneLine(t.Title))
+		}
+		tw.Flush()
+		for _, t := range r.Tasks {
+			notes := taskNotes(t)
+			if len(notes) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "\ntask %s (%s):\n", t.ID, t.Status)
+			for _, n := range notes {
+				lines := strings.Split(strings.TrimRight(n.text, "\n"), "\n")
+				if len(lines) > maxTermLines {
+					lines = append([]string{fmt.Sprintf("... (%d lines; report.md has them all)", len(lines))}, lines[len(lines)-maxTermLines:]...)
+				}
+				fmt.Fprintf(&b, "  %s: %s\n", n.label, lines[0])
+				for _, l := range lines[1:] {
+					fmt.Fprintf(&b, "    %s\n", l)
+				}
+			}
+		}
+	}
+	t := r.Totals
+	fmt.Fprintf(&b, "\nunits: %d live, %d replayed; gates: %d run, %d replayed\n",
+		t.Live.Units, t.Saved.Units, t.GatesLive, t.GatesReplayed)
+	fmt.Fprintf(&b, "spent: %s tokens in, %s out, %s\n", commas(t.Live.TokensIn), commas(t.Live.TokensOut), usd(t.Live.CostUSD))
+	if t.Saved.Units > 0 {
+		fmt.Fprintf(&b, "saved by replay: %s tokens in, %s out, %s\n", commas(t.Saved.TokensIn), commas(t.Saved.TokensOut), usd(t.Saved.CostUSD))
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// maxTermLines bounds a multi-line note (a gate's output tail) on a
+// terminal; the markdown report keeps all of it.
+const maxTermLines = 12
+
+type note struct{ label, text string }
+
+func taskNotes(t Task) []note {
+	var ns []note
+	if t.BlockReason != "" {
+		ns = append(ns, note{"blocked", t.BlockReason})
+	}
+	if len(t.LostPaths) > 0 {
+		ns = append(ns, note{"lost", strings.Join(t.LostPaths, ", ")})
+	}
+	for _, c := range t.Concerns {
+		ns = append(ns, note{"concern", c})
+	}
+	return ns
+}
+
+// Markdown is the report as a markdown document (report.md).
+func Markdown(r *Report) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# implloop run %s: %s%s\n\n", r.RunID, r.Headline, skippedNote(r))
+	b.WriteString("| | |\n|---|---|\n")
+	fmt.Fprintf(&b, "| plan | %s |\n", mdCode(r.PlanPath, true))
+	fmt.Fprintf(&b, "| plan sha256 | `%s` |\n", r.PlanSHA256)
+	if r.ParentID != "" {
+		fmt.Fprintf(&b, "| resumes | `%s` |\n", r.ParentID)
+	}
+	fmt.Fprintf(&b, "| started | %s |\n", stamp(r.StartedAt))
+	if r.Finished {
+		fmt.Fprintf(&b, "| finished | %s |\n", stamp(r.EndedAt))
+	} else {
+		fmt.Fprintf(&b, "| finished | not recorded (last journal entry %s) |\n", stamp(r.EndedAt))
+	}
+	fmt.Fprintf(&b, "| wall time | %s |\n", dur(r.WallMS))
+	fmt.Fprintf(&b, "| exit code | %d |\n", r.ExitCode)
+
+	if len(r.Tasks) > 0 {
+		b.WriteString("\n## Tasks\n\n")
+		b.WriteString("| task | title | status | source | attempts | time | tokens in | tokens out | cost |\n")
+		b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|\n")
+		for _, t := range r.Tasks {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(t.ID), mdCell(t.Title), t.Status,
+				source(t.Source), count(t.Attempts), taskDur(t), tokens(t.Live.Units, t.Live.TokensIn),
+				tokens(t.Live.Units, t.Live.TokensOut), costOf(t.Live.Units, t.Live.CostUSD))
+		}
+		for _, t := range r.Tasks {
+			if t.BlockReason == "" && len(t.LostPaths) == 0 && len(t.Concerns) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "\n### Task %s: %s\n\n", t.ID, t.Status)
+			if t.BlockReason != "" {
+				fence := strings.Repeat("`", max(3, longestRun(t.BlockReason, '`')+1))
+				fmt.Fprintf(&b, "Blocked:\n\n%s\n%s\n%s\n\n", fence, strings.TrimRight(t.BlockReason, "\n"), fence)
+			}
+			if len(t.LostPaths) > 0 {
+				b.WriteString("Lost paths (`implloop restore` brings them back):\n\n")
+				for _, p := range t.LostPaths {
+					fmt.Fprintf(&b, "- %s\n", mdCode(p, false))
+				}
+				b.WriteByte('\n')
+			}
+			if len(t.Concerns) > 0 {
+				b.WriteString("Concerns:\n\n")
+				for _, c := range t.Concerns {
+					fmt.Fprintf(&b, "- %s\n", oneLine(c))
+				}
+				b.WriteByte('\n')
+			}
+			trimBlank(&b)
+		}
+	}
+	t := r.Totals
+	b.WriteString("\n## Totals\n\n")
+	b.WriteString("| | live (spent) | replayed (saved) |\n|---|---:|---:|\n")
+	fmt.Fprintf(&b, "| units | %d | %d |\n", t.Live.Units, t.Saved.Units)
+	fmt.Fprintf(&b, "| tokens in | %s | %s |\n", commas(t.Live.TokensIn), commas(t.Saved.TokensIn))
+	fmt.Fprintf(&b, "| tokens out | %s | %s |\n", commas(t.Live.TokensOut), commas(t.Saved.TokensOut))
+	fmt.Fprintf(&b, "| cache read | %s | %s |\n", commas(t.Live.CacheRead), commas(t.Saved.CacheRead))
+	fmt.Fprintf(&b, "| cache write | %s | %s |\n", commas(t.Live.CacheWrite), commas(t.Saved.CacheWrite))
+	fmt.Fprintf(&b, "| cost | %s | %s |\n", usd(t.Live.CostUSD), usd(t.Saved.CostUSD))
+	fmt.Fprintf(&b, "| gates | %d | %d |\n", t.GatesLive, t.GatesReplayed)
+	return b.Bytes()
+}
+
+func trimBlank(b *bytes.Buffer) {
+	for bytes.HasSuffix(b.Bytes(), []byte("\n\n")) {
+		b.Truncate(b.Len() - 1)
+	}
+}
+
+func skippedNote(r *Report) string {
+	if r.Outcome.Skipped == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d skipped)", r.Outcome.Skipped)
+}
+
+func unfinishedNote(r *Report) string {
+	if r.Finished {
+		return ""
+	}
+	return " (run not finished: still running or killed; wall time to its last journal entry)"
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// dur renders milliseconds compactly: 850ms, 12.3s, 4m05s, 2h03m.
+func dur(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", ms)
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+func taskDur(t Task) string {
+	if t.DurationMS == 0 && t.Status != "done" {
+		return "-"
+	}
+	return dur(t.DurationMS)
+}
+
+func source(s string) string {
+	if s == "" || s == "none" {
+		return "-"
+	}
+	return s
+}
+
+func count(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
+}
+
+// tokens shows "-" for a task with no live unit: nothing was spent, and
+// "0" would claim an agent reported zero.
+func tokens(units int, n int64) string {
+	if units == 0 {
+		return "-"
+	}
+	return commas(n)
+}
+
+func costOf(units int, c float64) string {
+	if units == 0 {
+		return "-"
+	}
+	return usd(c)
+}
+
+func usd(c float64) string { return fmt.Sprintf("$%.4f", c) }
+
+func commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func mdCell(s string) string {
+	return strings.ReplaceAll(oneLine(s), "|", `\|`)
+}
+
+// mdCode is s as an inline code span, byte-exact: the delimiter is one
+// backtick longer than any run inside; in a table cell pipes are escaped.
+func mdCode(s string, cell bool) string {
+	fence := strings.Repeat("`", longestRun(s, '`')+1)
+	pad := ""
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		pad = " "
+	}
+	if cell {
+		s = strings.ReplaceAll(s, "|", `\|`)
+	}
+	return fence + pad + s + pad + fence
+}
+
+func longestRun(s string, c byte) int {
+	best, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			best = max(best, n)
+		} else {
+			n = 0
+		}
+	}
+	return best
+}

@@ -1,0 +1,290 @@
+// Package report builds a run's end report from the journal alone and
+// renders it for a terminal, as markdown and as JSON.
+//
+// Every figure comes from journal rows: task rows for status, source,
+// attempts, duration, concerns and lost paths; unit rows for tokens and
+// cost; gate rows for gate counts; the run row for times. A replayed unit
+// cost nothing this time, so its tokens and cost are reported as "saved",
+// never added to the run's spend.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/implloop/implloop/cache"
+)
+
+// Verdict is a run's outcome.
+type Verdict string
+
+// Verdicts, with their exit codes (see ExitCode).
+const (
+	Done        Verdict = "DONE"        // every counted task done
+	Partial     Verdict = "PARTIAL"     // some done, not all
+	Blocked     Verdict = "BLOCKED"     // none done
+	Interrupted Verdict = "INTERRUPTED" // stopped by a signal
+	Incomplete  Verdict = "INCOMPLETE"  // the run has not finished: still running, or killed
+)
+
+// ExitCode is the process exit code for the verdict:
+// 0 DONE, 3 PARTIAL, 4 BLOCKED, 130 INTERRUPTED, 1 INCOMPLETE.
+func (v Verdict) ExitCode() int {
+	switch v {
+	case Done:
+		return 0
+	case Partial:
+		return 3
+	case Blocked:
+		return 4
+	case Interrupted:
+		return 130
+	}
+	return 1
+}
+
+// Outcome is a verdict with its tally.
+type Outcome struct {
+	Verdict Verdict `json:"verdict"`
+	Done    int     `json:"done"`    // tasks done
+	Counted int     `json:"counted"` // tasks in range, less the skipped ones
+	Skipped int     `json:"skipped"`
+}
+
+// Headline is the verdict with its counts: "PARTIAL 9/13".
+func (o Outcome) Headline() string { return fmt.Sprintf("%s %d/%d", o.Verdict, o.Done, o.Counted) }
+
+// Decide is the verdict of a run's tasks (every task in range has a row).
+// Skipped tasks (already checked in the plan) neither count for nor
+// against DONE. An interrupted task makes the run INTERRUPTED and a
+// running one INCOMPLETE; otherwise all counted tasks done is DONE (so is
+// a run with nothing to do), none done is BLOCKED, and anything between is
+// PARTIAL. The loop calls it for the verdict it records with FinishRun;
+// Build calls it for the report.
+func Decide(tasks []cache.Task) Outcome {
+	var o Outcome
+	interrupted, running := false, false
+	for _, t := range tasks {
+		switch t.Status {
+		case cache.TaskSkipped:
+			o.Skipped++
+			continue
+		case cache.TaskDone:
+			o.Done++
+		case cache.TaskInterrupted:
+			interrupted = true
+		case cache.TaskRunning:
+			running = true
+		}
+		o.Counted++
+	}
+	switch {
+	case interrupted:
+		o.Verdict = Interrupted
+	case running:
+		o.Verdict = Incomplete
+	case o.Done == o.Counted:
+		o.Verdict = Done
+	case o.Done == 0:
+		o.Verdict = Blocked
+	default:
+		o.Verdict = Partial
+	}
+	return o
+}
+
+// Report is a run's end report.
+type Report struct {
+	RunID      string    `json:"run_id"`
+	ParentID   string    `json:"parent_id,omitempty"`
+	PlanPath   string    `json:"plan_path"`
+	PlanSHA256 string    `json:"plan_sha256"`
+	Outcome    Outcome   `json:"outcome"`
+	Headline   string    `json:"headline"`  // "PARTIAL 9/13"
+	ExitCode   int       `json:"exit_code"` // from the verdict
+	Finished   bool      `json:"finished"`  // the run recorded its end
+	StartedAt  time.Time `json:"started_at"`
+	EndedAt    time.Time `json:"ended_at"` // finished_at, or the journal's last entry for an unfinished run
+	WallMS     int64     `json:"wall_ms"`
+	Tasks      []Task    `json:"tasks"`
+	Totals     Totals    `json:"totals"`
+}
+
+// Task is one task's line in the report.
+type Task struct {
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Status      string   `json:"status"`
+	Source      string   `json:"source"`
+	Attempts    int      `json:"attempts"`
+	DurationMS  int64    `json:"duration_ms"`
+	Live        Spend    `json:"live"`  // what this run spent on the task
+	Saved       Spend    `json:"saved"` // what replaying saved
+	BlockReason string   `json:"block_reason,omitempty"`
+	Concerns    []string `json:"concerns,omitempty"`
+	LostPaths   []string `json:"lost_paths,omitempty"`
+}
+
+// Spend sums units: their count, tokens and cost.
+type Spend struct {
+	Units      int     `json:"units"`
+	TokensIn   int64   `json:"tokens_in"`
+	TokensOut  int64   `json:"tokens_out"`
+	CacheRead  int64   `json:"cache_read"`
+	CacheWrite int64   `json:"cache_write"`
+	CostUSD    float64 `json:"cost_usd"`
+}
+
+func (s *Spend) add(u *cache.Unit) {
+	s.Units++
+	s.TokensIn += u.TokensIn
+	s.TokensOut += u.TokensOut
+	s.CacheRead += u.CacheRead
+	s.CacheWrite += u.CacheWrite
+	s.CostUSD += u.CostUSD
+}
+
+// Totals sums the whole run: Live over every live unit of every attempt
+// (failed and interrupted ones included), Saved over the replayed units.
+type Totals struct {
+	Live          Spend `json:"live"`
+	Saved         Spend `json:"saved"`
+	GatesLive     int   `json:"gates_live"`
+	GatesReplayed int   `json:"gates_replayed"`
+}
+
+// Build reads the run's report from the journal. A run without a recorded
+// end (FinishRun) is INCOMPLETE unless a task was interrupted, so the loop
+// records its end first: Decide(tasks) -> FinishRun -> Build -> Write.
+func Build(j *cache.Journal, runID string) (*Report, error) {
+	run, err := j.GetRun(runID)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	tasks, err := j.Tasks(runID)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	units, err := j.Units(runID)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	gates, err := j.Gates(runID, "")
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	r := &Report{RunID: run.ID, ParentID: run.ParentID, PlanPath: run.PlanPath, PlanSHA256: run.PlanSHA256,
+		Finished: run.Finished(), StartedAt: run.StartedAt}
+	r.Outcome = Decide(tasks)
+	if !run.Finished() && r.Outcome.Verdict != Interrupted {
+		r.Outcome.Verdict = Incomplete
+	}
+	r.Headline = r.Outcome.Headline()
+	r.ExitCode = r.Outcome.Verdict.ExitCode()
+
+	byTask := map[string]*Task{}
+	last := run.StartedAt
+	later := func(t time.Time) {
+		if t.After(last) {
+			last = t
+		}
+	}
+	for _, t := range tasks {
+		r.Tasks = append(r.Tasks, Task{ID: t.TaskID, Title: t.Title, Status: string(t.Status), Source: string(t.Source),
+			Attempts: t.Attempts, DurationMS: t.Duration.Milliseconds(), BlockReason: t.BlockReason,
+			Concerns: t.Concerns, LostPaths: t.LostPaths})
+		later(t.FinishedAt)
+		later(t.StartedAt)
+	}
+	for i := range r.Tasks {
+		byTask[r.Tasks[i].ID] = &r.Tasks[i]
+	}
+	for i := range units {
+		u := &units[i]
+		t := byTask[u.TaskID]
+		if u.Replayed() {
+			r.Totals.Saved.add(u)
+			if t != nil {
+				t.Saved.add(u)
+			}
+		} else {
+			r.Totals.Live.add(u)
+			if t != nil {
+				t.Live.add(u)
+			}
+		}
+		later(u.StartedAt)
+		later(u.FinishedAt)
+	}
+	for _, g := range gates {
+		if g.Replayed {
+			r.Totals.GatesReplayed++
+		} else {
+			r.Totals.GatesLive++
+		}
+		later(g.At)
+	}
+	if run.Finished() {
+		r.EndedAt = run.FinishedAt
+	} else {
+		r.EndedAt = last
+	}
+	r.WallMS = max(0, r.EndedAt.Sub(r.StartedAt).Milliseconds())
+	return r, nil
+}
+
+// JSON is the report as indented JSON, newline-terminated.
+func JSON(r *Report) []byte {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil { // a Report holds nothing json cannot encode
+		panic(err)
+	}
+	return append(b, '\n')
+}
+
+// Paths are where Write puts a run's report under the repo root.
+func Paths(repoRoot, runID string) (md, js string) {
+	dir := filepath.Join(repoRoot, cache.Dir, "runs", runID)
+	return filepath.Join(dir, "report.md"), filepath.Join(dir, "report.json")
+}
+
+// Write stores the report as .implloop/runs/<id>/report.md and report.json,
+// each replaced atomically, and returns their paths.
+func Write(repoRoot string, r *Report) (md, js string, err error) {
+	md, js = Paths(repoRoot, r.RunID)
+	if err := os.MkdirAll(filepath.Dir(md), 0o755); err != nil {
+		return "", "", fmt.Errorf("write report: %w", err)
+	}
+	if err := writeAtomic(md, Markdown(r)); err != nil {
+		return "", "", err
+	}
+	if err := writeAtomic(js, JSON(r)); err != nil {
+		return "", "", err
+	}
+	return md, js, nil
+}
+
+func writeAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	return nil
+}
