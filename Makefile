@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin/implloop
 PKGS     := ./...
 # Packages that start goroutines run under the race detector too.
-RACE_PKGS := ./identity/... ./unit/... ./agent/... ./loop/... ./cache/... ./watch/...
+RACE_PKGS := $(foreach d,identity unit agent loop cache watch,$(if $(wildcard $(d)/*.go),./$(d)/...))
 FUZZTIME ?= 10s
 
 .PHONY: all build test race demo bench fuzz lint e2e clean
@@ -17,7 +17,7 @@ build:
 
 test: lint
 	$(GO) test -count=1 $(PKGS)
-	$(GO) test -count=1 -race $$($(GO) list $(RACE_PKGS) 2>/dev/null)
+	$(GO) test -count=1 -race $(RACE_PKGS)
 
 demo: build
 	@./scripts/demo.sh $(BIN)
@@ -36,3 +36,4 @@ lint:
 
 clean:
 	rm -rf bin
+

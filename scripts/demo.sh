@@ -1,7 +1,30 @@
 #!/usr/bin/env bash
-# make demo: the bundled demo project, end to end, offline.
+# make demo: the bundled demo project, end to end, offline. Copies
+# testdata/demo/ into a temp dir, makes it a git repository and runs its
+# 5-task plan with the builtin agent (no model, no network), gated by
+# go test ./... after each task; then shows what a resume would do.
 set -euo pipefail
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 root=$(cd "$(dirname "$0")/.." && pwd)
-echo "== implloop plan testdata/demo/plan.md"
-"$bin" plan "$root/testdata/demo/plan.md"
+work=$(mktemp -d "${TMPDIR:-/tmp}/implloop-demo.XXXXXX")
+cp -R "$root/testdata/demo/." "$work/"
+cd "$work"
+export GIT_AUTHOR_NAME="implloop demo" GIT_AUTHOR_EMAIL="demo@example.com"
+export GIT_COMMITTER_NAME="implloop demo" GIT_COMMITTER_EMAIL="demo@example.com"
+git init -q -b main .
+git add -A && git commit -q -m "demo: starting point"
+echo "== demo project in $work"
+echo
+echo "\$ implloop plan plan.md"
+"$bin" plan plan.md
+echo
+echo "\$ implloop run plan.md --agent builtin --verify 'go test ./...'"
+"$bin" run plan.md --agent builtin --verify 'go test ./...'
+echo
+echo "\$ git status --short   # the work is in the tree, uncommitted: implloop never commits"
+git status --short
+echo
+echo "\$ implloop resume --dry-run   # nothing changed, so everything would replay"
+"$bin" resume --dry-run
+echo
+echo "== done; the demo repository is kept at $work"

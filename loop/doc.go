@@ -1,0 +1,21 @@
+// Package loop is the engine of implloop: the only place that dispatches
+// agents, runs gates, takes boundaries and writes the journal.
+//
+// # The run
+//
+// [Run] takes the repository lock, opens the journal, reads the plan from
+// disk (its sha256 computed now, on every invocation), takes boundary B0,
+// then for each task in range computes its units with [unit.WorkList] and,
+// unit by unit, either replays a completed journal row with the same
+// identity from the run's lineage or dispatches the agent live, journaling
+// the unit `running` before the call and `completed` or `failed` after.
+// The gate (the task's own ```verify block, else --verify) decides whether
+// the task is done; a failed gate starts the next attempt with the tail of
+// its output as feedback. After each task a boundary is taken and the
+// discard guard compares it with the previous one: a discard blocks the
+// task. The end report is built from the journal alone.
+//
+// A resume is a run with a parent: its lineage (parent, grandparent, ...)
+// is where replays come from. A task that ended blocked is never replayed
+// as blocked: its gate runs live first.
+package loop

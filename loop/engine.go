@@ -1,0 +1,335 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/implloop/implloop/agent"
+	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/plan"
+	"github.com/implloop/implloop/report"
+	"github.com/implloop/implloop/unit"
+)
+
+// Options configure one run or resume.
+type Options struct {
+	Settings Settings
+	// RepoRoot is the worktree's top-level directory.
+	RepoRoot string
+	// Parent is the run being resumed; "" for a fresh run.
+	Parent string
+	// Reverify re-runs the gates of replayed tasks live.
+	Reverify bool
+	// DryRun computes the work list and writes nothing.
+	DryRun bool
+	// Observer receives the event stream (nil: none).
+	Observer Observer
+	// Agent overrides the backend built from Settings (tests).
+	Agent agent.Agent
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Outcome is what a run ended with.
+type Outcome struct {
+	RunID       string
+	ParentID    string
+	Verdict     string // DONE, PARTIAL, BLOCKED
+	Report      *report.Report
+	ReportPath  string
+	Interrupted bool
+	// NoOp is set on a resume where every unit replayed and no gate ran:
+	// nothing changed since the parent.
+	NoOp          bool
+	ParentVerdict string
+	// Plan is the work list: per task replay or live and why (the resume
+	// plan; the whole answer of a dry run).
+	Plan []PlannedTask
+	// Blocked is set when BLOCKED.md was written.
+	Blocked bool
+}
+
+// ErrBlockedFile is returned when BLOCKED.md exists: the user has to read
+// it, repair, and remove it before implloop runs again.
+var ErrBlockedFile = errors.New(BlockedFile + " exists")
+
+type engine struct {
+	o       Options
+	s       Settings
+	now     func() time.Time
+	j       *cache.Journal
+	sel     *extractor.Selection
+	runID   string
+	lineage []string // the parent's lineage: where replays come from
+	ag      agent.Agent
+	norm    identity.Env
+	prev    boundary.Snapshot
+	art     map[string]string // task id -> identity of its final unit in this run
+	obs     Observer
+
+	sawLive      bool // a unit was dispatched
+	sawLiveGate  bool // a gate ran live
+	blockedWrote bool
+}
+
+// Run carries out a run (or a resume, when o.Parent is set).
+func Run(ctx context.Context, o Options) (out *Outcome, err error) {
+	e := &engine{o: o, s: o.Settings, now: o.Now, obs: o.Observer, art: map[string]string{}}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.obs == nil {
+		e.obs = ObserverFunc(func(Event) {})
+	}
+	if err := e.s.Validate(); err != nil {
+		return nil, err
+	}
+	if !o.DryRun {
+		if _, err := os.Stat(filepath.Join(o.RepoRoot, BlockedFile)); err == nil {
+			return nil, ErrBlockedFile
+		}
+	}
+	sel, err := LoadPlan(PlanFile(o.RepoRoot, e.s.Plan), e.s.TaskRange)
+	if err != nil {
+		return nil, err
+	}
+	e.sel = sel
+	e.norm = identity.EnvFor(o.RepoRoot)
+
+	if o.DryRun {
+		return e.dryRun()
+	}
+
+	e.ag = o.Agent
+	if e.ag == nil {
+		e.ag, err = agent.New(e.s.Agent, agent.Options{Command: e.s.AgentCmd})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := e.ag.Check(); err != nil {
+		return nil, err
+	}
+
+	start := e.now()
+	e.runID = identity.NewRunID(start, randomBytes())
+	lock, err := AcquireLock(filepath.Join(o.RepoRoot, ".implloop"), e.runID, start)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+
+	e.j, err = cache.Open(o.RepoRoot)
+	if err != nil {
+		return nil, err
+	}
+	defer e.j.Close()
+
+	out = &Outcome{RunID: e.runID, ParentID: o.Parent}
+	if o.Parent != "" {
+		parent, err := e.j.GetRun(o.Parent)
+		if err != nil {
+			return nil, err
+		}
+		out.ParentVerdict = parent.Verdict
+		e.lineage, err = e.j.LineageIDs(parent.ID)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	settings, _ := json.Marshal(e.s)
+	if err := e.j.CreateRun(&cache.Run{
+		ID: e.runID, ParentID: o.Parent, PlanPath: e.s.Plan, PlanSHA256: sel.PlanSHA256,
+		Settings: settings, StartedAt: start,
+	}); err != nil {
+		return nil, err
+	}
+	// Every task in range is journaled pending first, so that a run killed
+	// at any point still shows what it never reached.
+	for _, t := range sel.Tasks {
+		if err := e.j.PutTask(cache.Task{RunID: e.runID, TaskID: t.ID, Ordinal: t.Ordinal, Title: t.Title, Status: cache.TaskPending}); err != nil {
+			return nil, err
+		}
+	}
+	e.emit(Event{Type: EvRunStarted, ParentID: o.Parent, Plan: e.s.Plan, PlanSHA: sel.PlanSHA256, Count: len(sel.Tasks)})
+
+	if o.Parent != "" {
+		out.Plan, err = e.plan()
+		if err != nil {
+			return nil, err
+		}
+		e.emit(Event{Type: EvResumePlan, Tasks: out.Plan})
+	}
+
+	// B0, and on a resume what happened between the runs (information only).
+	if err := e.boundary(ctx, "", true); err != nil {
+		return nil, err
+	}
+
+	interrupted := false
+	for i, t := range sel.Tasks {
+		if ctx.Err() != nil {
+			interrupted = true
+			break
+		}
+		res, err := e.runTask(ctx, i, t)
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			interrupted = true
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if res.status == cache.TaskBlocked && e.s.OnBlocked == "stop" {
+			break
+		}
+	}
+	if interrupted {
+		out.Interrupted = true
+		_, _ = e.j.InterruptRunning(e.runID)
+		for _, t := range sel.Tasks {
+			if row, err := e.j.GetTask(e.runID, t.ID); err == nil && row.Status == cache.TaskRunning {
+				row.Status = cache.TaskInterrupted
+				row.FinishedAt = e.now()
+				_ = e.j.PutTask(*row)
+			}
+		}
+	}
+
+	tasks, err := e.j.Tasks(e.runID)
+	if err != nil {
+		return nil, err
+	}
+	dec := report.Decide(tasks)
+	out.Verdict = string(dec.Verdict)
+	out.Blocked = e.blockedWrote
+	out.NoOp = o.Parent != "" && !interrupted && !e.sawLive && !e.sawLiveGate
+	if err := e.j.FinishRun(e.runID, out.Verdict, dec.Verdict.ExitCode(), e.now()); err != nil {
+		return nil, err
+	}
+	rep, err := report.Build(e.j, e.runID)
+	if err != nil {
+		return nil, err
+	}
+	out.Report = rep
+	if out.ReportPath, _, err = report.Write(o.RepoRoot, rep); err != nil {
+		return nil, err
+	}
+	e.emit(Event{Type: EvRunFinished, Verdict: out.Verdict, Done: intp(dec.Done), Count: len(sel.Tasks), Message: out.ReportPath})
+	return out, nil
+}
+
+// PlanFile is where the plan of settings path p is: p is recorded relative
+// to the repo root when the plan is inside it, so a moved repository
+// resumes with the same settings.
+func PlanFile(repoRoot, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(repoRoot, p)
+}
+
+// LoadPlan reads and parses the plan from disk now and selects the tasks in
+// range. Lint errors are returned as one error listing them.
+func LoadPlan(path, taskRange string) (*extractor.Selection, error) {
+	p, diags, err := plan.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var errs []string
+	for _, d := range diags {
+		if d.Severity == plan.SeverityError {
+			errs = append(errs, d.String())
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &PlanError{Path: path, Diagnostics: errs}
+	}
+	r, err := extractor.ParseRange(taskRange)
+	if err != nil {
+		return nil, &RangeError{Err: err}
+	}
+	return extractor.Select(p, r)
+}
+
+// PlanError lists a plan's lint errors.
+type PlanError struct {
+	Path        string
+	Diagnostics []string
+}
+
+func (e *PlanError) Error() string {
+	return fmt.Sprintf("plan %s has %d error(s):\n%s", e.Path, len(e.Diagnostics), strings.Join(e.Diagnostics, "\n"))
+}
+
+// RangeError is a --task-range that does not parse (a usage error).
+type RangeError struct{ Err error }
+
+func (e *RangeError) Error() string { return e.Err.Error() }
+func (e *RangeError) Unwrap() error { return e.Err }
+
+func (e *engine) emit(ev Event) {
+	ev.Time = e.now().UTC()
+	ev.RunID = e.runID
+	if e.j != nil && e.runID != "" {
+		_, _ = e.j.AppendEvent(e.runID, ev.Type, ev)
+	}
+	e.obs.Event(ev)
+}
+
+// unitParams are the run parameters WorkList needs for task t.
+func (e *engine) unitParams(t extractor.Task) unit.Params {
+	return unit.Params{
+		Index:       t.Ordinal,
+		Count:       e.sel.Count,
+		Agent:       e.agentName(),
+		Model:       e.s.Model,
+		PlanContext: unit.PlanContext(e.s.PlanContext),
+		PlanPath:    e.s.Plan,
+		PlanSHA256:  e.sel.PlanSHA256,
+		Preamble:    e.sel.Preamble,
+		Timeout:     time.Duration(e.s.Timeout),
+		EnvNames:    e.s.Env,
+		UserParams:  e.s.Params,
+		Norm:        e.norm,
+	}
+}
+
+func (e *engine) agentName() string {
+	if e.ag != nil {
+		return e.ag.Name()
+	}
+	return e.s.Agent
+}
+
+// artifacts are the identities of the final units of t's declared
+// dependencies that ran in this run, sorted.
+func (e *engine) artifacts(t extractor.Task) []string {
+	var out []string
+	for _, d := range t.Deps {
+		if a, ok := e.art[d]; ok {
+			out = append(out, a)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// gateCommand is the task's own verify block, else --verify.
+func (e *engine) gateCommand(t extractor.Task) string {
+	if strings.TrimSpace(t.Verify) != "" {
+		return strings.TrimSpace(t.Verify)
+	}
+	return e.s.Verify
+}

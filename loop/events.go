@@ -1,0 +1,80 @@
+package loop
+
+import "time"
+
+// Event types of the run's event stream (docs/events.md). Each is journaled
+// and handed to the Observer; `implloop run --json` prints them as NDJSON.
+const (
+	EvRunStarted   = "run_started"
+	EvResumePlan   = "resume_plan"
+	EvTaskStarted  = "task_started"
+	EvUnitStarted  = "unit_started"
+	EvUnitReplayed = "unit_replayed"
+	EvUnitFinished = "unit_finished"
+	EvGate         = "gate"
+	EvBoundary     = "boundary"
+	EvConcern      = "concern"
+	EvBlocked      = "blocked"
+	EvTaskFinished = "task_finished"
+	EvRunFinished  = "run_finished"
+)
+
+// Event is one record of the stream. Fields are omitted when they do not
+// apply to the event's type.
+type Event struct {
+	Type      string        `json:"type"`
+	Time      time.Time     `json:"time"`
+	RunID     string        `json:"run_id"`
+	ParentID  string        `json:"parent_id,omitempty"`
+	Plan      string        `json:"plan,omitempty"`
+	PlanSHA   string        `json:"plan_sha256,omitempty"`
+	Task      string        `json:"task,omitempty"`
+	Title     string        `json:"title,omitempty"`
+	Index     int           `json:"index,omitempty"` // 1-based position among the selected tasks
+	Count     int           `json:"count,omitempty"` // number of selected tasks
+	Unit      string        `json:"unit,omitempty"`
+	Identity  string        `json:"identity,omitempty"`
+	Attempt   int           `json:"attempt,omitempty"`
+	Source    string        `json:"source,omitempty"` // live or replayed
+	From      string        `json:"replayed_from,omitempty"`
+	Reasons   []string      `json:"reasons,omitempty"` // why a unit runs live
+	Status    string        `json:"status,omitempty"`
+	Passed    *bool         `json:"passed,omitempty"`
+	ExitCode  *int          `json:"exit_code,omitempty"`
+	Command   string        `json:"command,omitempty"`
+	TokensIn  int64         `json:"tokens_in,omitempty"`
+	TokensOut int64         `json:"tokens_out,omitempty"`
+	CostUSD   float64       `json:"cost_usd,omitempty"`
+	Millis    int64         `json:"duration_ms,omitempty"`
+	Head      string        `json:"head,omitempty"`
+	Dirty     *int          `json:"dirty,omitempty"`
+	Message   string        `json:"message,omitempty"`
+	Paths     []string      `json:"paths,omitempty"`
+	Verdict   string        `json:"verdict,omitempty"`
+	Done      *int          `json:"done,omitempty"`
+	Tasks     []PlannedTask `json:"tasks,omitempty"` // resume_plan
+}
+
+// PlannedTask is one line of a resume plan (or a dry run's work list).
+type PlannedTask struct {
+	Task    string   `json:"task"`
+	Title   string   `json:"title"`
+	Action  string   `json:"action"` // replay, live, skip, gate (re-run a blocked task's gate first)
+	Reasons []string `json:"reasons,omitempty"`
+	From    string   `json:"replayed_from,omitempty"`
+}
+
+// Observer receives the events of a run as they happen. Implementations
+// must not block for long: the loop calls them inline.
+type Observer interface {
+	Event(e Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Event calls f.
+func (f ObserverFunc) Event(e Event) { f(e) }
+
+func intp(i int) *int    { return &i }
+func boolp(b bool) *bool { return &b }

@@ -1,0 +1,119 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// feedbackLimit is how much of a failed gate's output becomes the next
+// attempt's gate feedback.
+const feedbackLimit = 4096
+
+// GateResult is the outcome of one verify command.
+type GateResult struct {
+	Command  string
+	Passed   bool
+	ExitCode int
+	Output   []byte // combined stdout and stderr (bounded tail, see runGate)
+	Duration time.Duration
+}
+
+// Feedback is the last 4 KiB of the gate's output, cut at a line start when
+// possible so the agent does not see half a line.
+func (g GateResult) Feedback() string {
+	return tail(g.Output, feedbackLimit)
+}
+
+func tail(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	t := b[len(b)-n:]
+	if i := bytes.IndexByte(t, '\n'); i >= 0 && i < len(t)-1 {
+		t = t[i+1:]
+	}
+	return string(t)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// runGate runs cmd with sh -c in dir, with env added to the environment. The
+// output is streamed to out (a blob) and its tail kept for feedback. A gate
+// that outlives timeout is killed with its process group.
+func runGate(ctx context.Context, dir, cmd string, env []string, timeout time.Duration, out io.Writer) (GateResult, error) {
+	start := time.Now()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	c := exec.Command("sh", "-c", cmd)
+	c.Dir = dir
+	c.Env = append(os.Environ(), env...)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	tb := &tailBuffer{max: 64 * 1024}
+	w := io.Writer(tb)
+	if out != nil {
+		w = io.MultiWriter(tb, out)
+	}
+	c.Stdout, c.Stderr = w, w
+	c.WaitDelay = 5 * time.Second
+	if err := c.Start(); err != nil {
+		return GateResult{}, fmt.Errorf("gate %q: %w", cmd, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(3 * time.Second):
+				_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			}
+		case <-done:
+		}
+	}()
+	err := c.Wait()
+	close(done)
+	// Whatever the gate left behind in its group dies with it.
+	_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	res := GateResult{Command: cmd, Output: tb.buf, Duration: time.Since(start)}
+	if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			res.ExitCode = -1
+			res.Output = append(res.Output, []byte(fmt.Sprintf("\nimplloop: gate killed after %s timeout\n", timeout))...)
+			return res, nil
+		}
+		return res, ctx.Err()
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		res.Passed = true
+	case errors.As(err, &ee):
+		res.ExitCode = ee.ExitCode()
+	default:
+		return res, fmt.Errorf("gate %q: %w", cmd, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,133 @@
+package loop
+
+import (
+	"errors"
+
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/unit"
+)
+
+// Actions of a planned task.
+const (
+	ActionReplay = "replay" // every unit replays from the journal
+	ActionLive   = "live"   // at least one unit runs live
+	ActionSkip   = "skip"   // checked in the plan
+	ActionGate   = "gate"   // was blocked: its gate runs first
+)
+
+// plan is the resume plan: per task, replay or live and why. It follows
+// each task's chain of journaled attempts (a replayed unit's journaled gate
+// decides whether the next attempt is needed) up to the first unit that
+// would run live. It reads the journal and writes nothing.
+func (e *engine) plan() ([]PlannedTask, error) {
+	var out []PlannedTask
+	for _, t := range e.sel.Tasks {
+		p := PlannedTask{Task: t.ID, Title: t.Title}
+		switch {
+		case t.Checked && !e.s.IncludeChecked:
+			p.Action = ActionSkip
+			p.Reasons = []string{"checked in the plan"}
+		default:
+			if pt := e.parentTask(t.ID); pt != nil && pt.Status == cache.TaskBlocked {
+				p.Action = ActionGate
+				p.Reasons = []string{"was blocked: its gate runs first; new attempts only if it still fails"}
+				break
+			}
+			if err := e.planChain(t, &p); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (e *engine) planChain(t extractor.Task, p *PlannedTask) error {
+	attempt, feedback := 1, ""
+	// Artifacts of dependencies are only known once they ran in this run;
+	// the plan assumes replayed dependencies keep their identities.
+	for range 1000 {
+		units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: attempt, GateFeedback: feedback, Artifacts: e.artifacts(t)})
+		if err != nil {
+			return err
+		}
+		var hit *cache.Unit
+		for _, u := range units {
+			var h *cache.Unit
+			ok := false
+			if e.j != nil {
+				var err error
+				h, ok, err = e.j.FindCompleted(e.lineage, u.Identity)
+				if err != nil {
+					return err
+				}
+			}
+			if !ok {
+				p.Action = ActionLive
+				p.Reasons = e.why(t.ID, u)
+				if len(p.Reasons) == 0 {
+					p.Reasons = []string{"never ran"}
+				}
+				return nil
+			}
+			hit = h
+			e.art[t.ID] = u.Identity
+		}
+		if hit == nil {
+			p.Action = ActionLive
+			return nil
+		}
+		p.Action = ActionReplay
+		p.From = hit.RunID
+		if hit.ReplayedFromRun != "" {
+			p.From = hit.ReplayedFromRun
+		}
+		if e.o.Reverify {
+			p.Reasons = []string{"--reverify: its gate runs live"}
+			return nil
+		}
+		g, ok := e.journaledGate(hit.RunID, t.ID, attempt)
+		if !ok {
+			p.Reasons = []string{"its gate never finished: the gate runs live"}
+			return nil
+		}
+		if g.Passed {
+			return nil
+		}
+		attempt++
+		feedback = g.Feedback
+	}
+	return errors.New("plan: attempt chain too long")
+}
+
+// dryRun computes the work list without writing anything: the journal is
+// opened read-only (or not at all when there is none), no lock, no
+// boundary, no agent.
+func (e *engine) dryRun() (*Outcome, error) {
+	out := &Outcome{ParentID: e.o.Parent}
+	j, err := cache.OpenReadOnly(e.o.RepoRoot)
+	switch {
+	case errors.Is(err, cache.ErrNoJournal):
+		if e.o.Parent != "" {
+			return nil, err
+		}
+	case err != nil:
+		return nil, err
+	default:
+		e.j = j
+		defer j.Close()
+	}
+	if e.o.Parent != "" {
+		parent, err := e.j.GetRun(e.o.Parent)
+		if err != nil {
+			return nil, err
+		}
+		out.ParentVerdict = parent.Verdict
+		if e.lineage, err = e.j.LineageIDs(parent.ID); err != nil {
+			return nil, err
+		}
+	}
+	out.Plan, err = e.plan()
+	return out, err
+}

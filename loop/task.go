@@ -1,0 +1,472 @@
+package loop
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/implloop/implloop/agent"
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/unit"
+)
+
+func randomBytes() [2]byte {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	return b
+}
+
+type taskResult struct {
+	status cache.TaskStatus
+}
+
+// taskState accumulates one task's row as it runs.
+type taskState struct {
+	row      cache.Task
+	live     int // units dispatched
+	replayed int
+}
+
+func (ts *taskState) source() cache.Source {
+	switch {
+	case ts.live > 0 && ts.replayed > 0:
+		return cache.SourceMixed
+	case ts.live > 0:
+		return cache.SourceLive
+	case ts.replayed > 0:
+		return cache.SourceReplayed
+	}
+	return cache.SourceNone
+}
+
+// parentTask is the task's row in the parent run, if any.
+func (e *engine) parentTask(taskID string) *cache.Task {
+	if e.o.Parent == "" || e.j == nil {
+		return nil
+	}
+	row, err := e.j.GetTask(e.o.Parent, taskID)
+	if err != nil || row == nil {
+		return nil
+	}
+	return row
+}
+
+// lastAttempt is the highest attempt journaled for the task in the lineage.
+func (e *engine) lastAttempt(taskID string) int {
+	last := 0
+	for _, id := range e.lineage {
+		us, err := e.j.Units(id)
+		if err != nil {
+			continue
+		}
+		for _, u := range us {
+			if u.TaskID == taskID && u.Attempt > last {
+				last = u.Attempt
+			}
+		}
+	}
+	return last
+}
+
+func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskResult, error) {
+	ts := &taskState{row: cache.Task{RunID: e.runID, TaskID: t.ID, Ordinal: t.Ordinal, Title: t.Title, StartedAt: e.now()}}
+	count := len(e.sel.Tasks)
+	finish := func(status cache.TaskStatus) (taskResult, error) {
+		ts.row.Status = status
+		ts.row.Source = ts.source()
+		ts.row.FinishedAt = e.now()
+		ts.row.Duration = ts.row.FinishedAt.Sub(ts.row.StartedAt)
+		if err := e.j.PutTask(ts.row); err != nil {
+			return taskResult{}, err
+		}
+		e.emit(Event{Type: EvTaskFinished, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count,
+			Status: string(status), Source: string(ts.row.Source), Attempt: ts.row.Attempts,
+			Millis: ts.row.Duration.Milliseconds(), Paths: ts.row.LostPaths})
+		return taskResult{status: status}, nil
+	}
+
+	if t.Checked && !e.s.IncludeChecked {
+		e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count, Message: "checked in the plan: skipped"})
+		return finish(cache.TaskSkipped)
+	}
+	ts.row.Status = cache.TaskRunning
+	if err := e.j.PutTask(ts.row); err != nil {
+		return taskResult{}, err
+	}
+	e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count})
+
+	gateCmd := e.gateCommand(t)
+	attempt, feedback := 1, ""
+	liveAttempts := 0
+
+	// A task that ended blocked is never replayed as blocked: its gate runs
+	// first, since the user may have fixed it by hand.
+	if pt := e.parentTask(t.ID); pt != nil && pt.Status == cache.TaskBlocked {
+		last := e.lastAttempt(t.ID)
+		passed := true
+		if gateCmd != "" {
+			g, err := e.liveGate(ctx, t, last, gateCmd, "recheck")
+			if err != nil {
+				return taskResult{}, err
+			}
+			passed, feedback = g.Passed, g.Feedback()
+		}
+		if passed {
+			ts.row.Attempts = 0
+			ts.row.Concerns = append(ts.row.Concerns, "fixed outside the loop: the gate passes now, no agent call")
+			return e.afterTask(ctx, idx, t, ts, finish, cache.TaskDone, "")
+		}
+		attempt = last + 1
+	}
+
+	for {
+		units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: attempt, GateFeedback: feedback, Artifacts: e.artifacts(t)})
+		if err != nil {
+			return taskResult{}, err
+		}
+		ts.row.Attempts++
+		allReplayed := true
+		var hit *cache.Unit
+		var failure string
+		final := ""
+		for _, u := range units {
+			h, ok, err := e.j.FindCompleted(e.lineage, u.Identity)
+			if err != nil {
+				return taskResult{}, err
+			}
+			if ok {
+				if _, err := e.j.AddReplayedUnit(e.runID, u.ID, h); err != nil {
+					return taskResult{}, err
+				}
+				ts.replayed++
+				hit = h
+				from := h.RunID + ":" + h.UnitID
+				if h.ReplayedFromRun != "" {
+					from = h.ReplayedFromRun + ":" + h.ReplayedFromUnit
+				}
+				e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
+					Source: "replayed", From: from, TokensIn: h.TokensIn, TokensOut: h.TokensOut, CostUSD: h.CostUSD})
+				final = u.Identity
+				continue
+			}
+			allReplayed = false
+			reasons := e.why(t.ID, u)
+			fail, err := e.dispatch(ctx, idx, t, u, reasons)
+			ts.live++
+			e.sawLive = true
+			if err != nil {
+				return taskResult{}, err
+			}
+			if fail != "" {
+				failure = fail
+				break
+			}
+			final = u.Identity
+		}
+
+		var passed bool
+		switch {
+		case failure != "":
+			feedback = failure
+			e.recordGate(t, attempt, cache.Gate{Command: "(agent)", Passed: false, ExitCode: -1, Feedback: failure})
+		case allReplayed && hit != nil && !e.o.Reverify && e.replayGate(t, attempt, hit):
+			g, _ := e.journaledGate(hit.RunID, t.ID, attempt)
+			passed, feedback = g.Passed, g.Feedback
+		case gateCmd == "":
+			passed = true
+		default:
+			g, err := e.liveGate(ctx, t, attempt, gateCmd, "")
+			if err != nil {
+				return taskResult{}, err
+			}
+			passed, feedback = g.Passed, g.Feedback()
+		}
+		if !allReplayed {
+			liveAttempts++
+		}
+		if passed {
+			if final != "" {
+				e.art[t.ID] = final
+			}
+			return e.afterTask(ctx, idx, t, ts, finish, cache.TaskDone, "")
+		}
+		if liveAttempts >= e.s.MaxAttempts {
+			reason := fmt.Sprintf("the gate failed on %d attempt(s)", ts.row.Attempts)
+			if failure != "" {
+				reason = fmt.Sprintf("the agent failed on %d attempt(s): %s", ts.row.Attempts, firstLine(failure))
+			}
+			return e.afterTask(ctx, idx, t, ts, finish, cache.TaskBlocked, reason, feedback)
+		}
+		attempt++
+	}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// journaledGate is the gate journaled in run for the task's attempt.
+func (e *engine) journaledGate(runID, taskID string, attempt int) (cache.Gate, bool) {
+	gs, err := e.j.Gates(runID, taskID)
+	if err != nil {
+		return cache.Gate{}, false
+	}
+	for _, g := range gs {
+		if g.Attempt == attempt {
+			return g, true
+		}
+	}
+	return cache.Gate{}, false
+}
+
+// replayGate carries the gate journaled after the replayed unit over into
+// this run. It reports false when there is none (the original run stopped
+// before its gate finished), in which case the gate runs live.
+func (e *engine) replayGate(t extractor.Task, attempt int, hit *cache.Unit) bool {
+	g, ok := e.journaledGate(hit.RunID, t.ID, attempt)
+	if !ok {
+		return false
+	}
+	g.RunID, g.Replayed, g.At = e.runID, true, e.now()
+	_ = e.j.PutGate(g)
+	e.emit(Event{Type: EvGate, Task: t.ID, Attempt: attempt, Command: g.Command, Passed: boolp(g.Passed),
+		ExitCode: intp(g.ExitCode), Source: "replayed"})
+	return true
+}
+
+func (e *engine) recordGate(t extractor.Task, attempt int, g cache.Gate) {
+	g.RunID, g.TaskID, g.Attempt, g.At = e.runID, t.ID, attempt, e.now()
+	_ = e.j.PutGate(g)
+	e.emit(Event{Type: EvGate, Task: t.ID, Attempt: attempt, Command: g.Command, Passed: boolp(g.Passed),
+		ExitCode: intp(g.ExitCode), Source: "live", Message: firstLine(g.Feedback)})
+}
+
+// liveGate runs the gate now and journals it.
+func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cmd, note string) (GateResult, error) {
+	e.sawLiveGate = true
+	w, err := e.j.NewBlobWriter()
+	if err != nil {
+		return GateResult{}, err
+	}
+	env := e.protocolEnv(t, attempt, "gate", "", "")
+	g, err := runGate(ctx, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w)
+	if cerr := w.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return g, err
+	}
+	row := cache.Gate{RunID: e.runID, TaskID: t.ID, Attempt: attempt, Command: cmd, Passed: g.Passed,
+		ExitCode: g.ExitCode, Output: w.Hash(), Feedback: g.Feedback(), Duration: g.Duration, At: e.now()}
+	if err := e.j.PutGate(row); err != nil {
+		return g, err
+	}
+	msg := ""
+	if !g.Passed {
+		msg = lastLine(g.Feedback())
+	}
+	if note != "" {
+		msg = strings.TrimSpace(note + " " + msg)
+	}
+	e.emit(Event{Type: EvGate, Task: t.ID, Attempt: attempt, Command: cmd, Passed: boolp(g.Passed),
+		ExitCode: intp(g.ExitCode), Source: "live", Millis: g.Duration.Milliseconds(), Message: msg})
+	return g, nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n ")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func (e *engine) protocolEnv(t extractor.Task, attempt int, role, ctxFile, promptFile string) []string {
+	m := agent.ProtocolEnv(e.runID, t.ID, attempt, role, e.sel.PlanSHA256, ctxFile, promptFile)
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// dispatch runs one unit live: journaled running before the call, completed
+// or failed after. It returns a non-empty failure when the call did not
+// complete (non-zero exit, error result, timeout): the attempt failed.
+func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit.Unit, reasons []string) (string, error) {
+	canon, err := identity.Canonical(u.Preimage)
+	if err != nil {
+		return "", err
+	}
+	promptHash, err := e.j.PutBlob(u.Prompt)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(e.o.RepoRoot, ".implloop", "runs", e.runID, "units", strings.NewReplacer("/", "_", "~", "_").Replace(u.ID))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	ctxFile, promptFile := filepath.Join(dir, "context.json"), filepath.Join(dir, "prompt.md")
+	if err := os.WriteFile(ctxFile, u.Context, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(promptFile, u.Prompt, 0o644); err != nil {
+		return "", err
+	}
+	started := e.now()
+	if err := e.j.StartUnit(cache.Unit{RunID: e.runID, UnitID: u.ID, TaskID: t.ID, Role: u.Role, Attempt: u.Attempt,
+		Identity: u.Identity, Preimage: canon, Prompt: promptHash, StartedAt: started}); err != nil {
+		return "", err
+	}
+	e.emit(Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks)})
+
+	stdout, err := e.j.NewBlobWriter()
+	if err != nil {
+		return "", err
+	}
+	stderr, err := e.j.NewBlobWriter()
+	if err != nil {
+		return "", err
+	}
+	env := agent.ProtocolEnv(e.runID, t.ID, u.Attempt, u.Role, e.sel.PlanSHA256, ctxFile, promptFile)
+	res, runErr := e.ag.Run(ctx, agent.Request{
+		Prompt: u.Prompt, Context: u.Context, Dir: e.o.RepoRoot, Env: env, Model: e.s.Model,
+		Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
+	})
+	_ = stdout.Close()
+	_ = stderr.Close()
+	if ctx.Err() != nil {
+		_ = e.j.MarkInterrupted(e.runID, u.ID, stdout.Hash(), stderr.Hash())
+		return "", context.Canceled
+	}
+	resJSON, _ := json.Marshal(res)
+	resHash, err := e.j.PutBlob(resJSON)
+	if err != nil {
+		return "", err
+	}
+	o := cache.Outcome{Status: cache.UnitCompleted, Stdout: stdout.Hash(), Stderr: stderr.Hash(), Result: resHash,
+		TokensIn: res.InputTokens, TokensOut: res.OutputTokens, CacheRead: res.CacheRead, CacheWrite: res.CacheWrite,
+		CostUSD: res.CostUSD, ExitCode: res.ExitCode, FinishedAt: e.now()}
+	failure := ""
+	switch {
+	case runErr != nil && res.TimedOut:
+		failure = fmt.Sprintf("the agent was killed after the %s timeout", time.Duration(e.s.Timeout))
+	case runErr != nil:
+		failure = "the agent could not run: " + runErr.Error()
+	case res.ExitCode != 0:
+		failure = fmt.Sprintf("the agent exited with status %d%s", res.ExitCode, e.stderrTail(stderr.Hash()))
+	case res.IsError:
+		failure = "the agent reported an error: " + firstLine(res.Text)
+	}
+	if failure != "" {
+		o.Status, o.Error = cache.UnitFailed, failure
+	}
+	if err := e.j.FinishUnit(e.runID, u.ID, o); err != nil {
+		return "", err
+	}
+	e.emit(Event{Type: EvUnitFinished, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live",
+		Status: string(o.Status), ExitCode: intp(res.ExitCode), TokensIn: res.InputTokens, TokensOut: res.OutputTokens,
+		CostUSD: res.CostUSD, Millis: e.now().Sub(started).Milliseconds(), Message: firstLine(failure)})
+	return failure, nil
+}
+
+func (e *engine) stderrTail(hash string) string {
+	b, err := e.j.ReadBlob(hash)
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	return ":\n" + tail(b, 2048)
+}
+
+// why says why a unit runs live: the fields that differ from the closest
+// journaled unit of the same task, role and attempt.
+func (e *engine) why(taskID string, u unit.Unit) []string {
+	if len(e.lineage) == 0 {
+		if e.o.Parent == "" {
+			return nil
+		}
+		return []string{"never ran"}
+	}
+	c, ok, err := e.j.ClosestUnit(e.lineage, taskID, u.Role, u.Attempt)
+	if err != nil || !ok {
+		return []string{"never ran"}
+	}
+	canon, err := identity.Canonical(u.Preimage)
+	if err != nil {
+		return nil
+	}
+	if c.Identity == u.Identity {
+		switch c.Status {
+		case cache.UnitRunning, cache.UnitInterrupted:
+			return []string{"interrupted before it completed"}
+		case cache.UnitFailed:
+			return []string{"failed before"}
+		}
+		return []string{"result missing from the journal"}
+	}
+	changes, err := identity.Diff(c.Preimage, canon)
+	if err != nil {
+		return []string{"identity changed"}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, ch := range changes {
+		r := ch.Reason()
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"identity changed"}
+	}
+	return out
+}
+
+// afterTask takes the boundary after the task, runs the guard, writes the
+// task's row and, on a block, BLOCKED.md.
+func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *taskState,
+	finish func(cache.TaskStatus) (taskResult, error), status cache.TaskStatus, reason string, gateOutput ...string) (taskResult, error) {
+	v, err := e.takeBoundary(ctx, t.ID, ts.live == 0)
+	if err != nil {
+		return taskResult{}, err
+	}
+	ts.row.Concerns = append(ts.row.Concerns, v.concerns...)
+	if len(v.lost) > 0 {
+		ts.row.LostPaths = v.lost
+		status = cache.TaskBlocked
+		if reason == "" {
+			reason = fmt.Sprintf("the task discarded uncommitted work of earlier tasks: %s", strings.Join(v.lost, ", "))
+		} else {
+			reason += "; and it discarded uncommitted work: " + strings.Join(v.lost, ", ")
+		}
+	}
+	for _, c := range v.concerns {
+		e.emit(Event{Type: EvConcern, Task: t.ID, Message: c})
+	}
+	if status == cache.TaskBlocked {
+		ts.row.BlockReason = reason
+		b := blockInfo{RunID: e.runID, PlanPath: e.s.Plan, TaskID: t.ID, Title: t.Title, Attempts: ts.row.Attempts,
+			Reason: reason, Lost: v.lost}
+		if len(gateOutput) > 0 && len(v.lost) == 0 {
+			b.Gate, b.Output = e.gateCommand(t), gateOutput[0]
+		}
+		if err := writeBlocked(e.o.RepoRoot, b); err != nil {
+			return taskResult{}, err
+		}
+		e.blockedWrote = true
+		e.emit(Event{Type: EvBlocked, Task: t.ID, Title: t.Title, Message: reason, Paths: v.lost})
+	}
+	return finish(status)
+}
