@@ -234,12 +234,22 @@ func (j *Journal) prep(q string) (*sql.Stmt, error) {
 }
 
 // stmt is q prepared, bound to the current transaction if there is one.
+//
+// Inside a transaction a statement not prepared yet is prepared on the
+// transaction's own connection: preparing it on the pool would need a
+// second connection while the transaction holds one, and with every other
+// connection busy (a reader's open rows) that waits forever.
 func (j *Journal) stmt(q string) (*sql.Stmt, error) {
-	st, err := j.prep(q)
-	if err != nil || j.cur == nil {
-		return st, err
+	if j.cur == nil {
+		return j.prep(q)
 	}
-	return j.cur.Stmt(st), nil
+	j.st.mu.Lock()
+	st, ok := j.st.stmts[q]
+	j.st.mu.Unlock()
+	if ok {
+		return j.cur.Stmt(st), nil
+	}
+	return j.cur.Prepare(q)
 }
 
 func (j *Journal) query(q string, args ...any) (*sql.Rows, error) {
