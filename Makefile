@@ -37,3 +37,8 @@ lint:
 clean:
 	rm -rf bin
 
+# The real Claude Code CLI (pinned, installed from npm into .e2e/) against a
+# scripted Messages API server on loopback (internal/fakeclaude).
+e2e:
+	@./scripts/install-claude.sh >/dev/null
+	$(GO) test -tags e2e -count=1 ./e2e/...

@@ -1,0 +1,336 @@
+// Package fakeclaude is a scripted Anthropic Messages API server for tests
+// that drive the real Claude Code CLI on loopback.
+//
+// A test starts a Server with a Handler, a func(*Request) Response that
+// decides every agent turn (for example: on the first turn call the Write
+// tool with a path inside Request.WorkingDir(), and once the tool_result
+// is back reply "done"), then runs `claude -p` with Server.Environ, which
+// points ANTHROPIC_BASE_URL at the server. The server answers
+// POST /v1/messages with server-sent events as the API does (message_start,
+// content_block_start / content_block_delta / content_block_stop,
+// message_delta, message_stop), answers the side requests Claude Code
+// makes (non-streaming calls, count_tokens, probes), logs the ones it does
+// not know to the test log, and records the usage it reported for every
+// call so that a test can check the figures Claude Code printed against
+// Server.Usage.
+package fakeclaude
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Handler decides the answer to one Messages call. It may be called from
+// several goroutines at once.
+type Handler func(*Request) Response
+
+// Options tunes a Server. The zero value is usable.
+type Options struct {
+	// Side answers the Messages calls that are not agent turns (those that
+	// offer no Write tool: quota checks, titles, summaries). Default:
+	// DefaultSide. Set it to the agent handler to see every call.
+	Side Handler
+	// Usage decides the reported usage of a call whose Response leaves
+	// Usage zero. Default: DefaultUsage.
+	Usage func(*Request, *Response) Usage
+}
+
+// Call is the record of one HTTP request the server answered.
+type Call struct {
+	Seq        int
+	Method     string
+	Path       string
+	Query      string
+	UserAgent  string
+	SessionID  string // the X-Claude-Code-Session-Id header, when sent
+	Messages   bool   // a POST /v1/messages call
+	Agent      bool   // ... that offered the Write tool (an agent turn)
+	Stream     bool
+	Model      string
+	Tools      int
+	MaxTokens  int
+	Status     int
+	StopReason string
+	Content    []string // what the answer held: "text:..." or "tool_use:Name"
+	Usage      Usage    // reported usage (Messages calls answered 200 only)
+	Duration   time.Duration
+}
+
+// Server is a running fake Messages API on 127.0.0.1.
+type Server struct {
+	t     testing.TB
+	srv   *httptest.Server
+	agent Handler
+	opts  Options
+
+	mu    sync.Mutex
+	seq   int
+	ids   int
+	calls []Call
+}
+
+// New starts a server whose agent turns are answered by h, and closes it
+// when the test ends.
+func New(t testing.TB, h Handler) *Server { return NewWith(t, h, Options{}) }
+
+// NewWith is New with options.
+func NewWith(t testing.TB, h Handler, opts Options) *Server {
+	t.Helper()
+	if opts.Side == nil {
+		opts.Side = DefaultSide
+	}
+	if opts.Usage == nil {
+		opts.Usage = DefaultUsage
+	}
+	s := &Server{t: t, agent: h, opts: opts}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve)) // binds 127.0.0.1:0
+	t.Cleanup(s.Close)
+	return s
+}
+
+// URL is the base URL, e.g. "http://127.0.0.1:41234", for ANTHROPIC_BASE_URL.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Close stops the server. It is safe to call more than once.
+func (s *Server) Close() {
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// Env is the environment that points Claude Code at this server, with home
+// as its HOME (a temp dir, so no user config or credentials are read).
+func (s *Server) Env(home string) map[string]string {
+	return map[string]string{
+		"ANTHROPIC_BASE_URL":                       s.URL(),
+		"ANTHROPIC_API_KEY":                        "dummy",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"DISABLE_AUTOUPDATER":                      "1",
+		"DISABLE_TELEMETRY":                        "1",
+		"DISABLE_ERROR_REPORTING":                  "1",
+		// Anything that would leave the machine goes to this server instead
+		// (logged, refused, and visible in Calls as a CONNECT or an
+		// absolute URL): the tests touch nothing but loopback.
+		"HTTPS_PROXY":     s.URL(),
+		"HTTP_PROXY":      s.URL(),
+		"https_proxy":     s.URL(),
+		"http_proxy":      s.URL(),
+		"NO_PROXY":        "127.0.0.1,localhost",
+		"no_proxy":        "127.0.0.1,localhost",
+		"HOME":            home,
+		"XDG_CONFIG_HOME": home + "/.config",
+		"XDG_CACHE_HOME":  home + "/.cache",
+		"XDG_DATA_HOME":   home + "/.local/share",
+		"XDG_STATE_HOME":  home + "/.local/state",
+	}
+}
+
+// Environ is os.Environ() without any ANTHROPIC_*, CLAUDE*, or XDG_*
+// variable of the calling process, plus Env(home): a full environment for
+// exec.Cmd.Env.
+func (s *Server) Environ(home string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "ANTHROPIC_") || strings.HasPrefix(name, "CLAUDE") ||
+			strings.HasPrefix(name, "XDG_") || strings.HasPrefix(name, "OTEL_") {
+			continue
+		}
+		if _, ok := s.Env(home)[name]; ok {
+			continue
+		}
+		out = append(out, kv)
+	}
+	for k, v := range s.Env(home) {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// Calls returns a copy of every request's record, in arrival order.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.calls...)
+}
+
+// Usage sums the usage reported over all Messages calls.
+func (s *Server) Usage() Usage { return SumUsage(s.Calls()) }
+
+// UsageBySession sums the reported usage per X-Claude-Code-Session-Id
+// ("" for calls without the header).
+func (s *Server) UsageBySession() map[string]Usage {
+	out := map[string]Usage{}
+	for _, c := range s.Calls() {
+		if c.Messages && c.Status == http.StatusOK {
+			out[c.SessionID] = out[c.SessionID].Add(c.Usage)
+		}
+	}
+	return out
+}
+
+// SumUsage sums the reported usage of the Messages calls in calls.
+func SumUsage(calls []Call) Usage {
+	var u Usage
+	for _, c := range calls {
+		if c.Messages && c.Status == http.StatusOK {
+			u = u.Add(c.Usage)
+		}
+	}
+	return u
+}
+
+// Summary is a one-line-per-call account of the traffic, for test logs.
+func (s *Server) Summary() string {
+	var b strings.Builder
+	for _, c := range s.Calls() {
+		q := ""
+		if c.Query != "" {
+			q = "?" + c.Query
+		}
+		fmt.Fprintf(&b, "#%d %s %s%s -> %d (%s)", c.Seq, c.Method, c.Path, q, c.Status, c.Duration.Round(time.Millisecond))
+		if c.Messages {
+			fmt.Fprintf(&b, " model=%s stream=%v tools=%d max_tokens=%d stop=%s content=%q usage=%+v",
+				c.Model, c.Stream, c.Tools, c.MaxTokens, c.StopReason, c.Content, c.Usage)
+		}
+		if c.SessionID != "" {
+			fmt.Fprintf(&b, " session=%s", c.SessionID)
+		}
+		fmt.Fprintf(&b, " ua=%q\n", c.UserAgent)
+	}
+	return b.String()
+}
+
+func (s *Server) nextID(prefix string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids++
+	return fmt.Sprintf("%s_fake%06d", prefix, s.ids)
+}
+
+func (s *Server) logf(format string, args ...any) {
+	defer func() { _ = recover() }() // logging after the test ended panics
+	s.t.Logf("fakeclaude: "+format, args...)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	began := time.Now()
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.seq++
+	req := &Request{Seq: s.seq, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
+	s.mu.Unlock()
+	call := Call{Seq: req.Seq, Method: r.Method, Path: req.Path, Query: req.Query,
+		UserAgent: r.UserAgent(), SessionID: r.Header.Get("X-Claude-Code-Session-Id")}
+
+	path := strings.TrimSuffix(req.Path, "/")
+	switch {
+	case r.Method == http.MethodPost && path == "/v1/messages":
+		call.Messages = true
+		s.messages(w, req, &call)
+	case r.Method == http.MethodPost && path == "/v1/messages/count_tokens":
+		call.Status = http.StatusOK
+		_ = writeJSON(w, call.Status, obj{"input_tokens": len(body)/4 + 1})
+	case r.Method == http.MethodHead || r.Method == http.MethodGet:
+		// Reachability probes and metadata fetches: an empty success.
+		call.Status = http.StatusOK
+		if path != "" && path != "/v1" && path != "/v1/models" {
+			s.logf("unknown %s %s (answered 200 {})", r.Method, r.URL)
+		}
+		if path == "/v1/models" {
+			_ = writeJSON(w, call.Status, obj{"data": []obj{}, "has_more": false, "first_id": nil, "last_id": nil})
+		} else if r.Method == http.MethodGet {
+			_ = writeJSON(w, call.Status, obj{})
+		} else {
+			w.WriteHeader(call.Status)
+		}
+	default:
+		call.Status = http.StatusNotFound
+		s.logf("unknown %s %s body=%.300q (answered 404)", r.Method, r.URL, body)
+		_ = writeError(w, call.Status, "not_found_error", "fakeclaude: no such endpoint")
+	}
+	call.Duration = time.Since(began)
+	s.mu.Lock()
+	s.calls = append(s.calls, call)
+	s.mu.Unlock()
+}
+
+func (s *Server) messages(w http.ResponseWriter, req *Request, call *Call) {
+	if err := req.decodeMessages(); err != nil {
+		call.Status = http.StatusBadRequest
+		s.logf("#%d bad Messages body: %v", req.Seq, err)
+		_ = writeError(w, call.Status, "invalid_request_error", err.Error())
+		return
+	}
+	call.Agent, call.Stream, call.Model, call.Tools, call.MaxTokens =
+		req.IsAgentTurn(), req.Stream, req.Model, len(req.Tools), req.MaxTokens
+
+	h := s.opts.Side
+	if call.Agent {
+		h = s.agent
+	}
+	resp, err := s.decide(h, req)
+	if err != nil {
+		s.t.Errorf("fakeclaude: #%d handler: %v", req.Seq, err)
+		call.Status = http.StatusInternalServerError
+		_ = writeError(w, call.Status, "api_error", err.Error())
+		return
+	}
+	if resp.Status != 0 && resp.Status != http.StatusOK {
+		call.Status = resp.Status
+		_ = writeError(w, resp.Status, resp.ErrorType, resp.ErrorMsg)
+		return
+	}
+	if len(resp.Content) == 0 {
+		s.logf("#%d the script gave no answer; replying with an empty end_turn text", req.Seq)
+		resp.Content = []Content{Text("(fakeclaude: no scripted answer)")}
+	}
+	u := resp.Usage
+	if u.IsZero() {
+		u = s.opts.Usage(req, &resp)
+	}
+	model := req.Model
+	if model == "" {
+		model = "claude-fake"
+	}
+	msgID := s.nextID("msg")
+	ids := func() string { return s.nextID("toolu") }
+	call.Status, call.Usage, call.StopReason = http.StatusOK, u, resp.stopReason()
+	if req.Stream {
+		err = writeStream(w, msgID, model, &resp, u, ids)
+	} else {
+		err = writeMessage(w, msgID, model, &resp, u, ids)
+	}
+	for _, c := range resp.Content {
+		if c.Type == "tool_use" {
+			call.Content = append(call.Content, "tool_use:"+c.Name)
+		} else {
+			call.Content = append(call.Content, "text:"+c.Text)
+		}
+	}
+	if err != nil {
+		s.logf("#%d writing the answer: %v", req.Seq, err)
+	}
+}
+
+func (s *Server) decide(h Handler, req *Request) (resp Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return h(req), nil
+}
+
+// DefaultSide answers Messages calls that are not agent turns: a short
+// text that ends the turn. Claude Code's side calls (quota check, topic or
+// title detection) accept any text.
+func DefaultSide(req *Request) Response {
+	return Reply("ok")
+}
