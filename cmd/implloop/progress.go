@@ -152,7 +152,11 @@ func (p *progress) Event(e loop.Event) {
 				p.task.note = "gate failed"
 			}
 			if !p.live && !p.json {
-				fmt.Fprintf(w, "  gate failed (attempt %d): %s\n", e.Attempt, e.Message)
+				msg := e.Message
+				if msg == "" && e.ExitCode != nil {
+					msg = fmt.Sprintf("exit status %d", *e.ExitCode)
+				}
+				fmt.Fprintf(w, "  gate failed (attempt %d): %s\n", e.Attempt, msg)
 			}
 		}
 	case loop.EvConcern:

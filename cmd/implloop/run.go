@@ -17,6 +17,7 @@ import (
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
+	"github.com/implloop/implloop/plan"
 )
 
 // runFlags are the flags `run` and `resume` share.
@@ -72,8 +73,28 @@ func (f *runFlags) settings() (loop.Settings, error) {
 	if err := s.Validate(); err != nil {
 		return s, usagef("run 'implloop run --help' for the accepted values", "%s", err)
 	}
+	return s, nil
+}
+
+// requireAgent refuses a run with no agent: the default backend is exec,
+// which needs --agent-cmd.
+func requireAgent(s loop.Settings) error {
 	if s.Agent == "exec" && s.AgentCmd == "" {
-		return s, usagef("pick an agent: --agent claude|codex|gemini|opencode|builtin, or --agent-cmd 'your command'", "no agent given")
+		return usagef("pick an agent: --agent claude|codex|gemini|opencode|builtin, or --agent-cmd 'your command' (or agent: in the plan's front matter)", "no agent given")
+	}
+	return nil
+}
+
+// withFrontMatter applies the plan's front-matter settings under the flags
+// the user gave. A plan that does not parse is left for the loop to report.
+func withFrontMatter(s loop.Settings, planPath string, changed func(string) bool) (loop.Settings, error) {
+	p, _, err := plan.ReadFile(planPath)
+	if err != nil || p == nil || len(p.FrontMatter) == 0 {
+		return s, nil
+	}
+	s, err = loop.ApplyFrontMatter(s, p.FrontMatter, changed)
+	if err != nil {
+		return s, errorf("fix the plan's front matter (implloop lint "+planPath+")", "%s: %s", planPath, err)
 	}
 	return s, nil
 }
@@ -105,6 +126,12 @@ brings the work back.
 				return err
 			}
 			s.Plan = args[0]
+			if s, err = withFrontMatter(s, args[0], cmd.Flags().Changed); err != nil {
+				return err
+			}
+			if err := requireAgent(s); err != nil {
+				return err
+			}
 			return runLoop(cmd.Context(), io, s, "", f)
 		},
 	}

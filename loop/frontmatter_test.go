@@ -1,0 +1,44 @@
+package loop
+
+import (
+	"testing"
+	"time"
+)
+
+func TestApplyFrontMatter(t *testing.T) {
+	fm := map[string]any{
+		"title": "ignored", "agent": "claude", "model": "m1", "verify": "make test",
+		"max_attempts": 2, "timeout": "90s", "env": []any{"API_TOKEN"},
+		"params": map[string]any{"lang": "go", "n": 3},
+	}
+	none := func(string) bool { return false }
+	s, err := ApplyFrontMatter(DefaultSettings(), fm, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Agent != "claude" || s.Model != "m1" || s.Verify != "make test" || s.MaxAttempts != 2 ||
+		time.Duration(s.Timeout) != 90*time.Second || len(s.Env) != 1 || s.Params["n"] != "3" {
+		t.Fatalf("settings = %+v", s)
+	}
+
+	// A flag the user gave wins over the front matter.
+	given := func(f string) bool { return f == "model" || f == "max-attempts" }
+	d := DefaultSettings()
+	d.Model, d.MaxAttempts = "flag-model", 5
+	s, err = ApplyFrontMatter(d, fm, given)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Model != "flag-model" || s.MaxAttempts != 5 || s.Agent != "claude" {
+		t.Fatalf("flags did not win: %+v", s)
+	}
+
+	// Seconds as a number, and a bad value.
+	s, err = ApplyFrontMatter(DefaultSettings(), map[string]any{"timeout": 120}, none)
+	if err != nil || time.Duration(s.Timeout) != 2*time.Minute {
+		t.Fatalf("timeout 120: %v %v", s.Timeout, err)
+	}
+	if _, err := ApplyFrontMatter(DefaultSettings(), map[string]any{"on_blocked": "explode"}, none); err == nil {
+		t.Fatal("on_blocked explode: want an error")
+	}
+}
