@@ -7,6 +7,12 @@ import (
 	"time"
 )
 
+// AgentFailed is the Command of the gate row an attempt records when its
+// agent call itself failed (non-zero exit, timeout): no gate ran, and
+// Feedback says why the call failed. The row carries that feedback to the
+// next attempt, also across a resume; reports do not count it as a gate.
+const AgentFailed = "(agent)"
+
 // Gate is one run of a task's verify command after an attempt.
 type Gate struct {
 	RunID    string        `json:"run_id"`

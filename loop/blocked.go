@@ -11,52 +11,96 @@ import (
 // to resume while it exists, so the user reads it first.
 const BlockedFile = "BLOCKED.md"
 
-// blockInfo is what BLOCKED.md explains.
+// blockInfo is what BLOCKED.md explains about one blocked task.
 type blockInfo struct {
-	RunID    string
-	PlanPath string
-	TaskID   string
-	Title    string
-	Attempts int
-	Reason   string   // one line
-	Gate     string   // the gate command, when the gate failed
-	Output   string   // the gate output tail
-	Lost     []string // paths the guard saw discarded
+	RunID        string
+	PlanPath     string
+	TaskID       string
+	Title        string
+	Attempts     int
+	Reason       string   // one line
+	Gate         string   // the gate command, when the gate failed
+	Output       string   // the gate output tail
+	AgentFailure string   // why the agent call failed, when it did (with its stderr tail)
+	Lost         []string // paths the guard saw discarded
 }
 
-func writeBlocked(repoRoot string, b blockInfo) error {
+// writeBlocked writes BLOCKED.md for the run's blocks so far (more than
+// one with --on-blocked continue): each task, why, and the repair steps.
+func writeBlocked(repoRoot string, blocks []blockInfo) error {
+	if len(blocks) == 0 {
+		return nil
+	}
 	var s strings.Builder
-	fmt.Fprintf(&s, "# BLOCKED: task %s", b.TaskID)
-	if b.Title != "" {
-		fmt.Fprintf(&s, " (%s)", b.Title)
+	first := blocks[0]
+	ids := make([]string, len(blocks))
+	for i, b := range blocks {
+		ids[i] = b.TaskID
 	}
-	fmt.Fprintf(&s, "\n\nRun `%s` stopped at task %s of `%s` after %d attempt(s).\n\n", b.RunID, b.TaskID, b.PlanPath, b.Attempts)
-	fmt.Fprintf(&s, "## Why\n\n%s\n", b.Reason)
-	if len(b.Lost) > 0 {
-		s.WriteString("\nThe task discarded uncommitted work of earlier tasks. implloop kept a copy of each lost file:\n\n")
-		for _, p := range b.Lost {
-			fmt.Fprintf(&s, "- `%s`\n", p)
+	if len(blocks) == 1 {
+		fmt.Fprintf(&s, "# BLOCKED: task %s", first.TaskID)
+		if first.Title != "" {
+			fmt.Fprintf(&s, " (%s)", first.Title)
 		}
+		s.WriteString("\n\n")
+	} else {
+		fmt.Fprintf(&s, "# BLOCKED: tasks %s\n\n", strings.Join(ids, ", "))
 	}
-	if b.Gate != "" {
-		fmt.Fprintf(&s, "\nThe gate `%s` failed. The end of its output:\n\n", b.Gate)
-		fence := fenceFor(b.Output)
-		fmt.Fprintf(&s, "%stext\n%s\n%s\n", fence, strings.TrimRight(b.Output, "\n"), fence)
+	for _, b := range blocks {
+		h := "##"
+		if len(blocks) > 1 {
+			h = "###"
+			fmt.Fprintf(&s, "## Task %s", b.TaskID)
+			if b.Title != "" {
+				fmt.Fprintf(&s, " (%s)", b.Title)
+			}
+			s.WriteString("\n\n")
+		}
+		fmt.Fprintf(&s, "Task %s of `%s` is blocked in run `%s` after %d attempt(s).\n\n", b.TaskID, b.PlanPath, b.RunID, b.Attempts)
+		fmt.Fprintf(&s, "%s Why\n\n%s\n", h, b.Reason)
+		if len(b.Lost) > 0 {
+			s.WriteString("\nThe task discarded uncommitted work of earlier tasks. implloop kept a copy of each lost file:\n\n")
+			for _, p := range b.Lost {
+				fmt.Fprintf(&s, "- `%s`\n", p)
+			}
+		}
+		if b.Gate != "" {
+			fmt.Fprintf(&s, "\nThe gate `%s` failed. The end of its output:\n\n", b.Gate)
+			writeFenced(&s, b.Output)
+		}
+		if b.AgentFailure != "" {
+			s.WriteString("\nThe agent call itself failed (no gate ran):\n\n")
+			writeFenced(&s, b.AgentFailure)
+		}
+		s.WriteString("\n")
 	}
-	s.WriteString("\n## Repair\n\n")
+	s.WriteString("## Repair\n\n")
 	n := 1
 	step := func(format string, args ...any) {
 		fmt.Fprintf(&s, "%d. "+format+"\n", append([]any{n}, args...)...)
 		n++
 	}
-	if len(b.Lost) > 0 {
-		step("Bring the lost files back: `implloop restore --run %s --task %s` (add `--force` to overwrite newer edits).", b.RunID, b.TaskID)
+	for _, b := range blocks {
+		if len(b.Lost) > 0 {
+			step("Bring the lost files back: `implloop restore --run %s --task %s` (add `--force` to overwrite newer edits).", b.RunID, b.TaskID)
+		}
 	}
-	step("Fix the cause: the task's text in `%s`, the code, or the gate command.", b.PlanPath)
+	step("Fix the cause: the task's text in `%s`, the code, the gate command, or the agent's setup.", first.PlanPath)
 	step("Commit what is good (optional: implloop compares content, so committing never looks like a loss).")
 	step("Remove this file: `rm %s`.", BlockedFile)
-	step("Resume: `implloop resume --run %s`. Unchanged tasks replay from the journal; task %s runs its gate first and continues only if it still fails.", b.RunID, b.TaskID)
+	what := "task " + first.TaskID + " runs its gate first and continues only if it still fails"
+	if len(blocks) > 1 {
+		what = "tasks " + strings.Join(ids, ", ") + " run their gates first and continue only if they still fail"
+	}
+	step("Resume: `implloop resume --run %s`. Unchanged tasks replay from the journal; %s.", first.RunID, what)
 	return os.WriteFile(filepath.Join(repoRoot, BlockedFile), []byte(s.String()), 0o644)
+}
+
+// writeFenced writes text in a fenced block that no backtick run in it can
+// close early.
+func writeFenced(s *strings.Builder, text string) {
+	fence := fenceFor(text)
+	fmt.Fprintf(s, "%stext\n%s\n%s\n", fence, strings.TrimRight(text, "\n"), fence)
 }
 
 // fenceFor returns a backtick fence longer than any backtick run in s.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // feedbackLimit is how much of a failed gate's output becomes the next
@@ -36,8 +37,17 @@ func tail(b []byte, n int) string {
 		return string(b)
 	}
 	t := b[len(b)-n:]
-	if i := bytes.IndexByte(t, '\n'); i >= 0 && i < len(t)-1 {
+	switch i := bytes.IndexByte(t, '\n'); {
+	case b[len(b)-n-1] == '\n':
+		// The window starts at a line start: keep that whole line.
+	case i >= 0 && i < len(t)-1:
 		t = t[i+1:]
+	default:
+		// One long line: cut it, but not inside a UTF-8 sequence (the
+		// feedback is JSON text in the agent's context).
+		for len(t) > 0 && !utf8.RuneStart(t[0]) {
+			t = t[1:]
+		}
 	}
 	return string(t)
 }

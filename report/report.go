@@ -220,12 +220,15 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		later(u.FinishedAt)
 	}
 	for _, g := range gates {
+		later(g.At)
+		if g.Command == cache.AgentFailed {
+			continue // no gate ran: the agent call failed
+		}
 		if g.Replayed {
 			r.Totals.GatesReplayed++
 		} else {
 			r.Totals.GatesLive++
 		}
-		later(g.At)
 	}
 	if run.Finished() {
 		r.EndedAt = run.FinishedAt

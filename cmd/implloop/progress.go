@@ -146,6 +146,15 @@ func (p *progress) Event(e loop.Event) {
 		if !p.live && !p.json {
 			fmt.Fprintf(w, "  attempt %d: replayed from %s\n", e.Attempt, e.From)
 		}
+	case loop.EvUnitFinished:
+		if e.Status == "failed" {
+			if p.task != nil {
+				p.task.note = "agent failed"
+			}
+			if !p.live && !p.json {
+				fmt.Fprintf(w, "  agent failed (attempt %d): %s\n", e.Attempt, e.Message)
+			}
+		}
 	case loop.EvGate:
 		if e.Passed != nil && !*e.Passed {
 			if p.task != nil {
@@ -219,7 +228,11 @@ func printPlan(io *ioStreams, tasks []loop.PlannedTask, asJSON bool, fresh bool)
 	if asJSON {
 		enc := json.NewEncoder(io.Out)
 		enc.SetEscapeHTML(false)
-		_ = enc.Encode(map[string]any{"type": "work_list", "tasks": tasks})
+		// A struct, not a map: "type" comes first, as in every event.
+		_ = enc.Encode(struct {
+			Type  string             `json:"type"`
+			Tasks []loop.PlannedTask `json:"tasks"`
+		}{"work_list", tasks})
 		return
 	}
 	fmt.Fprint(io.Out, formatPlan(tasks, true))

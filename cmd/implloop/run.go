@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -15,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
 )
@@ -35,7 +38,7 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.s.Agent, "agent", d.Agent, "agent backend: claude, codex, gemini, opencode, builtin, or exec (with --agent-cmd)")
 	fs.StringVar(&f.s.AgentCmd, "agent-cmd", "", "command line of a custom agent (implies --agent exec); split like a shell would, run without one")
 	fs.StringVar(&f.s.Model, "model", "", "model to ask the agent for (part of every unit's identity)")
-	fs.StringVar(&f.s.Verify, "verify", "", "gate command run with sh -c after each attempt (a task's own ```verify block wins)")
+	fs.StringVar(&f.s.Verify, "verify", "", "gate command run with sh -c after each attempt (a task's own verify block wins)")
 	fs.StringVar(&f.s.TaskRange, "task-range", "", "tasks to run: 10:13, 10:, :5, 7, T010:T013 (default: all)")
 	fs.IntVar(&f.s.MaxAttempts, "max-attempts", d.MaxAttempts, "live attempts per task before it is blocked")
 	fs.DurationVar(&f.timeout, "timeout", time.Duration(d.Timeout), "per agent call and per gate; the agent's process group is killed after it")
@@ -52,8 +55,11 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 func (f *runFlags) settings() (loop.Settings, error) {
 	s := f.s
 	s.Timeout = loop.Duration(f.timeout)
-	if s.AgentCmd != "" && s.Agent == "exec" {
-		s.Agent = "exec"
+	// --agent-cmd is the exec backend's command; a preset would silently
+	// ignore it and run something else than the user asked for.
+	if s.AgentCmd != "" && s.Agent != "exec" {
+		return s, usagef("--agent-cmd runs your command with the exec backend: drop --agent "+s.Agent+" (or drop --agent-cmd to run "+s.Agent+")",
+			"--agent %s and --agent-cmd both given", s.Agent)
 	}
 	if len(f.params) > 0 {
 		s.Params = map[string]string{}
@@ -81,6 +87,9 @@ func (f *runFlags) settings() (loop.Settings, error) {
 func requireAgent(s loop.Settings) error {
 	if s.Agent == "exec" && s.AgentCmd == "" {
 		return usagef("pick an agent: --agent claude|codex|gemini|opencode|builtin, or --agent-cmd 'your command' (or agent: in the plan's front matter)", "no agent given")
+	}
+	if !slices.Contains(agent.Names(), s.Agent) {
+		return usagef("known agents: "+strings.Join(agent.Names(), ", "), "--agent: unknown agent %q", s.Agent)
 	}
 	return nil
 }
@@ -225,6 +234,9 @@ func loopError(err error, parent string) error {
 	var locked *loop.ErrLocked
 	var planErr *loop.PlanError
 	var rangeErr *loop.RangeError
+	var emptyRange *extractor.EmptyRangeError
+	var readErr *loop.PlanReadError
+	var checkErr *agent.CheckError
 	switch {
 	case errors.As(err, &locked):
 		return errorf("wait for it to finish, or stop it (Ctrl-C) first", "%s", err)
@@ -234,6 +246,13 @@ func loopError(err error, parent string) error {
 		return errorf("run 'implloop lint "+planErr.Path+"' and fix the errors", "%s", err)
 	case errors.As(err, &rangeErr):
 		return usagef("accepted forms: 10:13, 10:, :5, 7, T010:T013", "--task-range: %s", rangeErr.Err)
+	case errors.As(err, &emptyRange):
+		return usagef("run 'implloop plan PLAN' to list its tasks and their ids", "--task-range: %s", err)
+	case errors.As(err, &readErr):
+		return errorf("check the plan's path (relative to the current directory)", "%s", err)
+	case errors.As(err, &checkErr):
+		// The hint in its own line, not in the message's parentheses.
+		return errorf(checkErr.Hint, "agent %s: %s", checkErr.Agent, checkErr.Msg)
 	case errors.Is(err, cache.ErrNoJournal):
 		return errorf("start with 'implloop run PLAN'", "no implloop journal in this repository")
 	case errors.Is(err, cache.ErrNotFound):
