@@ -215,8 +215,9 @@ func (j *Journal) PutBlob(b []byte) (string, error) { return j.blobs.Put(b) }
 // ReadBlob reads a whole blob.
 func (j *Journal) ReadBlob(h string) ([]byte, error) { return j.blobs.ReadAll(h) }
 
-// prep returns the prepared statement for q, preparing it once.
-func (j *Journal) prep(q string) (*sql.Stmt, error) {
+// prep returns the prepared statement for q, preparing it once on the pool.
+// wait bounds how long it may wait for a free connection (0: no bound).
+func (j *Journal) prep(q string, wait time.Duration) (*sql.Stmt, error) {
 	j.st.mu.Lock()
 	defer j.st.mu.Unlock()
 	if j.st.db == nil {
@@ -225,7 +226,13 @@ func (j *Journal) prep(q string) (*sql.Stmt, error) {
 	if st, ok := j.st.stmts[q]; ok {
 		return st, nil
 	}
-	st, err := j.st.db.Prepare(q)
+	ctx := context.Background()
+	if wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	st, err := j.st.db.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -235,21 +242,21 @@ func (j *Journal) prep(q string) (*sql.Stmt, error) {
 
 // stmt is q prepared, bound to the current transaction if there is one.
 //
-// Inside a transaction a statement not prepared yet is prepared on the
-// transaction's own connection: preparing it on the pool would need a
-// second connection while the transaction holds one, and with every other
-// connection busy (a reader's open rows) that waits forever.
+// Statements are prepared once on the pool and cached (re-preparing every
+// write costs a third of a replay-heavy resume). Inside a transaction,
+// preparing on the pool needs a second connection while the transaction
+// holds one; if none comes free quickly (another reader's open rows), the
+// statement is prepared on the transaction's own connection instead of
+// waiting forever.
 func (j *Journal) stmt(q string) (*sql.Stmt, error) {
 	if j.cur == nil {
-		return j.prep(q)
+		return j.prep(q, 0)
 	}
-	j.st.mu.Lock()
-	st, ok := j.st.stmts[q]
-	j.st.mu.Unlock()
-	if ok {
-		return j.cur.Stmt(st), nil
+	st, err := j.prep(q, 200*time.Millisecond)
+	if err != nil {
+		return j.cur.Prepare(q)
 	}
-	return j.cur.Prepare(q)
+	return j.cur.Stmt(st), nil
 }
 
 func (j *Journal) query(q string, args ...any) (*sql.Rows, error) {

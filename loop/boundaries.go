@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
@@ -37,7 +38,13 @@ func (e *engine) boundary(ctx context.Context, afterTask string, first bool) err
 				}
 				v := guard.Compare(prev, snap)
 				verdict, _ = json.Marshal(v)
-				msg = "since run " + e.o.Parent + ": " + v.Summary()
+				// Between the runs the user is the one changing things: a
+				// path back at HEAD is their choice, never a block, so the
+				// guard's BLOCKED prefix would mislead here.
+				msg = "since run " + e.o.Parent + ": " + strings.TrimPrefix(v.Summary(), "BLOCKED: ")
+				if v.Blocked() {
+					msg += " (changed between the runs: information, not a block)"
+				}
 			}
 		}
 	}
@@ -50,11 +57,9 @@ func (e *engine) boundary(ctx context.Context, afterTask string, first bool) err
 }
 
 func (e *engine) take(ctx context.Context, track []string) (boundary.Snapshot, error) {
-	seq := 0
-	if bs, err := e.j.Boundaries(e.runID); err == nil {
-		seq = len(bs)
-	}
-	opts := []boundary.Option{boundary.WithSalvage(e.runID, seq)}
+	// The seq the next PutBoundary will get; counted here rather than by
+	// loading every boundary of the run (snapshots included) per task.
+	opts := []boundary.Option{boundary.WithSalvage(e.runID, e.boundaries)}
 	if len(track) > 0 {
 		opts = append(opts, boundary.WithTrack(track...))
 	}
@@ -74,7 +79,9 @@ func (e *engine) putBoundary(afterTask string, snap boundary.Snapshot, verdict [
 	if snap.Salvage != nil {
 		b.SalvageRef = snap.Salvage.Ref
 	}
-	_, err = e.j.PutBoundary(b)
+	if _, err = e.j.PutBoundary(b); err == nil {
+		e.boundaries++
+	}
 	return err
 }
 

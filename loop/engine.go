@@ -79,7 +79,15 @@ type engine struct {
 
 	sawLive      bool // a unit was dispatched
 	sawLiveGate  bool // a gate ran live
+	sawNewSkip   bool // a task checked in the plan since the parent ran it was skipped
 	blockedWrote bool
+	blocks       []blockInfo // what BLOCKED.md explains, in order
+
+	facts      map[string]*runFacts   // per lineage run, loaded once (resume.go)
+	found      map[string]*cache.Unit // findCompleted's memo (nil: no completed unit)
+	boundaries int                    // boundaries journaled in this run so far
+	liveGates  int                    // gates run live in this run so far
+	held       *[]Event               // events of a replay batch not yet committed
 }
 
 // Run carries out a run (or a resume, when o.Parent is set).
@@ -156,11 +164,17 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	// Every task in range is journaled pending first, so that a run killed
-	// at any point still shows what it never reached.
-	for _, t := range sel.Tasks {
-		if err := e.j.PutTask(cache.Task{RunID: e.runID, TaskID: t.ID, Ordinal: t.Ordinal, Title: t.Title, Status: cache.TaskPending}); err != nil {
-			return nil, err
+	// at any point still shows what it never reached. One transaction: on
+	// a 1,000-task plan, one commit per row was a tenth of a cached resume.
+	if err := e.j.Batch(false, func(b *cache.Journal) error {
+		for _, t := range sel.Tasks {
+			if err := b.PutTask(cache.Task{RunID: e.runID, TaskID: t.ID, Ordinal: t.Ordinal, Title: t.Title, Status: cache.TaskPending}); err != nil {
+				return err
+			}
 		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	e.emit(Event{Type: EvRunStarted, ParentID: o.Parent, Plan: e.s.Plan, PlanSHA: sel.PlanSHA256, Count: len(sel.Tasks)})
 
@@ -178,12 +192,13 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	}
 
 	interrupted := false
-	for i, t := range sel.Tasks {
+	for i := 0; i < len(sel.Tasks); {
 		if ctx.Err() != nil {
 			interrupted = true
 			break
 		}
-		res, err := e.runTask(ctx, i, t)
+		n, res, err := e.runTasks(ctx, i, out.Plan)
+		i += n
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 			interrupted = true
 			break
@@ -214,7 +229,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	dec := report.Decide(tasks)
 	out.Verdict = string(dec.Verdict)
 	out.Blocked = e.blockedWrote
-	out.NoOp = o.Parent != "" && !interrupted && !e.sawLive && !e.sawLiveGate
+	out.NoOp = o.Parent != "" && !interrupted && !e.sawLive && !e.sawLiveGate && !e.sawNewSkip
 	if err := e.j.FinishRun(e.runID, out.Verdict, dec.Verdict.ExitCode(), e.now()); err != nil {
 		return nil, err
 	}
@@ -245,7 +260,7 @@ func PlanFile(repoRoot, p string) string {
 func LoadPlan(path, taskRange string) (*extractor.Selection, error) {
 	p, diags, err := plan.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, &PlanReadError{Path: path, Err: err}
 	}
 	var errs []string
 	for _, d := range diags {
@@ -262,6 +277,18 @@ func LoadPlan(path, taskRange string) (*extractor.Selection, error) {
 	}
 	return extractor.Select(p, r)
 }
+
+// PlanReadError is a plan file that cannot be read (missing, a directory,
+// too large). The message names the path, which plan.ReadFile's does not.
+type PlanReadError struct {
+	Path string
+	Err  error
+}
+
+func (e *PlanReadError) Error() string {
+	return "plan " + e.Path + ": " + strings.TrimPrefix(e.Err.Error(), "cannot read plan: ")
+}
+func (e *PlanReadError) Unwrap() error { return e.Err }
 
 // PlanError lists a plan's lint errors.
 type PlanError struct {
@@ -284,6 +311,10 @@ func (e *engine) emit(ev Event) {
 	ev.RunID = e.runID
 	if e.j != nil && e.runID != "" {
 		_, _ = e.j.AppendEvent(e.runID, ev.Type, ev)
+	}
+	if e.held != nil { // inside a replay batch: handed over when it commits
+		*e.held = append(*e.held, ev)
+		return
 	}
 	e.obs.Event(ev)
 }

@@ -29,12 +29,31 @@ func (e *engine) plan() ([]PlannedTask, error) {
 			p.Action = ActionSkip
 			p.Reasons = []string{"checked in the plan"}
 		default:
-			if pt := e.parentTask(t.ID); pt != nil && pt.Status == cache.TaskBlocked {
+			attempt, feedback := 1, ""
+			gateCmd := e.gateCommand(t)
+			switch st := e.chainStartOf(t.ID); {
+			case st.blocked && gateCmd != "":
 				p.Action = ActionGate
 				p.Reasons = []string{"was blocked: its gate runs first; new attempts only if it still fails"}
+			case st.blocked:
+				if g, ok, err := e.j.LastGate(e.lineage, t.ID); err == nil && ok && g.Command == agentGate && !g.Passed {
+					attempt, feedback = g.Attempt+1, g.Feedback
+				}
+			case st.recheck != nil && (e.gateReplayable(*st.recheck, gateCmd) || gateCmd == ""):
+				if st.recheck.Passed {
+					p.Action, p.From = ActionReplay, st.recheck.RunID
+					p.Reasons = []string{"fixed outside the loop before: its gate passed, no agent call"}
+					break
+				}
+				attempt, feedback = st.recheck.Attempt+1, st.recheck.Feedback
+			case st.recheck != nil:
+				p.Action = ActionGate
+				p.Reasons = []string{"its gate runs first (--reverify or a changed gate command); new attempts only if it fails"}
+			}
+			if p.Action != "" {
 				break
 			}
-			if err := e.planChain(t, &p); err != nil {
+			if err := e.planChain(t, &p, attempt, feedback); err != nil {
 				return nil, err
 			}
 		}
@@ -43,8 +62,7 @@ func (e *engine) plan() ([]PlannedTask, error) {
 	return out, nil
 }
 
-func (e *engine) planChain(t extractor.Task, p *PlannedTask) error {
-	attempt, feedback := 1, ""
+func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedback string) error {
 	// Artifacts of dependencies are only known once they ran in this run;
 	// the plan assumes replayed dependencies keep their identities.
 	for range 1000 {
@@ -58,7 +76,7 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask) error {
 			ok := false
 			if e.j != nil {
 				var err error
-				h, ok, err = e.j.FindCompleted(e.lineage, u.Identity)
+				h, ok, err = e.findCompleted(u.Identity)
 				if err != nil {
 					return err
 				}
@@ -87,9 +105,17 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask) error {
 			p.Reasons = []string{"--reverify: its gate runs live"}
 			return nil
 		}
+		gateCmd := e.gateCommand(t)
+		if gateCmd == "" {
+			return nil
+		}
 		g, ok := e.journaledGate(hit.RunID, t.ID, attempt)
-		if !ok {
+		switch {
+		case !ok:
 			p.Reasons = []string{"its gate never finished: the gate runs live"}
+			return nil
+		case !e.gateReplayable(g, gateCmd):
+			p.Reasons = []string{"its gate command changed: the gate runs live"}
 			return nil
 		}
 		if g.Passed {

@@ -32,6 +32,10 @@ type taskState struct {
 	row      cache.Task
 	live     int // units dispatched
 	replayed int
+	gates0   int // e.liveGates when the task started
+	// agentFailure is why the last attempt's agent call failed (BLOCKED.md
+	// shows it instead of a gate's output).
+	agentFailure string
 }
 
 func (ts *taskState) source() cache.Source {
@@ -44,18 +48,6 @@ func (ts *taskState) source() cache.Source {
 		return cache.SourceReplayed
 	}
 	return cache.SourceNone
-}
-
-// parentTask is the task's row in the parent run, if any.
-func (e *engine) parentTask(taskID string) *cache.Task {
-	if e.o.Parent == "" || e.j == nil {
-		return nil
-	}
-	row, err := e.j.GetTask(e.o.Parent, taskID)
-	if err != nil || row == nil {
-		return nil
-	}
-	return row
 }
 
 // lastAttempt is the highest attempt journaled for the task in the lineage.
@@ -76,7 +68,7 @@ func (e *engine) lastAttempt(taskID string) int {
 }
 
 func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskResult, error) {
-	ts := &taskState{row: cache.Task{RunID: e.runID, TaskID: t.ID, Ordinal: t.Ordinal, Title: t.Title, StartedAt: e.now()}}
+	ts := &taskState{row: cache.Task{RunID: e.runID, TaskID: t.ID, Ordinal: t.Ordinal, Title: t.Title, StartedAt: e.now()}, gates0: e.liveGates}
 	count := len(e.sel.Tasks)
 	finish := func(status cache.TaskStatus) (taskResult, error) {
 		ts.row.Status = status
@@ -94,6 +86,9 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 
 	if t.Checked && !e.s.IncludeChecked {
 		e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count, Message: "checked in the plan: skipped"})
+		if row := e.lastRow(t.ID); row != nil && row.Status != cache.TaskSkipped {
+			e.sawNewSkip = true // ticked since: the resume is not a no-op
+		}
 		return finish(cache.TaskSkipped)
 	}
 	ts.row.Status = cache.TaskRunning
@@ -107,23 +102,53 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 	liveAttempts := 0
 
 	// A task that ended blocked is never replayed as blocked: its gate runs
-	// first, since the user may have fixed it by hand.
-	if pt := e.parentTask(t.ID); pt != nil && pt.Status == cache.TaskBlocked {
+	// first, since the user may have fixed it by hand. A task whose last
+	// run began with such a recheck begins with it here too (resume.go).
+	fixedOutside := func(note string) (taskResult, error) {
+		ts.row.Attempts = 0
+		if note != "" {
+			ts.row.Concerns = append(ts.row.Concerns, note)
+		}
+		return e.afterTask(ctx, idx, t, ts, finish, cache.TaskDone, "")
+	}
+	switch st := e.chainStartOf(t.ID); {
+	case st.blocked && gateCmd != "":
 		last := e.lastAttempt(t.ID)
-		passed := true
-		if gateCmd != "" {
-			g, err := e.liveGate(ctx, t, last, gateCmd, "recheck")
-			if err != nil {
-				return taskResult{}, err
+		g, err := e.liveGate(ctx, t, last, gateCmd, "recheck")
+		if err != nil {
+			return taskResult{}, err
+		}
+		if g.Passed {
+			return fixedOutside("fixed outside the loop: the gate passes now, no agent call")
+		}
+		attempt, feedback = last+1, g.Feedback()
+	case st.blocked:
+		// No gate can say it was fixed. After an agent failure the attempts
+		// go on from the last one, its failure carried over as feedback
+		// (and journaled here, so the next resume starts the same way);
+		// after a discard the chain replays and the task is done.
+		if g, ok, err := e.j.LastGate(e.lineage, t.ID); err == nil && ok && g.Command == agentGate && !g.Passed {
+			e.carryGate(t, *g)
+			attempt, feedback = g.Attempt+1, g.Feedback
+		}
+	case st.recheck != nil:
+		g := *st.recheck
+		if e.gateReplayable(g, gateCmd) || gateCmd == "" {
+			e.carryGate(t, g)
+			if g.Passed {
+				return fixedOutside("")
 			}
-			passed, feedback = g.Passed, g.Feedback()
+			attempt, feedback = g.Attempt+1, g.Feedback
+			break
 		}
-		if passed {
-			ts.row.Attempts = 0
-			ts.row.Concerns = append(ts.row.Concerns, "fixed outside the loop: the gate passes now, no agent call")
-			return e.afterTask(ctx, idx, t, ts, finish, cache.TaskDone, "")
+		lg, err := e.liveGate(ctx, t, g.Attempt, gateCmd, "recheck")
+		if err != nil {
+			return taskResult{}, err
 		}
-		attempt = last + 1
+		if lg.Passed {
+			return fixedOutside("fixed outside the loop: the gate passes now, no agent call")
+		}
+		attempt, feedback = g.Attempt+1, lg.Feedback()
 	}
 
 	for {
@@ -137,7 +162,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		var failure string
 		final := ""
 		for _, u := range units {
-			h, ok, err := e.j.FindCompleted(e.lineage, u.Identity)
+			h, ok, err := e.findCompleted(u.Identity)
 			if err != nil {
 				return taskResult{}, err
 			}
@@ -201,6 +226,8 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 			reason := fmt.Sprintf("the gate failed on %d attempt(s)", ts.row.Attempts)
 			if failure != "" {
 				reason = fmt.Sprintf("the agent failed on %d attempt(s): %s", ts.row.Attempts, firstLine(failure))
+				ts.agentFailure = failure
+				return e.afterTask(ctx, idx, t, ts, finish, cache.TaskBlocked, reason)
 			}
 			return e.afterTask(ctx, idx, t, ts, finish, cache.TaskBlocked, reason, feedback)
 		}
@@ -218,11 +245,7 @@ func firstLine(s string) string {
 
 // journaledGate is the gate journaled in run for the task's attempt.
 func (e *engine) journaledGate(runID, taskID string, attempt int) (cache.Gate, bool) {
-	gs, err := e.j.Gates(runID, taskID)
-	if err != nil {
-		return cache.Gate{}, false
-	}
-	for _, g := range gs {
+	for _, g := range e.factsOf(runID).gates[taskID] {
 		if g.Attempt == attempt {
 			return g, true
 		}
@@ -235,26 +258,35 @@ func (e *engine) journaledGate(runID, taskID string, attempt int) (cache.Gate, b
 // before its gate finished), in which case the gate runs live.
 func (e *engine) replayGate(t extractor.Task, attempt int, hit *cache.Unit) bool {
 	g, ok := e.journaledGate(hit.RunID, t.ID, attempt)
-	if !ok {
+	if !ok || !e.gateReplayable(g, e.gateCommand(t)) {
 		return false
 	}
+	e.carryGate(t, g)
+	return true
+}
+
+// carryGate journals gate g, from an earlier run, as this run's (replayed).
+func (e *engine) carryGate(t extractor.Task, g cache.Gate) {
 	g.RunID, g.Replayed, g.At = e.runID, true, e.now()
 	_ = e.j.PutGate(g)
-	e.emit(Event{Type: EvGate, Task: t.ID, Attempt: attempt, Command: g.Command, Passed: boolp(g.Passed),
+	e.emit(Event{Type: EvGate, Task: t.ID, Attempt: g.Attempt, Command: g.Command, Passed: boolp(g.Passed),
 		ExitCode: intp(g.ExitCode), Source: "replayed"})
-	return true
 }
 
 func (e *engine) recordGate(t extractor.Task, attempt int, g cache.Gate) {
 	g.RunID, g.TaskID, g.Attempt, g.At = e.runID, t.ID, attempt, e.now()
+	// No gate event: no gate ran. The unit_finished event already says
+	// why the call failed.
 	_ = e.j.PutGate(g)
-	e.emit(Event{Type: EvGate, Task: t.ID, Attempt: attempt, Command: g.Command, Passed: boolp(g.Passed),
-		ExitCode: intp(g.ExitCode), Source: "live", Message: firstLine(g.Feedback)})
 }
 
 // liveGate runs the gate now and journals it.
 func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cmd, note string) (GateResult, error) {
+	if e.held != nil {
+		return GateResult{}, errNeedsLive
+	}
 	e.sawLiveGate = true
+	e.liveGates++
 	w, err := e.j.NewBlobWriter()
 	if err != nil {
 		return GateResult{}, err
@@ -305,6 +337,9 @@ func (e *engine) protocolEnv(t extractor.Task, attempt int, role, ctxFile, promp
 // or failed after. It returns a non-empty failure when the call did not
 // complete (non-zero exit, error result, timeout): the attempt failed.
 func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit.Unit, reasons []string) (string, error) {
+	if e.held != nil {
+		return "", errNeedsLive
+	}
 	canon, err := identity.Canonical(u.Preimage)
 	if err != nil {
 		return "", err
@@ -383,10 +418,17 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 
 func (e *engine) stderrTail(hash string) string {
 	b, err := e.j.ReadBlob(hash)
-	if err != nil || len(b) == 0 {
+	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
 		return ""
 	}
-	return ":\n" + tail(b, 2048)
+	// The first line stands alone (block reasons and progress show only
+	// it): it ends with the last line of stderr, the rest follows.
+	t := tail(b, 2048)
+	last := lastLine(t)
+	if strings.TrimSpace(t) == strings.TrimSpace(last) {
+		return ": " + strings.TrimSpace(last)
+	}
+	return ": " + strings.TrimSpace(last) + "\n\nthe end of its stderr:\n" + t
 }
 
 // why says why a unit runs live: the fields that differ from the closest
@@ -438,6 +480,14 @@ func (e *engine) why(taskID string, u unit.Unit) []string {
 // task's row and, on a block, BLOCKED.md.
 func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *taskState,
 	finish func(cache.TaskStatus) (taskResult, error), status cache.TaskStatus, reason string, gateOutput ...string) (taskResult, error) {
+	// A task that ran nothing (every unit and gate replayed) cannot have
+	// changed the worktree, so it takes no boundary: the next task that
+	// runs something compares against the last boundary taken, which is
+	// still the state before it. On a fully cached resume this saves one
+	// git status and one salvage per task, most of the resume's time.
+	if status == cache.TaskDone && ts.live == 0 && e.liveGates == ts.gates0 {
+		return finish(status)
+	}
 	v, err := e.takeBoundary(ctx, t.ID, ts.live == 0)
 	if err != nil {
 		return taskResult{}, err
@@ -459,10 +509,13 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 		ts.row.BlockReason = reason
 		b := blockInfo{RunID: e.runID, PlanPath: e.s.Plan, TaskID: t.ID, Title: t.Title, Attempts: ts.row.Attempts,
 			Reason: reason, Lost: v.lost}
-		if len(gateOutput) > 0 && len(v.lost) == 0 {
+		if len(gateOutput) > 0 {
 			b.Gate, b.Output = e.gateCommand(t), gateOutput[0]
 		}
-		if err := writeBlocked(e.o.RepoRoot, b); err != nil {
+		b.AgentFailure = ts.agentFailure
+		// With --on-blocked continue, BLOCKED.md explains every block.
+		e.blocks = append(e.blocks, b)
+		if err := writeBlocked(e.o.RepoRoot, e.blocks); err != nil {
 			return taskResult{}, err
 		}
 		e.blockedWrote = true
