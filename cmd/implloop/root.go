@@ -55,6 +55,9 @@ changed, and says why.
 		newLintCmd,
 		newIDCmd,
 		newStatusCmd,
+		newWatchCmd,
+		newHookCmd,
+		newCheckCmd,
 	} {
 		root.AddCommand(newCmd(io))
 	}

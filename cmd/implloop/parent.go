@@ -1,0 +1,45 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/loop"
+)
+
+// Shared by the commands that look at a resume before it happens (watch,
+// check); resume.go does the same inline.
+
+// resumeSettings are the settings a resume of parent starts from: the
+// defaults, then the parent's journaled settings; the plan is planPath
+// (repo-relative, as journaled) when given, else the parent's.
+func resumeSettings(parent *cache.Run, planPath string) (loop.Settings, error) {
+	s := loop.DefaultSettings()
+	if len(parent.Settings) > 0 {
+		if err := json.Unmarshal(parent.Settings, &s); err != nil {
+			return s, errorf("", "run %s: settings in the journal: %v", parent.ID, err)
+		}
+	}
+	if planPath != "" {
+		s.Plan = planPath
+	}
+	if s.Plan == "" {
+		s.Plan = parent.PlanPath
+	}
+	return s, nil
+}
+
+// journalPlanPath is plan path p (relative to the working directory wd) the
+// way runLoop records it: relative to the repo root when inside it, else
+// absolute.
+func journalPlanPath(root, wd, p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(wd, p)
+	}
+	if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return p
+}

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/loop"
+	"github.com/implloop/implloop/plan"
+	"github.com/implloop/implloop/watch"
+)
+
+type watchOptions struct {
+	io        *ioStreams
+	plan      string
+	run       string
+	resume    bool
+	exitAfter int
+	giveUp    time.Duration // tests: fail instead of hanging when previews never come
+	quiet     time.Duration
+	debounce  time.Duration
+	// redraw clears the screen before each preview (stdout is a terminal).
+	redraw bool
+}
+
+func newWatchCmd(io *ioStreams) *cobra.Command {
+	o := &watchOptions{io: io}
+	cmd := &cobra.Command{
+		Use:   "watch PLAN",
+		Short: "Show, while you edit the plan, what a resume would re-run",
+		Long: `Watch the plan and, each time it settles after an edit, print what a
+resume of the run (--run, default: the latest run of this plan) would do:
+per task replay or live, and why ("task text changed", "preamble changed",
+"was blocked", "never ran"), with the plan's lint diagnostics inline. On a
+terminal the preview is redrawn in place; otherwise each one is appended.
+
+The plan's directory is watched, so saving by rename or through a temporary
+file works, and the plan may be deleted and re-created; if the directory
+itself is moved or removed, watch stops with an error. The preview uses the
+run's journaled settings and reads the journal without writing anything.
+
+With --resume, once the plan has been edited, lints clean, a resume would
+run something, and the plan has stayed unchanged for --quiet, watch starts
+that resume itself (the same as 'implloop resume --run ID --plan PLAN',
+with the run's settings; it waits while BLOCKED.md exists). Until then
+watch writes nothing. Ctrl-C stops it with exit 130.
+
+` + exitStatusHelp(),
+		Example: `  implloop watch plan.md
+  implloop watch docs/plan.md --run 20261130-0540 --resume`,
+		Args: exactArgs(1, "a PLAN file"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.plan = args[0]
+			if o.exitAfter < 0 {
+				return usagef("give a positive count, or 0 for no limit", "--exit-after must not be negative")
+			}
+			if f, ok := io.Out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+				o.redraw = true
+			}
+			return watchRun(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.run, "run", "", "the run a resume would continue: an id or a unique prefix (default: the latest run of this plan)")
+	cmd.Flags().BoolVar(&o.resume, "resume", false, "after an edit, start the resume once the plan is quiet, lints clean and a resume would run something")
+	cmd.Flags().DurationVar(&o.quiet, "quiet", 2*time.Second, "with --resume: how long the plan must stay unchanged before the resume starts")
+	cmd.Flags().IntVar(&o.exitAfter, "exit-after", 0, "exit 0 after this many previews (0: watch until Ctrl-C)")
+	cmd.Flags().DurationVar(&o.debounce, "debounce", watch.DefaultDebounce, "quiet time after a file event before the plan is read")
+	_ = cmd.Flags().MarkHidden("debounce")
+	cmd.Flags().DurationVar(&o.giveUp, "give-up", 0, "exit 1 if still watching after this long (for tests and scripts)")
+	_ = cmd.Flags().MarkHidden("give-up")
+	return cmd
+}
+
+// errEnough stops the watcher after --exit-after previews.
+var errEnough = errors.New("enough previews")
+
+func watchRun(ctx context.Context, o *watchOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	root, err := repoRoot(o.io.workingDir)
+	if err != nil {
+		return err
+	}
+	rel := journalPlanPath(root, o.io.workingDir, o.plan)
+	parent, err := watchParent(root, rel, o.run)
+	if err != nil {
+		return err
+	}
+	s, err := resumeSettings(parent, rel)
+	if err != nil {
+		return err
+	}
+	if err := s.Validate(); err != nil {
+		return errorf("", "run %s: %s", parent.ID, err)
+	}
+	w, err := watch.New(loop.PlanFile(root, rel))
+	if err != nil {
+		return errorf("the plan's directory must exist; the plan itself may be missing for now", "%s", err)
+	}
+	w.Name = o.plan
+	w.Debounce = o.debounce
+
+	sigCtx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	wctx, cancel := context.WithCancel(sigCtx)
+	defer cancel()
+	var gaveUp atomic.Bool
+	if o.giveUp > 0 {
+		t := time.AfterFunc(o.giveUp, func() { gaveUp.Store(true); cancel() })
+		defer t.Stop()
+	}
+
+	var (
+		mu            sync.Mutex
+		gen           int
+		timer         *time.Timer
+		fired         bool
+		warnedBlocked bool
+		previews      int
+	)
+	var fire func(g int)
+	fire = func(g int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if g != gen || fired {
+			return
+		}
+		if _, err := os.Stat(filepath.Join(root, loop.BlockedFile)); err == nil {
+			if !warnedBlocked {
+				warnedBlocked = true
+				fmt.Fprintf(o.io.ErrOut, "implloop watch: --resume waits: %s exists (remove it once its cause is fixed)\n", loop.BlockedFile)
+			}
+			timer = time.AfterFunc(o.quiet, func() { fire(g) })
+			return
+		}
+		fired = true
+		cancel()
+	}
+
+	err = w.Run(wctx, func(ev watch.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		gen++
+		if timer != nil {
+			timer.Stop()
+		}
+		pv := previewOf(ev, s, root, parent.ID)
+		previews++
+		fmt.Fprint(o.io.Out, renderWatch(ev, pv, parent, previews, o.redraw))
+		if o.exitAfter > 0 && previews >= o.exitAfter {
+			return errEnough
+		}
+		// Only after an edit: watch --resume is started to edit the plan, and
+		// must not resume the unchanged plan before the first keystroke.
+		if o.resume && ev.Seq > 1 && pv.eligible() {
+			fmt.Fprintf(o.io.ErrOut, "implloop watch: resuming run %s in %s unless the plan changes\n", parent.ID, o.quiet)
+			g := gen
+			timer = time.AfterFunc(o.quiet, func() { fire(g) })
+		}
+		return nil
+	})
+	mu.Lock()
+	if timer != nil {
+		timer.Stop()
+	}
+	resume := fired
+	mu.Unlock()
+
+	var de *watch.DirError
+	switch {
+	case errors.Is(err, errEnough):
+		return nil
+	case gaveUp.Load():
+		return errorf("", "watch: gave up after %s with %d preview(s)", o.giveUp, previews)
+	case errors.As(err, &de):
+		return errorf("start 'implloop watch' again with the plan's new path", "%s", err)
+	case err != nil:
+		return errorf("", "%s", err)
+	case resume:
+		stopSignals() // the resume handles Ctrl-C itself
+		fmt.Fprintf(o.io.ErrOut, "implloop watch: the plan is quiet and lints clean: resuming run %s\n", parent.ID)
+		rc := newResumeCmd(o.io)
+		rc.SilenceUsage, rc.SilenceErrors = true, true
+		rc.SetArgs([]string{"--run", parent.ID, "--plan", loop.PlanFile(root, rel)})
+		return rc.ExecuteContext(ctx)
+	case sigCtx.Err() != nil && ctx.Err() == nil:
+		fmt.Fprintln(o.io.ErrOut, "implloop watch: stopped")
+		return exitWith(exitInterrupted)
+	}
+	return nil
+}
+
+// watchParent is the run a resume would continue: ref, else the latest run
+// of the plan at rel.
+func watchParent(root, rel, ref string) (*cache.Run, error) {
+	j, err := cache.OpenReadOnly(root)
+	if errors.Is(err, cache.ErrNoJournal) {
+		return nil, errorf("start with 'implloop run "+rel+"'; watch previews a resume of a journaled run", "no implloop journal in this repository")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	var r *cache.Run
+	if ref != "" {
+		r, err = j.ResolveRun(ref)
+	} else {
+		r, err = j.LatestRun(rel)
+	}
+	if errors.Is(err, cache.ErrNotFound) {
+		if ref != "" {
+			return nil, errorf("list runs with 'implloop runs'", "%s", err)
+		}
+		return nil, errorf("start with 'implloop run "+rel+"', or name a run of another plan path with --run", "no run of %s in the journal", rel)
+	}
+	return r, err
+}
+
+// preview is what a resume would do with one version of the plan.
+type preview struct {
+	tasks []loop.PlannedTask
+	err   error
+}
+
+// eligible says whether --resume may start: the plan previewed cleanly and
+// a resume would run something.
+func (p preview) eligible() bool {
+	if p.err != nil || p.tasks == nil {
+		return false
+	}
+	for _, t := range p.tasks {
+		if t.Action == loop.ActionLive || t.Action == loop.ActionGate {
+			return true
+		}
+	}
+	return false
+}
+
+func previewOf(ev watch.Event, s loop.Settings, root, parentID string) preview {
+	if !ev.Exists || ev.HasErrors() {
+		return preview{}
+	}
+	out, err := loop.Preview(loop.Options{Settings: s, RepoRoot: root, Parent: parentID}, ev.Src)
+	if err != nil {
+		return preview{err: err}
+	}
+	if out.Plan == nil {
+		out.Plan = []loop.PlannedTask{}
+	}
+	return preview{tasks: out.Plan}
+}
+
+// renderWatch is one preview, as printed.
+func renderWatch(ev watch.Event, pv preview, parent *cache.Run, n int, redraw bool) string {
+	var b strings.Builder
+	if redraw {
+		b.WriteString("\x1b[H\x1b[2J")
+	}
+	verdict := parent.Verdict
+	if verdict == "" {
+		verdict = "unfinished"
+	}
+	sha := ev.SHA256
+	if len(sha) > 12 {
+		sha = sha[:12]
+	}
+	fmt.Fprintf(&b, "implloop watch: preview %d: %s", n, ev.Path)
+	if ev.Exists && sha != "" {
+		fmt.Fprintf(&b, " (sha256 %s)", sha)
+	}
+	fmt.Fprintf(&b, ", against run %s (%s)", parent.ID, verdict)
+	if redraw {
+		fmt.Fprintf(&b, " at %s", time.Now().Format("15:04:05"))
+	}
+	b.WriteString("\n")
+	if !ev.Exists {
+		fmt.Fprintf(&b, "implloop watch: %s is missing (deleted, or half way through a save); waiting for it\n", ev.Path)
+		return b.String()
+	}
+	for _, d := range ev.Diagnostics {
+		fmt.Fprintf(&b, "  %s\n", d)
+	}
+	if ev.HasErrors() {
+		n := 0
+		for _, d := range ev.Diagnostics {
+			if d.Severity == plan.SeverityError {
+				n++
+			}
+		}
+		fmt.Fprintf(&b, "implloop watch: %s has %s: no preview until they are fixed\n", ev.Path, plural(n, "error"))
+		return b.String()
+	}
+	if pv.err != nil {
+		fmt.Fprintf(&b, "implloop watch: cannot preview: %s\n", pv.err)
+		return b.String()
+	}
+	b.WriteString(formatPlan(pv.tasks, false))
+	counts := map[string]int{}
+	for _, t := range pv.tasks {
+		counts[t.Action]++
+	}
+	fmt.Fprintf(&b, "implloop watch: a resume would run %d task(s) live, replay %d, re-run %d gate(s), skip %d\n",
+		counts[loop.ActionLive], counts[loop.ActionReplay], counts[loop.ActionGate], counts[loop.ActionSkip])
+	if redraw {
+		fmt.Fprintf(&b, "\nwatching %s; Ctrl-C to stop\n", ev.Path)
+	}
+	return b.String()
+}

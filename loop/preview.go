@@ -1,0 +1,52 @@
+package loop
+
+import (
+	"time"
+
+	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/plan"
+)
+
+// Preview is a dry run (see [Options.DryRun]) against plan bytes src
+// instead of the file on disk: `implloop watch` previews the bytes it just
+// read, `implloop check` the staged bytes of the index. o.Settings.Plan
+// stays the plan's path (it is part of a unit's context with
+// --plan-context full). Like a dry run it opens the journal read-only and
+// writes nothing. Lint errors in src are a *PlanError.
+func Preview(o Options, src []byte) (*Outcome, error) {
+	o.DryRun = true
+	e := &engine{o: o, s: o.Settings, now: time.Now, obs: ObserverFunc(func(Event) {}), art: map[string]string{}}
+	if o.Now != nil {
+		e.now = o.Now
+	}
+	if err := e.s.Validate(); err != nil {
+		return nil, err
+	}
+	sel, err := selectBytes(PlanFile(o.RepoRoot, e.s.Plan), src, e.s.TaskRange)
+	if err != nil {
+		return nil, err
+	}
+	e.sel = sel
+	e.norm = identity.EnvFor(o.RepoRoot)
+	return e.dryRun()
+}
+
+// selectBytes is LoadPlan for bytes already read.
+func selectBytes(path string, src []byte, taskRange string) (*extractor.Selection, error) {
+	p, diags := plan.Parse(path, src)
+	var errs []string
+	for _, d := range diags {
+		if d.Severity == plan.SeverityError {
+			errs = append(errs, d.String())
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &PlanError{Path: path, Diagnostics: errs}
+	}
+	r, err := extractor.ParseRange(taskRange)
+	if err != nil {
+		return nil, &RangeError{Err: err}
+	}
+	return extractor.Select(p, r)
+}
