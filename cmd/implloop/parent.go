@@ -9,8 +9,8 @@ import (
 	"github.com/implloop/implloop/loop"
 )
 
-// Shared by the commands that look at a resume before it happens (watch,
-// check); resume.go does the same inline.
+// Shared by resume and the commands that look at a resume before it
+// happens (watch, check).
 
 // resumeSettings are the settings a resume of parent starts from: the
 // defaults, then the parent's journaled settings; the plan is planPath

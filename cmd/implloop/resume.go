@@ -1,10 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"path/filepath"
-	"strings"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -56,26 +52,15 @@ remove it.
 			if err != nil {
 				return loopError(err, runRef)
 			}
-			s := loop.DefaultSettings()
-			if len(parent.Settings) > 0 {
-				if err := json.Unmarshal(parent.Settings, &s); err != nil {
-					return errorf("", "run %s: settings in the journal: %v", parent.ID, err)
-				}
+			plan := ""
+			if planPath != "" {
+				plan = journalPlanPath(root, io.workingDir, planPath)
+			}
+			s, err := resumeSettings(parent, plan)
+			if err != nil {
+				return err
 			}
 			s = overrideSettings(s, cmd.Flags(), f)
-			if planPath != "" {
-				p := planPath
-				if !filepath.IsAbs(p) {
-					p = filepath.Join(io.workingDir, p)
-				}
-				if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
-					p = rel
-				}
-				s.Plan = p
-			}
-			if s.Plan == "" {
-				s.Plan = parent.PlanPath
-			}
 			if err := s.Validate(); err != nil {
 				return usagef("run 'implloop resume --help' for the accepted values", "%s", err)
 			}

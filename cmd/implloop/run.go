@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -169,13 +168,11 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 	if err != nil {
 		return err
 	}
-	if !filepath.IsAbs(s.Plan) {
-		s.Plan = filepath.Join(io.workingDir, s.Plan)
-	}
-	// The plan path is recorded relative to the repo root when inside it, so
-	// a moved repository resumes with the same settings.
-	if rel, err := filepath.Rel(root, s.Plan); err == nil && !strings.HasPrefix(rel, "..") {
-		s.Plan = rel
+	if parent == "" {
+		// A new run's plan path is as the user typed it; it is recorded
+		// relative to the repo root when inside it, so a moved repository
+		// resumes with the same settings. A resume's is already in that form.
+		s.Plan = journalPlanPath(root, io.workingDir, s.Plan)
 	}
 
 	if ctx == nil {
