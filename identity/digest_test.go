@@ -248,3 +248,34 @@ func TestTimestampsAndDates(t *testing.T) {
 		t.Error("different dates without times give one identity")
 	}
 }
+
+// --agent-cmd names the worker: another command line is another agent,
+// while an absent command line keeps every digest made before the key
+// existed.
+func TestAgentCmdInIdentity(t *testing.T) {
+	base := Preimage{Role: "implement", Agent: "exec", Instructions: "i", Attempt: 1, Prompt: "do it"}
+	withNil, err := Digest(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := base, base
+	a.AgentCmd = []string{"claude", "-p", "--model", "opus"}
+	b.AgentCmd = []string{"claude", "-p", "--model", "sonnet"}
+	da, _ := Digest(a)
+	db, _ := Digest(b)
+	if da == db || da == withNil {
+		t.Fatalf("agent_cmd does not reach the digest: %s %s %s", da, db, withNil)
+	}
+	c, _ := Canonical(base)
+	if strings.Contains(string(c), "agent_cmd") {
+		t.Fatalf("an unset agent_cmd must be absent: %s", c)
+	}
+	env := Env{ProjectRoots: []string{"/home/u/proj"}}
+	m1 := Preimage{Role: "implement", Agent: "exec", Instructions: "i", Attempt: 1, AgentCmd: []string{"/home/u/proj/agent.sh"}}.Normalized(env)
+	m2 := Preimage{Role: "implement", Agent: "exec", Instructions: "i", Attempt: 1, AgentCmd: []string{"/srv/proj/agent.sh"}}.Normalized(Env{ProjectRoots: []string{"/srv/proj"}})
+	d1, _ := Digest(m1)
+	d2, _ := Digest(m2)
+	if d1 != d2 {
+		t.Fatalf("a moved project changed the agent_cmd identity: %v vs %v", m1.AgentCmd, m2.AgentCmd)
+	}
+}

@@ -39,7 +39,9 @@ func TestDocIsCurrent(t *testing.T) {
 //     when unset, or a clearer example of the same rule): update the
 //     current version's fingerprint and say why in the commit message.
 var pinnedFingerprints = map[string]string{
-	"1": "5697d631cde5d8a7c204ac6e9c9222aa945666b82a14fd8410c777949f2504ff",
+	// Re-pinned when agent_cmd was added: a new optional key, absent for
+	// every preimage made before it, so no existing identity changed.
+	"1": "d9d3bc60eabe6d7f892e66f62bc205fcab818545509aed78b664007675936720",
 }
 
 func tablesFingerprint() string {
@@ -68,7 +70,7 @@ func TestTablesPinnedToVersion(t *testing.T) {
 // round, so the doc and Diff's reasons cannot miss a field.
 func TestScopeTableCoversPreimage(t *testing.T) {
 	t.Parallel()
-	p := Preimage{Role: "r", Agent: "a", Model: "m", Instructions: "i", Task: &TaskInput{ID: "1", Text: "t"},
+	p := Preimage{Role: "r", Agent: "a", AgentCmd: []string{"my-agent", "--fast"}, Model: "m", Instructions: "i", Task: &TaskInput{ID: "1", Text: "t"},
 		PreambleSHA256: "p", PlanSHA256: "s", Prompt: "x", Attempt: 1, GateFeedback: "g", Artifacts: []string{"h"},
 		TimeoutSeconds: 1, Env: []string{"E"}, Params: map[string]string{"k": "v"}}
 	c := mustCanonical(t, p)

@@ -11,6 +11,7 @@ type Preimage struct {
 	Version        string            `json:"v"`                         // hash scope version, "1"
 	Role           string            `json:"role"`                      // "implement"
 	Agent          string            `json:"agent"`                     // backend name: claude, codex, exec, builtin...
+	AgentCmd       []string          `json:"agent_cmd,omitempty"`       // the exec backend's argv, each argument normalized
 	Model          string            `json:"model,omitempty"`           // "" means the agent's default
 	Instructions   string            `json:"instructions"`              // hex sha256 of the role's template bytes
 	Task           *TaskInput        `json:"task,omitempty"`            //
@@ -43,5 +44,12 @@ func (p Preimage) Normalized(env Env) Preimage {
 	}
 	p.Prompt = pe.normalize(p.Prompt)
 	p.GateFeedback = pe.normalize(p.GateFeedback)
+	if p.AgentCmd != nil {
+		argv := make([]string, len(p.AgentCmd))
+		for i, a := range p.AgentCmd {
+			argv[i] = pe.normalize(a)
+		}
+		p.AgentCmd = argv
+	}
 	return p
 }

@@ -23,6 +23,7 @@ var hashedScope = []ScopeEntry{
 	{"v", "the hash scope version, \"1\"", "a rule or scope change must make new identities, never reuse old ones", "identity version changed"},
 	{"role", "the unit's role (`implement`, ...)", "each role asks the agent something different", "role changed"},
 	{"agent", "the agent backend's name (`claude`, `codex`, `exec`, `builtin`, ...)", "a different agent is a different worker", "agent changed"},
+	{"agent_cmd", "the exec backend's command line (`--agent-cmd`), split into arguments, each normalized (absent for presets and builtin)", "with --agent-cmd the command names the worker: another program or other arguments is another agent; paths in it are normalized so a moved project keeps its identities", "agent command changed"},
 	{"model", "the model, when one is chosen (absent for the agent's default)", "a different model gives a different answer", "model changed"},
 	{"instructions", "hex sha256 of the role's template bytes", "the instructions are what the agent is asked to do", "instructions changed"},
 	{"task.id", "the task's id (`10`, `3.2`, `T010`)", "it names the task in the prompt and the context file", "task id changed"},

@@ -245,6 +245,20 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	return out, nil
 }
 
+// resumeFrontMatter applies the plan's front matter as it is now to a
+// resume's inherited settings (see ResumeFrontMatter).
+func (e *engine) resumeFrontMatter() error {
+	if e.o.Parent == "" {
+		return nil
+	}
+	s, err := ResumeFrontMatter(e.s, e.sel.FrontMatter)
+	if err != nil {
+		return &PlanError{Path: e.s.Plan, Diagnostics: []string{err.Error()}}
+	}
+	e.s = s
+	return nil
+}
+
 // PlanFile is where the plan of settings path p is: p is recorded relative
 // to the repo root when the plan is inside it, so a moved repository
 // resumes with the same settings.
@@ -325,6 +339,7 @@ func (e *engine) unitParams(t extractor.Task) unit.Params {
 		Index:       t.Ordinal,
 		Count:       e.sel.Count,
 		Agent:       e.agentName(),
+		AgentCmd:    e.agentArgv(),
 		Model:       e.s.Model,
 		PlanContext: unit.PlanContext(e.s.PlanContext),
 		PlanPath:    e.s.Plan,

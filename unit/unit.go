@@ -73,6 +73,7 @@ type Params struct {
 	Count int // the number of tasks in the whole plan
 
 	Agent       string      // backend name as it enters the identity: claude, exec, builtin...
+	AgentCmd    []string    // the exec backend's argv (--agent-cmd split into words); nil for the others
 	Model       string      // "" means the agent's default
 	PlanContext PlanContext // "" means PlanContextTask
 	PlanPath    string      // the plan's path as the user gave it
@@ -222,6 +223,7 @@ func build(r Role, task extractor.Task, p Params, f Facts, readsPlan bool) (Unit
 		Version:        identity.Version,
 		Role:           r.Name,
 		Agent:          p.Agent,
+		AgentCmd:       normalizeAll(p.AgentCmd, p.Norm),
 		Model:          p.Model,
 		Instructions:   sha256Hex(tmpl),
 		Task:           &identity.TaskInput{ID: doc.Task.ID, Text: identity.Normalize(text, p.Norm)},
@@ -352,4 +354,17 @@ func sortedCopy(s []string) []string {
 		}
 	}
 	return out[:w]
+}
+
+// normalizeAll normalizes each argument of argv (nil stays nil, so the key
+// stays absent for backends without a command line).
+func normalizeAll(argv []string, env identity.Env) []string {
+	if len(argv) == 0 {
+		return nil
+	}
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = identity.Normalize(validUTF8(a), env)
+	}
+	return out
 }
