@@ -29,12 +29,13 @@ type Task struct {
 
 // Selection is what the loop runs: the plan's facts and the tasks in range.
 type Selection struct {
-	PlanPath       string // as given by the user
-	PlanSHA256     string // hex sha256 of the raw plan bytes
-	Preamble       string // text before the first task (LF line endings)
-	PreambleSHA256 string // hex sha256 of Preamble
-	Count          int    // number of tasks in the whole plan
-	Tasks          []Task // the selected tasks, in plan order
+	PlanPath       string         // as given by the user
+	PlanSHA256     string         // hex sha256 of the raw plan bytes
+	Preamble       string         // text before the first task (LF line endings)
+	PreambleSHA256 string         // hex sha256 of Preamble
+	FrontMatter    map[string]any // the plan's YAML front matter; nil when none
+	Count          int            // number of tasks in the whole plan
+	Tasks          []Task         // the selected tasks, in plan order
 }
 
 // Select returns the tasks of p that r selects, in plan order, with CRLF
@@ -47,6 +48,7 @@ func Select(p *plan.Plan, r Range) (*Selection, error) {
 		PlanSHA256:     p.SHA256,
 		Preamble:       pre,
 		PreambleSHA256: sha256Hex(pre),
+		FrontMatter:    p.FrontMatter,
 		Count:          len(p.Tasks),
 	}
 	for _, t := range p.Tasks {

@@ -113,6 +113,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	}
 	e.sel = sel
 	e.norm = identity.EnvFor(o.RepoRoot)
+	if err := e.resumeFrontMatter(); err != nil {
+		return nil, err
+	}
 
 	if o.DryRun {
 		return e.dryRun()
@@ -350,6 +353,19 @@ func (e *engine) unitParams(t extractor.Task) unit.Params {
 		UserParams:  e.s.Params,
 		Norm:        e.norm,
 	}
+}
+
+// agentArgv is the exec backend's command line as it enters the identity:
+// another program, or other arguments, is another agent.
+func (e *engine) agentArgv() []string {
+	if e.agentName() != "exec" || e.s.AgentCmd == "" {
+		return nil
+	}
+	argv, err := agent.SplitCommand(e.s.AgentCmd)
+	if err != nil {
+		return []string{e.s.AgentCmd} // agent.New reports the error before any unit runs
+	}
+	return argv
 }
 
 func (e *engine) agentName() string {

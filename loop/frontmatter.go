@@ -12,6 +12,8 @@ import (
 // of that name was set on the command line). Flags win over front matter,
 // front matter over defaults. The plan package has already checked each
 // value's type (lint errors stop a run before this).
+//
+// The keys applied are recorded in s.FrontMatter.
 func ApplyFrontMatter(s Settings, fm map[string]any, given func(flag string) bool) (Settings, error) {
 	str := func(v any) string {
 		switch x := v.(type) {
@@ -22,15 +24,19 @@ func ApplyFrontMatter(s Settings, fm map[string]any, given func(flag string) boo
 		}
 		return fmt.Sprint(v)
 	}
-	for key, v := range fm {
-		flag := map[string]string{
-			"agent": "agent", "agent_cmd": "agent-cmd", "model": "model", "verify": "verify",
-			"max_attempts": "max-attempts", "timeout": "timeout", "on_blocked": "on-blocked",
-			"plan_context": "plan-context", "env": "env", "params": "param",
-		}[key]
+	s.FrontMatter = nil
+	keys := make([]string, 0, len(fm))
+	for k := range fm {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		v := fm[key]
+		flag := frontMatterFlags[key]
 		if flag == "" || given(flag) {
 			continue
 		}
+		s.FrontMatter = append(s.FrontMatter, key)
 		switch key {
 		case "agent":
 			s.Agent = str(v)
@@ -79,6 +85,58 @@ func ApplyFrontMatter(s Settings, fm map[string]any, given func(flag string) boo
 		}
 	}
 	return s, s.Validate()
+}
+
+// frontMatterFlags maps the front-matter keys that are run settings to the
+// flags that set the same thing.
+var frontMatterFlags = map[string]string{
+	"agent": "agent", "agent_cmd": "agent-cmd", "model": "model", "verify": "verify",
+	"max_attempts": "max-attempts", "timeout": "timeout", "on_blocked": "on-blocked",
+	"plan_context": "plan-context", "env": "env", "params": "param",
+}
+
+// ResumeFrontMatter re-applies the plan's front matter as it is now to the
+// settings a resume inherited: a front-matter edit (model: a -> b) reaches
+// the resume, a removed key reverts to its default, and a setting any run
+// of the lineage was given as a flag is left alone.
+func ResumeFrontMatter(s Settings, fm map[string]any) (Settings, error) {
+	flagged := func(flag string) bool {
+		for _, f := range s.Flags {
+			if f == flag {
+				return true
+			}
+		}
+		return false
+	}
+	d := DefaultSettings()
+	for _, key := range s.FrontMatter {
+		if _, still := fm[key]; still || flagged(frontMatterFlags[key]) {
+			continue
+		}
+		switch key {
+		case "agent":
+			s.Agent = d.Agent
+		case "agent_cmd":
+			s.AgentCmd = ""
+		case "model":
+			s.Model = ""
+		case "verify":
+			s.Verify = ""
+		case "max_attempts":
+			s.MaxAttempts = d.MaxAttempts
+		case "timeout":
+			s.Timeout = d.Timeout
+		case "on_blocked":
+			s.OnBlocked = d.OnBlocked
+		case "plan_context":
+			s.PlanContext = d.PlanContext
+		case "env":
+			s.Env = nil
+		case "params":
+			s.Params = nil
+		}
+	}
+	return ApplyFrontMatter(s, fm, flagged)
 }
 
 func parseTimeout(v any) (time.Duration, error) {

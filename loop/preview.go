@@ -29,6 +29,9 @@ func Preview(o Options, src []byte) (*Outcome, error) {
 	}
 	e.sel = sel
 	e.norm = identity.EnvFor(o.RepoRoot)
+	if err := e.resumeFrontMatter(); err != nil {
+		return nil, err
+	}
 	return e.dryRun()
 }
 

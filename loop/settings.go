@@ -22,6 +22,13 @@ type Settings struct {
 	Params         map[string]string `json:"params,omitempty"`
 	PlanContext    string            `json:"plan_context"`
 	IncludeChecked bool              `json:"include_checked,omitempty"`
+
+	// Flags names the settings given as flags, in this run or an ancestor
+	// it resumes: front matter never overrides them.
+	Flags []string `json:"flags,omitempty"`
+	// FrontMatter names the settings taken from the plan's front matter, so
+	// that a resume follows a front-matter edit (and a removed key reverts).
+	FrontMatter []string `json:"front_matter,omitempty"`
 }
 
 // Defaults for the settings a user did not give.

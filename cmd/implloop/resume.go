@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"sort"
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
@@ -81,6 +82,7 @@ func overrideSettings(s loop.Settings, fs *pflag.FlagSet, f *runFlags) loop.Sett
 	set := func(name string, apply func()) {
 		if fs.Changed(name) {
 			apply()
+			s.Flags = addFlag(s.Flags, name)
 		}
 	}
 	set("agent", func() { s.Agent = g.Agent })
@@ -96,4 +98,28 @@ func overrideSettings(s loop.Settings, fs *pflag.FlagSet, f *runFlags) loop.Sett
 	set("plan-context", func() { s.PlanContext = g.PlanContext })
 	set("include-checked", func() { s.IncludeChecked = g.IncludeChecked })
 	return s
+}
+
+// addFlag adds name to the sorted set flags.
+func addFlag(flags []string, name string) []string {
+	for _, f := range flags {
+		if f == name {
+			return flags
+		}
+	}
+	flags = append(append([]string(nil), flags...), name)
+	sort.Strings(flags)
+	return flags
+}
+
+// givenFlags are the run settings given as flags on this command line.
+func givenFlags(fs *pflag.FlagSet) []string {
+	var out []string
+	for _, n := range []string{"agent", "agent-cmd", "model", "verify", "task-range", "max-attempts", "timeout",
+		"on-blocked", "env", "param", "plan-context", "include-checked"} {
+		if fs.Changed(n) {
+			out = addFlag(out, n)
+		}
+	}
+	return out
 }

@@ -134,6 +134,7 @@ brings the work back.
 				return err
 			}
 			s.Plan = args[0]
+			s.Flags = givenFlags(cmd.Flags())
 			if s, err = withFrontMatter(s, args[0], cmd.Flags().Changed); err != nil {
 				return err
 			}
@@ -205,7 +206,14 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 	}
 	if out.NoOp {
 		fmt.Fprintf(io.ErrOut, "implloop: nothing changed since run %s; edit the plan or pass --reverify\n", parent)
-		return exitWith(verdictExit(out.ParentVerdict))
+		// The parent's verdict stands (a narrower --task-range must not turn
+		// a PARTIAL parent into DONE) unless the parent never settled on
+		// one: interrupted, or killed after its last unit completed.
+		switch out.ParentVerdict {
+		case "DONE", "PARTIAL", "BLOCKED":
+			return exitWith(verdictExit(out.ParentVerdict))
+		}
+		return exitWith(verdictExit(out.Verdict))
 	}
 	if out.Blocked {
 		fmt.Fprintf(io.ErrOut, "implloop: see BLOCKED.md for the repair steps, then: implloop resume --run %s\n", out.RunID)
