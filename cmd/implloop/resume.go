@@ -22,7 +22,8 @@ the journal (no agent call); the rest run live. Before anything runs, the
 resume plan says per task replay or live, and why.
 
 Run settings default to the parent's (as recorded in the journal); flags
-given again override them. A task that ended blocked has its gate re-run
+given again override them, and settings in the plan's front matter follow
+the plan as it is now (unless a run of the lineage set them by flag). A task that ended blocked has its gate re-run
 first: if it passes now the task is done with no agent call. Replayed done
 tasks keep their journaled gate result unless --reverify.
 
