@@ -2,6 +2,8 @@ package plan
 
 import (
 	"bytes"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/yuin/goldmark/ast"
@@ -83,34 +85,65 @@ func (r *parseState) check(doc ast.Node) {
 }
 
 // didYouMean suggests the task whose id has the same number, for "T12"
-// against "T012" or "3" against "T003".
+// against "T012" or "3" against "T003". The tasks are indexed by number on
+// the first call, so a plan with many unknown dependencies costs one pass
+// over its tasks, not one per dependency.
 func (r *parseState) didYouMean(id string) string {
 	want, ok := NumericID(id)
 	if !ok {
 		return ""
 	}
-	match := ""
-	for _, t := range r.tasks {
-		if n, ok := NumericID(t.ID); ok && CompareNumeric(n, want) == 0 {
-			if match != "" && match != t.ID {
-				return ""
+	if r.byNumber == nil {
+		// The id of the tasks with each number; "" when two different ids
+		// share a number and the suggestion would be a guess.
+		r.byNumber = map[string]string{}
+		for _, t := range r.tasks {
+			if n, ok := NumericID(t.ID); ok {
+				key := numericKey(n)
+				if match, seen := r.byNumber[key]; seen && match != t.ID {
+					r.byNumber[key] = ""
+				} else {
+					r.byNumber[key] = t.ID
+				}
 			}
-			match = t.ID
 		}
 	}
+	match := r.byNumber[numericKey(want)]
 	if match == "" {
 		return ""
 	}
 	return " (did you mean \"" + match + "\"?)"
 }
 
+// numericKey turns the numbers of an id into a map key: ids whose numbers
+// compare equal with CompareNumeric get the same key.
+func numericKey(nums []int) string {
+	b := make([]byte, 0, 4*len(nums))
+	for i, n := range nums {
+		if i > 0 {
+			b = append(b, '.')
+		}
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	return string(b)
+}
+
 // maxCycleReports bounds the cycles reported for one plan: a few are
 // enough to act on.
 const maxCycleReports = 20
 
+// maxCycleShown bounds the tasks a cycle message names: the first and the
+// last few of a long cycle are enough to find it.
+const maxCycleShown = 10
+
+// maxIDShown bounds each id a cycle message names.
+const maxIDShown = 40
+
 // checkCycles reports each dependency cycle once, at the first task (in
 // plan order) that is on it. Iterative, so a plan of a million tasks does
-// not overflow the stack.
+// not overflow the stack, and it stops at maxCycleReports: one deep search
+// can meet a back edge at every step, and naming every cycle it closes
+// would be quadratic in the number of tasks.
 func (r *parseState) checkCycles(index map[string]int) {
 	const (
 		white = iota
@@ -133,9 +166,6 @@ func (r *parseState) checkCycles(index map[string]int) {
 	}
 	reported := 0
 	for root := range r.tasks {
-		if reported >= maxCycleReports {
-			return
-		}
 		if color[root] != white {
 			continue
 		}
@@ -159,15 +189,26 @@ func (r *parseState) checkCycles(index map[string]int) {
 				for stack[k].node != j {
 					k--
 				}
-				var ids []string
+				cycle := stack[k:]
 				at := j
-				for _, f := range stack[k:] {
-					ids = append(ids, r.tasks[f.node].ID)
+				for _, f := range cycle {
 					at = min(at, f.node)
 				}
-				ids = append(ids, r.tasks[j].ID)
-				r.diag(r.tasks[at].Line, 1, SeverityError, "dependency cycle: %s", strings.Join(ids, " -> "))
+				var ids []string
+				for i, f := range cycle {
+					if len(cycle) > maxCycleShown && i == maxCycleShown/2 {
+						ids = append(ids, fmt.Sprintf("... (%d more) ...", len(cycle)-maxCycleShown))
+					}
+					if len(cycle) <= maxCycleShown || i < maxCycleShown/2 || i >= len(cycle)-maxCycleShown/2 {
+						ids = append(ids, clip(r.tasks[f.node].ID, maxIDShown))
+					}
+				}
+				ids = append(ids, clip(r.tasks[j].ID, maxIDShown))
+				r.diag(r.tasks[at].Line, 1, SeverityError, "dependency cycle: %s", unclipped(strings.Join(ids, " -> ")))
 				reported++
+				if reported >= maxCycleReports {
+					return
+				}
 			}
 		}
 	}

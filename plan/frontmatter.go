@@ -140,9 +140,22 @@ func lineAt(src []byte, pos int) ([]byte, int) {
 
 var yamlLineRe = regexp.MustCompile(`line (\d+): `)
 
+// MaxFrontMatter is the largest front matter implloop decodes (64 KiB). A
+// plan's settings take a few lines; YAML parsing costs far more per byte
+// than markdown, so a huge front matter is refused rather than decoded.
+const MaxFrontMatter = 64 << 10
+
 // parseFrontMatter decodes the front matter text; firstLine is the file
 // line of its first line. Problems are reported through diag.
+//
+// YAML aliases ("*name") are refused: settings never need them, and each
+// alias is a copy of its anchor when decoded, so a few lines of nested
+// aliases ("billion laughs") would decode to millions of values.
 func parseFrontMatter(text []byte, firstLine int, diag func(line, col int, sev Severity, format string, args ...any)) map[string]any {
+	if len(text) > MaxFrontMatter {
+		diag(firstLine, 1, SeverityError, "front matter is %d bytes, the limit is %d (64 KiB): plan settings take a few lines", len(text), MaxFrontMatter)
+		return nil
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(text, &root); err != nil {
 		line := firstLine - 1
@@ -157,6 +170,10 @@ func parseFrontMatter(text []byte, firstLine int, diag func(line, col int, sev S
 	}
 	if root.Kind == 0 || len(root.Content) == 0 { // empty front matter
 		return map[string]any{}
+	}
+	if a := firstAlias(&root); a != nil {
+		diag(firstLine+a.Line-1, a.Column, SeverityError, "front matter uses the YAML alias *%s: write the value out (implloop does not expand aliases)", a.Value)
+		return nil
 	}
 	doc := root.Content[0]
 	if doc.Kind == yaml.ScalarNode && doc.Tag == "!!null" {
@@ -196,6 +213,23 @@ func parseFrontMatter(text []byte, firstLine int, diag func(line, col int, sev S
 		}
 	}
 	return fm
+}
+
+// firstAlias returns the first alias node under n, in document order, or
+// nil. The walk visits each node once: an alias is not followed.
+func firstAlias(n *yaml.Node) *yaml.Node {
+	stack := []*yaml.Node{n}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.Kind == yaml.AliasNode {
+			return n
+		}
+		for i := len(n.Content) - 1; i >= 0; i-- {
+			stack = append(stack, n.Content[i])
+		}
+	}
+	return nil
 }
 
 func knownKeyList() string {

@@ -155,6 +155,7 @@ func Parse(path string, src []byte) (*Plan, []Diagnostic) {
 	p := &Plan{Path: path, SHA256: hex.EncodeToString(sum[:]), Size: len(src)}
 	r := &parseState{path: path, src: src, plan: p}
 	r.parse()
+	r.summarizeOmitted()
 	sort.SliceStable(r.diags, func(i, j int) bool {
 		a, b := r.diags[i], r.diags[j]
 		if a.Line != b.Line {
@@ -176,6 +177,15 @@ type parseState struct {
 
 	breakLines map[int]bool // 0-based lines holding a top-level thematic break
 	tasks      []taskBuild
+
+	kinds    map[string]*diagKind // diagnostics emitted so far, by format
+	byNumber map[string]string    // didYouMean's index, built when first needed
+}
+
+// diagKind counts the diagnostics of one kind (one format string).
+type diagKind struct {
+	n    int // how many were emitted
+	last int // index in diags of the last one kept
 }
 
 // taskBuild is a task while it is being parsed.
@@ -197,8 +207,62 @@ type depRef struct {
 	line, col int
 }
 
+// MaxDiagnosticsPerKind bounds the diagnostics of one kind a plan gets: a
+// generated or corrupted plan can have a finding on every line, and
+// printing (or formatting) a million of them helps no one. The last one
+// kept says how many more there are.
+const MaxDiagnosticsPerKind = 100
+
+// maxArgLen bounds a string quoted in a diagnostic: a task id or a title
+// can be as long as the file, and a message that repeats it for every
+// finding would make the diagnostics quadratic in the file's size.
+const maxArgLen = 200
+
+// unclipped is a diagnostic argument that diag leaves whole: the caller
+// has bounded it already.
+type unclipped string
+
 func (r *parseState) diag(line, col int, sev Severity, format string, args ...any) {
+	if r.kinds == nil {
+		r.kinds = map[string]*diagKind{}
+	}
+	k := r.kinds[format]
+	if k == nil {
+		k = &diagKind{}
+		r.kinds[format] = k
+	}
+	k.n++
+	if k.n > MaxDiagnosticsPerKind {
+		return // counted; summarizeOmitted reports how many
+	}
+	for i, a := range args {
+		if s, ok := a.(string); ok && len(s) > maxArgLen {
+			args[i] = clip(s, maxArgLen)
+		}
+	}
+	k.last = len(r.diags)
 	r.diags = append(r.diags, Diagnostic{Path: r.path, Line: line, Col: col, Severity: sev, Message: fmt.Sprintf(format, args...)})
+}
+
+// summarizeOmitted tells, on the last diagnostic kept of each kind that
+// reached MaxDiagnosticsPerKind, how many more of that kind there are.
+func (r *parseState) summarizeOmitted() {
+	for _, k := range r.kinds {
+		if more := k.n - MaxDiagnosticsPerKind; more > 0 {
+			r.diags[k.last].Message += fmt.Sprintf(" (and %d more like this, not shown)", more)
+		}
+	}
+}
+
+// clip shortens s to at most n bytes (on a rune boundary) and marks the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // lineOf returns the 0-based line holding byte offset off.

@@ -58,14 +58,16 @@
 //
 // Everything between the front matter and the first task is the preamble.
 // Optional YAML front matter ("---" on the first line, closed by "---" or
-// "...") holds plan-level settings; see [FrontMatterKeys]. CRLF files parse
-// like their LF twins: same tasks, ids, titles, lines and (after turning
-// CRLF into LF) texts.
+// "...") holds plan-level settings; see [FrontMatterKeys]. Front matter over
+// [MaxFrontMatter] or using YAML aliases ("*name") is an error and is not
+// decoded. CRLF files parse like their LF twins: same tasks, ids, titles,
+// lines and (after turning CRLF into LF) texts.
 //
 // A plan is refused (an error diagnostic, no tasks) when it is over
 // [MaxSize], holds a NUL byte, or opens more than [MaxNesting] lists or
 // block quotes on one line; bytes that are not UTF-8 are an error but the
-// plan is still parsed.
+// plan is still parsed. Diagnostics of one kind stop at
+// [MaxDiagnosticsPerKind]; the last one kept says how many more there are.
 package plan
 
 import (

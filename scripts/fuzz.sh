@@ -6,6 +6,6 @@ for pkg in $(go list ./...); do
   dir=$(go list -f '{{.Dir}}' "$pkg")
   for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
     echo "fuzz $pkg $target ($fuzztime)"
-    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s -parallel 1 "$pkg"
   done
 done
