@@ -81,7 +81,7 @@ func (p *progress) Close() {
 func (p *progress) draw(frame string) {
 	t := p.task
 	line := fmt.Sprintf("%s [%d/%d] task %s %s  %s  attempt %d  %s", frame, t.index, t.n, t.id, clipTitle(t.title),
-		time.Since(t.start).Round(time.Second), max(t.attempt, 1), t.source)
+		time.Since(t.start).Round(100*time.Millisecond), max(t.attempt, 1), t.source)
 	if t.note != "" {
 		line += "  " + t.note
 	}
@@ -147,6 +147,9 @@ func (p *progress) Event(e loop.Event) {
 			fmt.Fprintf(w, "  attempt %d: replayed from %s\n", e.Attempt, e.From)
 		}
 	case loop.EvUnitFinished:
+		if e.Status != "failed" && p.task != nil {
+			p.task.note = "gate running"
+		}
 		if e.Status == "failed" {
 			if p.task != nil {
 				p.task.note = "agent failed"
