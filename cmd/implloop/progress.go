@@ -128,9 +128,7 @@ func (p *progress) Event(e loop.Event) {
 	case loop.EvUnitStarted:
 		if p.task != nil {
 			p.task.attempt, p.task.source = e.Attempt, "live"
-			if len(e.Reasons) > 0 {
-				p.task.note = strings.Join(e.Reasons, ", ")
-			}
+			p.task.note = strings.Join(e.Reasons, ", ")
 		}
 		if !p.live && !p.json {
 			why := ""
