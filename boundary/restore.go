@@ -26,8 +26,11 @@ type LostContent struct {
 	// Raw is the blob holding the worktree's raw bytes, from the salvage
 	// store, when they differ from Lost.Hash (autocrlf, filters).
 	Raw string `json:"raw,omitempty"`
-	// Base is the content the lost work was based on (HEAD at the earlier
-	// boundary): a path still holding it may be overwritten safely.
+	// Base is the content the path was reverted to, which the lost work
+	// was based on: HEAD's content at the earlier boundary, or its index
+	// content then when the task restored it from the index
+	// (`git checkout -- path`). A path still holding it may be overwritten
+	// safely.
 	Base Blob `json:"base"`
 }
 

@@ -206,3 +206,53 @@ func TestRestoreAutocrlfAndSafety(t *testing.T) {
 		t.Error("restore wrote outside the worktree")
 	}
 }
+
+// TestRestoreFromIndexRevert: unstaged work on top of staged work, thrown
+// away by `git checkout -- path` (which restores from the index). The guard
+// sets the base to the index content, so Restore overwrites the reverted
+// file without force and brings the unstaged bytes back; a path that moved
+// on to something else (here HEAD's content) is refused without force.
+func TestRestoreFromIndexRevert(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t)
+	r.write("a.txt", "a base\n")
+	r.commitAll("init")
+	r.write("keep.txt", "v1\n")
+	r.write("a.txt", "a staged\n")
+	r.git("add", "keep.txt", "a.txt")
+	r.write("keep.txt", "v2 more work\n")
+	r.write("a.txt", "a staged and more\n")
+	s1 := r.take(WithSalvage("idx", 1))
+	fromIndex := func(path string) LostContent {
+		l := lostFrom(t, s1, path)
+		l.Base = entry(t, s1, path).Index
+		return l
+	}
+	lost := []LostContent{fromIndex("keep.txt"), fromIndex("a.txt")}
+	r.git("checkout", "--", "keep.txt")
+	r.git("checkout", "HEAD", "--", "a.txt") // reverted past the index: not the base
+	if r.read("keep.txt") != "v1\n" || r.read("a.txt") != "a base\n" {
+		t.Fatal("setup")
+	}
+	res, err := Restore(context.Background(), r.dir, lost, false)
+	if !errors.Is(err, ErrRefused) || len(res) != 2 || res[0].Action != RestoreWritten || res[1].Action != RestoreRefused {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if got := r.read("keep.txt"); got != "v2 more work\n" {
+		t.Errorf("keep.txt %q", got)
+	}
+	if got := r.git("show", ":keep.txt"); got != "v1\n" {
+		t.Errorf("index changed: %q", got)
+	}
+	if got := r.read("a.txt"); got != "a base\n" {
+		t.Errorf("refused path written: %q", got)
+	}
+	// Again: keep.txt is unchanged now; force takes a.txt.
+	res, err = Restore(context.Background(), r.dir, lost, true)
+	if err != nil || res[0].Action != RestoreUnchanged || res[1].Action != RestoreWritten {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if got := r.read("a.txt"); got != "a staged and more\n" {
+		t.Errorf("a.txt %q", got)
+	}
+}

@@ -9,8 +9,17 @@
 // else absent):
 //
 //   - c == w: preserved. Still dirty: untouched; clean: committed as-is.
-//   - c == h != w: discarded. The task blocks, whether or not HEAD moved:
-//     content proves the loss, a HEAD move cannot hide it.
+//   - c == h != w, or c == i != w where i is the index content there
+//     (`git checkout -- path` and `git restore path` restore from the
+//     index), w being neither h nor i: discarded. The task blocks, whether
+//     or not HEAD moved: content proves the loss, a HEAD move cannot hide it.
+//   - discarded by those rules, but w is now at another path: moved (a
+//     rename; a concern, not a block). w counts as there when a path that is
+//     dirty at the later boundary holds it in the worktree, or a path the
+//     later snapshot tracked (or, under the same HEAD, an earlier-dirty path
+//     now clean at h) holds it, with the same id and the same mode. The old
+//     side of an earlier rename whose new side moved back to it (a rename
+//     undone) is moved too: nothing was lost.
 //   - anything else: changed further (normal work), committed or not.
 //
 // Content is a git object id plus a mode, so a reverted executable bit is a
@@ -23,11 +32,14 @@
 // Compare is pure: the later snapshot must carry the HEAD content of the
 // earlier dirty paths that are clean by then (boundary.WithTrack). A path
 // whose content cannot be known from the snapshots is reported as unverified
-// (a concern), never guessed.
+// (a concern), never guessed. Reading no HEAD tree, it cannot see content
+// that a task moved to a new path and committed (the new path is neither
+// dirty nor tracked): that still blocks, and a restore overwrites nothing.
 package guard
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/implloop/implloop/boundary"
@@ -42,6 +54,7 @@ const (
 	Committed  Outcome = "committed"  // clean now, and HEAD holds its content
 	Changed    Outcome = "changed"    // content changed further
 	Discarded  Outcome = "discarded"  // back to its base: the work is lost
+	Moved      Outcome = "moved"      // gone from here, but its content lives at another path
 	Unverified Outcome = "unverified" // its content now is unknown
 )
 
@@ -54,6 +67,14 @@ type PathResult struct {
 	Now     boundary.Blob   `json:"now"`  // c: content at the later boundary
 	Clean   bool            `json:"clean,omitempty"`
 	Status  boundary.Status `json:"status"` // at the earlier boundary
+	// RevertedTo says, for a discarded path, what it was reverted to:
+	// "head" (h) or "index" (the earlier boundary's index content).
+	RevertedTo string `json:"reverted_to,omitempty"`
+	// MovedTo is, for a moved path, where its earlier content lives now.
+	MovedTo string `json:"moved_to,omitempty"`
+	// MovedFrom is set on the old side of an earlier rename that was
+	// undone: the new side whose content came back here.
+	MovedFrom string `json:"moved_from,omitempty"`
 }
 
 // ConcernKind names a concern.
@@ -65,6 +86,7 @@ const (
 	ConcernNoChanges  ConcernKind = "no-changes"
 	ConcernConflicted ConcernKind = "conflicted"
 	ConcernUnverified ConcernKind = "unverified"
+	ConcernMoved      ConcernKind = "moved"
 )
 
 // Concern is worth a look but does not block.
@@ -89,6 +111,7 @@ type Verdict struct {
 	Committed  int       `json:"committed"`
 	Changed    int       `json:"changed"`
 	Discarded  int       `json:"discarded"`
+	Moved      int       `json:"moved"`
 	Unverified int       `json:"unverified"`
 	Concerns   []Concern `json:"concerns,omitempty"`
 }
@@ -100,42 +123,85 @@ func (v Verdict) Blocked() bool { return len(v.Lost) > 0 }
 // Compare applies the guard's rules to an earlier and a later snapshot.
 func Compare(prev, cur boundary.Snapshot) Verdict {
 	v := Verdict{PrevHead: prev.Head, CurHead: cur.Head, HeadMoved: prev.Head != cur.Head}
+	where := locator{prev: prev, cur: cur}
 	for _, p := range prev.Paths {
 		r := PathResult{Path: p.Path, Was: p.Worktree, Base: p.Head, Status: p.Status}
-		now, dirty, known := cur.Content(p.Path)
-		if !known && !dirty && prev.Head != "" && prev.Head == cur.Head {
-			// Clean now under the same HEAD: its content is that HEAD's,
-			// which the earlier boundary recorded as h.
-			now, known = p.Head, true
-		}
+		now, dirty, known := where.content(p)
 		r.Now, r.Clean = now, !dirty
 		switch {
 		case !known || (now.Present() && !now.Known()):
 			r.Outcome = Unverified
-			v.Unverified++
-			v.Concerns = append(v.Concerns, Concern{Kind: ConcernUnverified, Path: p.Path,
-				Message: fmt.Sprintf("%s: its content now is unknown, so the guard cannot tell whether it was kept", p.Path)})
 		case now.Same(p.Worktree):
 			if dirty {
 				r.Outcome = Untouched
-				v.Untouched++
 			} else {
 				r.Outcome = Committed
-				v.Committed++
 			}
 		case now.Same(p.Head):
-			r.Outcome = Discarded
+			r.Outcome, r.RevertedTo = Discarded, "head"
+		case p.Status != boundary.StatusConflicted && now.Same(p.Index) && !p.Worktree.Same(p.Head):
+			// Restored from the index (git checkout -- path, git restore
+			// path): the worktree work that was never staged is gone. A
+			// conflicted entry has no stage-0 index content to compare.
+			r.Outcome, r.RevertedTo = Discarded, "index"
+		default:
+			r.Outcome = Changed
+		}
+		if r.Outcome == Discarded {
+			if to, ok := where.elsewhere(p.Path, p.Worktree); ok {
+				r.Outcome, r.RevertedTo, r.MovedTo = Moved, "", to
+			}
+		}
+		v.Paths = append(v.Paths, r)
+	}
+	// The old side of an earlier rename is discarded by the rules when the
+	// rename is undone (its deletion is undone); but if the new side's
+	// content moved back to it, nothing was lost, and restoring the
+	// deletion alone would remove the only copy in the worktree.
+	for i := range v.Paths {
+		r := &v.Paths[i]
+		e, _ := prev.Lookup(r.Path)
+		if r.Outcome != Discarded || e.RenamedTo == "" || r.Was.Present() {
+			continue
+		}
+		for _, o := range v.Paths {
+			if o.Path == e.RenamedTo && o.Outcome == Moved && o.MovedTo == r.Path {
+				r.Outcome, r.RevertedTo, r.MovedFrom = Moved, "", o.Path
+				break
+			}
+		}
+	}
+	for _, r := range v.Paths {
+		switch r.Outcome {
+		case Untouched:
+			v.Untouched++
+		case Committed:
+			v.Committed++
+		case Changed:
+			v.Changed++
+		case Unverified:
+			v.Unverified++
+			v.Concerns = append(v.Concerns, Concern{Kind: ConcernUnverified, Path: r.Path,
+				Message: fmt.Sprintf("%s: its content now is unknown, so the guard cannot tell whether it was kept", r.Path)})
+		case Moved:
+			v.Moved++
+			if r.MovedTo != "" {
+				v.Concerns = append(v.Concerns, Concern{Kind: ConcernMoved, Path: r.Path,
+					Message: fmt.Sprintf("%s moved to %s", r.Path, r.MovedTo)})
+			}
+		case Discarded:
 			v.Discarded++
+			p, _ := prev.Lookup(r.Path)
 			lc := boundary.LostContent{Path: p.Path, Lost: p.Worktree, Base: p.Head}
+			if r.RevertedTo == "index" {
+				// What the path was reverted to: Restore may overwrite it.
+				lc.Base = p.Index
+			}
 			if p.Salvaged != "" && p.Salvaged != p.Worktree.Hash {
 				lc.Raw = p.Salvaged
 			}
 			v.Lost = append(v.Lost, lc)
-		default:
-			r.Outcome = Changed
-			v.Changed++
 		}
-		v.Paths = append(v.Paths, r)
 	}
 	if v.HeadMoved && !v.Blocked() {
 		v.Concerns = append(v.Concerns, Concern{Kind: ConcernHeadMoved,
@@ -152,6 +218,73 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 		}
 	}
 	return v
+}
+
+// locator answers where content is at the later boundary.
+type locator struct {
+	prev, cur boundary.Snapshot
+	byHash    map[string][]located // built on first use
+}
+
+type located struct {
+	path string
+	blob boundary.Blob
+}
+
+// content is the earlier-dirty path p's content at the later boundary.
+func (l *locator) content(p boundary.Entry) (now boundary.Blob, dirty, known bool) {
+	now, dirty, known = l.cur.Content(p.Path)
+	if !known && !dirty && l.prev.Head != "" && l.prev.Head == l.cur.Head {
+		// Clean now under the same HEAD: its content is that HEAD's,
+		// which the earlier boundary recorded as h.
+		now, known = p.Head, true
+	}
+	return now, dirty, known
+}
+
+// elsewhere reports a path other than path that holds w at the later
+// boundary: a dirty path's worktree content, a tracked path's HEAD content,
+// or an earlier-dirty path's inferred content (clean under the same HEAD).
+// Equality is Blob.Same: id and mode. Paths clean at the later boundary
+// and neither tracked nor earlier-dirty are not seen (Compare reads no
+// HEAD tree).
+func (l *locator) elsewhere(path string, w boundary.Blob) (string, bool) {
+	if !w.Present() || !w.Known() {
+		return "", false
+	}
+	if l.byHash == nil {
+		l.byHash = map[string][]located{}
+		add := func(p string, b boundary.Blob) {
+			if b.Present() && b.Known() {
+				l.byHash[b.Hash] = append(l.byHash[b.Hash], located{p, b})
+			}
+		}
+		for _, e := range l.cur.Paths {
+			add(e.Path, e.Worktree)
+		}
+		tracked := make([]string, 0, len(l.cur.Tracked))
+		for p := range l.cur.Tracked {
+			tracked = append(tracked, p)
+		}
+		sort.Strings(tracked)
+		for _, p := range tracked {
+			add(p, l.cur.Tracked[p])
+		}
+		for _, e := range l.prev.Paths {
+			if _, in := l.cur.Tracked[e.Path]; in {
+				continue
+			}
+			if b, dirty, known := l.content(e); known && !dirty {
+				add(e.Path, b)
+			}
+		}
+	}
+	for _, c := range l.byHash[w.Hash] {
+		if c.path != path && c.blob.Same(w) {
+			return c.path, true
+		}
+	}
+	return "", false
 }
 
 // sameState reports whether HEAD and every dirty path's content are exactly
@@ -179,6 +312,7 @@ func (v Verdict) Summary() string {
 		}
 	}
 	add(v.Discarded, "discarded")
+	add(v.Moved, "moved")
 	add(v.Committed, "committed as-is")
 	add(v.Untouched, "kept uncommitted")
 	add(v.Changed, "changed further")

@@ -94,9 +94,12 @@ func TestCompare(t *testing.T) {
 	}
 	rows := []struct {
 		name   string
-		before func(r repo) // the state at the earlier boundary
-		task   func(r repo) // what the task did
-		noTrak bool         // the later snapshot was taken without WithTrack
+		before func(r repo)                          // the state at the earlier boundary
+		task   func(r repo)                          // what the task did
+		noTrak bool                                  // the later snapshot was taken without WithTrack
+		track  []string                              // paths tracked beyond the earlier ones (the loop tracks none)
+		check  func(t *testing.T, r repo, v Verdict) // more checks on the verdict
+		after  func(t *testing.T, r repo)            // checks after a restore
 		want   want
 	}{
 		{
@@ -154,10 +157,175 @@ func TestCompare(t *testing.T) {
 			want:   want{outcomes: map[string]Outcome{"a.txt": Committed, "moved.txt": Committed}, concerns: []ConcernKind{ConcernHeadMoved}},
 		},
 		{
-			name:   "a rename undone: both sides block",
+			// This row used to want both sides discarded and a block. But
+			// the content moved.txt held is back at a.txt: nothing is lost,
+			// and restoring a.txt's deletion alone would remove the only
+			// copy in the worktree. Both sides are moved: a concern.
+			name:   "a rename undone: moved back, nothing lost",
 			before: func(r repo) { base(r); r.git("mv", "a.txt", "moved.txt") },
 			task:   func(r repo) { r.git("mv", "moved.txt", "a.txt") },
+			check: func(t *testing.T, r repo, v Verdict) {
+				for _, p := range v.Paths {
+					if p.Path == "moved.txt" && p.MovedTo != "a.txt" || p.Path == "a.txt" && p.MovedFrom != "moved.txt" {
+						t.Errorf("%+v", p)
+					}
+				}
+			},
+			want: want{outcomes: map[string]Outcome{"a.txt": Moved, "moved.txt": Moved}, concerns: []ConcernKind{ConcernMoved}},
+		},
+		{
+			name:   "a rename of edited content undone by a reset: the edit is lost, both sides block",
+			before: func(r repo) { base(r); r.git("mv", "a.txt", "moved.txt"); r.write("moved.txt", "a edited\n") },
+			task:   func(r repo) { r.git("reset", "-q", "--hard") },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Discarded, "moved.txt": Discarded}, blocked: true},
+		},
+		{
+			name:   "a new file moved: a concern, its content at the new path",
+			before: func(r repo) { base(r); r.write("foo.go", "package foo\n") },
+			task: func(r repo) {
+				if err := os.Rename(filepath.Join(r.dir, "foo.go"), filepath.Join(r.dir, "bar.go")); err != nil {
+					r.t.Fatal(err)
+				}
+			},
+			check: func(t *testing.T, r repo, v Verdict) {
+				if p := v.Paths[0]; p.MovedTo != "bar.go" || v.Moved != 1 {
+					t.Errorf("%+v", v)
+				}
+				if got, _ := os.ReadFile(filepath.Join(r.dir, "bar.go")); string(got) != "package foo\n" {
+					t.Errorf("bar.go holds %q", got)
+				}
+				if c := v.Concerns[0]; c.Message != "foo.go moved to bar.go" || c.Path != "foo.go" {
+					t.Errorf("%+v", c)
+				}
+				if s := v.Summary(); s != "HEAD unchanged at "+short(v.CurHead)+": 1 path moved" {
+					t.Errorf("summary %q", s)
+				}
+			},
+			want: want{outcomes: map[string]Outcome{"foo.go": Moved}, concerns: []ConcernKind{ConcernMoved}},
+		},
+		{
+			name:   "a new file moved with git mv after git add",
+			before: func(r repo) { base(r); r.write("foo.go", "package foo\n"); r.git("add", "foo.go") },
+			task:   func(r repo) { r.git("mv", "foo.go", "bar.go") },
+			want:   want{outcomes: map[string]Outcome{"foo.go": Moved}, concerns: []ConcernKind{ConcernMoved}},
+		},
+		{
+			// Compare reads no HEAD tree: a committed new path is seen only
+			// if the later snapshot tracked it. The loop tracks the earlier
+			// dirty paths only, so a rename committed in the same task still
+			// blocks; the restore writes foo.go back beside bar.go and
+			// overwrites nothing.
+			name:   "a new file moved and the new path committed, loop tracking: still blocks",
+			before: func(r repo) { base(r); r.write("foo.go", "package foo\n") },
+			task: func(r repo) {
+				r.rm("foo.go")
+				r.write("bar.go", "package foo\n")
+				r.commit()
+			},
+			want: want{outcomes: map[string]Outcome{"foo.go": Discarded}, blocked: true},
+		},
+		{
+			name:   "a new file moved and the new path committed, new path tracked: moved",
+			before: func(r repo) { base(r); r.write("foo.go", "package foo\n") },
+			task:   func(r repo) { r.rm("foo.go"); r.write("bar.go", "package foo\n"); r.commit() },
+			track:  []string{"bar.go"},
+			check: func(t *testing.T, r repo, v Verdict) {
+				if p := v.Paths[0]; p.MovedTo != "bar.go" {
+					t.Errorf("%+v", p)
+				}
+			},
+			want: want{outcomes: map[string]Outcome{"foo.go": Moved}, concerns: []ConcernKind{ConcernMoved, ConcernHeadMoved}},
+		},
+		{
+			// The earlier content is nowhere now: the guard cannot tell an
+			// edit after a move from a deletion and a new file. Restore
+			// writes foo.go back and leaves bar.go alone.
+			name:   "a new file moved then edited: blocks, the old content is nowhere",
+			before: func(r repo) { base(r); r.write("foo.go", "package foo\n") },
+			task:   func(r repo) { r.rm("foo.go"); r.write("bar.go", "package bar\n") },
+			after: func(t *testing.T, r repo) {
+				for path, want := range map[string]string{"foo.go": "package foo\n", "bar.go": "package bar\n"} {
+					if got, _ := os.ReadFile(filepath.Join(r.dir, path)); string(got) != want {
+						t.Errorf("%s holds %q, want %q", path, got, want)
+					}
+				}
+			},
+			want: want{outcomes: map[string]Outcome{"foo.go": Discarded}, blocked: true},
+		},
+		{
+			name:   "a moved file's executable bit dropped: content is id and mode, blocks",
+			before: func(r repo) { base(r); r.write("run.sh", "echo\n"); os.Chmod(filepath.Join(r.dir, "run.sh"), 0o755) },
+			task:   func(r repo) { r.rm("run.sh"); r.write("bin.sh", "echo\n") },
+			want:   want{outcomes: map[string]Outcome{"run.sh": Discarded}, blocked: true},
+		},
+		{
+			name:   "an edit reverted while a copy of it survives elsewhere: moved",
+			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
+			task:   func(r repo) { r.write("copy.txt", "a work\n"); r.git("checkout", "--", "a.txt") },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Moved}, concerns: []ConcernKind{ConcernMoved}},
+		},
+		{
+			name: "a new file restored from the index (git checkout -- path): the unstaged work blocks",
+			before: func(r repo) {
+				base(r)
+				r.write("keep.txt", "v1\n")
+				r.git("add", "keep.txt")
+				r.write("keep.txt", "v2 more work\n")
+			},
+			task: func(r repo) { r.git("checkout", "--", "keep.txt") },
+			check: func(t *testing.T, r repo, v Verdict) {
+				if p := v.Paths[0]; p.RevertedTo != "index" {
+					t.Errorf("%+v", p)
+				}
+			},
+			after: func(t *testing.T, r repo) {
+				if got, _ := os.ReadFile(filepath.Join(r.dir, "keep.txt")); string(got) != "v2 more work\n" {
+					t.Errorf("keep.txt holds %q after restore", got)
+				}
+			},
+			want: want{outcomes: map[string]Outcome{"keep.txt": Discarded}, blocked: true},
+		},
+		{
+			name: "a tracked file restored from the index (git restore path): blocks",
+			before: func(r repo) {
+				base(r)
+				r.write("a.txt", "a staged\n")
+				r.git("add", "a.txt")
+				r.write("a.txt", "a staged and more\n")
+			},
+			task: func(r repo) { r.git("restore", "a.txt") },
+			after: func(t *testing.T, r repo) {
+				if got, _ := os.ReadFile(filepath.Join(r.dir, "a.txt")); string(got) != "a staged and more\n" {
+					t.Errorf("a.txt holds %q after restore", got)
+				}
+				if got := r.git("show", ":a.txt"); got != "a staged\n" {
+					t.Errorf("index %q", got)
+				}
+			},
+			want: want{outcomes: map[string]Outcome{"a.txt": Discarded}, blocked: true},
+		},
+		{
+			name: "git checkout . restores every path from the index: blocks on the unstaged ones",
+			before: func(r repo) {
+				base(r)
+				r.write("a.txt", "a staged\n")
+				r.write("b.txt", "b staged\n")
+				r.git("add", "a.txt", "b.txt")
+				r.write("a.txt", "a staged and more\n")
+				r.write("c.txt", "c unstaged\n")
+			},
+			task: func(r repo) { r.git("checkout", ".") },
+			want: want{outcomes: map[string]Outcome{"a.txt": Discarded, "b.txt": Untouched, "c.txt": Discarded}, blocked: true},
+		},
+		{
+			name: "staged work kept, only the worktree matched to the index: fully staged, untouched",
+			before: func(r repo) {
+				base(r)
+				r.write("a.txt", "a staged\n")
+				r.git("add", "a.txt")
+			},
+			task: func(r repo) { r.git("restore", "a.txt") },
+			want: want{outcomes: map[string]Outcome{"a.txt": Untouched}, concerns: []ConcernKind{ConcernNoChanges}},
 		},
 		{
 			name:   "a renamed file edited further",
@@ -260,7 +428,7 @@ func TestCompare(t *testing.T) {
 			row.task(r)
 			var opts []boundary.Option
 			if !row.noTrak {
-				opts = append(opts, boundary.WithTrack(prev.PathNames()...))
+				opts = append(opts, boundary.WithTrack(append(prev.PathNames(), row.track...)...))
 			}
 			cur, err := boundary.Take(ctx, r.dir, opts...)
 			if err != nil {
@@ -284,12 +452,20 @@ func TestCompare(t *testing.T) {
 			if fmt.Sprint(kinds) != fmt.Sprint(row.want.concerns) {
 				t.Errorf("concerns %v, want %v", v.Concerns, row.want.concerns)
 			}
-			// Every lost path carries what Restore needs, and restoring
-			// brings the earlier content back exactly.
-			for _, l := range v.Lost {
+			if row.check != nil {
+				row.check(t, r, v)
+			}
+			// Every lost path carries what Restore needs (its base is what
+			// it was reverted to: HEAD's or the index's content then), and
+			// restoring brings the earlier content back exactly.
+			for i, l := range v.Lost {
 				e, _ := prev.Lookup(l.Path)
-				if l.Lost != e.Worktree || l.Base != e.Head {
-					t.Errorf("lost %+v, earlier entry %+v", l, e)
+				base := e.Head
+				if p := v.Paths[slices.IndexFunc(v.Paths, func(p PathResult) bool { return p.Path == l.Path })]; p.RevertedTo == "index" {
+					base = e.Index
+				}
+				if l.Lost != e.Worktree || l.Base != base {
+					t.Errorf("lost[%d] %+v, earlier entry %+v", i, l, e)
 				}
 			}
 			if v.Blocked() {
@@ -308,6 +484,9 @@ func TestCompare(t *testing.T) {
 				}
 				if again := Compare(prev, after); again.Blocked() {
 					t.Errorf("still blocked after restore: %s", again.Summary())
+				}
+				if row.after != nil {
+					row.after(t, r)
 				}
 			}
 		})
@@ -351,6 +530,25 @@ func TestComparePure(t *testing.T) {
 	cur := boundary.Snapshot{Head: "", Paths: []boundary.Entry{{Path: "sub", Worktree: unknown}}}
 	v := Compare(prev, cur)
 	if !v.Blocked() || v.Paths[0].Outcome != Discarded || v.Paths[1].Outcome != Unverified {
+		t.Errorf("%+v", v)
+	}
+	// A conflicted entry has no stage-0 index content (Index absent): its
+	// deletion is not a revert to the index. A `git rm --cached` file
+	// (index absent, worktree neither h nor i) deleted is one.
+	h := boundary.Blob{Hash: strings.Repeat("e", 40), Mode: boundary.ModeRegular}
+	prev = boundary.Snapshot{Head: "x", Paths: []boundary.Entry{
+		{Path: "c", Status: boundary.StatusConflicted, Head: h, Worktree: blob("2")},
+		{Path: "u", Status: boundary.StatusUntracked, Head: h, Worktree: blob("3")},
+	}}
+	v = Compare(prev, boundary.Snapshot{Head: "x", Tracked: map[string]boundary.Blob{"c": {}, "u": {}}})
+	if v.Paths[0].Outcome != Changed || v.Paths[1].Outcome != Discarded || len(v.Lost) != 1 || v.Lost[0].Base != (boundary.Blob{}) {
+		t.Errorf("%+v", v)
+	}
+	// Moved needs the same id and mode; the first path holding it wins.
+	prev = boundary.Snapshot{Head: "", Paths: []boundary.Entry{{Path: "m", Worktree: blob("4")}}}
+	exec := boundary.Blob{Hash: blob("4").Hash, Mode: boundary.ModeExecutable}
+	v = Compare(prev, boundary.Snapshot{Head: "", Paths: []boundary.Entry{{Path: "x", Worktree: exec}, {Path: "y", Worktree: blob("4")}, {Path: "z", Worktree: blob("4")}}})
+	if v.Paths[0].Outcome != Moved || v.Paths[0].MovedTo != "y" || v.Blocked() {
 		t.Errorf("%+v", v)
 	}
 	// No earlier dirty paths and nothing moved: no changes.
