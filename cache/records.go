@@ -26,6 +26,11 @@ type Gate struct {
 	Replayed bool          `json:"replayed"`           // journaled result carried over, not re-run
 	Duration time.Duration `json:"duration_ns"`
 	At       time.Time     `json:"at"`
+	// StandsFor is set on a recheck gate that passed (a blocked task fixed
+	// outside the loop, no agent call): the identity of the unit that
+	// would have run next, computed when it passed. A later resume replays
+	// the fix only while the task still computes that identity.
+	StandsFor string `json:"stands_for,omitempty"`
 }
 
 // PutGate inserts or replaces the gate of (run, task, attempt). A zero At
@@ -36,20 +41,20 @@ func (j *Journal) PutGate(g Gate) error {
 		g.At = time.Now()
 	}
 	_, err := j.exec(!g.Replayed, `INSERT INTO gates (run_id, task_id, attempt, command, passed, exit_code,
-			output, feedback, replayed, duration_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			output, feedback, replayed, duration_ms, at, stands_for) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id, task_id, attempt) DO UPDATE SET command = excluded.command,
 			passed = excluded.passed, exit_code = excluded.exit_code, output = excluded.output,
 			feedback = excluded.feedback, replayed = excluded.replayed,
-			duration_ms = excluded.duration_ms, at = excluded.at`,
+			duration_ms = excluded.duration_ms, at = excluded.at, stands_for = excluded.stands_for`,
 		g.RunID, g.TaskID, g.Attempt, g.Command, g.Passed, g.ExitCode, g.Output, g.Feedback, g.Replayed,
-		g.Duration.Milliseconds(), ms(g.At))
+		g.Duration.Milliseconds(), ms(g.At), g.StandsFor)
 	if err != nil {
 		return fmt.Errorf("put gate %s/%s~a%d: %w", g.RunID, g.TaskID, g.Attempt, err)
 	}
 	return nil
 }
 
-const gateCols = `run_id, task_id, attempt, command, passed, exit_code, output, feedback, replayed, duration_ms, at`
+const gateCols = `run_id, task_id, attempt, command, passed, exit_code, output, feedback, replayed, duration_ms, at, stands_for`
 
 func (j *Journal) queryGates(where string, args ...any) ([]Gate, error) {
 	rows, err := j.query(`SELECT `+gateCols+` FROM gates `+where, args...)
@@ -63,7 +68,7 @@ func (j *Journal) queryGates(where string, args ...any) ([]Gate, error) {
 		var dur int64
 		var at sql.NullInt64
 		if err := rows.Scan(&g.RunID, &g.TaskID, &g.Attempt, &g.Command, &g.Passed, &g.ExitCode, &g.Output,
-			&g.Feedback, &g.Replayed, &dur, &at); err != nil {
+			&g.Feedback, &g.Replayed, &dur, &at, &g.StandsFor); err != nil {
 			return nil, err
 		}
 		g.Duration = time.Duration(dur) * time.Millisecond

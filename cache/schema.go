@@ -108,6 +108,9 @@ CREATE TABLE events (
 	PRIMARY KEY (run_id, seq)
 ) STRICT;
 `,
+	// 2: gates.stands_for, the identity a passing recheck gate stands in
+	// for (see Gate.StandsFor). Rows from before it read as "".
+	`ALTER TABLE gates ADD COLUMN stands_for TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this implloop writes.

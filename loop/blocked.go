@@ -22,6 +22,7 @@ type blockInfo struct {
 	Gate         string   // the gate command, when the gate failed
 	Output       string   // the gate output tail
 	AgentFailure string   // why the agent call failed, when it did (with its stderr tail)
+	NoGate       bool     // the task has no gate (no verify block, no --verify)
 	Lost         []string // paths the guard saw discarded
 }
 
@@ -88,12 +89,47 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 	step("Fix the cause: the task's text in `%s`, the code, the gate command, or the agent's setup.", first.PlanPath)
 	step("Commit what is good (optional: implloop compares content, so committing never looks like a loss).")
 	step("Remove this file: `rm %s`.", BlockedFile)
-	what := "task " + first.TaskID + " runs its gate first and continues only if it still fails"
-	if len(blocks) > 1 {
-		what = "tasks " + strings.Join(ids, ", ") + " run their gates first and continue only if they still fail"
-	}
-	step("Resume: `implloop resume --run %s`. Unchanged tasks replay from the journal; %s.", first.RunID, what)
+	step("Resume: `implloop resume --run %s`. Unchanged tasks replay from the journal; %s.", first.RunID, onResume(blocks))
 	return os.WriteFile(filepath.Join(repoRoot, BlockedFile), []byte(s.String()), 0o644)
+}
+
+// onResume says what the resume does with the blocked tasks (resume.go,
+// startOf): a task with a gate re-runs it first; one without has nothing
+// to re-run, so after an agent failure it goes on with a new attempt and
+// otherwise (a guard block) its journaled attempt replays and it is done.
+func onResume(blocks []blockInfo) string {
+	var gated, failed, replayed []string
+	for _, b := range blocks {
+		switch {
+		case !b.NoGate:
+			gated = append(gated, b.TaskID)
+		case b.AgentFailure != "":
+			failed = append(failed, b.TaskID)
+		default:
+			replayed = append(replayed, b.TaskID)
+		}
+	}
+	var out []string
+	if len(gated) > 0 {
+		out = append(out, pick(gated, "task %s runs its gate first and continues only if it still fails",
+			"tasks %s run their gates first and continue only if they still fail"))
+	}
+	if len(failed) > 0 {
+		out = append(out, pick(failed, "task %s has no gate: it goes on with a new agent call, told why the last one failed",
+			"tasks %s have no gate: they go on with a new agent call, told why the last one failed"))
+	}
+	if len(replayed) > 0 {
+		out = append(out, pick(replayed, "task %s has no gate to re-run: its journaled attempt replays, no agent call, and it is done (nothing checks it again, so repair first)",
+			"tasks %s have no gate to re-run: their journaled attempts replay, no agent call, and they are done (nothing checks them again, so repair first)"))
+	}
+	return strings.Join(out, "; ")
+}
+
+func pick(ids []string, one, many string) string {
+	if len(ids) == 1 {
+		return fmt.Sprintf(one, ids[0])
+	}
+	return fmt.Sprintf(many, strings.Join(ids, ", "))
 }
 
 // writeFenced writes text in a fenced block that no backtick run in it can

@@ -75,6 +75,7 @@ type engine struct {
 	norm    identity.Env
 	prev    boundary.Snapshot
 	art     map[string]string // task id -> identity of its final unit in this run
+	here    map[string]bool   // task id -> in range and not skipped (runsHere)
 	obs     Observer
 
 	sawLive      bool // a unit was dispatched
@@ -215,14 +216,8 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	}
 	if interrupted {
 		out.Interrupted = true
+		// Marks the running unit and the running task rows interrupted.
 		_, _ = e.j.InterruptRunning(e.runID)
-		for _, t := range sel.Tasks {
-			if row, err := e.j.GetTask(e.runID, t.ID); err == nil && row.Status == cache.TaskRunning {
-				row.Status = cache.TaskInterrupted
-				row.FinishedAt = e.now()
-				_ = e.j.PutTask(*row)
-			}
-		}
 	}
 
 	tasks, err := e.j.Tasks(e.runID)
@@ -376,16 +371,39 @@ func (e *engine) agentName() string {
 }
 
 // artifacts are the identities of the final units of t's declared
-// dependencies that ran in this run, sorted.
+// dependencies, sorted: of those that ran in this run, and of those that
+// do not run in it (checked in the plan, out of --task-range) as the
+// lineage last did them, so that ticking or leaving out a dependency does
+// not look like a change to its dependents.
 func (e *engine) artifacts(t extractor.Task) []string {
 	var out []string
 	for _, d := range t.Deps {
-		if a, ok := e.art[d]; ok {
+		a, ok := e.art[d]
+		if !ok && !e.runsHere(d) {
+			a, ok = e.lineageArtifact(d), true
+		}
+		if ok && a != "" {
 			out = append(out, a)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// skips reports whether t is skipped in this run (checked in the plan).
+func (e *engine) skips(t extractor.Task) bool {
+	return t.Checked && !e.s.IncludeChecked
+}
+
+// runsHere reports whether task id is in range and not skipped.
+func (e *engine) runsHere(id string) bool {
+	if e.here == nil {
+		e.here = make(map[string]bool, len(e.sel.Tasks))
+		for _, t := range e.sel.Tasks {
+			e.here[t.ID] = !e.skips(t)
+		}
+	}
+	return e.here[id]
 }
 
 // gateCommand is the task's own verify block, else --verify.

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -69,7 +71,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 // runGate runs cmd with sh -c in dir, with env added to the environment. The
 // output is streamed to out (a blob) and its tail kept for feedback. A gate
 // that outlives timeout is killed with its process group.
-func runGate(ctx context.Context, dir, cmd string, env []string, timeout time.Duration, out io.Writer) (GateResult, error) {
+func runGate(ctx context.Context, dir, cmd string, env map[string]string, timeout time.Duration, out io.Writer) (GateResult, error) {
 	start := time.Now()
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -78,7 +80,10 @@ func runGate(ctx context.Context, dir, cmd string, env []string, timeout time.Du
 	}
 	c := exec.Command("sh", "-c", cmd)
 	c.Dir = dir
-	c.Env = append(os.Environ(), env...)
+	c.Env = os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		c.Env = append(c.Env, k+"="+env[k])
+	}
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	tb := &tailBuffer{max: 64 * 1024}
 	w := io.Writer(tb)

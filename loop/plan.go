@@ -25,36 +25,26 @@ func (e *engine) plan() ([]PlannedTask, error) {
 	for _, t := range e.sel.Tasks {
 		p := PlannedTask{Task: t.ID, Title: t.Title}
 		switch {
-		case t.Checked && !e.s.IncludeChecked:
+		case e.skips(t):
 			p.Action = ActionSkip
 			p.Reasons = []string{"checked in the plan"}
 		default:
-			attempt, feedback := 1, ""
-			gateCmd := e.gateCommand(t)
-			switch st := e.chainStartOf(t.ID); {
-			case st.blocked && gateCmd != "":
-				p.Action = ActionGate
-				p.Reasons = []string{"was blocked: its gate runs first; new attempts only if it still fails"}
-			case st.blocked:
-				if g, ok, err := e.j.LastGate(e.lineage, t.ID); err == nil && ok && g.Command == agentGate && !g.Passed {
-					attempt, feedback = g.Attempt+1, g.Feedback
-				}
-			case st.recheck != nil && (e.gateReplayable(*st.recheck, gateCmd) || gateCmd == ""):
-				if st.recheck.Passed {
-					p.Action, p.From = ActionReplay, st.recheck.RunID
-					p.Reasons = []string{"fixed outside the loop before: its gate passed, no agent call"}
-					break
-				}
-				attempt, feedback = st.recheck.Attempt+1, st.recheck.Feedback
-			case st.recheck != nil:
-				p.Action = ActionGate
-				p.Reasons = []string{"its gate runs first (--reverify or a changed gate command); new attempts only if it fails"}
-			}
-			if p.Action != "" {
-				break
-			}
-			if err := e.planChain(t, &p, attempt, feedback); err != nil {
+			st, err := e.startOf(t)
+			if err != nil {
 				return nil, err
+			}
+			switch st.kind {
+			case startFixed:
+				p.Action, p.From, p.Reasons = ActionReplay, st.carry.RunID, st.reasons
+			case startRecheck:
+				p.Action, p.Reasons = ActionGate, st.reasons
+			default:
+				if err := e.planChain(t, &p, st.attempt, st.feedback); err != nil {
+					return nil, err
+				}
+				if len(st.reasons) > 0 {
+					p.Reasons = append(append([]string(nil), st.reasons...), p.Reasons...)
+				}
 			}
 		}
 		out = append(out, p)

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/unit"
 )
 
 // agentGate is the command a gate row carries when no gate ran because the
@@ -13,11 +15,17 @@ import (
 const agentGate = "(agent)"
 
 // runFacts is what one run of the lineage journaled, per task: the lowest
-// attempt of its units and its gates by attempt. Loaded once per run, so a
-// resume of a long plan costs two queries per run, not two per task.
+// and highest attempt of its units, the identity of its final completed
+// unit, and its gates by attempt. Loaded once per run, so a resume of a
+// long plan costs three queries per run, not three per task.
 type runFacts struct {
 	tasks   map[string]cache.Task
 	minUnit map[string]int
+	maxUnit map[string]int
+	// final is the identity of the last completed unit of the highest
+	// attempt that has one: the task's artifact when the run did it.
+	final   map[string]string
+	finalAt map[string]int // the attempt of final
 	gates   map[string][]cache.Gate
 }
 
@@ -26,7 +34,8 @@ func (e *engine) factsOf(runID string) *runFacts {
 	if f, ok := e.facts[runID]; ok {
 		return f
 	}
-	f := &runFacts{tasks: map[string]cache.Task{}, minUnit: map[string]int{}, gates: map[string][]cache.Gate{}}
+	f := &runFacts{tasks: map[string]cache.Task{}, minUnit: map[string]int{}, maxUnit: map[string]int{},
+		final: map[string]string{}, finalAt: map[string]int{}, gates: map[string][]cache.Gate{}}
 	if ts, err := e.j.Tasks(runID); err == nil {
 		for _, t := range ts {
 			f.tasks[t.TaskID] = t
@@ -36,6 +45,14 @@ func (e *engine) factsOf(runID string) *runFacts {
 		for _, u := range us {
 			if m, ok := f.minUnit[u.TaskID]; !ok || u.Attempt < m {
 				f.minUnit[u.TaskID] = u.Attempt
+			}
+			if u.Attempt > f.maxUnit[u.TaskID] {
+				f.maxUnit[u.TaskID] = u.Attempt
+			}
+			// Units come in dispatch order: within an attempt the last
+			// completed one is the final role's.
+			if u.Status == cache.UnitCompleted && u.Attempt >= f.finalAt[u.TaskID] {
+				f.final[u.TaskID], f.finalAt[u.TaskID] = u.Identity, u.Attempt
 			}
 		}
 	}
@@ -76,6 +93,33 @@ func (e *engine) lastRow(taskID string) *cache.Task {
 		return &row
 	}
 	return nil
+}
+
+// lastAttempt is the highest attempt journaled for the task in the lineage.
+func (e *engine) lastAttempt(taskID string) int {
+	last := 0
+	for _, id := range e.lineage {
+		last = max(last, e.factsOf(id).maxUnit[taskID])
+	}
+	return last
+}
+
+// lineageArtifact is the artifact the lineage holds for a task that does
+// not run in this run (checked in the plan, or out of --task-range): the
+// identity of the final unit of its done row in the nearest run of the
+// lineage that did it; "" when none did, or when it was done with no agent
+// call (fixed outside the loop), as it would be had it run here.
+func (e *engine) lineageArtifact(taskID string) string {
+	if e.j == nil {
+		return ""
+	}
+	for _, runID := range e.lineage {
+		f := e.factsOf(runID)
+		if row, ok := f.tasks[taskID]; ok && row.Status == cache.TaskDone {
+			return f.final[taskID]
+		}
+	}
+	return ""
 }
 
 // findCompleted is cache.FindCompleted over the lineage, memoized: the
@@ -132,6 +176,97 @@ func (e *engine) chainStartOf(taskID string) chainStart {
 		return chainStart{} // the run's first gate followed one of its own attempts
 	}
 	return chainStart{recheck: &first}
+}
+
+// startKind is how a task's chain of attempts begins in this run.
+type startKind int
+
+const (
+	// startChain follows the chain of attempts from attempt, feedback:
+	// each unit replays when its identity completed in the lineage.
+	startChain startKind = iota
+	// startRecheck runs the task's gate live first (journaled under
+	// attempt): done with no agent call if it passes, else attempt+1 with
+	// its feedback.
+	startRecheck
+	// startFixed replays "fixed outside the loop": the journaled passing
+	// recheck is carried over and the task is done, no agent call.
+	startFixed
+)
+
+// taskStart is where and how a task begins in this run. The resume plan
+// and the run both take it from startOf, so they cannot disagree.
+type taskStart struct {
+	kind     startKind
+	attempt  int
+	feedback string
+	// carry is a journaled gate this run carries over before it starts:
+	// a carried-over agent failure, or a replayed recheck.
+	carry *cache.Gate
+	// reasons say, for the resume plan, why the task starts this way.
+	reasons []string
+}
+
+// startOf says how task t begins in this run (see chainStart).
+func (e *engine) startOf(t extractor.Task) (taskStart, error) {
+	gateCmd := e.gateCommand(t)
+	st := e.chainStartOf(t.ID)
+	switch {
+	case st.blocked && gateCmd != "":
+		return taskStart{kind: startRecheck, attempt: e.lastAttempt(t.ID),
+			reasons: []string{"was blocked: its gate runs first; new attempts only if it still fails"}}, nil
+	case st.blocked:
+		// No gate can say it was fixed. After an agent failure the attempts
+		// go on from the last one, its failure carried over as feedback
+		// (and journaled, so the next resume starts the same way); after a
+		// discard the chain replays and the task is done.
+		if g, ok, err := e.j.LastGate(e.lineage, t.ID); err == nil && ok && g.Command == agentGate && !g.Passed {
+			return taskStart{kind: startChain, attempt: g.Attempt + 1, feedback: g.Feedback, carry: g}, nil
+		}
+		return taskStart{kind: startChain, attempt: 1}, nil
+	case st.recheck == nil:
+		return taskStart{kind: startChain, attempt: 1}, nil
+	}
+	g := *st.recheck
+	if g.Passed {
+		// A fix outside the loop stands in for the task only as long as
+		// the task is the one that was fixed: the unit that would have run
+		// next must still have the identity it had then.
+		now, err := e.standIn(t, g.Attempt, g.Feedback)
+		if err != nil {
+			return taskStart{}, err
+		}
+		switch {
+		case g.StandsFor == "" && gateCmd != "":
+			// Journaled before the identity was kept: ask the gate again.
+			return taskStart{kind: startRecheck, attempt: g.Attempt,
+				reasons: []string{"fixed outside the loop before (no identity journaled): its gate runs first; new attempts only if it fails"}}, nil
+		case g.StandsFor != "" && g.StandsFor != now:
+			return taskStart{kind: startChain, attempt: 1,
+				reasons: []string{"fixed outside the loop before, but the task changed since: it starts over"}}, nil
+		}
+	}
+	if e.gateReplayable(g, gateCmd) || gateCmd == "" {
+		if g.Passed {
+			return taskStart{kind: startFixed, carry: &g,
+				reasons: []string{"fixed outside the loop before: its gate passed, no agent call"}}, nil
+		}
+		return taskStart{kind: startChain, attempt: g.Attempt + 1, feedback: g.Feedback, carry: &g}, nil
+	}
+	return taskStart{kind: startRecheck, attempt: g.Attempt,
+		reasons: []string{"its gate runs first (--reverify or a changed gate command); new attempts only if it fails"}}, nil
+}
+
+// standIn is the identity a passing recheck of task t at attempt stands in
+// for: that of the final unit of the next attempt, with the gate's output
+// as its feedback. The recheck journals it; a later resume recomputes it
+// and replays the fix only while the two agree.
+func (e *engine) standIn(t extractor.Task, attempt int, feedback string) (string, error) {
+	units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: attempt + 1, GateFeedback: feedback, Artifacts: e.artifacts(t)})
+	if err != nil || len(units) == 0 {
+		return "", err
+	}
+	return units[len(units)-1].Identity, nil
 }
 
 // gateReplayable reports whether journaled gate g may stand in for running

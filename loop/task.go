@@ -50,23 +50,6 @@ func (ts *taskState) source() cache.Source {
 	return cache.SourceNone
 }
 
-// lastAttempt is the highest attempt journaled for the task in the lineage.
-func (e *engine) lastAttempt(taskID string) int {
-	last := 0
-	for _, id := range e.lineage {
-		us, err := e.j.Units(id)
-		if err != nil {
-			continue
-		}
-		for _, u := range us {
-			if u.TaskID == taskID && u.Attempt > last {
-				last = u.Attempt
-			}
-		}
-	}
-	return last
-}
-
 func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskResult, error) {
 	ts := &taskState{row: cache.Task{RunID: e.runID, TaskID: t.ID, Ordinal: t.Ordinal, Title: t.Title, StartedAt: e.now()}, gates0: e.liveGates}
 	count := len(e.sel.Tasks)
@@ -84,7 +67,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		return taskResult{status: status}, nil
 	}
 
-	if t.Checked && !e.s.IncludeChecked {
+	if e.skips(t) {
 		e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count, Message: "checked in the plan: skipped"})
 		if row := e.lastRow(t.ID); row != nil && row.Status != cache.TaskSkipped {
 			e.sawNewSkip = true // ticked since: the resume is not a no-op
@@ -98,12 +81,12 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 	e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count})
 
 	gateCmd := e.gateCommand(t)
-	attempt, feedback := 1, ""
 	liveAttempts := 0
 
 	// A task that ended blocked is never replayed as blocked: its gate runs
 	// first, since the user may have fixed it by hand. A task whose last
-	// run began with such a recheck begins with it here too (resume.go).
+	// run began with such a recheck begins with it here too, while it is
+	// the task that was fixed (resume.go, startOf: the plan starts the same).
 	fixedOutside := func(note string) (taskResult, error) {
 		ts.row.Attempts = 0
 		if note != "" {
@@ -111,44 +94,26 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		}
 		return e.afterTask(ctx, idx, t, ts, finish, cache.TaskDone, "")
 	}
-	switch st := e.chainStartOf(t.ID); {
-	case st.blocked && gateCmd != "":
-		last := e.lastAttempt(t.ID)
-		g, err := e.liveGate(ctx, t, last, gateCmd, "recheck")
+	st, err := e.startOf(t)
+	if err != nil {
+		return taskResult{}, err
+	}
+	if st.carry != nil {
+		e.carryGate(t, *st.carry)
+	}
+	attempt, feedback := st.attempt, st.feedback
+	switch st.kind {
+	case startFixed:
+		return fixedOutside("")
+	case startRecheck:
+		g, err := e.liveGate(ctx, t, st.attempt, gateCmd, true)
 		if err != nil {
 			return taskResult{}, err
 		}
 		if g.Passed {
 			return fixedOutside("fixed outside the loop: the gate passes now, no agent call")
 		}
-		attempt, feedback = last+1, g.Feedback()
-	case st.blocked:
-		// No gate can say it was fixed. After an agent failure the attempts
-		// go on from the last one, its failure carried over as feedback
-		// (and journaled here, so the next resume starts the same way);
-		// after a discard the chain replays and the task is done.
-		if g, ok, err := e.j.LastGate(e.lineage, t.ID); err == nil && ok && g.Command == agentGate && !g.Passed {
-			e.carryGate(t, *g)
-			attempt, feedback = g.Attempt+1, g.Feedback
-		}
-	case st.recheck != nil:
-		g := *st.recheck
-		if e.gateReplayable(g, gateCmd) || gateCmd == "" {
-			e.carryGate(t, g)
-			if g.Passed {
-				return fixedOutside("")
-			}
-			attempt, feedback = g.Attempt+1, g.Feedback
-			break
-		}
-		lg, err := e.liveGate(ctx, t, g.Attempt, gateCmd, "recheck")
-		if err != nil {
-			return taskResult{}, err
-		}
-		if lg.Passed {
-			return fixedOutside("fixed outside the loop: the gate passes now, no agent call")
-		}
-		attempt, feedback = g.Attempt+1, lg.Feedback()
+		attempt, feedback = st.attempt+1, g.Feedback()
 	}
 
 	for {
@@ -207,7 +172,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		case gateCmd == "":
 			passed = true
 		default:
-			g, err := e.liveGate(ctx, t, attempt, gateCmd, "")
+			g, err := e.liveGate(ctx, t, attempt, gateCmd, false)
 			if err != nil {
 				return taskResult{}, err
 			}
@@ -280,8 +245,10 @@ func (e *engine) recordGate(t extractor.Task, attempt int, g cache.Gate) {
 	_ = e.j.PutGate(g)
 }
 
-// liveGate runs the gate now and journals it.
-func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cmd, note string) (GateResult, error) {
+// liveGate runs the gate now and journals it. A recheck (a blocked task's
+// gate run before any new attempt) that passes journals the identity it
+// stands in for (standIn).
+func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cmd string, recheck bool) (GateResult, error) {
 	if e.held != nil {
 		return GateResult{}, errNeedsLive
 	}
@@ -301,6 +268,11 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 	}
 	row := cache.Gate{RunID: e.runID, TaskID: t.ID, Attempt: attempt, Command: cmd, Passed: g.Passed,
 		ExitCode: g.ExitCode, Output: w.Hash(), Feedback: g.Feedback(), Duration: g.Duration, At: e.now()}
+	if recheck && g.Passed {
+		if row.StandsFor, err = e.standIn(t, attempt, row.Feedback); err != nil {
+			return g, err
+		}
+	}
 	if err := e.j.PutGate(row); err != nil {
 		return g, err
 	}
@@ -308,8 +280,8 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 	if !g.Passed {
 		msg = lastLine(g.Feedback())
 	}
-	if note != "" {
-		msg = strings.TrimSpace(note + " " + msg)
+	if recheck {
+		msg = strings.TrimSpace("recheck " + msg)
 	}
 	e.emit(Event{Type: EvGate, Task: t.ID, Attempt: attempt, Command: cmd, Passed: boolp(g.Passed),
 		ExitCode: intp(g.ExitCode), Source: "live", Millis: g.Duration.Milliseconds(), Message: msg})
@@ -324,13 +296,9 @@ func lastLine(s string) string {
 	return s
 }
 
-func (e *engine) protocolEnv(t extractor.Task, attempt int, role, ctxFile, promptFile string) []string {
-	m := agent.ProtocolEnv(e.runID, t.ID, attempt, role, e.sel.PlanSHA256, ctxFile, promptFile)
-	out := make([]string, 0, len(m))
-	for k, v := range m {
-		out = append(out, k+"="+v)
-	}
-	return out
+// protocolEnv is the IMPLLOOP_* environment of an agent call or a gate.
+func (e *engine) protocolEnv(t extractor.Task, attempt int, role, ctxFile, promptFile string) map[string]string {
+	return agent.ProtocolEnv(e.runID, t.ID, attempt, role, e.sel.PlanSHA256, ctxFile, promptFile)
 }
 
 // dispatch runs one unit live: journaled running before the call, completed
@@ -374,14 +342,17 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if err != nil {
 		return "", err
 	}
-	env := agent.ProtocolEnv(e.runID, t.ID, u.Attempt, u.Role, e.sel.PlanSHA256, ctxFile, promptFile)
+	env := e.protocolEnv(t, u.Attempt, u.Role, ctxFile, promptFile)
 	res, runErr := e.ag.Run(ctx, agent.Request{
 		Prompt: u.Prompt, Context: u.Context, Dir: e.o.RepoRoot, Env: env, Model: e.s.Model,
 		Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
 	})
 	_ = stdout.Close()
 	_ = stderr.Close()
-	if ctx.Err() != nil {
+	// Interrupted only when the call was cut short: an agent that had
+	// already exited when the signal came has a result, which is journaled
+	// (durable) before the run stops.
+	if runErr != nil && ctx.Err() != nil {
 		_ = e.j.MarkInterrupted(e.runID, u.ID, stdout.Hash(), stderr.Hash())
 		return "", context.Canceled
 	}
@@ -413,6 +384,9 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	e.emit(Event{Type: EvUnitFinished, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live",
 		Status: string(o.Status), ExitCode: intp(res.ExitCode), TokensIn: res.InputTokens, TokensOut: res.OutputTokens,
 		CostUSD: res.CostUSD, Millis: e.now().Sub(started).Milliseconds(), Message: firstLine(failure)})
+	if ctx.Err() != nil {
+		return failure, context.Canceled
+	}
 	return failure, nil
 }
 
@@ -513,6 +487,7 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 			b.Gate, b.Output = e.gateCommand(t), gateOutput[0]
 		}
 		b.AgentFailure = ts.agentFailure
+		b.NoGate = e.gateCommand(t) == ""
 		// With --on-blocked continue, BLOCKED.md explains every block.
 		e.blocks = append(e.blocks, b)
 		if err := writeBlocked(e.o.RepoRoot, e.blocks); err != nil {
