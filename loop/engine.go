@@ -270,24 +270,11 @@ func PlanFile(repoRoot, p string) string {
 // LoadPlan reads and parses the plan from disk now and selects the tasks in
 // range. Lint errors are returned as one error listing them.
 func LoadPlan(path, taskRange string) (*extractor.Selection, error) {
-	p, diags, err := plan.ReadFile(path)
+	src, err := plan.ReadBytes(path)
 	if err != nil {
 		return nil, &PlanReadError{Path: path, Err: err}
 	}
-	var errs []string
-	for _, d := range diags {
-		if d.Severity == plan.SeverityError {
-			errs = append(errs, d.String())
-		}
-	}
-	if len(errs) > 0 {
-		return nil, &PlanError{Path: path, Diagnostics: errs}
-	}
-	r, err := extractor.ParseRange(taskRange)
-	if err != nil {
-		return nil, &RangeError{Err: err}
-	}
-	return extractor.Select(p, r)
+	return selectBytes(path, src, taskRange)
 }
 
 // PlanReadError is a plan file that cannot be read (missing, a directory,

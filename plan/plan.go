@@ -189,6 +189,10 @@ func ReadFile(path string) (*Plan, []Diagnostic, error) {
 	return p, ds, nil
 }
 
+// ReadBytes reads a plan file's bytes with ReadFile's limits (a directory,
+// a file over MaxSize), for callers that parse them later.
+func ReadBytes(path string) ([]byte, error) { return readLimited(path) }
+
 // ErrTooLarge is returned (wrapped) by ReadFile for a file over MaxSize.
 var ErrTooLarge = errors.New("plan file too large")
 

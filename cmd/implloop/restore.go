@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/boundary"
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/guard"
 )
 
@@ -33,20 +32,11 @@ based on has been edited since; restore refuses to overwrite it unless
 			if err != nil {
 				return err
 			}
-			j, err := cache.OpenReadOnly(root)
+			j, run, err := openRun(io, []string{runRef})
 			if err != nil {
-				return loopError(err, "")
+				return err
 			}
 			defer j.Close()
-			var run *cache.Run
-			if runRef == "" {
-				run, err = j.LatestRun("")
-			} else {
-				run, err = j.ResolveRun(runRef)
-			}
-			if err != nil {
-				return loopError(err, runRef)
-			}
 			bs, err := j.Boundaries(run.ID)
 			if err != nil {
 				return err

@@ -5,7 +5,6 @@ import (
 	"github.com/spf13/pflag"
 	"sort"
 
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
 )
 
@@ -40,20 +39,11 @@ remove it.
 			if err != nil {
 				return err
 			}
-			j, err := cache.OpenReadOnly(root)
+			j, parent, err := openRun(io, []string{runRef})
 			if err != nil {
-				return loopError(err, "")
-			}
-			var parent *cache.Run
-			if runRef == "" {
-				parent, err = j.LatestRun("")
-			} else {
-				parent, err = j.ResolveRun(runRef)
+				return err
 			}
 			j.Close()
-			if err != nil {
-				return loopError(err, runRef)
-			}
 			plan := ""
 			if planPath != "" {
 				plan = journalPlanPath(root, io.workingDir, planPath)
