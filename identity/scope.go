@@ -47,6 +47,7 @@ var notHashedScope = []ScopeEntry{
 	{What: "the agent CLI's version", Why: "recorded in the journal, not hashed: every agent update would otherwise re-run every task"},
 	{What: "the run id and timestamps", Why: "volatile by nature; they are normalized out of hashed text too"},
 	{What: "the absolute project path, home and temp directories", Why: "a moved or re-cloned project is the same project; in hashed text they become `<PROJECT>`, `<HOME>`, `<TMP>`"},
+	{What: "the task's title, index and count, and the plan's path (in the context the agent reads)", Why: "the title is part of the task text, which is hashed; a task's position changes nothing it is asked to do (but a task without an explicit id is named by its position, and its id is hashed: give tasks ids, `- [ ] 3.` or `### Task 3:`, so that inserting one renumbers nothing)"},
 	{What: "the byte-exact text the agent receives", Why: "only its normalized form is hashed; the agent always gets the exact bytes"},
 }
 

@@ -40,7 +40,7 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.s.Verify, "verify", "", "gate command run with sh -c after each attempt (a task's own verify block wins)")
 	fs.StringVar(&f.s.TaskRange, "task-range", "", "tasks to run: 10:13, 10:, :5, 7, T010:T013 (default: all)")
 	fs.IntVar(&f.s.MaxAttempts, "max-attempts", d.MaxAttempts, "live attempts per task before it is blocked")
-	fs.DurationVar(&f.timeout, "timeout", time.Duration(d.Timeout), "per agent call and per gate; the agent's process group is killed after it")
+	fs.DurationVar(&f.timeout, "timeout", time.Duration(d.Timeout), "per agent call and per gate; the agent's process group is killed after it (0: no limit)")
 	fs.StringVar(&f.s.OnBlocked, "on-blocked", d.OnBlocked, "after a blocked task: stop, or continue with the next tasks")
 	fs.StringArrayVar(&f.s.Env, "env", nil, "NAME of an environment variable the agent depends on (repeatable; its name, never its value, joins the identity)")
 	fs.StringArrayVar(&f.params, "param", nil, "k=v handed to the agent in the task context (repeatable; part of the identity)")
@@ -135,6 +135,11 @@ brings the work back.
 			}
 			s.Plan = args[0]
 			s.Flags = givenFlags(cmd.Flags())
+			// A missing plan is the first thing to say, before any flag
+			// that the plan's front matter might have supplied.
+			if _, err := plan.ReadBytes(args[0]); err != nil {
+				return loopError(&loop.PlanReadError{Path: args[0], Err: err}, "")
+			}
 			if s, err = withFrontMatter(s, args[0], cmd.Flags().Changed); err != nil {
 				return err
 			}
