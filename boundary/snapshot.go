@@ -169,6 +169,11 @@ type Snapshot struct {
 	// now, its content at this HEAD (Mode 0 when HEAD has no such path).
 	// It lets the guard know a path's content without reading git.
 	Tracked map[string]Blob `json:"tracked,omitempty"`
+	// HeadChange, with WithPrevHead, says what a HEAD move since the
+	// previous boundary did: new commits on top, a switch to a commit a
+	// branch still holds, or a rewrite that dropped commits (and what they
+	// held). nil when HEAD did not move or no previous HEAD was given.
+	HeadChange *HeadChange `json:"head_change,omitempty"`
 	// Salvage names the salvage commit written with WithSalvage.
 	Salvage *SalvageInfo `json:"salvage,omitempty"`
 	// Problems lists what could not be determined (a HEAD tree go-git could

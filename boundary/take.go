@@ -30,6 +30,8 @@ type options struct {
 	salvageRun  string
 	salvageSeq  int
 	salvageWant bool
+	prevHead    string
+	prevGiven   bool
 }
 
 // WithTrack asks Take to record, for each of paths that is not dirty now, its
@@ -102,6 +104,17 @@ func Take(ctx context.Context, repoDir string, opts ...Option) (Snapshot, error)
 	}
 	if len(o.track) > 0 {
 		snap.Tracked = t.track(&snap, o.track)
+	}
+	if o.prevGiven && o.prevHead != snap.Head {
+		for path, b := range t.headChange(&snap, &o) {
+			if _, dirty := snap.Lookup(path); dirty {
+				continue
+			}
+			if snap.Tracked == nil {
+				snap.Tracked = map[string]Blob{}
+			}
+			snap.Tracked[path] = b
+		}
 	}
 	if o.salvageWant {
 		info, err := t.salvage(&snap, o.salvageRun, o.salvageSeq)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -301,5 +302,58 @@ func TestTakeAutocrlf(t *testing.T) {
 	}
 	if got := r.git("cat-file", "blob", e.Salvaged); got != "one\r\ntwo\r\n" {
 		t.Errorf("salvaged bytes %q", got)
+	}
+}
+
+// TestPrevHead: WithPrevHead records nothing when HEAD did not move, new
+// commits on top as an ancestor move (their paths tracked), and a reset to
+// an older commit as a rewrite, pinned under refs/implloop/dropped/.
+func TestPrevHead(t *testing.T) {
+	dir := t.TempDir()
+	gitIn := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+			"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	ctx := context.Background()
+	gitIn("init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644)
+	gitIn("add", "-A")
+	gitIn("commit", "-qm", "one")
+	c1 := gitIn("rev-parse", "HEAD")
+	s, err := Take(ctx, dir, WithPrevHead(c1))
+	if err != nil || s.HeadChange != nil {
+		t.Fatalf("unmoved: %+v %v", s.HeadChange, err)
+	}
+	os.WriteFile(filepath.Join(dir, "b.txt"), []byte("b\n"), 0o644)
+	gitIn("add", "-A")
+	gitIn("commit", "-qm", "two")
+	c2 := gitIn("rev-parse", "HEAD")
+	s, err = Take(ctx, dir, WithPrevHead(c1))
+	if err != nil || s.HeadChange == nil || !s.HeadChange.Ancestor || s.HeadChange.Rewritten {
+		t.Fatalf("on top: %+v %v", s.HeadChange, err)
+	}
+	if b, ok := s.Tracked["b.txt"]; !ok || !b.Present() {
+		t.Errorf("b.txt not tracked: %+v", s.Tracked)
+	}
+	gitIn("reset", "-q", "--hard", c1)
+	s, err = Take(ctx, dir, WithPrevHead(c2), WithSalvage("run1", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := s.HeadChange
+	if hc == nil || !hc.Rewritten || hc.ForkPoint != c1 || len(hc.Dropped) != 1 || hc.Dropped[0].Path != "b.txt" ||
+		hc.Dropped[0].Fork.Present() || hc.Pinned != DroppedRef("run1", 3) {
+		t.Fatalf("rewritten: %+v", hc)
+	}
+	if got := gitIn("rev-parse", hc.Pinned); got != c2 {
+		t.Errorf("%s at %s, want %s", hc.Pinned, got, c2)
 	}
 }

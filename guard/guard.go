@@ -32,9 +32,21 @@
 // Compare is pure: the later snapshot must carry the HEAD content of the
 // earlier dirty paths that are clean by then (boundary.WithTrack). A path
 // whose content cannot be known from the snapshots is reported as unverified
-// (a concern), never guessed. Reading no HEAD tree, it cannot see content
-// that a task moved to a new path and committed (the new path is neither
-// dirty nor tracked): that still blocks, and a restore overwrites nothing.
+// (a concern), never guessed. Taken with boundary.WithPrevHead, the later
+// snapshot also tracks every path a HEAD move changed, so content moved to
+// a new path and committed is found there (moved).
+//
+// # HEAD rewritten
+//
+// When the later snapshot's HeadChange says the earlier HEAD was rewritten
+// away (not an ancestor of the later HEAD, on no branch or tag), each path
+// the dropped commits changed is judged too, with p its content in the
+// dropped commit and f at the fork point: kept when the path holds p,
+// moved when another path does, discarded (blocks, restorable: p is in the
+// object store and the commit is pinned) when the path went back to f, and
+// changed otherwise. A rewrite that loses nothing is a concern
+// (head-rewritten); a move to a commit a branch still holds is a branch
+// switch (a concern; only the dirty paths are judged).
 package guard
 
 import (
@@ -75,6 +87,10 @@ type PathResult struct {
 	// MovedFrom is set on the old side of an earlier rename that was
 	// undone: the new side whose content came back here.
 	MovedFrom string `json:"moved_from,omitempty"`
+	// InCommit is set on a path judged because HEAD was rewritten: the
+	// dropped commit (the earlier HEAD) whose content Was is. Base is then
+	// the content at the fork point, what the rewrite went back to.
+	InCommit string `json:"in_commit,omitempty"`
 }
 
 // ConcernKind names a concern.
@@ -87,6 +103,12 @@ const (
 	ConcernConflicted ConcernKind = "conflicted"
 	ConcernUnverified ConcernKind = "unverified"
 	ConcernMoved      ConcernKind = "moved"
+	// HEAD was rewritten (reset to an older commit, amend, rebase) and
+	// the dropped commits' content is all still there.
+	ConcernHeadRewritten ConcernKind = "head-rewritten"
+	// HEAD moved to another line of history while a branch or tag still
+	// holds the earlier HEAD (git switch, git checkout BRANCH).
+	ConcernBranchSwitch ConcernKind = "branch-switch"
 )
 
 // Concern is worth a look but does not block.
@@ -101,8 +123,14 @@ type Verdict struct {
 	PrevHead  string `json:"prev_head"`
 	CurHead   string `json:"cur_head"`
 	HeadMoved bool   `json:"head_moved"`
-	// Paths has one result per path dirty at the earlier boundary, in path
-	// order.
+	// HeadRewritten: the earlier HEAD is no longer an ancestor of the
+	// later one, nor held by any branch or tag (boundary.HeadChange).
+	HeadRewritten bool `json:"head_rewritten,omitempty"`
+	// Pinned is the ref keeping the dropped commit from gc.
+	Pinned string `json:"pinned,omitempty"`
+	// Paths has one result per path dirty at the earlier boundary, and,
+	// when HEAD was rewritten, one per path the dropped commits changed
+	// whose content HEAD no longer holds (InCommit set), in path order.
 	Paths []PathResult `json:"paths"`
 	// Lost lists the discarded paths with what boundary.Restore needs.
 	Lost []boundary.LostContent `json:"lost,omitempty"`
@@ -171,6 +199,14 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 			}
 		}
 	}
+	hc := cur.HeadChange
+	if hc != nil && (hc.Prev != prev.Head || !v.HeadMoved) {
+		hc = nil // recorded against another HEAD: not this pair's
+	}
+	if hc != nil && hc.Rewritten {
+		v.HeadRewritten, v.Pinned = true, hc.Pinned
+		v.Paths = where.dropped(v.Paths, hc)
+	}
 	for _, r := range v.Paths {
 		switch r.Outcome {
 		case Untouched:
@@ -191,11 +227,20 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 			}
 		case Discarded:
 			v.Discarded++
+			if r.InCommit != "" {
+				// Committed content: the blob is in the object store, and
+				// the dropped commit is pinned.
+				v.Lost = append(v.Lost, boundary.LostContent{Path: r.Path, Lost: r.Was, Base: r.Base})
+				continue
+			}
 			p, _ := prev.Lookup(r.Path)
 			lc := boundary.LostContent{Path: p.Path, Lost: p.Worktree, Base: p.Head}
-			if r.RevertedTo == "index" {
+			switch r.RevertedTo {
+			case "index":
 				// What the path was reverted to: Restore may overwrite it.
 				lc.Base = p.Index
+			case "fork":
+				lc.Base = r.Now
 			}
 			if p.Salvaged != "" && p.Salvaged != p.Worktree.Hash {
 				lc.Raw = p.Salvaged
@@ -204,8 +249,7 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 		}
 	}
 	if v.HeadMoved && !v.Blocked() {
-		v.Concerns = append(v.Concerns, Concern{Kind: ConcernHeadMoved,
-			Message: fmt.Sprintf("HEAD moved %s -> %s (implloop never commits)", short(prev.Head), short(cur.Head))})
+		v.Concerns = append(v.Concerns, headConcern(prev, cur, hc, v.Paths))
 	}
 	if sameState(prev, cur) {
 		v.Concerns = append(v.Concerns, Concern{Kind: ConcernNoChanges,
@@ -218,6 +262,87 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 		}
 	}
 	return v
+}
+
+// headConcern is the concern a HEAD move with nothing lost raises.
+func headConcern(prev, cur boundary.Snapshot, hc *boundary.HeadChange, paths []PathResult) Concern {
+	switch {
+	case hc != nil && hc.ReachableFrom != "":
+		to := "detached HEAD at " + short(cur.Head)
+		if cur.Branch != "" {
+			to = "branch " + cur.Branch
+		}
+		return Concern{Kind: ConcernBranchSwitch, Message: fmt.Sprintf(
+			"HEAD switched to %s: the earlier HEAD %s is still on %s, so no commit was lost (implloop never commits)",
+			to, short(prev.Head), hc.ReachableFrom)}
+	case hc != nil && hc.Rewritten:
+		msg := fmt.Sprintf("HEAD rewritten: %s is no longer an ancestor of %s; its content is kept", short(prev.Head), short(cur.Head))
+		changed := 0
+		for _, r := range paths {
+			if r.InCommit != "" && r.Outcome != Committed && r.Outcome != Moved {
+				changed++
+			}
+		}
+		if changed > 0 {
+			msg = fmt.Sprintf("HEAD rewritten: %s is no longer an ancestor of %s; %d of its paths changed further",
+				short(prev.Head), short(cur.Head), changed)
+		}
+		if hc.Pinned != "" {
+			msg += " (the old commit is kept at " + hc.Pinned + ")"
+		}
+		return Concern{Kind: ConcernHeadRewritten, Message: msg}
+	}
+	msg := fmt.Sprintf("HEAD moved %s -> %s (implloop never commits)", short(prev.Head), short(cur.Head))
+	if hc != nil && hc.Unknown != "" {
+		msg += "; whether commits were dropped is unknown: " + hc.Unknown
+	}
+	return Concern{Kind: ConcernHeadMoved, Message: msg}
+}
+
+// dropped judges what a rewrite of HEAD took away (hc.Dropped: the paths
+// the dropped commits changed whose content HEAD no longer holds). A path
+// dirty at the earlier boundary already has a result: it is discarded too
+// when it holds the fork point's content now and its work is nowhere else.
+// For any other path, its content in the dropped commit is kept when the
+// path holds it now or another path does (moved), and lost when the path
+// went back to the fork point's content: the rewrite undid it.
+func (l *locator) dropped(paths []PathResult, hc *boundary.HeadChange) []PathResult {
+	at := make(map[string]int, len(paths))
+	for i, r := range paths {
+		at[r.Path] = i
+	}
+	for _, d := range hc.Dropped {
+		if i, ok := at[d.Path]; ok {
+			r := &paths[i]
+			if r.Outcome == Changed && r.Now.Same(d.Fork) {
+				if _, found := l.elsewhere(r.Path, r.Was); !found {
+					r.Outcome, r.RevertedTo = Discarded, "fork"
+				}
+			}
+			continue
+		}
+		r := PathResult{Path: d.Path, Was: d.Prev, Base: d.Fork, InCommit: hc.Prev}
+		now, dirty, known := l.cur.Content(d.Path)
+		r.Now, r.Clean = now, !dirty
+		switch {
+		case !known || (now.Present() && !now.Known()):
+			r.Outcome = Unverified
+		case now.Same(d.Prev) && dirty:
+			r.Outcome = Untouched // git reset --soft or --mixed: kept in the worktree
+		case now.Same(d.Prev):
+			r.Outcome = Committed
+		case now.Same(d.Fork):
+			r.Outcome, r.RevertedTo = Discarded, "fork"
+			if to, ok := l.elsewhere(d.Path, d.Prev); ok {
+				r.Outcome, r.RevertedTo, r.MovedTo = Moved, "", to
+			}
+		default:
+			r.Outcome = Changed
+		}
+		paths = append(paths, r)
+	}
+	sort.SliceStable(paths, func(i, j int) bool { return paths[i].Path < paths[j].Path })
+	return paths
 }
 
 // locator answers where content is at the later boundary.
@@ -323,6 +448,8 @@ func (v Verdict) Summary() string {
 	}
 	var head string
 	switch {
+	case v.HeadRewritten:
+		head = fmt.Sprintf("HEAD rewritten %s -> %s", short(v.PrevHead), short(v.CurHead))
 	case v.HeadMoved:
 		head = fmt.Sprintf("HEAD moved %s -> %s", short(v.PrevHead), short(v.CurHead))
 	default:

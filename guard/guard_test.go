@@ -560,3 +560,215 @@ func TestComparePure(t *testing.T) {
 		t.Errorf("%+v", v.Concerns)
 	}
 }
+
+// TestCompareHeadChange: the later snapshot is taken as the loop takes it,
+// with WithPrevHead, so that a HEAD move is judged by what it did to the
+// commits: a rewrite that took committed content away blocks, and a
+// restore brings it back byte for byte.
+func TestCompareHeadChange(t *testing.T) {
+	t.Parallel()
+	type want struct {
+		outcomes map[string]Outcome
+		blocked  bool
+		concerns []ConcernKind
+	}
+	rows := []struct {
+		name   string
+		before func(r repo)
+		task   func(r repo)
+		check  func(t *testing.T, r repo, v Verdict)
+		want   want
+	}{
+		{
+			name: "reset --hard HEAD~1 drops a committed file and a swept-in edit: blocks",
+			before: func(r repo) {
+				base(r)
+				r.write("keep.txt", "keep\n")
+				r.write("a.txt", "the user's edit\n")
+				r.commit()
+			},
+			task: func(r repo) { r.git("reset", "-q", "--hard", "HEAD~1") },
+			check: func(t *testing.T, r repo, v Verdict) {
+				if !v.HeadRewritten || v.Pinned == "" {
+					t.Errorf("rewritten %v pinned %q", v.HeadRewritten, v.Pinned)
+				}
+				if !strings.HasPrefix(v.Summary(), "BLOCKED: HEAD rewritten ") {
+					t.Errorf("summary %q", v.Summary())
+				}
+				// The pin keeps the dropped commit.
+				if got := strings.TrimSpace(r.git("rev-parse", v.Pinned)); got != v.PrevHead {
+					t.Errorf("%s at %s, want %s", v.Pinned, got, v.PrevHead)
+				}
+			},
+			want: want{outcomes: map[string]Outcome{"a.txt": Discarded, "keep.txt": Discarded}, blocked: true},
+		},
+		{
+			name: "reset --hard HEAD~1 also discards uncommitted work on top",
+			before: func(r repo) {
+				base(r)
+				r.write("keep.txt", "keep\n")
+				r.commit()
+				r.write("keep.txt", "keep and more\n")
+			},
+			task: func(r repo) { r.git("reset", "-q", "--hard", "HEAD~1") },
+			want: want{outcomes: map[string]Outcome{"keep.txt": Discarded}, blocked: true},
+		},
+		{
+			name: "reset --mixed HEAD~1 keeps the content in the worktree: a concern",
+			before: func(r repo) {
+				base(r)
+				r.write("keep.txt", "keep\n")
+				r.commit()
+			},
+			task: func(r repo) { r.git("reset", "-q", "HEAD~1") },
+			want: want{outcomes: map[string]Outcome{"keep.txt": Untouched}, concerns: []ConcernKind{ConcernHeadRewritten}},
+		},
+		{
+			name: "amend dropping a file an earlier task committed: blocks",
+			before: func(r repo) {
+				base(r)
+				r.write("keep.txt", "keep\n")
+				r.write("other.txt", "other\n")
+				r.commit()
+			},
+			task: func(r repo) {
+				r.git("rm", "-q", "keep.txt")
+				r.git("commit", "-q", "--amend", "-m", "amended")
+			},
+			want: want{outcomes: map[string]Outcome{"keep.txt": Discarded}, blocked: true},
+		},
+		{
+			name: "amend only adding: a concern",
+			before: func(r repo) {
+				base(r)
+				r.write("keep.txt", "keep\n")
+				r.commit()
+			},
+			task: func(r repo) {
+				r.write("more.txt", "more\n")
+				r.git("add", "more.txt")
+				r.git("commit", "-q", "--amend", "-m", "amended")
+			},
+			check: func(t *testing.T, r repo, v Verdict) {
+				if len(v.Concerns) == 0 || !strings.Contains(v.Concerns[0].Message, "is no longer an ancestor") ||
+					!strings.Contains(v.Concerns[0].Message, "its content is kept") {
+					t.Errorf("concerns %+v", v.Concerns)
+				}
+			},
+			want: want{outcomes: map[string]Outcome{}, concerns: []ConcernKind{ConcernHeadRewritten}},
+		},
+		{
+			name: "amend changing a committed file further: a concern, not a block",
+			before: func(r repo) {
+				base(r)
+				r.write("keep.txt", "keep\n")
+				r.commit()
+			},
+			task: func(r repo) {
+				r.write("keep.txt", "keep, improved\n")
+				r.git("commit", "-q", "-a", "--amend", "-m", "amended")
+			},
+			want: want{outcomes: map[string]Outcome{"keep.txt": Changed}, concerns: []ConcernKind{ConcernHeadRewritten}},
+		},
+		{
+			name: "branch switch with the old branch kept: a concern",
+			before: func(r repo) {
+				base(r)
+				r.git("branch", "other")
+				r.write("keep.txt", "keep\n")
+				r.commit()
+			},
+			task: func(r repo) { r.git("checkout", "-q", "other") },
+			check: func(t *testing.T, r repo, v Verdict) {
+				if len(v.Concerns) == 0 || !strings.Contains(v.Concerns[0].Message, "branch other") ||
+					!strings.Contains(v.Concerns[0].Message, "still on main") {
+					t.Errorf("concerns %+v", v.Concerns)
+				}
+			},
+			want: want{outcomes: map[string]Outcome{}, concerns: []ConcernKind{ConcernBranchSwitch}},
+		},
+		{
+			name:   "committed rename of uncommitted work: moved, no block",
+			before: func(r repo) { base(r); r.write("keep.txt", "keep\n") },
+			task: func(r repo) {
+				os.Rename(filepath.Join(r.dir, "keep.txt"), filepath.Join(r.dir, "kept.txt"))
+				r.commit()
+			},
+			check: func(t *testing.T, r repo, v Verdict) {
+				if v.Paths[0].MovedTo != "kept.txt" {
+					t.Errorf("%+v", v.Paths[0])
+				}
+			},
+			want: want{outcomes: map[string]Outcome{"keep.txt": Moved}, concerns: []ConcernKind{ConcernMoved, ConcernHeadMoved}},
+		},
+		{
+			name:   "new commits on top: a HEAD move concern as before",
+			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
+			task:   func(r repo) { r.commit() },
+			want:   want{outcomes: map[string]Outcome{"a.txt": Committed}, concerns: []ConcernKind{ConcernHeadMoved}},
+		},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			t.Parallel()
+			r := repo{t: t, dir: t.TempDir()}
+			r.git("init", "-q")
+			row.before(r)
+			ctx := context.Background()
+			prev, err := boundary.Take(ctx, r.dir, boundary.WithSalvage("test", 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			row.task(r)
+			cur, err := boundary.Take(ctx, r.dir, boundary.WithTrack(prev.PathNames()...),
+				boundary.WithPrevHead(prev.Head), boundary.WithSalvage("test", 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := Compare(prev, cur)
+			got := map[string]Outcome{}
+			for _, p := range v.Paths {
+				got[p.Path] = p.Outcome
+			}
+			if fmt.Sprint(got) != fmt.Sprint(row.want.outcomes) {
+				t.Errorf("outcomes %v, want %v", got, row.want.outcomes)
+			}
+			if v.Blocked() != row.want.blocked {
+				t.Errorf("blocked %v, want %v (%s)", v.Blocked(), row.want.blocked, v.Summary())
+			}
+			var kinds []ConcernKind
+			for _, c := range v.Concerns {
+				kinds = append(kinds, c.Kind)
+			}
+			if fmt.Sprint(kinds) != fmt.Sprint(row.want.concerns) {
+				t.Errorf("concerns %v, want %v", v.Concerns, row.want.concerns)
+			}
+			if row.check != nil {
+				row.check(t, r, v)
+			}
+			if !v.Blocked() {
+				return
+			}
+			// What was lost is what the dropped commit (or the earlier
+			// worktree) held: restore writes it back byte for byte.
+			want := map[string]string{}
+			for _, l := range v.Lost {
+				if e, dirty := prev.Lookup(l.Path); dirty {
+					want[l.Path] = r.git("cat-file", "blob", e.Salvaged)
+				} else {
+					want[l.Path] = r.git("show", prev.Head+":"+l.Path)
+				}
+			}
+			r.git("gc", "-q", "--prune=now")
+			if res, err := boundary.Restore(ctx, r.dir, v.Lost, false); err != nil {
+				t.Fatalf("restore: %v (%+v)", err, res)
+			}
+			for p, w := range want {
+				b, err := os.ReadFile(filepath.Join(r.dir, p))
+				if err != nil || string(b) != w {
+					t.Errorf("after restore %s = %q (%v), want %q", p, b, err, w)
+				}
+			}
+		})
+	}
+}

@@ -24,6 +24,15 @@ type blockInfo struct {
 	AgentFailure string   // why the agent call failed, when it did (with its stderr tail)
 	NoGate       bool     // the task has no gate (no verify block, no --verify)
 	Lost         []string // paths the guard saw discarded
+	// Interrupted: the task was interrupted (Ctrl-C) and the guard, run
+	// at the interrupt, saw it discard work. Its status stays interrupted.
+	Interrupted bool
+	// Unfinished is set when a resume (RunID) found, before running
+	// anything, that the parent run (Unfinished) had stopped without
+	// finishing task TaskID, and that work was discarded since the
+	// parent's last boundary. The verdict is journaled on the resume's
+	// first boundary, so the restore command names no task.
+	Unfinished string
 }
 
 // writeBlocked writes BLOCKED.md for the run's blocks so far (more than
@@ -57,7 +66,18 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 			}
 			s.WriteString("\n\n")
 		}
-		fmt.Fprintf(&s, "Task %s of `%s` is blocked in run `%s` after %d attempt(s).\n\n", b.TaskID, b.PlanPath, b.RunID, b.Attempts)
+		switch {
+		case b.Unfinished != "":
+			fmt.Fprintf(&s, "Run `%s` stopped without finishing task %s of `%s` (killed, or the machine went down), "+
+				"so the guard never checked that task. This resume, run `%s`, compared the repository with `%s`'s last "+
+				"boundary before running anything, found work discarded, and stopped.\n\n",
+				b.Unfinished, b.TaskID, b.PlanPath, b.RunID, b.Unfinished)
+		case b.Interrupted:
+			fmt.Fprintf(&s, "Task %s of `%s` was interrupted in run `%s`, and the guard, run at the interrupt, "+
+				"found that it had discarded work.\n\n", b.TaskID, b.PlanPath, b.RunID)
+		default:
+			fmt.Fprintf(&s, "Task %s of `%s` is blocked in run `%s` after %d attempt(s).\n\n", b.TaskID, b.PlanPath, b.RunID, b.Attempts)
+		}
 		fmt.Fprintf(&s, "%s Why\n\n%s\n", h, b.Reason)
 		if len(b.Lost) > 0 {
 			s.WriteString("\nThe task discarded uncommitted work of earlier tasks. implloop kept a copy of each lost file:\n\n")
@@ -82,7 +102,12 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 		n++
 	}
 	for _, b := range blocks {
-		if len(b.Lost) > 0 {
+		switch {
+		case len(b.Lost) == 0:
+		case b.Unfinished != "":
+			step("Bring the lost files back: `implloop restore --run %s` (add `--force` to overwrite newer edits). "+
+				"If you removed them yourself on purpose between the runs, skip this step.", b.RunID)
+		default:
 			step("Bring the lost files back: `implloop restore --run %s --task %s` (add `--force` to overwrite newer edits).", b.RunID, b.TaskID)
 		}
 	}
@@ -98,9 +123,11 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 // to re-run, so after an agent failure it goes on with a new attempt and
 // otherwise (a guard block) its journaled attempt replays and it is done.
 func onResume(blocks []blockInfo) string {
-	var gated, failed, replayed []string
+	var gated, failed, replayed, again []string
 	for _, b := range blocks {
 		switch {
+		case b.Interrupted || b.Unfinished != "":
+			again = append(again, b.TaskID)
 		case !b.NoGate:
 			gated = append(gated, b.TaskID)
 		case b.AgentFailure != "":
@@ -110,6 +137,10 @@ func onResume(blocks []blockInfo) string {
 		}
 	}
 	var out []string
+	if len(again) > 0 {
+		out = append(out, pick(again, "task %s did not finish: it runs again, its unfinished agent call redone",
+			"tasks %s did not finish: they run again, their unfinished agent calls redone"))
+	}
 	if len(gated) > 0 {
 		out = append(out, pick(gated, "task %s runs its gate first and continues only if it still fails",
 			"tasks %s run their gates first and continue only if they still fail"))

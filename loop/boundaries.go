@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
@@ -18,12 +19,17 @@ type guardResult struct {
 
 // boundary takes B0. On a resume it compares B0 with the parent's last
 // boundary and reports what happened between the runs: information only,
-// never a block (the user may commit, edit or restore between runs).
+// never a block (the user may commit, edit or restore between runs) --
+// unless the parent stopped without finishing a task (killed: no code ran
+// to guard it). Then the discards since the parent's last boundary are that
+// task's, and they block the resume before anything is dispatched
+// (e.resumeBlocked).
 func (e *engine) boundary(ctx context.Context, afterTask string, first bool) error {
-	snap, err := e.take(ctx, nil)
+	snap, err := e.take(ctx, nil, nil)
 	if err != nil {
 		return err
 	}
+	var block *blockInfo
 	var verdict []byte
 	msg := ""
 	if first && e.o.Parent != "" {
@@ -32,18 +38,35 @@ func (e *engine) boundary(ctx context.Context, afterTask string, first bool) err
 			if json.Unmarshal(pb.Snapshot, &prev) == nil {
 				// The parent's snapshot does not know the content now of its
 				// dirty paths that are clean now: take again, tracking them.
-				snap, err = e.take(ctx, prev.PathNames())
+				snap, err = e.take(ctx, prev.PathNames(), &prev)
 				if err != nil {
 					return err
 				}
 				v := guard.Compare(prev, snap)
+				// Journaled with its Lost list either way: implloop restore
+				// --run <this run> finds it.
 				verdict, _ = json.Marshal(v)
-				// Between the runs the user is the one changing things: a
-				// path back at HEAD is their choice, never a block, so the
-				// guard's BLOCKED prefix would mislead here.
-				msg = "since run " + e.o.Parent + ": " + strings.TrimPrefix(v.Summary(), "BLOCKED: ")
-				if v.Blocked() {
-					msg += " (changed between the runs: information, not a block)"
+				unfinished, hasUnfinished := e.unfinishedTask(e.o.Parent, pb.AfterTask)
+				switch {
+				case v.Blocked() && hasUnfinished:
+					msg = "since run " + e.o.Parent + ": " + v.Summary() +
+						fmt.Sprintf(" (task %s of run %s never finished, so these are its discards)", unfinished.TaskID, e.o.Parent)
+					var lost []string
+					for _, l := range v.Lost {
+						lost = append(lost, l.Path)
+					}
+					block = &blockInfo{RunID: e.runID, PlanPath: e.s.Plan, TaskID: unfinished.TaskID, Title: unfinished.Title,
+						Attempts: unfinished.Attempts, Lost: lost, Unfinished: e.o.Parent,
+						Reason: fmt.Sprintf("run %s stopped without finishing task %s, and since its last boundary uncommitted work was discarded: %s",
+							e.o.Parent, unfinished.TaskID, strings.Join(lost, ", "))}
+				default:
+					// Between the runs the user is the one changing things:
+					// a path back at HEAD is their choice, never a block, so
+					// the guard's BLOCKED prefix would mislead here.
+					msg = "since run " + e.o.Parent + ": " + strings.TrimPrefix(v.Summary(), "BLOCKED: ")
+					if v.Blocked() {
+						msg += " (changed between the runs: information, not a block)"
+					}
 				}
 			}
 		}
@@ -53,15 +76,99 @@ func (e *engine) boundary(ctx context.Context, afterTask string, first bool) err
 	}
 	e.prev = snap
 	e.emit(Event{Type: EvBoundary, Head: snap.Head, Dirty: intp(len(snap.Paths)), Message: msg})
+	if block != nil {
+		e.blocks = append(e.blocks, *block)
+		if err := writeBlocked(e.o.RepoRoot, e.blocks); err != nil {
+			return err
+		}
+		e.blockedWrote, e.resumeBlocked = true, true
+		e.emit(Event{Type: EvBlocked, Task: block.TaskID, Title: block.Title, Message: block.Reason, Paths: block.Lost})
+	}
 	return nil
 }
 
-func (e *engine) take(ctx context.Context, track []string) (boundary.Snapshot, error) {
+// unfinishedTask returns the task the parent run left running or
+// interrupted with no boundary taken after it (the parent's last boundary,
+// lastAfter, is not that task's): a run killed mid-task. A task interrupted
+// with Ctrl-C has its boundary taken at the interrupt (guardInterrupted),
+// so it does not count.
+func (e *engine) unfinishedTask(parent, lastAfter string) (cache.Task, bool) {
+	rows, err := e.j.Tasks(parent)
+	if err != nil {
+		return cache.Task{}, false
+	}
+	for _, r := range rows {
+		if (r.Status == cache.TaskRunning || r.Status == cache.TaskInterrupted) && r.TaskID != lastAfter {
+			return r, true
+		}
+	}
+	return cache.Task{}, false
+}
+
+// guardInterrupted runs the guard for the task an interrupt cut short
+// (its agent's process group already killed, its row marked interrupted):
+// a boundary, with salvage, compared with the one before the task. Lost
+// paths go on the task's row and into BLOCKED.md; the status stays
+// interrupted. The run's context is cancelled by then, so the boundary gets
+// a context of its own.
+func (e *engine) guardInterrupted(ctx context.Context) error {
+	rows, err := e.j.Tasks(e.runID)
+	if err != nil {
+		return err
+	}
+	var row *cache.Task
+	for i := range rows {
+		if rows[i].Status == cache.TaskInterrupted {
+			row = &rows[i]
+			break
+		}
+	}
+	if row == nil {
+		return nil // stopped between tasks: nothing ran since the last boundary
+	}
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	r, err := e.takeBoundary(gctx, row.TaskID, false)
+	if err != nil {
+		return err
+	}
+	row.Concerns = append(row.Concerns, r.concerns...)
+	if len(r.lost) > 0 {
+		row.LostPaths = r.lost
+		row.BlockReason = "interrupted, after it discarded uncommitted work of earlier tasks: " + strings.Join(r.lost, ", ")
+	}
+	if err := e.j.PutTask(*row); err != nil {
+		return err
+	}
+	for _, c := range r.concerns {
+		e.emit(Event{Type: EvConcern, Task: row.TaskID, Message: c})
+	}
+	if len(r.lost) == 0 {
+		return nil
+	}
+	b := blockInfo{RunID: e.runID, PlanPath: e.s.Plan, TaskID: row.TaskID, Title: row.Title, Attempts: row.Attempts,
+		Reason: row.BlockReason, Lost: r.lost, Interrupted: true}
+	e.blocks = append(e.blocks, b)
+	if err := writeBlocked(e.o.RepoRoot, e.blocks); err != nil {
+		return err
+	}
+	e.blockedWrote = true
+	e.emit(Event{Type: EvBlocked, Task: row.TaskID, Title: row.Title, Message: row.BlockReason, Paths: r.lost})
+	return nil
+}
+
+// take snapshots the repository with salvage. track are the paths whose
+// HEAD content the guard needs; prev, when given, is the boundary the
+// snapshot will be compared with, so that a HEAD move is looked into.
+func (e *engine) take(ctx context.Context, track []string, prev *boundary.Snapshot) (boundary.Snapshot, error) {
 	// The seq the next PutBoundary will get; counted here rather than by
 	// loading every boundary of the run (snapshots included) per task.
 	opts := []boundary.Option{boundary.WithSalvage(e.runID, e.boundaries)}
 	if len(track) > 0 {
 		opts = append(opts, boundary.WithTrack(track...))
+	}
+	if prev != nil {
+		opts = append(opts, boundary.WithPrevHead(prev.Head))
 	}
 	snap, err := boundary.Take(ctx, e.o.RepoRoot, opts...)
 	if err != nil {
@@ -89,7 +196,7 @@ func (e *engine) putBoundary(afterTask string, snap boundary.Snapshot, verdict [
 // against the previous one. replayedOnly tasks made no change, so "no
 // changes" is not worth a concern for them.
 func (e *engine) takeBoundary(ctx context.Context, taskID string, replayedOnly bool) (guardResult, error) {
-	snap, err := e.take(ctx, e.prev.PathNames())
+	snap, err := e.take(ctx, e.prev.PathNames(), &e.prev)
 	if err != nil {
 		return guardResult{}, err
 	}

@@ -48,8 +48,8 @@ type Outcome struct {
 	Report      *report.Report
 	ReportPath  string
 	Interrupted bool
-	// NoOp is set on a resume where every unit replayed and no gate ran:
-	// nothing changed since the parent.
+	// NoOp is set on a resume where every unit replayed, no gate ran and
+	// every task ended as it did in the parent: nothing changed since it.
 	NoOp          bool
 	ParentVerdict string
 	// Plan is the work list: per task replay or live and why (the resume
@@ -78,9 +78,13 @@ type engine struct {
 	here    map[string]bool   // task id -> in range and not skipped (runsHere)
 	obs     Observer
 
-	sawLive      bool // a unit was dispatched
-	sawLiveGate  bool // a gate ran live
-	sawNewSkip   bool // a task checked in the plan since the parent ran it was skipped
+	sawLive      bool                        // a unit was dispatched
+	sawLiveGate  bool                        // a gate ran live
+	sawNewSkip   bool                        // a task checked in the plan since the parent ran it was skipped
+	status       map[string]cache.TaskStatus // task id -> how it ended in this run (plan.go: held)
+	liveDep      map[string]bool             // task id -> dispatched live (in the plan: planned live)
+	mayChange    map[string]string           // plan: task id -> why its artifact may come out otherwise (for its dependents)
+	planning     bool                        // plan() is running: reasons speak of what will run
 	blockedWrote bool
 	blocks       []blockInfo // what BLOCKED.md explains, in order
 
@@ -89,6 +93,10 @@ type engine struct {
 	boundaries int                    // boundaries journaled in this run so far
 	liveGates  int                    // gates run live in this run so far
 	held       *[]Event               // events of a replay batch not yet committed
+
+	// resumeBlocked: the resume's first comparison found discards of a
+	// task the parent never finished; no task runs (boundaries.go).
+	resumeBlocked bool
 }
 
 // Run carries out a run (or a resume, when o.Parent is set).
@@ -196,7 +204,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	}
 
 	interrupted := false
-	for i := 0; i < len(sel.Tasks); {
+	for i := 0; i < len(sel.Tasks) && !e.resumeBlocked; {
 		if ctx.Err() != nil {
 			interrupted = true
 			break
@@ -218,6 +226,10 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		out.Interrupted = true
 		// Marks the running unit and the running task rows interrupted.
 		_, _ = e.j.InterruptRunning(e.runID)
+		// The interrupted task's discards are checked now, not never.
+		if err := e.guardInterrupted(ctx); err != nil {
+			e.emit(Event{Type: EvConcern, Message: "the guard could not check the interrupted task: " + err.Error()})
+		}
 	}
 
 	tasks, err := e.j.Tasks(e.runID)
@@ -227,7 +239,11 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	dec := report.Decide(tasks)
 	out.Verdict = string(dec.Verdict)
 	out.Blocked = e.blockedWrote
-	out.NoOp = o.Parent != "" && !interrupted && !e.sawLive && !e.sawLiveGate && !e.sawNewSkip
+	out.NoOp = o.Parent != "" && !interrupted && !e.sawLive && !e.sawLiveGate && !e.sawNewSkip && e.sameAsParent(tasks)
+	if e.resumeBlocked {
+		dec.Verdict, out.NoOp = report.Blocked, false
+		out.Verdict = string(dec.Verdict)
+	}
 	if err := e.j.FinishRun(e.runID, out.Verdict, dec.Verdict.ExitCode(), e.now()); err != nil {
 		return nil, err
 	}
@@ -365,16 +381,21 @@ func (e *engine) agentName() string {
 func (e *engine) artifacts(t extractor.Task) []string {
 	var out []string
 	for _, d := range t.Deps {
-		a, ok := e.art[d]
-		if !ok && !e.runsHere(d) {
-			a, ok = e.lineageArtifact(d), true
-		}
-		if ok && a != "" {
+		if a := e.depArtifact(d); a != "" {
 			out = append(out, a)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// depArtifact is dependency d's artifact as artifacts takes it ("" none).
+func (e *engine) depArtifact(d string) string {
+	a, ok := e.art[d]
+	if !ok && !e.runsHere(d) {
+		a = e.lineageArtifact(d)
+	}
+	return a
 }
 
 // skips reports whether t is skipped in this run (checked in the plan).

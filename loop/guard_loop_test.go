@@ -1,0 +1,273 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/guard"
+)
+
+// restoreRun does what `implloop restore --run run [--task task]` does:
+// every Lost entry of the run's journaled verdicts, written back.
+func restoreRun(t *testing.T, repo, run, task string) []string {
+	t.Helper()
+	j := openJournal(t, repo)
+	bs, err := j.Boundaries(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost []boundary.LostContent
+	var paths []string
+	for _, b := range bs {
+		if task != "" && b.AfterTask != task {
+			continue
+		}
+		var v guard.Verdict
+		if len(b.Verdict) == 0 || json.Unmarshal(b.Verdict, &v) != nil {
+			continue
+		}
+		for _, l := range v.Lost {
+			lost = append(lost, l)
+			paths = append(paths, l.Path)
+		}
+	}
+	if len(lost) == 0 {
+		t.Fatalf("run %s (task %q) lost nothing: nothing to restore", run, task)
+	}
+	if res, err := boundary.Restore(context.Background(), repo, lost, false); err != nil {
+		t.Fatalf("restore: %v %+v", err, res)
+	}
+	slices.Sort(paths)
+	return paths
+}
+
+// gitAgent is the identity the fake agents commit with.
+const gitAgent = `git -c user.name=agent -c user.email=agent@example.com`
+
+// TestGuardResetHardThroughRun: task 1 commits a new file and sweeps the
+// user's uncommitted edit into the commit; task 2 rewinds HEAD with
+// reset --hard. The committed work is in no branch any more: task 2
+// blocks, the dropped commit is pinned, and restore brings both files back
+// byte for byte.
+func TestGuardResetHardThroughRun(t *testing.T) {
+	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
+	writeFile(t, filepath.Join(repo, "README"), "the user's edit\n")
+	agentPath, _ := fakeAgent(t, `
+case "$IMPLLOOP_TASK_ID" in
+1) echo keep > keep.txt; git add -A; `+gitAgent+` commit -qm x ;;
+2) git reset -q --hard HEAD~1 ;;
+esac`)
+	out, err := Run(context.Background(), Options{Settings: settingsFor(agentPath), RepoRoot: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJournal(t, repo)
+	if out.Verdict == "DONE" || !out.Blocked {
+		t.Fatalf("verdict %s blocked %v, want a block", out.Verdict, out.Blocked)
+	}
+	j := openJournal(t, repo)
+	rows := taskRows(t, j, out.RunID)
+	if rows["1"].Status != cache.TaskDone || rows["2"].Status != cache.TaskBlocked {
+		t.Errorf("statuses %s %s, want done blocked", rows["1"].Status, rows["2"].Status)
+	}
+	if got := strings.Join(rows["2"].LostPaths, ","); got != "README,keep.txt" {
+		t.Errorf("lost %q, want README,keep.txt", got)
+	}
+	md := readFile(t, filepath.Join(repo, BlockedFile))
+	if !strings.Contains(md, "implloop restore --run "+out.RunID+" --task 2") || !strings.Contains(md, "`keep.txt`") {
+		t.Errorf("BLOCKED.md:\n%s", md)
+	}
+	if refs := git(t, repo, "for-each-ref", "--format=%(refname)", "refs/implloop/dropped/"); !strings.HasPrefix(refs, "refs/implloop/dropped/"+out.RunID+"/") {
+		t.Errorf("dropped refs %q", refs)
+	}
+	git(t, repo, "reflog", "expire", "--expire=now", "--all")
+	git(t, repo, "gc", "-q", "--prune=now")
+	if got := restoreRun(t, repo, out.RunID, "2"); strings.Join(got, ",") != "README,keep.txt" {
+		t.Errorf("restored %v", got)
+	}
+	if got := readFile(t, filepath.Join(repo, "keep.txt")); got != "keep\n" {
+		t.Errorf("keep.txt %q", got)
+	}
+	if got := readFile(t, filepath.Join(repo, "README")); got != "the user's edit\n" {
+		t.Errorf("README %q", got)
+	}
+}
+
+// TestGuardCommittedRenameThroughRun: a file left uncommitted by task 1
+// and renamed and committed by task 2 is moved, not lost.
+func TestGuardCommittedRenameThroughRun(t *testing.T) {
+	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
+	agentPath, _ := fakeAgent(t, `
+case "$IMPLLOOP_TASK_ID" in
+1) echo keep > keep.txt ;;
+2) mv keep.txt kept.txt; git add -A; `+gitAgent+` commit -qm mv ;;
+esac`)
+	out := runIn(t, repo, settingsFor(agentPath))
+	if out.Verdict != "DONE" || out.Blocked {
+		t.Fatalf("verdict %s blocked %v, want DONE", out.Verdict, out.Blocked)
+	}
+	rows := taskRows(t, openJournal(t, repo), out.RunID)
+	if !slices.ContainsFunc(rows["2"].Concerns, func(c string) bool { return strings.Contains(c, "keep.txt moved to kept.txt") }) {
+		t.Errorf("task 2 concerns %q", rows["2"].Concerns)
+	}
+}
+
+// discardingAgent: task 1 writes out1.txt (left uncommitted); task 2's
+// first call deletes it and hangs, its later calls write out2.txt.
+func discardingAgent(t *testing.T) (string, string) {
+	return fakeAgent(t, `
+echo "$IMPLLOOP_TASK_ID" >> "$LOG/calls"
+case "$IMPLLOOP_TASK_ID" in
+1) echo one > out1.txt ;;
+2) if [ -e "$LOG/marker" ]; then echo two > out2.txt; exit 0; fi
+   rm -f out1.txt
+   echo $$ > "$LOG/agent.pid"
+   touch "$LOG/marker"
+   exec sleep 300 ;;
+esac`)
+}
+
+// TestGuardOnInterrupt: Ctrl-C while task 2's agent runs, after it threw
+// away task 1's uncommitted file. The guard runs at the interrupt: task 2
+// stays interrupted (exit 130) with the lost path on its row, BLOCKED.md
+// names it and the restore command, and after the restore a resume ends
+// DONE with the file there.
+func TestGuardOnInterrupt(t *testing.T) {
+	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
+	agentPath, logDir := discardingAgent(t)
+	child, output := startChild(t, Options{Settings: settingsFor(agentPath), RepoRoot: repo})
+	waitFile(t, filepath.Join(logDir, "marker"), 20*time.Second)
+	agentPID := readPID(t, filepath.Join(logDir, "agent.pid"))
+	t.Cleanup(func() { _ = syscall.Kill(-agentPID, syscall.SIGKILL) })
+	if err := child.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := child.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("child: %v, want exit 130\n%s", err, output)
+	}
+	checkJournal(t, repo)
+	var o Outcome
+	if err := json.Unmarshal([]byte(strings.TrimSpace(output.String())), &o); err != nil {
+		t.Fatalf("outcome: %v\n%s", err, output)
+	}
+	if !o.Interrupted || !o.Blocked {
+		t.Errorf("interrupted %v blocked %v, want both", o.Interrupted, o.Blocked)
+	}
+	j := openJournal(t, repo)
+	rows := taskRows(t, j, o.RunID)
+	if rows["2"].Status != cache.TaskInterrupted || strings.Join(rows["2"].LostPaths, ",") != "out1.txt" {
+		t.Errorf("task 2: %s lost %q, want interrupted, out1.txt", rows["2"].Status, rows["2"].LostPaths)
+	}
+	md := readFile(t, filepath.Join(repo, BlockedFile))
+	if !strings.Contains(md, "`out1.txt`") || !strings.Contains(md, "implloop restore --run "+o.RunID+" --task 2") ||
+		!strings.Contains(md, "interrupted") {
+		t.Errorf("BLOCKED.md:\n%s", md)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "out1.txt")); err == nil {
+		t.Fatal("out1.txt exists before the restore")
+	}
+	restoreRun(t, repo, o.RunID, "2")
+	if got := readFile(t, filepath.Join(repo, "out1.txt")); got != "one\n" {
+		t.Errorf("out1.txt %q", got)
+	}
+	os.Remove(filepath.Join(repo, BlockedFile))
+	out, err := Run(context.Background(), Options{Settings: settingsFor(agentPath), RepoRoot: repo, Parent: o.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJournal(t, repo)
+	if out.Verdict != "DONE" || out.Blocked {
+		t.Errorf("resume: %s blocked %v, want DONE", out.Verdict, out.Blocked)
+	}
+}
+
+// TestGuardAfterKill9: implloop is SIGKILLed while task 2's agent runs,
+// after it threw away task 1's uncommitted file. No code ran to guard the
+// task, so the resume's first comparison does: it blocks before any agent
+// call, journals the loss on its own first boundary (restore --run finds
+// it), and the resume after the repair ends DONE.
+func TestGuardAfterKill9(t *testing.T) {
+	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
+	agentPath, logDir := discardingAgent(t)
+	child, output := startChild(t, Options{Settings: settingsFor(agentPath), RepoRoot: repo})
+	waitFile(t, filepath.Join(logDir, "marker"), 20*time.Second)
+	agentPID := readPID(t, filepath.Join(logDir, "agent.pid"))
+	t.Cleanup(func() { _ = syscall.Kill(-agentPID, syscall.SIGKILL) })
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	_ = syscall.Kill(-agentPID, syscall.SIGKILL)
+	checkJournal(t, repo)
+	j := openJournal(t, repo)
+	runs, err := j.ListRuns()
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %v %v\n%s", runs, err, output)
+	}
+	parent := runs[0].ID
+
+	calls := readFile(t, filepath.Join(logDir, "calls"))
+	out, err := Run(context.Background(), Options{Settings: settingsFor(agentPath), RepoRoot: repo, Parent: parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJournal(t, repo)
+	if out.Verdict != "BLOCKED" || !out.Blocked || out.NoOp {
+		t.Errorf("resume: verdict %s blocked %v noop %v, want BLOCKED", out.Verdict, out.Blocked, out.NoOp)
+	}
+	if got := readFile(t, filepath.Join(logDir, "calls")); got != calls {
+		t.Errorf("the blocked resume called the agent: %q -> %q", calls, got)
+	}
+	md := readFile(t, filepath.Join(repo, BlockedFile))
+	if !strings.Contains(md, "`out1.txt`") || !strings.Contains(md, "implloop restore --run "+out.RunID+"`") ||
+		!strings.Contains(md, parent) {
+		t.Errorf("BLOCKED.md:\n%s", md)
+	}
+	if got := restoreRun(t, repo, out.RunID, ""); strings.Join(got, ",") != "out1.txt" {
+		t.Errorf("restored %v", got)
+	}
+	if got := readFile(t, filepath.Join(repo, "out1.txt")); got != "one\n" {
+		t.Errorf("out1.txt %q", got)
+	}
+	os.Remove(filepath.Join(repo, BlockedFile))
+	again, err := Run(context.Background(), Options{Settings: settingsFor(agentPath), RepoRoot: repo, Parent: out.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJournal(t, repo)
+	if again.Verdict != "DONE" || again.Blocked {
+		t.Errorf("second resume: %s blocked %v, want DONE", again.Verdict, again.Blocked)
+	}
+	if got := readFile(t, filepath.Join(repo, "out1.txt")); got != "one\n" {
+		t.Errorf("out1.txt after the second resume %q", got)
+	}
+}
+
+// TestResumeAfterFinishedRunDiscardIsInformation: when the parent finished
+// normally, a file removed between the runs is the user's business.
+func TestResumeAfterFinishedRunDiscardIsInformation(t *testing.T) {
+	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
+	agentPath, _ := fakeAgent(t, `echo x > "out-$IMPLLOOP_TASK_ID.txt"`)
+	first := runIn(t, repo, settingsFor(agentPath))
+	os.Remove(filepath.Join(repo, "out-1.txt"))
+	out, err := Run(context.Background(), Options{Settings: settingsFor(agentPath), RepoRoot: repo, Parent: first.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Blocked || out.Verdict != "DONE" {
+		t.Errorf("resume: %s blocked %v, want DONE, not blocked", out.Verdict, out.Blocked)
+	}
+}
