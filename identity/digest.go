@@ -30,6 +30,12 @@ const (
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// ValidEnvName reports whether name may be an env entry of a preimage: a
+// bare variable name (letters, digits and _, not starting with a digit).
+// Settings are checked with it before a run starts, so that no run is
+// created that Canonical would then refuse.
+func ValidEnvName(name string) bool { return envNameRE.MatchString(name) }
+
 // Canonical returns the RFC 8785 (JCS) form of p: the exact bytes Digest
 // hashes and the journal stores. It fills an empty Version, sorts and
 // de-duplicates Env and Artifacts, and leaves unset optional keys out. It

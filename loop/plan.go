@@ -20,7 +20,19 @@ const (
 // each task's chain of journaled attempts (a replayed unit's journaled gate
 // decides whether the next attempt is needed) up to the first unit that
 // would run live. It reads the journal and writes nothing.
+//
+// A task planned live gets as its artifact the identity of the unit it
+// would dispatch first (exact when its gate passes on that attempt), so its
+// dependents are planned with it, as the run will compute them; a task
+// whose gate runs live may come out otherwise, and its dependents are
+// marked as such. The run itself starts from no artifacts: it records what
+// actually happens.
 func (e *engine) plan() ([]PlannedTask, error) {
+	e.planning, e.liveDep, e.mayChange = true, map[string]bool{}, map[string]string{}
+	defer func() {
+		e.planning, e.liveDep, e.mayChange = false, nil, nil
+		e.art = map[string]string{}
+	}()
 	var out []PlannedTask
 	for _, t := range e.sel.Tasks {
 		p := PlannedTask{Task: t.ID, Title: t.Title}
@@ -38,6 +50,7 @@ func (e *engine) plan() ([]PlannedTask, error) {
 				p.Action, p.From, p.Reasons = ActionReplay, st.carry.RunID, st.reasons
 			case startRecheck:
 				p.Action, p.Reasons = ActionGate, st.reasons
+				e.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs first"
 			default:
 				if err := e.planChain(t, &p, st.attempt, st.feedback); err != nil {
 					return nil, err
@@ -45,6 +58,9 @@ func (e *engine) plan() ([]PlannedTask, error) {
 				if len(st.reasons) > 0 {
 					p.Reasons = append(append([]string(nil), st.reasons...), p.Reasons...)
 				}
+			}
+			if p.Action == ActionReplay || p.Action == ActionGate {
+				p.Reasons = append(p.Reasons, e.mayRerun(t)...)
 			}
 		}
 		out = append(out, p)
@@ -73,10 +89,12 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedba
 			}
 			if !ok {
 				p.Action = ActionLive
-				p.Reasons = e.why(t.ID, u)
+				p.Reasons = e.why(t, u)
 				if len(p.Reasons) == 0 {
 					p.Reasons = []string{"never ran"}
 				}
+				e.art[t.ID] = units[len(units)-1].Identity
+				e.liveDep[t.ID] = true
 				return nil
 			}
 			hit = h
@@ -91,11 +109,14 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedba
 		if hit.ReplayedFromRun != "" {
 			p.From = hit.ReplayedFromRun
 		}
+		gateCmd := e.gateCommand(t)
 		if e.o.Reverify {
 			p.Reasons = []string{"--reverify: its gate runs live"}
+			if gateCmd != "" {
+				e.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
+			}
 			return nil
 		}
-		gateCmd := e.gateCommand(t)
 		if gateCmd == "" {
 			return nil
 		}
@@ -103,9 +124,11 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedba
 		switch {
 		case !ok:
 			p.Reasons = []string{"its gate never finished: the gate runs live"}
+			e.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
 			return nil
 		case !e.gateReplayable(g, gateCmd):
 			p.Reasons = []string{"its gate command changed: the gate runs live"}
+			e.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
 			return nil
 		}
 		if g.Passed {
@@ -146,4 +169,21 @@ func (e *engine) dryRun() (*Outcome, error) {
 	}
 	out.Plan, err = e.plan()
 	return out, err
+}
+
+// mayRerun marks a task planned to replay whose dependency's gate runs
+// live (--reverify, a changed gate command, a task blocked before), or
+// that depends on such a task: should that gate fail, the dependency runs
+// again with a new artifact, and this task with it.
+func (e *engine) mayRerun(t extractor.Task) []string {
+	var out []string
+	for _, d := range t.Deps {
+		if why := e.mayChange[d]; why != "" {
+			out = append(out, "may re-run: "+why)
+		}
+	}
+	if len(out) > 0 && e.mayChange[t.ID] == "" {
+		e.mayChange[t.ID] = "dependency " + t.ID + " may re-run"
+	}
+	return out
 }

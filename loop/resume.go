@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strings"
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
@@ -348,4 +349,71 @@ func (e *engine) runTasks(ctx context.Context, i int, planned []PlannedTask) (in
 		e.obs.Event(ev)
 	}
 	return ran, res, nil
+}
+
+// sameAsParent reports whether every task of this run (rows) ended as it
+// did in the parent: a resume in which a task the parent left blocked,
+// pending or interrupted is now done (its repair replayed, say) changed
+// something, even with nothing live. A task the parent has no row for is a
+// change too.
+func (e *engine) sameAsParent(rows []cache.Task) bool {
+	parent, err := e.j.Tasks(e.o.Parent)
+	if err != nil {
+		return false
+	}
+	before := make(map[string]cache.TaskStatus, len(parent))
+	for _, t := range parent {
+		before[t.TaskID] = t.Status
+	}
+	for _, t := range rows {
+		if s, ok := before[t.TaskID]; !ok || s != t.Status {
+			return false
+		}
+	}
+	return true
+}
+
+// heldBy says why task t must not run now, "" when it may: a declared
+// dependency that runs in this run did not end done (blocked, or itself
+// held), so what t would build on is not there. With --on-blocked
+// continue such a task stays pending; the next resume plans it as usual.
+func (e *engine) heldBy(t extractor.Task) string {
+	var why []string
+	for _, d := range t.Deps {
+		if !e.runsHere(d) {
+			continue
+		}
+		switch st := e.status[d]; st {
+		case cache.TaskDone:
+		case "":
+			why = append(why, "dependency "+d+" did not run")
+		default:
+			why = append(why, "dependency "+d+" is "+string(st))
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+// depReasons names the dependencies of t whose artifacts are not among
+// old (the artifacts of the closest journaled unit): "dependency 1 runs
+// live", "dependency 2 changed". Nil when none can be named.
+func (e *engine) depReasons(t extractor.Task, old []string) []string {
+	had := make(map[string]bool, len(old))
+	for _, a := range old {
+		had[a] = true
+	}
+	var out []string
+	for _, d := range t.Deps {
+		a := e.depArtifact(d)
+		switch {
+		case a == "" || had[a]:
+		case e.liveDep[d] && e.planning:
+			out = append(out, "dependency "+d+" runs live")
+		case e.liveDep[d]:
+			out = append(out, "dependency "+d+" ran live")
+		default:
+			out = append(out, "dependency "+d+" changed")
+		}
+	}
+	return out
 }

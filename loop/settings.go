@@ -3,7 +3,10 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/implloop/implloop/identity"
 )
 
 // Settings are the run flags. They are recorded with the run so that a
@@ -64,7 +67,24 @@ func (s Settings) Validate() error {
 	if s.Timeout < 0 {
 		return fmt.Errorf("--timeout must not be negative")
 	}
+	for _, n := range s.Env {
+		if !identity.ValidEnvName(n) {
+			return &EnvNameError{Name: n}
+		}
+	}
 	return nil
+}
+
+// EnvNameError is an --env entry that is not a variable name (the rule
+// identity.ValidEnvName applies to every unit's preimage).
+type EnvNameError struct{ Name string }
+
+func (e *EnvNameError) Error() string {
+	name := e.Name
+	if k, _, ok := strings.Cut(name, "="); ok {
+		name = k + "=..." // a value is never echoed
+	}
+	return fmt.Sprintf("--env %q is not a variable name (letters, digits and _, not starting with a digit)", name)
 }
 
 // Duration is a time.Duration that reads and writes as "30m0s" in JSON.

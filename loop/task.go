@@ -61,6 +61,10 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		if err := e.j.PutTask(ts.row); err != nil {
 			return taskResult{}, err
 		}
+		if e.status == nil {
+			e.status = map[string]cache.TaskStatus{}
+		}
+		e.status[t.ID] = status
 		e.emit(Event{Type: EvTaskFinished, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count,
 			Status: string(status), Source: string(ts.row.Source), Attempt: ts.row.Attempts,
 			Millis: ts.row.Duration.Milliseconds(), Paths: ts.row.LostPaths})
@@ -73,6 +77,16 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 			e.sawNewSkip = true // ticked since: the resume is not a no-op
 		}
 		return finish(cache.TaskSkipped)
+	}
+	// A dependency that did not end done here (blocked, with --on-blocked
+	// continue) leaves nothing to build on: the task is not dispatched and
+	// stays pending, journaled with why.
+	if why := e.heldBy(t); why != "" {
+		note := "not run: " + why
+		ts.row.Concerns = append(ts.row.Concerns, note)
+		e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count, Message: note})
+		e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
+		return finish(cache.TaskPending)
 	}
 	ts.row.Status = cache.TaskRunning
 	if err := e.j.PutTask(ts.row); err != nil {
@@ -147,10 +161,11 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 				continue
 			}
 			allReplayed = false
-			reasons := e.why(t.ID, u)
+			reasons := e.why(t, u)
 			fail, err := e.dispatch(ctx, idx, t, u, reasons)
 			ts.live++
 			e.sawLive = true
+			e.markLive(t.ID)
 			if err != nil {
 				return taskResult{}, err
 			}
@@ -407,7 +422,8 @@ func (e *engine) stderrTail(hash string) string {
 
 // why says why a unit runs live: the fields that differ from the closest
 // journaled unit of the same task, role and attempt.
-func (e *engine) why(taskID string, u unit.Unit) []string {
+func (e *engine) why(t extractor.Task, u unit.Unit) []string {
+	taskID := t.ID
 	if len(e.lineage) == 0 {
 		if e.o.Parent == "" {
 			return nil
@@ -437,12 +453,26 @@ func (e *engine) why(taskID string, u unit.Unit) []string {
 	}
 	var out []string
 	seen := map[string]bool{}
-	for _, ch := range changes {
-		r := ch.Reason()
+	add := func(r string) {
 		if !seen[r] {
 			seen[r] = true
 			out = append(out, r)
 		}
+	}
+	for _, ch := range changes {
+		if ch.Field == "artifacts" {
+			// Name the dependencies: "dependency 1 runs live" says more
+			// than "dependency artifacts changed".
+			if old, err := identity.Parse(c.Preimage); err == nil {
+				if named := e.depReasons(t, old.Artifacts); len(named) > 0 {
+					for _, r := range named {
+						add(r)
+					}
+					continue
+				}
+			}
+		}
+		add(ch.Reason())
 	}
 	if len(out) == 0 {
 		out = []string{"identity changed"}
@@ -497,4 +527,12 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 		e.emit(Event{Type: EvBlocked, Task: t.ID, Title: t.Title, Message: reason, Paths: v.lost})
 	}
 	return finish(status)
+}
+
+// markLive records that task id dispatched a unit live in this run.
+func (e *engine) markLive(id string) {
+	if e.liveDep == nil {
+		e.liveDep = map[string]bool{}
+	}
+	e.liveDep[id] = true
 }

@@ -63,12 +63,17 @@ Read-only: it writes nothing.`,
 			if err != nil {
 				return err
 			}
+			// Artifacts are identities of units of this run: which task's.
+			byIdentity := map[string]cache.Unit{}
+			for _, u := range units {
+				byIdentity[u.Identity] = u
+			}
 			var out []unitExplanation
 			for _, u := range units {
 				if taskID != "" && u.TaskID != taskID {
 					continue
 				}
-				out = append(out, explainUnit(j, lineage, u))
+				out = append(out, explainUnit(j, lineage, u, byIdentity))
 			}
 			if taskID != "" && len(out) == 0 {
 				return errorf("run 'implloop show "+run.ID+"' for its tasks", "run %s has no unit of task %q", run.ID, taskID)
@@ -105,7 +110,7 @@ Read-only: it writes nothing.`,
 	return cmd
 }
 
-func explainUnit(j *cache.Journal, lineage []string, u cache.Unit) unitExplanation {
+func explainUnit(j *cache.Journal, lineage []string, u cache.Unit, byIdentity map[string]cache.Unit) unitExplanation {
 	x := unitExplanation{Task: u.TaskID, Unit: u.UnitID, Attempt: u.Attempt, Identity: u.Identity, Status: string(u.Status), Source: "live"}
 	if u.Replayed() {
 		x.Source = "replayed"
@@ -131,11 +136,55 @@ func explainUnit(j *cache.Journal, lineage []string, u cache.Unit) unitExplanati
 		x.Reason = "identity changed (the stored preimage could not be compared: " + err.Error() + ")"
 		return x
 	}
-	x.Reason = identity.Reasons(changes)
+	x.Reason = changeReasons(changes, byIdentity)
 	for _, ch := range changes {
 		x.Changes = append(x.Changes, explainChange{Field: ch.Field, Old: ch.Old, New: ch.New, Text: ch.String()})
 	}
 	return x
+}
+
+// changeReasons is identity.Reasons, with a change of artifacts told as
+// the dependencies it comes from: "dependency 1 ran live" (or "changed",
+// when it replayed another unit than before) instead of "dependency
+// artifacts changed", when the new artifacts are units of this run.
+func changeReasons(changes []identity.Change, byIdentity map[string]cache.Unit) string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(r string) {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	for _, ch := range changes {
+		var named []string
+		if ch.Field == "artifacts" {
+			var old, cur []string
+			_ = json.Unmarshal(ch.Old, &old)
+			_ = json.Unmarshal(ch.New, &cur)
+			had := map[string]bool{}
+			for _, a := range old {
+				had[a] = true
+			}
+			for _, a := range cur {
+				d, ok := byIdentity[a]
+				switch {
+				case had[a] || !ok:
+				case d.Replayed():
+					named = append(named, "dependency "+d.TaskID+" changed")
+				default:
+					named = append(named, "dependency "+d.TaskID+" ran live")
+				}
+			}
+		}
+		if len(named) == 0 {
+			named = []string{ch.Reason()}
+		}
+		for _, r := range named {
+			add(r)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // openRun opens the journal read-only and resolves RUN (default: latest).

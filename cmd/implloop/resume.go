@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"sort"
@@ -54,6 +56,12 @@ remove it.
 			}
 			s = overrideSettings(s, cmd.Flags(), f)
 			if err := s.Validate(); err != nil {
+				var envErr *loop.EnvNameError
+				if errors.As(err, &envErr) && !cmd.Flags().Changed("env") {
+					// Inherited: every resume of that run would fail the same way.
+					return usagef("pass --env again with the names you mean (it replaces the inherited list)",
+						"%s: inherited from run %s", err, parent.ID)
+				}
 				return usagef("run 'implloop resume --help' for the accepted values", "%s", err)
 			}
 			return runLoop(cmd.Context(), io, s, parent.ID, f)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/identity"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
 )
@@ -41,7 +43,7 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.s.TaskRange, "task-range", "", "tasks to run: 10:13, 10:, :5, 7, T010:T013 (default: all)")
 	fs.IntVar(&f.s.MaxAttempts, "max-attempts", d.MaxAttempts, "live attempts per task before it is blocked")
 	fs.DurationVar(&f.timeout, "timeout", time.Duration(d.Timeout), "per agent call and per gate; the agent's process group is killed after it (0: no limit)")
-	fs.StringVar(&f.s.OnBlocked, "on-blocked", d.OnBlocked, "after a blocked task: stop, or continue with the next tasks")
+	fs.StringVar(&f.s.OnBlocked, "on-blocked", d.OnBlocked, "after a blocked task: stop, or continue with the next tasks (those depending on it stay pending)")
 	fs.StringArrayVar(&f.s.Env, "env", nil, "NAME of an environment variable the agent depends on (repeatable; its name, never its value, joins the identity)")
 	fs.StringArrayVar(&f.params, "param", nil, "k=v handed to the agent in the task context (repeatable; part of the identity)")
 	fs.StringVar(&f.s.PlanContext, "plan-context", d.PlanContext, "what the agent gets: task (task text and preamble) or full (also the plan's path; any plan edit re-runs every task)")
@@ -73,6 +75,9 @@ func (f *runFlags) settings() (loop.Settings, error) {
 	for _, n := range s.Env {
 		if strings.Contains(n, "=") || n == "" {
 			return s, usagef("--env takes a variable's NAME; its value is read from the environment and never stored", "--env %q: expected a variable name", n)
+		}
+		if !identity.ValidEnvName(n) {
+			return s, usagef("--env takes a variable's NAME: letters, digits and _, not starting with a digit", "--env %q: not a variable name", n)
 		}
 	}
 	if err := s.Validate(); err != nil {
@@ -137,10 +142,14 @@ brings the work back.
 			s.Flags = givenFlags(cmd.Flags())
 			// A missing plan is the first thing to say, before any flag
 			// that the plan's front matter might have supplied.
-			if _, err := plan.ReadBytes(args[0]); err != nil {
+			planFile := args[0]
+			if !filepath.IsAbs(planFile) {
+				planFile = filepath.Join(io.workingDir, planFile)
+			}
+			if _, err := plan.ReadBytes(planFile); err != nil {
 				return loopError(&loop.PlanReadError{Path: args[0], Err: err}, "")
 			}
-			if s, err = withFrontMatter(s, args[0], cmd.Flags().Changed); err != nil {
+			if s, err = withFrontMatter(s, planFile, cmd.Flags().Changed); err != nil {
 				return err
 			}
 			if err := requireAgent(s); err != nil {
@@ -247,7 +256,10 @@ func loopError(err error, parent string) error {
 	var emptyRange *extractor.EmptyRangeError
 	var readErr *loop.PlanReadError
 	var checkErr *agent.CheckError
+	var envErr *loop.EnvNameError
 	switch {
+	case errors.As(err, &envErr):
+		return usagef("--env takes a variable's NAME: letters, digits and _, not starting with a digit", "%s", err)
 	case errors.As(err, &locked):
 		return errorf("wait for it to finish, or stop it (Ctrl-C) first", "%s", err)
 	case errors.Is(err, loop.ErrBlockedFile):
