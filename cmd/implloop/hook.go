@@ -156,17 +156,26 @@ func implloopBinary() string {
 
 func isOurHook(b []byte) bool { return bytes.Contains(b, []byte(hookMarker)) }
 
-func hookInstall(io *ioStreams, force bool) error {
+// hookPaths are the pre-commit hook of the repository around the working
+// directory (honouring core.hooksPath) and where a chained hook is kept.
+func hookPaths(io *ioStreams) (hook, chained string, err error) {
 	root, err := repoRoot(io.workingDir)
 	if err != nil {
-		return err
+		return "", "", err
 	}
 	dir, err := hooksDir(root)
 	if err != nil {
-		return errorf("", "%s", err)
+		return "", "", errorf("", "%s", err)
 	}
-	hook := filepath.Join(dir, "pre-commit")
-	chained := hook + chainedSuffix
+	hook = filepath.Join(dir, "pre-commit")
+	return hook, hook + chainedSuffix, nil
+}
+
+func hookInstall(io *ioStreams, force bool) error {
+	hook, chained, err := hookPaths(io)
+	if err != nil {
+		return err
+	}
 	want := hookScript(implloopBinary())
 
 	// Lstat, not Stat: a dangling symlink is somebody's hook too.
@@ -207,7 +216,7 @@ func hookInstall(io *ioStreams, force bool) error {
 		fmt.Fprintf(io.ErrOut, "implloop: the hook that was there is kept as %s and runs after 'implloop check'\n", chained)
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
 		return errorf("", "create the hooks directory: %v", err)
 	}
 	if err := writeHook(hook, want); err != nil {
@@ -238,16 +247,10 @@ func writeHook(path string, b []byte) error {
 }
 
 func hookUninstall(io *ioStreams) error {
-	root, err := repoRoot(io.workingDir)
+	hook, chained, err := hookPaths(io)
 	if err != nil {
 		return err
 	}
-	dir, err := hooksDir(root)
-	if err != nil {
-		return errorf("", "%s", err)
-	}
-	hook := filepath.Join(dir, "pre-commit")
-	chained := hook + chainedSuffix
 	_, chainErr := os.Lstat(chained)
 	hasChained := chainErr == nil
 
