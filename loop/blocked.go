@@ -80,7 +80,7 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 		}
 		fmt.Fprintf(&s, "%s Why\n\n%s\n", h, b.Reason)
 		if len(b.Lost) > 0 {
-			s.WriteString("\nThe task discarded uncommitted work of earlier tasks. implloop kept a copy of each lost file:\n\n")
+			s.WriteString("\nThe task discarded work of earlier tasks (uncommitted, or in a commit it dropped). implloop kept a copy of each lost file:\n\n")
 			for _, p := range b.Lost {
 				fmt.Fprintf(&s, "- `%s`\n", p)
 			}

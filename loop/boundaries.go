@@ -135,7 +135,7 @@ func (e *engine) guardInterrupted(ctx context.Context) error {
 	row.Concerns = append(row.Concerns, r.concerns...)
 	if len(r.lost) > 0 {
 		row.LostPaths = r.lost
-		row.BlockReason = "interrupted, after it discarded uncommitted work of earlier tasks: " + strings.Join(r.lost, ", ")
+		row.BlockReason = "interrupted, after it discarded work of earlier tasks: " + strings.Join(r.lost, ", ")
 	}
 	if err := e.j.PutTask(*row); err != nil {
 		return err

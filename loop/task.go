@@ -501,9 +501,9 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 		ts.row.LostPaths = v.lost
 		status = cache.TaskBlocked
 		if reason == "" {
-			reason = fmt.Sprintf("the task discarded uncommitted work of earlier tasks: %s", strings.Join(v.lost, ", "))
+			reason = fmt.Sprintf("the task discarded work of earlier tasks: %s", strings.Join(v.lost, ", "))
 		} else {
-			reason += "; and it discarded uncommitted work: " + strings.Join(v.lost, ", ")
+			reason += "; and it discarded work of earlier tasks: " + strings.Join(v.lost, ", ")
 		}
 	}
 	for _, c := range v.concerns {
