@@ -41,10 +41,15 @@ based on has been edited since; restore refuses to overwrite it unless
 			if err != nil {
 				return err
 			}
+			// PATHs are as the user typed them (relative to the working
+			// directory); lost paths are relative to the repo root.
 			want := map[string]bool{}
 			for _, a := range args {
-				want[a] = true
+				want[journalPlanPath(root, io.workingDir, a)] = true
 			}
+			// The newest loss of each path wins: a path lost, restored and
+			// lost again comes back as it was the last time.
+			latest := map[string]int{}
 			var lost []boundary.LostContent
 			for _, b := range bs {
 				if taskID != "" && b.AfterTask != taskID {
@@ -55,14 +60,21 @@ based on has been edited since; restore refuses to overwrite it unless
 					continue
 				}
 				for _, l := range v.Lost {
-					if len(want) == 0 || want[l.Path] {
-						lost = append(lost, l)
-						delete(want, l.Path)
+					if len(want) > 0 && !want[l.Path] {
+						continue
 					}
+					if i, ok := latest[l.Path]; ok {
+						lost[i] = l
+						continue
+					}
+					latest[l.Path] = len(lost)
+					lost = append(lost, l)
 				}
 			}
 			for p := range want {
-				return errorf("run 'implloop show "+run.ID+"' for the lost paths", "run %s lost no path %q", run.ID, p)
+				if _, ok := latest[p]; !ok {
+					return errorf("run 'implloop show "+run.ID+"' for the lost paths", "run %s lost no path %q", run.ID, p)
+				}
 			}
 			if len(lost) == 0 {
 				fmt.Fprintf(io.ErrOut, "implloop: run %s lost nothing; nothing to restore\n", run.ID)
