@@ -8,13 +8,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/implloop/implloop/internal/gittest"
 )
 
 // testDigest stands in for identity.DigestCanonical: cache must not import
@@ -24,19 +25,10 @@ func testDigest(b []byte) string {
 	return "u1:" + hex.EncodeToString(s[:])
 }
 
-func gitInit(t testing.TB, dir string) {
-	t.Helper()
-	cmd := exec.Command("git", "init", "-q", dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v\n%s", err, out)
-	}
-}
-
+// newRepo is an empty git repository in a temp dir.
 func newRepo(t testing.TB) string {
 	t.Helper()
-	dir := t.TempDir()
-	gitInit(t, dir)
-	return dir
+	return gittest.New(t).Dir
 }
 
 func openT(t testing.TB, root string) *Journal {
@@ -224,30 +216,25 @@ func TestExcludeOnce(t *testing.T) {
 		t.Errorf(".implloop/ appears %d times in info/exclude:\n%s", n, b)
 	}
 	// git itself now ignores the journal.
-	out, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=all").Output()
+	out, err := gittest.At(t, root).GitErr("status", "--porcelain", "--untracked-files=all")
 	if err != nil || len(out) != 0 {
 		t.Errorf("git status shows %q (%v)", out, err)
 	}
 }
 
 func TestExcludeLinkedWorktree(t *testing.T) {
-	main := newRepo(t)
-	git := func(args ...string) {
-		cmd := exec.Command("git", append([]string{"-C", main, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	git("commit", "-q", "--allow-empty", "-m", "init")
+	r := gittest.New(t)
+	main := r.Dir
+	r.Git("commit", "-q", "--allow-empty", "-m", "init")
 	wt := filepath.Join(t.TempDir(), "wt")
-	git("worktree", "add", "-q", wt)
+	r.Git("worktree", "add", "-q", wt)
 	j := openT(t, wt)
 	mustRun(t, j, "")
 	b, err := os.ReadFile(filepath.Join(main, ".git", "info", "exclude"))
 	if err != nil || !strings.Contains(string(b), "\n.implloop/\n") {
 		t.Fatalf("common info/exclude = %q, %v", b, err)
 	}
-	out, _ := exec.Command("git", "-C", wt, "status", "--porcelain", "--untracked-files=all").Output()
+	out, _ := gittest.At(t, wt).GitErr("status", "--porcelain", "--untracked-files=all")
 	if len(out) != 0 {
 		t.Errorf("worktree status shows %q", out)
 	}
@@ -490,7 +477,7 @@ func TestRunsListing(t *testing.T) {
 	if r, err := j.ResolveRun(ids[1][:18]); err != nil || r.ID != ids[1] {
 		t.Errorf("ResolveRun(prefix) = %v, %v", r, err)
 	}
-	if _, err := j.ResolveRun("2025"); err == nil || errors.Is(err, ErrNotFound) {
+	if _, err := j.ResolveRun("r-2025"); err == nil || errors.Is(err, ErrNotFound) {
 		t.Errorf("ambiguous prefix: %v", err)
 	}
 	if err := j.CreateRun(&Run{ID: ids[0]}); err == nil {

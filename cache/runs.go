@@ -30,12 +30,14 @@ type Run struct {
 // Finished reports whether FinishRun was recorded.
 func (r *Run) Finished() bool { return !r.FinishedAt.IsZero() }
 
-// NewRunID returns a fresh run id: UTC start time plus 24 random bits,
-// e.g. "20251130-054301-3f9a0c". Ids sort by time and read well in a shell.
+// NewRunID returns a fresh run id in the format identity.NewRunID defines
+// (r-YYYYMMDD-HHMMSS-xxxx, UTC, 16 random bits), for callers of CreateRun
+// that do not name the run; the loop names its runs with identity's. Kept
+// here, not imported, because cache depends on nothing of implloop's.
 func NewRunID(now time.Time) string {
-	var b [3]byte
+	var b [2]byte
 	_, _ = rand.Read(b[:])
-	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+	return "r-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
 func ms(t time.Time) sql.NullInt64 {

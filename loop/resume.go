@@ -13,7 +13,7 @@ import (
 
 // agentGate is the command a gate row carries when no gate ran because the
 // agent call itself failed: the failure is the next attempt's feedback.
-const agentGate = "(agent)"
+const agentGate = cache.AgentFailed
 
 // runFacts is what one run of the lineage journaled, per task: the lowest
 // and highest attempt of its units, the identity of its final completed

@@ -180,7 +180,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		switch {
 		case failure != "":
 			feedback = failure
-			e.recordGate(t, attempt, cache.Gate{Command: "(agent)", Passed: false, ExitCode: -1, Feedback: failure})
+			e.recordGate(t, attempt, cache.Gate{Command: agentGate, Passed: false, ExitCode: -1, Feedback: failure})
 		case allReplayed && hit != nil && !e.o.Reverify && e.replayGate(t, attempt, hit):
 			g, _ := e.journaledGate(hit.RunID, t.ID, attempt)
 			passed, feedback = g.Passed, g.Feedback

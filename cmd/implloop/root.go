@@ -6,9 +6,6 @@ import (
 
 const version = "0.1.0-dev"
 
-// Helpers sharing this tree: read /work/main/CLAUDE.md (do not commit, do not
-// run go mod tidy, edit only your own files, test only your packages).
-
 // newRootCmd builds the command tree. Each command lives in its own file as
 // newXCmd(io) *cobra.Command; register it in the list below.
 func newRootCmd(io *ioStreams) *cobra.Command {
