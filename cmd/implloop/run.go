@@ -244,6 +244,8 @@ func verdictExit(v string) int {
 		return exitBlocked
 	case "PARTIAL":
 		return exitPartial
+	case "INTERRUPTED":
+		return exitInterrupted
 	}
 	return exitError
 }
