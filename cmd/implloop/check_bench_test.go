@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/implloop/implloop/internal/gittest"
 )
 
 const benchPlan = "# Plan\n\n### Task 1: One\n\n```text path=a.txt\none\n```\n\n### Task 2: Two\n\n```text path=b.txt\ntwo\n```\n\n```verify\ntest -f %s\n```\n"
@@ -19,27 +21,12 @@ const benchPlan = "# Plan\n\n### Task 1: One\n\n```text path=a.txt\none\n```\n\n
 // files.
 func checkBenchRepo(b *testing.B) string {
 	b.Helper()
-	dir := b.TempDir()
-	git := func(args ...string) {
-		b.Helper()
-		c := exec.Command("git", args...)
-		c.Dir = dir
-		c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.com",
-			"GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.com", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := c.CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	write := func(name, s string) {
-		b.Helper()
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	git("init", "-q")
+	r := gittest.New(b)
+	dir := r.Dir
+	write := r.Write
 	write("plan.md", strings.Replace(benchPlan, "%s", "b.txt", 1))
-	git("add", "plan.md")
-	git("commit", "-q", "-m", "plan")
+	r.Git("add", "plan.md")
+	r.Git("commit", "-q", "-m", "plan")
 	ios := &ioStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard, workingDir: dir}
 	for i := range 10 {
 		args := []string{"run", "plan.md", "--agent", "builtin", "--max-attempts", "1"}
@@ -61,7 +48,7 @@ func checkBenchRepo(b *testing.B) string {
 	for i := range 5 {
 		write("f"+string(rune('0'+i))+".txt", "x\n")
 	}
-	git("add", "-A")
+	r.Git("add", "-A")
 	return dir
 }
 

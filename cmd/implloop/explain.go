@@ -42,11 +42,13 @@ func newExplainCmd(io *ioStreams) *cobra.Command {
 the latest): replayed from which run and unit, or live and why, with a
 field-by-field diff of its identity preimage against the closest journaled
 unit of the same task, role and attempt in the parent's lineage.
-Read-only: it writes nothing.`,
+Read-only: it writes nothing.
+
+` + exitStatusHelp(),
 		Example: `  implloop explain
   implloop explain r-20261130-0540 --task 10
   implloop explain --json | jq '.units[] | select(.source == "live")'`,
-		Args: cobra.MaximumNArgs(1),
+		Args: maxArgs(1, "at most one RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			j, run, err := openRun(io, args)
 			if err != nil {

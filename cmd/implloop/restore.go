@@ -24,7 +24,9 @@ task with --task or to some paths by naming them.
 
 A path whose current content is neither the lost content nor what it was
 based on has been edited since; restore refuses to overwrite it unless
---force.`,
+--force.
+
+` + exitStatusHelp(),
 		Example: `  implloop restore --run r-20261130-0540 --task 3
   implloop restore src/login.go --force`,
 		RunE: func(cmd *cobra.Command, args []string) error {

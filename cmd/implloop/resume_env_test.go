@@ -3,12 +3,11 @@ package main
 import (
 	"bytes"
 	"database/sql"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/implloop/implloop/internal/gittest"
 	_ "modernc.org/sqlite"
 )
 
@@ -17,26 +16,15 @@ import (
 // (journaled by an older implloop, which then left the run unfinished)
 // is one too, with the way out: pass --env again.
 func TestResumeBadEnv(t *testing.T) {
-	dir := t.TempDir()
+	r := gittest.New(t)
+	dir := r.Dir
 	t.Chdir(dir) // plan paths are relative to the process's directory
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME": home, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
-		"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-		"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-	} {
+	// The git implloop runs is isolated too.
+	for k, v := range gittest.Isolation(t.TempDir()) {
 		t.Setenv(k, v)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Plan\n\n## Task 1: one\n\n```text path=out/one.txt\none\n```\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "start"}} {
-		c := exec.Command("git", args...)
-		c.Dir = dir
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	r.Write("plan.md", "# Plan\n\n## Task 1: one\n\n```text path=out/one.txt\none\n```\n")
+	r.Commit("start")
 	implloop := func(args ...string) (int, string) {
 		var out, errb bytes.Buffer
 		code := run(args, &ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb, workingDir: dir})

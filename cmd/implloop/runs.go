@@ -14,7 +14,7 @@ func newRunsCmd(io *ioStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List the runs journaled in this repository, newest first",
-		Long:  "List the runs journaled in this repository, newest first. Read-only.",
+		Long:  "List the runs journaled in this repository, newest first. Read-only." + "\n\n" + exitStatusHelp(),
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root, err := repoRoot(io.workingDir)

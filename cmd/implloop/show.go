@@ -20,10 +20,12 @@ func newShowCmd(io *ioStreams) *cobra.Command {
 		Long: `Print a run's end report, rebuilt from the journal (default: the latest
 run). Every figure comes from journal rows: tasks done, replayed and live
 units, tokens and cost. A run that was killed shows as UNFINISHED with what
-it had done. Read-only.`,
+it had done. Read-only.
+
+` + exitStatusHelp(),
 		Example: `  implloop show
   implloop show r-20261130-0540 --json | jq .outcome`,
-		Args: cobra.MaximumNArgs(1),
+		Args: maxArgs(1, "at most one RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			j, run, err := openRun(io, args)
 			if err != nil {

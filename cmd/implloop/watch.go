@@ -59,7 +59,7 @@ watch writes nothing. Ctrl-C stops it with exit 130.
 
 ` + exitStatusHelp(),
 		Example: `  implloop watch plan.md
-  implloop watch docs/plan.md --run 20261130-0540 --resume`,
+  implloop watch docs/plan.md --run r-20261130-0540 --resume`,
 		Args: exactArgs(1, "a PLAN file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.plan = args[0]
