@@ -9,38 +9,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/implloop/implloop/internal/gittest"
 )
 
 // TestMain isolates git from the developer's configuration: every git the
 // tests and the code under test start sees an empty HOME, no system config
 // and a fixed identity.
 func TestMain(m *testing.M) {
-	home, err := os.MkdirTemp("", "boundary-home-")
+	home, err := gittest.Isolate("boundary-home-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	for k, v := range map[string]string{
-		"HOME":                home,
-		"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
-		"GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_CONFIG_GLOBAL":   filepath.Join(home, ".gitconfig"),
-		"GIT_AUTHOR_NAME":     "implloop test",
-		"GIT_AUTHOR_EMAIL":    "test@example.com",
-		"GIT_COMMITTER_NAME":  "implloop test",
-		"GIT_COMMITTER_EMAIL": "test@example.com",
-		"GIT_CONFIG_COUNT":    "1",
-		"GIT_CONFIG_KEY_0":    "init.defaultBranch",
-		"GIT_CONFIG_VALUE_0":  "main",
-	} {
-		os.Setenv(k, v)
-	}
 	// A global excludes file, the ignore source go-git v5 misses.
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\texcludesFile = "+filepath.Join(home, "global-ignore")+"\n"), 0o644)
 	os.WriteFile(filepath.Join(home, "global-ignore"), []byte("*.gignored\n"), 0o644)
-	for _, k := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_CEILING_DIRECTORIES"} {
-		os.Unsetenv(k)
-	}
 	code := m.Run()
 	cleanupBench()
 	os.RemoveAll(home)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/internal/fakeclaude"
+	"github.com/implloop/implloop/internal/gittest"
 )
 
 // claudeResult is the part of `claude -p --output-format json` a test reads.
@@ -58,28 +59,12 @@ func newRepo(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("# demo\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git(t, dir, "init", "-q", "-b", "main")
-	git(t, dir, "add", "README.md")
-	git(t, dir, "commit", "-q", "-m", "initial")
+	r := gittest.At(t, dir)
+	r.Git("init", "-q", "-b", "main")
+	r.Write("README.md", "# demo\n")
+	r.Git("add", "README.md")
+	r.Git("commit", "-q", "-m", "initial")
 	return dir
-}
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"GIT_AUTHOR_NAME=e2e", "GIT_AUTHOR_EMAIL=e2e@example.invalid",
-		"GIT_COMMITTER_NAME=e2e", "GIT_COMMITTER_EMAIL=e2e@example.invalid",
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }
 
 // groupCommand is exec.CommandContext in a process group of its own, so

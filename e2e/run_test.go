@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/internal/fakeclaude"
+	"github.com/implloop/implloop/internal/gittest"
 )
 
 // The plan of TestRunPlanClaude: three tasks, each asking for a file in a
@@ -71,11 +72,10 @@ func TestRunPlanClaude(t *testing.T) {
 	bin := fakeclaude.CLI(t)
 
 	repo := newRepo(t)
-	if err := os.WriteFile(filepath.Join(repo, "plan.md"), []byte(e2ePlan), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git(t, repo, "add", "plan.md")
-	git(t, repo, "commit", "-q", "-m", "plan")
+	r := gittest.At(t, repo)
+	r.Write("plan.md", e2ePlan)
+	r.Git("add", "plan.md")
+	r.Git("commit", "-q", "-m", "plan")
 	home := t.TempDir()
 	pathDir := t.TempDir()
 	if err := os.Symlink(bin, filepath.Join(pathDir, "claude")); err != nil {

@@ -1,83 +1,100 @@
 package guard
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/internal/gittest"
 )
 
 func TestMain(m *testing.M) {
-	home, err := os.MkdirTemp("", "guard-home-")
+	home, err := gittest.Isolate("guard-home-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
-	}
-	for k, v := range map[string]string{
-		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"),
-		"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": filepath.Join(home, ".gitconfig"),
-		"GIT_AUTHOR_NAME": "implloop test", "GIT_AUTHOR_EMAIL": "test@example.com",
-		"GIT_COMMITTER_NAME": "implloop test", "GIT_COMMITTER_EMAIL": "test@example.com",
-		"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "init.defaultBranch", "GIT_CONFIG_VALUE_0": "main",
-	} {
-		os.Setenv(k, v)
 	}
 	code := m.Run()
 	os.RemoveAll(home)
 	os.Exit(code)
 }
 
+// repo is a real repository; commit is the guard tests' own.
 type repo struct {
-	t   *testing.T
-	dir string
+	*gittest.Repo
+	t *testing.T
 }
 
-func (r repo) git(args ...string) string {
-	r.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = r.dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		r.t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, errb.String())
-	}
-	return out.String()
+func newRepo(t *testing.T) repo {
+	return repo{Repo: gittest.New(t), t: t}
 }
 
-func (r repo) write(path, content string) {
-	r.t.Helper()
-	full := filepath.Join(r.dir, path)
-	os.MkdirAll(filepath.Dir(full), 0o755)
-	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-func (r repo) rm(path string) {
-	r.t.Helper()
-	if err := os.Remove(filepath.Join(r.dir, path)); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
+// commit stages paths (everything when none) and commits them.
 func (r repo) commit(paths ...string) {
 	r.t.Helper()
-	r.git(append([]string{"add", "-A", "--"}, paths...)...)
-	r.git("commit", "-q", "--allow-empty", "-m", "c")
+	r.Git(append([]string{"add", "-A", "--"}, paths...)...)
+	r.Git("commit", "-q", "--allow-empty", "-m", "c")
+}
+
+// want is what a row of TestCompare or TestCompareHeadChange expects of
+// the verdict.
+type want struct {
+	outcomes map[string]Outcome
+	blocked  bool
+	concerns []ConcernKind
+}
+
+// checkVerdict checks v's outcomes, block and concern kinds against w.
+func checkVerdict(t *testing.T, v Verdict, w want) {
+	t.Helper()
+	got := map[string]Outcome{}
+	for _, p := range v.Paths {
+		got[p.Path] = p.Outcome
+	}
+	if fmt.Sprint(got) != fmt.Sprint(w.outcomes) {
+		t.Errorf("outcomes %v, want %v", got, w.outcomes)
+	}
+	if v.Blocked() != w.blocked {
+		t.Errorf("blocked %v, want %v (%s)", v.Blocked(), w.blocked, v.Summary())
+	}
+	var kinds []ConcernKind
+	for _, c := range v.Concerns {
+		kinds = append(kinds, c.Kind)
+	}
+	if fmt.Sprint(kinds) != fmt.Sprint(w.concerns) {
+		t.Errorf("concerns %v, want %v", v.Concerns, w.concerns)
+	}
+}
+
+// compareAround builds the state at the earlier boundary with before and
+// snapshots it (salvaging), makes the task's change, snapshots again with
+// the options later gives for the earlier snapshot, and compares.
+func compareAround(t *testing.T, r repo, before, task func(repo), later func(prev boundary.Snapshot) []boundary.Option) (boundary.Snapshot, Verdict) {
+	t.Helper()
+	before(r)
+	ctx := context.Background()
+	prev, err := boundary.Take(ctx, r.Dir, boundary.WithSalvage("test", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task(r)
+	cur, err := boundary.Take(ctx, r.Dir, later(prev)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prev, Compare(prev, cur)
 }
 
 // base is a repository with a.txt, b.txt and c.txt committed.
 func base(r repo) {
-	r.write("a.txt", "a base\n")
-	r.write("b.txt", "b base\n")
-	r.write("c.txt", "c base\n")
+	r.Write("a.txt", "a base\n")
+	r.Write("b.txt", "b base\n")
+	r.Write("c.txt", "c base\n")
 	r.commit()
 }
 
@@ -87,11 +104,6 @@ func base(r repo) {
 // compares.
 func TestCompare(t *testing.T) {
 	t.Parallel()
-	type want struct {
-		outcomes map[string]Outcome
-		blocked  bool
-		concerns []ConcernKind
-	}
 	rows := []struct {
 		name   string
 		before func(r repo)                          // the state at the earlier boundary
@@ -104,55 +116,55 @@ func TestCompare(t *testing.T) {
 	}{
 		{
 			name:   "untouched",
-			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
+			before: func(r repo) { base(r); r.Write("a.txt", "a work\n") },
 			task:   func(r repo) {},
 			want:   want{outcomes: map[string]Outcome{"a.txt": Untouched}, concerns: []ConcernKind{ConcernNoChanges}},
 		},
 		{
 			name:   "modified further",
-			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
-			task:   func(r repo) { r.write("a.txt", "a more work\n"); r.write("new.txt", "n\n") },
+			before: func(r repo) { base(r); r.Write("a.txt", "a work\n") },
+			task:   func(r repo) { r.Write("a.txt", "a more work\n"); r.Write("new.txt", "n\n") },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Changed}},
 		},
 		{
 			name:   "committed as-is, HEAD moved: a concern only",
-			before: func(r repo) { base(r); r.write("a.txt", "a work\n"); r.write("n.txt", "new\n") },
+			before: func(r repo) { base(r); r.Write("a.txt", "a work\n"); r.Write("n.txt", "new\n") },
 			task:   func(r repo) { r.commit() },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Committed, "n.txt": Committed}, concerns: []ConcernKind{ConcernHeadMoved}},
 		},
 		{
 			name:   "reverted, same HEAD: blocks",
-			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
-			task:   func(r repo) { r.git("checkout", "--", "a.txt") },
+			before: func(r repo) { base(r); r.Write("a.txt", "a work\n") },
+			task:   func(r repo) { r.Git("checkout", "--", "a.txt") },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Discarded}, blocked: true},
 		},
 		{
 			name:   "reverted in the same step as a commit of other paths: blocks",
-			before: func(r repo) { base(r); r.write("a.txt", "a work\n"); r.write("b.txt", "b work\n") },
-			task:   func(r repo) { r.commit("b.txt"); r.git("checkout", "--", "a.txt") },
+			before: func(r repo) { base(r); r.Write("a.txt", "a work\n"); r.Write("b.txt", "b work\n") },
+			task:   func(r repo) { r.commit("b.txt"); r.Git("checkout", "--", "a.txt") },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Discarded, "b.txt": Committed}, blocked: true},
 		},
 		{
 			name:   "a new file deleted: blocks",
-			before: func(r repo) { base(r); r.write("n.txt", "new work\n") },
-			task:   func(r repo) { r.rm("n.txt") },
+			before: func(r repo) { base(r); r.Write("n.txt", "new work\n") },
+			task:   func(r repo) { r.Remove("n.txt") },
 			want:   want{outcomes: map[string]Outcome{"n.txt": Discarded}, blocked: true},
 		},
 		{
 			name:   "an earlier deletion undone: blocks",
-			before: func(r repo) { base(r); r.rm("a.txt") },
-			task:   func(r repo) { r.git("checkout", "--", "a.txt") },
+			before: func(r repo) { base(r); r.Remove("a.txt") },
+			task:   func(r repo) { r.Git("checkout", "--", "a.txt") },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Discarded}, blocked: true},
 		},
 		{
 			name:   "a deletion committed",
-			before: func(r repo) { base(r); r.rm("a.txt") },
+			before: func(r repo) { base(r); r.Remove("a.txt") },
 			task:   func(r repo) { r.commit() },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Committed}, concerns: []ConcernKind{ConcernHeadMoved}},
 		},
 		{
 			name:   "a rename committed",
-			before: func(r repo) { base(r); r.git("mv", "a.txt", "moved.txt") },
+			before: func(r repo) { base(r); r.Git("mv", "a.txt", "moved.txt") },
 			task:   func(r repo) { r.commit() },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Committed, "moved.txt": Committed}, concerns: []ConcernKind{ConcernHeadMoved}},
 		},
@@ -162,8 +174,8 @@ func TestCompare(t *testing.T) {
 			// and restoring a.txt's deletion alone would remove the only
 			// copy in the worktree. Both sides are moved: a concern.
 			name:   "a rename undone: moved back, nothing lost",
-			before: func(r repo) { base(r); r.git("mv", "a.txt", "moved.txt") },
-			task:   func(r repo) { r.git("mv", "moved.txt", "a.txt") },
+			before: func(r repo) { base(r); r.Git("mv", "a.txt", "moved.txt") },
+			task:   func(r repo) { r.Git("mv", "moved.txt", "a.txt") },
 			check: func(t *testing.T, r repo, v Verdict) {
 				for _, p := range v.Paths {
 					if p.Path == "moved.txt" && p.MovedTo != "a.txt" || p.Path == "a.txt" && p.MovedFrom != "moved.txt" {
@@ -175,15 +187,15 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			name:   "a rename of edited content undone by a reset: the edit is lost, both sides block",
-			before: func(r repo) { base(r); r.git("mv", "a.txt", "moved.txt"); r.write("moved.txt", "a edited\n") },
-			task:   func(r repo) { r.git("reset", "-q", "--hard") },
+			before: func(r repo) { base(r); r.Git("mv", "a.txt", "moved.txt"); r.Write("moved.txt", "a edited\n") },
+			task:   func(r repo) { r.Git("reset", "-q", "--hard") },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Discarded, "moved.txt": Discarded}, blocked: true},
 		},
 		{
 			name:   "a new file moved: a concern, its content at the new path",
-			before: func(r repo) { base(r); r.write("foo.go", "package foo\n") },
+			before: func(r repo) { base(r); r.Write("foo.go", "package foo\n") },
 			task: func(r repo) {
-				if err := os.Rename(filepath.Join(r.dir, "foo.go"), filepath.Join(r.dir, "bar.go")); err != nil {
+				if err := os.Rename(filepath.Join(r.Dir, "foo.go"), filepath.Join(r.Dir, "bar.go")); err != nil {
 					r.t.Fatal(err)
 				}
 			},
@@ -191,7 +203,7 @@ func TestCompare(t *testing.T) {
 				if p := v.Paths[0]; p.MovedTo != "bar.go" || v.Moved != 1 {
 					t.Errorf("%+v", v)
 				}
-				if got, _ := os.ReadFile(filepath.Join(r.dir, "bar.go")); string(got) != "package foo\n" {
+				if got, _ := os.ReadFile(filepath.Join(r.Dir, "bar.go")); string(got) != "package foo\n" {
 					t.Errorf("bar.go holds %q", got)
 				}
 				if c := v.Concerns[0]; c.Message != "foo.go moved to bar.go" || c.Path != "foo.go" {
@@ -205,8 +217,8 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			name:   "a new file moved with git mv after git add",
-			before: func(r repo) { base(r); r.write("foo.go", "package foo\n"); r.git("add", "foo.go") },
-			task:   func(r repo) { r.git("mv", "foo.go", "bar.go") },
+			before: func(r repo) { base(r); r.Write("foo.go", "package foo\n"); r.Git("add", "foo.go") },
+			task:   func(r repo) { r.Git("mv", "foo.go", "bar.go") },
 			want:   want{outcomes: map[string]Outcome{"foo.go": Moved}, concerns: []ConcernKind{ConcernMoved}},
 		},
 		{
@@ -216,18 +228,18 @@ func TestCompare(t *testing.T) {
 			// blocks; the restore writes foo.go back beside bar.go and
 			// overwrites nothing.
 			name:   "a new file moved and the new path committed, loop tracking: still blocks",
-			before: func(r repo) { base(r); r.write("foo.go", "package foo\n") },
+			before: func(r repo) { base(r); r.Write("foo.go", "package foo\n") },
 			task: func(r repo) {
-				r.rm("foo.go")
-				r.write("bar.go", "package foo\n")
+				r.Remove("foo.go")
+				r.Write("bar.go", "package foo\n")
 				r.commit()
 			},
 			want: want{outcomes: map[string]Outcome{"foo.go": Discarded}, blocked: true},
 		},
 		{
 			name:   "a new file moved and the new path committed, new path tracked: moved",
-			before: func(r repo) { base(r); r.write("foo.go", "package foo\n") },
-			task:   func(r repo) { r.rm("foo.go"); r.write("bar.go", "package foo\n"); r.commit() },
+			before: func(r repo) { base(r); r.Write("foo.go", "package foo\n") },
+			task:   func(r repo) { r.Remove("foo.go"); r.Write("bar.go", "package foo\n"); r.commit() },
 			track:  []string{"bar.go"},
 			check: func(t *testing.T, r repo, v Verdict) {
 				if p := v.Paths[0]; p.MovedTo != "bar.go" {
@@ -241,11 +253,11 @@ func TestCompare(t *testing.T) {
 			// edit after a move from a deletion and a new file. Restore
 			// writes foo.go back and leaves bar.go alone.
 			name:   "a new file moved then edited: blocks, the old content is nowhere",
-			before: func(r repo) { base(r); r.write("foo.go", "package foo\n") },
-			task:   func(r repo) { r.rm("foo.go"); r.write("bar.go", "package bar\n") },
+			before: func(r repo) { base(r); r.Write("foo.go", "package foo\n") },
+			task:   func(r repo) { r.Remove("foo.go"); r.Write("bar.go", "package bar\n") },
 			after: func(t *testing.T, r repo) {
 				for path, want := range map[string]string{"foo.go": "package foo\n", "bar.go": "package bar\n"} {
-					if got, _ := os.ReadFile(filepath.Join(r.dir, path)); string(got) != want {
+					if got, _ := os.ReadFile(filepath.Join(r.Dir, path)); string(got) != want {
 						t.Errorf("%s holds %q, want %q", path, got, want)
 					}
 				}
@@ -254,32 +266,32 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			name:   "a moved file's executable bit dropped: content is id and mode, blocks",
-			before: func(r repo) { base(r); r.write("run.sh", "echo\n"); os.Chmod(filepath.Join(r.dir, "run.sh"), 0o755) },
-			task:   func(r repo) { r.rm("run.sh"); r.write("bin.sh", "echo\n") },
+			before: func(r repo) { base(r); r.Write("run.sh", "echo\n"); os.Chmod(filepath.Join(r.Dir, "run.sh"), 0o755) },
+			task:   func(r repo) { r.Remove("run.sh"); r.Write("bin.sh", "echo\n") },
 			want:   want{outcomes: map[string]Outcome{"run.sh": Discarded}, blocked: true},
 		},
 		{
 			name:   "an edit reverted while a copy of it survives elsewhere: moved",
-			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
-			task:   func(r repo) { r.write("copy.txt", "a work\n"); r.git("checkout", "--", "a.txt") },
+			before: func(r repo) { base(r); r.Write("a.txt", "a work\n") },
+			task:   func(r repo) { r.Write("copy.txt", "a work\n"); r.Git("checkout", "--", "a.txt") },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Moved}, concerns: []ConcernKind{ConcernMoved}},
 		},
 		{
 			name: "a new file restored from the index (git checkout -- path): the unstaged work blocks",
 			before: func(r repo) {
 				base(r)
-				r.write("keep.txt", "v1\n")
-				r.git("add", "keep.txt")
-				r.write("keep.txt", "v2 more work\n")
+				r.Write("keep.txt", "v1\n")
+				r.Git("add", "keep.txt")
+				r.Write("keep.txt", "v2 more work\n")
 			},
-			task: func(r repo) { r.git("checkout", "--", "keep.txt") },
+			task: func(r repo) { r.Git("checkout", "--", "keep.txt") },
 			check: func(t *testing.T, r repo, v Verdict) {
 				if p := v.Paths[0]; p.RevertedTo != "index" {
 					t.Errorf("%+v", p)
 				}
 			},
 			after: func(t *testing.T, r repo) {
-				if got, _ := os.ReadFile(filepath.Join(r.dir, "keep.txt")); string(got) != "v2 more work\n" {
+				if got, _ := os.ReadFile(filepath.Join(r.Dir, "keep.txt")); string(got) != "v2 more work\n" {
 					t.Errorf("keep.txt holds %q after restore", got)
 				}
 			},
@@ -289,16 +301,16 @@ func TestCompare(t *testing.T) {
 			name: "a tracked file restored from the index (git restore path): blocks",
 			before: func(r repo) {
 				base(r)
-				r.write("a.txt", "a staged\n")
-				r.git("add", "a.txt")
-				r.write("a.txt", "a staged and more\n")
+				r.Write("a.txt", "a staged\n")
+				r.Git("add", "a.txt")
+				r.Write("a.txt", "a staged and more\n")
 			},
-			task: func(r repo) { r.git("restore", "a.txt") },
+			task: func(r repo) { r.Git("restore", "a.txt") },
 			after: func(t *testing.T, r repo) {
-				if got, _ := os.ReadFile(filepath.Join(r.dir, "a.txt")); string(got) != "a staged and more\n" {
+				if got, _ := os.ReadFile(filepath.Join(r.Dir, "a.txt")); string(got) != "a staged and more\n" {
 					t.Errorf("a.txt holds %q after restore", got)
 				}
-				if got := r.git("show", ":a.txt"); got != "a staged\n" {
+				if got := r.Git("show", ":a.txt"); got != "a staged\n" {
 					t.Errorf("index %q", got)
 				}
 			},
@@ -308,66 +320,66 @@ func TestCompare(t *testing.T) {
 			name: "git checkout . restores every path from the index: blocks on the unstaged ones",
 			before: func(r repo) {
 				base(r)
-				r.write("a.txt", "a staged\n")
-				r.write("b.txt", "b staged\n")
-				r.git("add", "a.txt", "b.txt")
-				r.write("a.txt", "a staged and more\n")
-				r.write("c.txt", "c unstaged\n")
+				r.Write("a.txt", "a staged\n")
+				r.Write("b.txt", "b staged\n")
+				r.Git("add", "a.txt", "b.txt")
+				r.Write("a.txt", "a staged and more\n")
+				r.Write("c.txt", "c unstaged\n")
 			},
-			task: func(r repo) { r.git("checkout", ".") },
+			task: func(r repo) { r.Git("checkout", ".") },
 			want: want{outcomes: map[string]Outcome{"a.txt": Discarded, "b.txt": Untouched, "c.txt": Discarded}, blocked: true},
 		},
 		{
 			name: "staged work kept, only the worktree matched to the index: fully staged, untouched",
 			before: func(r repo) {
 				base(r)
-				r.write("a.txt", "a staged\n")
-				r.git("add", "a.txt")
+				r.Write("a.txt", "a staged\n")
+				r.Git("add", "a.txt")
 			},
-			task: func(r repo) { r.git("restore", "a.txt") },
+			task: func(r repo) { r.Git("restore", "a.txt") },
 			want: want{outcomes: map[string]Outcome{"a.txt": Untouched}, concerns: []ConcernKind{ConcernNoChanges}},
 		},
 		{
 			name:   "a renamed file edited further",
-			before: func(r repo) { base(r); r.git("mv", "a.txt", "moved.txt") },
-			task:   func(r repo) { r.write("moved.txt", "edited after the move\n") },
+			before: func(r repo) { base(r); r.Git("mv", "a.txt", "moved.txt") },
+			task:   func(r repo) { r.Write("moved.txt", "edited after the move\n") },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Untouched, "moved.txt": Changed}},
 		},
 		{
 			name:   "blank HEAD at the earlier boundary: first commit keeps one, loses another",
-			before: func(r repo) { r.write("a.txt", "a\n"); r.write("b.txt", "b\n") },
-			task:   func(r repo) { r.commit("a.txt"); r.rm("b.txt") },
+			before: func(r repo) { r.Write("a.txt", "a\n"); r.Write("b.txt", "b\n") },
+			task:   func(r repo) { r.commit("a.txt"); r.Remove("b.txt") },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Committed, "b.txt": Discarded}, blocked: true},
 		},
 		{
 			name:   "blank HEAD at the earlier boundary: everything committed",
-			before: func(r repo) { r.write("a.txt", "a\n") },
+			before: func(r repo) { r.Write("a.txt", "a\n") },
 			task:   func(r repo) { r.commit() },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Committed}, concerns: []ConcernKind{ConcernHeadMoved}},
 		},
 		{
 			name:   "blank HEAD on both sides: a deleted file blocks",
-			before: func(r repo) { r.write("a.txt", "a\n"); r.write("b.txt", "b\n") },
-			task:   func(r repo) { r.rm("a.txt") },
+			before: func(r repo) { r.Write("a.txt", "a\n"); r.Write("b.txt", "b\n") },
+			task:   func(r repo) { r.Remove("a.txt") },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Discarded, "b.txt": Untouched}, blocked: true},
 		},
 		{
 			name:   "blank HEAD at the later boundary (orphan branch): a revert still blocks",
-			before: func(r repo) { base(r); r.write("a.txt", "a work\n"); r.write("b.txt", "b work\n") },
+			before: func(r repo) { base(r); r.Write("a.txt", "a work\n"); r.Write("b.txt", "b work\n") },
 			task: func(r repo) {
-				r.git("checkout", "-q", "--orphan", "fresh")
-				r.git("rm", "-q", "-r", "-f", "--cached", ".")
-				r.write("a.txt", "a base\n")
+				r.Git("checkout", "-q", "--orphan", "fresh")
+				r.Git("rm", "-q", "-r", "-f", "--cached", ".")
+				r.Write("a.txt", "a base\n")
 			},
 			want: want{outcomes: map[string]Outcome{"a.txt": Discarded, "b.txt": Untouched}, blocked: true},
 		},
 		{
 			name:   "one file committed with more edits, another reverted",
-			before: func(r repo) { base(r); r.write("a.txt", "a work\n"); r.write("b.txt", "b work\n") },
+			before: func(r repo) { base(r); r.Write("a.txt", "a work\n"); r.Write("b.txt", "b work\n") },
 			task: func(r repo) {
-				r.write("a.txt", "a work and more\n")
+				r.Write("a.txt", "a work and more\n")
 				r.commit("a.txt")
-				r.git("checkout", "--", "b.txt")
+				r.Git("checkout", "--", "b.txt")
 			},
 			want: want{outcomes: map[string]Outcome{"a.txt": Changed, "b.txt": Discarded}, blocked: true},
 		},
@@ -375,22 +387,22 @@ func TestCompare(t *testing.T) {
 			name: "an executable bit reverted",
 			before: func(r repo) {
 				base(r)
-				os.Chmod(filepath.Join(r.dir, "a.txt"), 0o755)
+				os.Chmod(filepath.Join(r.Dir, "a.txt"), 0o755)
 			},
-			task: func(r repo) { os.Chmod(filepath.Join(r.dir, "a.txt"), 0o644) },
+			task: func(r repo) { os.Chmod(filepath.Join(r.Dir, "a.txt"), 0o644) },
 			want: want{outcomes: map[string]Outcome{"a.txt": Discarded}, blocked: true},
 		},
 		{
 			name:   "HEAD moved without tracking: unverified, never guessed",
-			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
+			before: func(r repo) { base(r); r.Write("a.txt", "a work\n") },
 			task:   func(r repo) { r.commit() },
 			noTrak: true,
 			want:   want{outcomes: map[string]Outcome{"a.txt": Unverified}, concerns: []ConcernKind{ConcernUnverified, ConcernHeadMoved}},
 		},
 		{
 			name:   "reverted without tracking but same HEAD: still proven",
-			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
-			task:   func(r repo) { r.git("checkout", "--", "a.txt") },
+			before: func(r repo) { base(r); r.Write("a.txt", "a work\n") },
+			task:   func(r repo) { r.Git("checkout", "--", "a.txt") },
 			noTrak: true,
 			want:   want{outcomes: map[string]Outcome{"a.txt": Discarded}, blocked: true},
 		},
@@ -398,18 +410,16 @@ func TestCompare(t *testing.T) {
 			name: "a conflict left behind",
 			before: func(r repo) {
 				base(r)
-				r.git("checkout", "-q", "-b", "other")
-				r.write("c.txt", "theirs\n")
+				r.Git("checkout", "-q", "-b", "other")
+				r.Write("c.txt", "theirs\n")
 				r.commit()
-				r.git("checkout", "-q", "main")
-				r.write("c.txt", "ours\n")
+				r.Git("checkout", "-q", "main")
+				r.Write("c.txt", "ours\n")
 				r.commit()
-				r.write("a.txt", "a work\n")
+				r.Write("a.txt", "a work\n")
 			},
 			task: func(r repo) {
-				cmd := exec.Command("git", "merge", "-q", "other")
-				cmd.Dir = r.dir
-				cmd.Run() // conflicts on c.txt; a.txt is untouched by the merge
+				r.GitErr("merge", "-q", "other") // conflicts on c.txt; a.txt is untouched by the merge
 			},
 			want: want{outcomes: map[string]Outcome{"a.txt": Untouched}, concerns: []ConcernKind{ConcernConflicted}},
 		},
@@ -417,41 +427,15 @@ func TestCompare(t *testing.T) {
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			t.Parallel()
-			r := repo{t: t, dir: t.TempDir()}
-			r.git("init", "-q")
-			row.before(r)
+			r := newRepo(t)
 			ctx := context.Background()
-			prev, err := boundary.Take(ctx, r.dir, boundary.WithSalvage("test", 1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			row.task(r)
-			var opts []boundary.Option
-			if !row.noTrak {
-				opts = append(opts, boundary.WithTrack(append(prev.PathNames(), row.track...)...))
-			}
-			cur, err := boundary.Take(ctx, r.dir, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v := Compare(prev, cur)
-			got := map[string]Outcome{}
-			for _, p := range v.Paths {
-				got[p.Path] = p.Outcome
-			}
-			if fmt.Sprint(got) != fmt.Sprint(row.want.outcomes) {
-				t.Errorf("outcomes %v, want %v", got, row.want.outcomes)
-			}
-			if v.Blocked() != row.want.blocked {
-				t.Errorf("blocked %v, want %v (%s)", v.Blocked(), row.want.blocked, v.Summary())
-			}
-			var kinds []ConcernKind
-			for _, c := range v.Concerns {
-				kinds = append(kinds, c.Kind)
-			}
-			if fmt.Sprint(kinds) != fmt.Sprint(row.want.concerns) {
-				t.Errorf("concerns %v, want %v", v.Concerns, row.want.concerns)
-			}
+			prev, v := compareAround(t, r, row.before, row.task, func(prev boundary.Snapshot) []boundary.Option {
+				if row.noTrak {
+					return nil
+				}
+				return []boundary.Option{boundary.WithTrack(append(prev.PathNames(), row.track...)...)}
+			})
+			checkVerdict(t, v, row.want)
 			if row.check != nil {
 				row.check(t, r, v)
 			}
@@ -469,11 +453,11 @@ func TestCompare(t *testing.T) {
 				}
 			}
 			if v.Blocked() {
-				res, err := boundary.Restore(ctx, r.dir, v.Lost, false)
+				res, err := boundary.Restore(ctx, r.Dir, v.Lost, false)
 				if err != nil {
 					t.Fatalf("restore: %v (%+v)", err, res)
 				}
-				after, err := boundary.Take(ctx, r.dir, boundary.WithTrack(prev.PathNames()...))
+				after, err := boundary.Take(ctx, r.Dir, boundary.WithTrack(prev.PathNames()...))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -567,11 +551,6 @@ func TestComparePure(t *testing.T) {
 // restore brings it back byte for byte.
 func TestCompareHeadChange(t *testing.T) {
 	t.Parallel()
-	type want struct {
-		outcomes map[string]Outcome
-		blocked  bool
-		concerns []ConcernKind
-	}
 	rows := []struct {
 		name   string
 		before func(r repo)
@@ -583,11 +562,11 @@ func TestCompareHeadChange(t *testing.T) {
 			name: "reset --hard HEAD~1 drops a committed file and a swept-in edit: blocks",
 			before: func(r repo) {
 				base(r)
-				r.write("keep.txt", "keep\n")
-				r.write("a.txt", "the user's edit\n")
+				r.Write("keep.txt", "keep\n")
+				r.Write("a.txt", "the user's edit\n")
 				r.commit()
 			},
-			task: func(r repo) { r.git("reset", "-q", "--hard", "HEAD~1") },
+			task: func(r repo) { r.Git("reset", "-q", "--hard", "HEAD~1") },
 			check: func(t *testing.T, r repo, v Verdict) {
 				if !v.HeadRewritten || v.Pinned == "" {
 					t.Errorf("rewritten %v pinned %q", v.HeadRewritten, v.Pinned)
@@ -596,7 +575,7 @@ func TestCompareHeadChange(t *testing.T) {
 					t.Errorf("summary %q", v.Summary())
 				}
 				// The pin keeps the dropped commit.
-				if got := strings.TrimSpace(r.git("rev-parse", v.Pinned)); got != v.PrevHead {
+				if got := strings.TrimSpace(r.Git("rev-parse", v.Pinned)); got != v.PrevHead {
 					t.Errorf("%s at %s, want %s", v.Pinned, got, v.PrevHead)
 				}
 			},
@@ -606,34 +585,34 @@ func TestCompareHeadChange(t *testing.T) {
 			name: "reset --hard HEAD~1 also discards uncommitted work on top",
 			before: func(r repo) {
 				base(r)
-				r.write("keep.txt", "keep\n")
+				r.Write("keep.txt", "keep\n")
 				r.commit()
-				r.write("keep.txt", "keep and more\n")
+				r.Write("keep.txt", "keep and more\n")
 			},
-			task: func(r repo) { r.git("reset", "-q", "--hard", "HEAD~1") },
+			task: func(r repo) { r.Git("reset", "-q", "--hard", "HEAD~1") },
 			want: want{outcomes: map[string]Outcome{"keep.txt": Discarded}, blocked: true},
 		},
 		{
 			name: "reset --mixed HEAD~1 keeps the content in the worktree: a concern",
 			before: func(r repo) {
 				base(r)
-				r.write("keep.txt", "keep\n")
+				r.Write("keep.txt", "keep\n")
 				r.commit()
 			},
-			task: func(r repo) { r.git("reset", "-q", "HEAD~1") },
+			task: func(r repo) { r.Git("reset", "-q", "HEAD~1") },
 			want: want{outcomes: map[string]Outcome{"keep.txt": Untouched}, concerns: []ConcernKind{ConcernHeadRewritten}},
 		},
 		{
 			name: "amend dropping a file an earlier task committed: blocks",
 			before: func(r repo) {
 				base(r)
-				r.write("keep.txt", "keep\n")
-				r.write("other.txt", "other\n")
+				r.Write("keep.txt", "keep\n")
+				r.Write("other.txt", "other\n")
 				r.commit()
 			},
 			task: func(r repo) {
-				r.git("rm", "-q", "keep.txt")
-				r.git("commit", "-q", "--amend", "-m", "amended")
+				r.Git("rm", "-q", "keep.txt")
+				r.Git("commit", "-q", "--amend", "-m", "amended")
 			},
 			want: want{outcomes: map[string]Outcome{"keep.txt": Discarded}, blocked: true},
 		},
@@ -641,13 +620,13 @@ func TestCompareHeadChange(t *testing.T) {
 			name: "amend only adding: a concern",
 			before: func(r repo) {
 				base(r)
-				r.write("keep.txt", "keep\n")
+				r.Write("keep.txt", "keep\n")
 				r.commit()
 			},
 			task: func(r repo) {
-				r.write("more.txt", "more\n")
-				r.git("add", "more.txt")
-				r.git("commit", "-q", "--amend", "-m", "amended")
+				r.Write("more.txt", "more\n")
+				r.Git("add", "more.txt")
+				r.Git("commit", "-q", "--amend", "-m", "amended")
 			},
 			check: func(t *testing.T, r repo, v Verdict) {
 				if len(v.Concerns) == 0 || !strings.Contains(v.Concerns[0].Message, "is no longer an ancestor") ||
@@ -661,12 +640,12 @@ func TestCompareHeadChange(t *testing.T) {
 			name: "amend changing a committed file further: a concern, not a block",
 			before: func(r repo) {
 				base(r)
-				r.write("keep.txt", "keep\n")
+				r.Write("keep.txt", "keep\n")
 				r.commit()
 			},
 			task: func(r repo) {
-				r.write("keep.txt", "keep, improved\n")
-				r.git("commit", "-q", "-a", "--amend", "-m", "amended")
+				r.Write("keep.txt", "keep, improved\n")
+				r.Git("commit", "-q", "-a", "--amend", "-m", "amended")
 			},
 			want: want{outcomes: map[string]Outcome{"keep.txt": Changed}, concerns: []ConcernKind{ConcernHeadRewritten}},
 		},
@@ -674,11 +653,11 @@ func TestCompareHeadChange(t *testing.T) {
 			name: "branch switch with the old branch kept: a concern",
 			before: func(r repo) {
 				base(r)
-				r.git("branch", "other")
-				r.write("keep.txt", "keep\n")
+				r.Git("branch", "other")
+				r.Write("keep.txt", "keep\n")
 				r.commit()
 			},
-			task: func(r repo) { r.git("checkout", "-q", "other") },
+			task: func(r repo) { r.Git("checkout", "-q", "other") },
 			check: func(t *testing.T, r repo, v Verdict) {
 				if len(v.Concerns) == 0 || !strings.Contains(v.Concerns[0].Message, "branch other") ||
 					!strings.Contains(v.Concerns[0].Message, "still on main") {
@@ -689,9 +668,9 @@ func TestCompareHeadChange(t *testing.T) {
 		},
 		{
 			name:   "committed rename of uncommitted work: moved, no block",
-			before: func(r repo) { base(r); r.write("keep.txt", "keep\n") },
+			before: func(r repo) { base(r); r.Write("keep.txt", "keep\n") },
 			task: func(r repo) {
-				os.Rename(filepath.Join(r.dir, "keep.txt"), filepath.Join(r.dir, "kept.txt"))
+				os.Rename(filepath.Join(r.Dir, "keep.txt"), filepath.Join(r.Dir, "kept.txt"))
 				r.commit()
 			},
 			check: func(t *testing.T, r repo, v Verdict) {
@@ -703,7 +682,7 @@ func TestCompareHeadChange(t *testing.T) {
 		},
 		{
 			name:   "new commits on top: a HEAD move concern as before",
-			before: func(r repo) { base(r); r.write("a.txt", "a work\n") },
+			before: func(r repo) { base(r); r.Write("a.txt", "a work\n") },
 			task:   func(r repo) { r.commit() },
 			want:   want{outcomes: map[string]Outcome{"a.txt": Committed}, concerns: []ConcernKind{ConcernHeadMoved}},
 		},
@@ -711,38 +690,13 @@ func TestCompareHeadChange(t *testing.T) {
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			t.Parallel()
-			r := repo{t: t, dir: t.TempDir()}
-			r.git("init", "-q")
-			row.before(r)
+			r := newRepo(t)
 			ctx := context.Background()
-			prev, err := boundary.Take(ctx, r.dir, boundary.WithSalvage("test", 1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			row.task(r)
-			cur, err := boundary.Take(ctx, r.dir, boundary.WithTrack(prev.PathNames()...),
-				boundary.WithPrevHead(prev.Head), boundary.WithSalvage("test", 2))
-			if err != nil {
-				t.Fatal(err)
-			}
-			v := Compare(prev, cur)
-			got := map[string]Outcome{}
-			for _, p := range v.Paths {
-				got[p.Path] = p.Outcome
-			}
-			if fmt.Sprint(got) != fmt.Sprint(row.want.outcomes) {
-				t.Errorf("outcomes %v, want %v", got, row.want.outcomes)
-			}
-			if v.Blocked() != row.want.blocked {
-				t.Errorf("blocked %v, want %v (%s)", v.Blocked(), row.want.blocked, v.Summary())
-			}
-			var kinds []ConcernKind
-			for _, c := range v.Concerns {
-				kinds = append(kinds, c.Kind)
-			}
-			if fmt.Sprint(kinds) != fmt.Sprint(row.want.concerns) {
-				t.Errorf("concerns %v, want %v", v.Concerns, row.want.concerns)
-			}
+			prev, v := compareAround(t, r, row.before, row.task, func(prev boundary.Snapshot) []boundary.Option {
+				return []boundary.Option{boundary.WithTrack(prev.PathNames()...),
+					boundary.WithPrevHead(prev.Head), boundary.WithSalvage("test", 2)}
+			})
+			checkVerdict(t, v, row.want)
 			if row.check != nil {
 				row.check(t, r, v)
 			}
@@ -754,17 +708,17 @@ func TestCompareHeadChange(t *testing.T) {
 			want := map[string]string{}
 			for _, l := range v.Lost {
 				if e, dirty := prev.Lookup(l.Path); dirty {
-					want[l.Path] = r.git("cat-file", "blob", e.Salvaged)
+					want[l.Path] = r.Git("cat-file", "blob", e.Salvaged)
 				} else {
-					want[l.Path] = r.git("show", prev.Head+":"+l.Path)
+					want[l.Path] = r.Git("show", prev.Head+":"+l.Path)
 				}
 			}
-			r.git("gc", "-q", "--prune=now")
-			if res, err := boundary.Restore(ctx, r.dir, v.Lost, false); err != nil {
+			r.Git("gc", "-q", "--prune=now")
+			if res, err := boundary.Restore(ctx, r.Dir, v.Lost, false); err != nil {
 				t.Fatalf("restore: %v (%+v)", err, res)
 			}
 			for p, w := range want {
-				b, err := os.ReadFile(filepath.Join(r.dir, p))
+				b, err := os.ReadFile(filepath.Join(r.Dir, p))
 				if err != nil || string(b) != w {
 					t.Errorf("after restore %s = %q (%v), want %q", p, b, err, w)
 				}

@@ -9,9 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
@@ -146,10 +144,7 @@ esac`)
 func TestGuardOnInterrupt(t *testing.T) {
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
 	agentPath, logDir := discardingAgent(t)
-	child, output := startChild(t, Options{Settings: settingsFor(agentPath), RepoRoot: repo})
-	waitFile(t, filepath.Join(logDir, "marker"), 20*time.Second)
-	agentPID := readPID(t, filepath.Join(logDir, "agent.pid"))
-	t.Cleanup(func() { _ = syscall.Kill(-agentPID, syscall.SIGKILL) })
+	child, output, _ := startAgentChild(t, Options{Settings: settingsFor(agentPath), RepoRoot: repo}, logDir)
 	if err := child.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -183,14 +178,21 @@ func TestGuardOnInterrupt(t *testing.T) {
 	if got := readFile(t, filepath.Join(repo, "out1.txt")); got != "one\n" {
 		t.Errorf("out1.txt %q", got)
 	}
+	resumeDone(t, repo, agentPath, o.RunID, "resume")
+}
+
+// resumeDone removes BLOCKED.md and resumes parent, which must end DONE;
+// what names the resume in the failure.
+func resumeDone(t *testing.T, repo, agentPath, parent, what string) {
+	t.Helper()
 	os.Remove(filepath.Join(repo, BlockedFile))
-	out, err := Run(context.Background(), Options{Settings: settingsFor(agentPath), RepoRoot: repo, Parent: o.RunID})
+	out, err := Run(context.Background(), Options{Settings: settingsFor(agentPath), RepoRoot: repo, Parent: parent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkJournal(t, repo)
 	if out.Verdict != "DONE" || out.Blocked {
-		t.Errorf("resume: %s blocked %v, want DONE", out.Verdict, out.Blocked)
+		t.Errorf("%s: %s blocked %v, want DONE", what, out.Verdict, out.Blocked)
 	}
 }
 
@@ -202,15 +204,8 @@ func TestGuardOnInterrupt(t *testing.T) {
 func TestGuardAfterKill9(t *testing.T) {
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
 	agentPath, logDir := discardingAgent(t)
-	child, output := startChild(t, Options{Settings: settingsFor(agentPath), RepoRoot: repo})
-	waitFile(t, filepath.Join(logDir, "marker"), 20*time.Second)
-	agentPID := readPID(t, filepath.Join(logDir, "agent.pid"))
-	t.Cleanup(func() { _ = syscall.Kill(-agentPID, syscall.SIGKILL) })
-	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = child.Wait()
-	_ = syscall.Kill(-agentPID, syscall.SIGKILL)
+	child, output, agentPID := startAgentChild(t, Options{Settings: settingsFor(agentPath), RepoRoot: repo}, logDir)
+	kill9(t, child, agentPID)
 	checkJournal(t, repo)
 	j := openJournal(t, repo)
 	runs, err := j.ListRuns()
@@ -242,15 +237,7 @@ func TestGuardAfterKill9(t *testing.T) {
 	if got := readFile(t, filepath.Join(repo, "out1.txt")); got != "one\n" {
 		t.Errorf("out1.txt %q", got)
 	}
-	os.Remove(filepath.Join(repo, BlockedFile))
-	again, err := Run(context.Background(), Options{Settings: settingsFor(agentPath), RepoRoot: repo, Parent: out.RunID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkJournal(t, repo)
-	if again.Verdict != "DONE" || again.Blocked {
-		t.Errorf("second resume: %s blocked %v, want DONE", again.Verdict, again.Blocked)
-	}
+	resumeDone(t, repo, agentPath, out.RunID, "second resume")
 	if got := readFile(t, filepath.Join(repo, "out1.txt")); got != "one\n" {
 		t.Errorf("out1.txt after the second resume %q", got)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/gittest"
 )
 
 // childEnv makes the test binary act as a minimal implloop: it runs
@@ -85,28 +86,41 @@ func startChild(t *testing.T, o Options) (*exec.Cmd, *strings.Builder) {
 	return cmd, &out
 }
 
-// git runs git in dir with a fixed identity and no user configuration.
+// startAgentChild starts a run of o in another process and waits until its
+// agent, one that writes $LOG/agent.pid and then touches $LOG/marker, runs.
+// The agent runs in its own process group and outlives implloop's SIGKILL;
+// the test cleans it up.
+func startAgentChild(t *testing.T, o Options, logDir string) (child *exec.Cmd, output *strings.Builder, agentPID int) {
+	t.Helper()
+	child, output = startChild(t, o)
+	waitFile(t, filepath.Join(logDir, "marker"), 20*time.Second)
+	agentPID = readPID(t, filepath.Join(logDir, "agent.pid"))
+	t.Cleanup(func() { _ = syscall.Kill(-agentPID, syscall.SIGKILL) })
+	return child, output, agentPID
+}
+
+// kill9 SIGKILLs the child started by startAgentChild, then its agent.
+func kill9(t *testing.T, child *exec.Cmd, agentPID int) {
+	t.Helper()
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	_ = syscall.Kill(-agentPID, syscall.SIGKILL)
+}
+
+// git runs git in dir, isolated as gittest isolates it, and returns its
+// output without the surrounding white space.
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	c := exec.Command("git", args...)
-	c.Dir = dir
-	c.Env = append(os.Environ(),
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(gittest.At(t, dir).Git(args...))
 }
 
 // newRepo makes a git repository in a temp dir with files (path -> content)
 // committed as the starting point.
 func newRepo(t testing.TB, files map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	git(t, dir, "init", "-q", "-b", "main")
+	r := gittest.New(t)
 	if files == nil {
 		files = map[string]string{}
 	}
@@ -114,11 +128,11 @@ func newRepo(t testing.TB, files map[string]string) string {
 		files["README"] = "test repo\n"
 	}
 	for p, c := range files {
-		writeFile(t, filepath.Join(dir, p), c)
+		r.Write(p, c)
 	}
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "start")
-	return dir
+	r.Git("add", "-A")
+	r.Git("commit", "-q", "-m", "start")
+	return r.Dir
 }
 
 func writeFile(t testing.TB, path, content string) {

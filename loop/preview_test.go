@@ -3,39 +3,26 @@ package loop
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/implloop/implloop/internal/gittest"
 )
 
 // Preview of bytes must say exactly what a dry run of the same bytes on
 // disk says: watch and check rely on it to tell what a resume will do.
 func TestPreviewMatchesDryRun(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	sh := func(args ...string) {
-		t.Helper()
-		c := exec.Command("git", args...)
-		c.Dir = dir
-		c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	r := gittest.New(t)
+	dir := r.Dir
 	task := func(n, file, verify string) string {
 		return "### Task " + n + ": T" + n + "\n\n```text path=" + file + "\n" + n + "\n```\n\n```verify\n" + verify + "\n```\n\n"
 	}
 	base := "# Plan\n\n" + task("1", "a.txt", "test -f a.txt") + task("2", "b.txt", "test -f c.txt") + task("3", "d.txt", "true")
-	planPath := filepath.Join(dir, "plan.md")
-	if err := os.WriteFile(planPath, []byte(base), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sh("init", "-q")
-	sh("add", "plan.md")
-	sh("commit", "-q", "-m", "plan")
+	planPath := r.Path("plan.md")
+	r.Write("plan.md", base)
+	r.Commit("plan")
 
 	s := DefaultSettings()
 	s.Plan, s.Agent, s.MaxAttempts = "plan.md", "builtin", 1

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -571,15 +570,8 @@ if [ "$IMPLLOOP_TASK_ID" = 3 ] && [ -f "$LOG/hang" ]; then
 fi`)
 	writeFile(t, filepath.Join(logDir, "hang"), "")
 	s := settingsFor(agentPath)
-	child, output := startChild(t, Options{Settings: s, RepoRoot: repo})
-	waitFile(t, filepath.Join(logDir, "marker"), 20*time.Second)
-	agentPID := readPID(t, filepath.Join(logDir, "agent.pid"))
-	t.Cleanup(func() { _ = syscall.Kill(-agentPID, syscall.SIGKILL) })
-	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = child.Wait()
-	_ = syscall.Kill(-agentPID, syscall.SIGKILL)
+	child, output, agentPID := startAgentChild(t, Options{Settings: s, RepoRoot: repo}, logDir)
+	kill9(t, child, agentPID)
 	checkJournal(t, repo)
 
 	j := openJournal(t, repo)

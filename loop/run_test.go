@@ -200,13 +200,7 @@ if [ "$IMPLLOOP_TASK_ID" = 3 ]; then
 	touch "$LOG/marker"
 	exec sleep 300
 fi`)
-	child, output := startChild(t, Options{Settings: settingsFor(agentPath), RepoRoot: repo})
-	marker := filepath.Join(logDir, "marker")
-	waitFile(t, marker, 20*time.Second)
-	agentPID := readPID(t, filepath.Join(logDir, "agent.pid"))
-	// The agent runs in its own process group and outlives implloop's
-	// SIGKILL; the test cleans it up.
-	t.Cleanup(func() { _ = syscall.Kill(-agentPID, syscall.SIGKILL) })
+	child, output, agentPID := startAgentChild(t, Options{Settings: settingsFor(agentPath), RepoRoot: repo}, logDir)
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/gittest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/report/")
@@ -66,10 +66,7 @@ func at(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.
 
 func newJournal(t *testing.T) (*cache.Journal, string) {
 	t.Helper()
-	root := t.TempDir()
-	if out, err := exec.Command("git", "init", "-q", root).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
+	root := gittest.New(t).Dir
 	j, err := cache.Open(root)
 	if err != nil {
 		t.Fatal(err)
