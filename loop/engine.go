@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -259,19 +260,39 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	return out, nil
 }
 
-// resumeFrontMatter applies the plan's front matter as it is now to a
-// resume's inherited settings (see ResumeFrontMatter).
+// resumeFrontMatter applies the plan's front matter as it is now to the
+// settings (see ResumeFrontMatter): a resume's inherited ones, or a fresh
+// run's flags and defaults.
+//
+// A fresh run has no inherited front-matter keys, so for it this is plain
+// ApplyFrontMatter under the flags the user gave (Settings.Flags). After it
+// the agent must be known: ErrNoAgent when neither flag nor front matter
+// named one (the default backend, exec, needs a command line).
 func (e *engine) resumeFrontMatter() error {
-	if e.o.Parent == "" {
-		return nil
-	}
 	s, err := ResumeFrontMatter(e.s, e.sel.FrontMatter)
 	if err != nil {
 		return &PlanError{Path: e.s.Plan, Diagnostics: []string{err.Error()}}
 	}
 	e.s = s
+	if e.o.Agent == nil && e.s.Agent == "exec" && e.s.AgentCmd == "" {
+		return ErrNoAgent
+	}
+	if e.o.Agent == nil && !slices.Contains(agent.Names(), e.s.Agent) {
+		return &UnknownAgentError{Name: e.s.Agent}
+	}
 	return nil
 }
+
+// UnknownAgentError is an agent name no backend has (a usage error).
+type UnknownAgentError struct{ Name string }
+
+func (e *UnknownAgentError) Error() string {
+	return fmt.Sprintf("unknown agent %q (known: %s)", e.Name, strings.Join(agent.Names(), ", "))
+}
+
+// ErrNoAgent is a run with no agent: no --agent, --agent-cmd or agent in
+// the plan's front matter.
+var ErrNoAgent = errors.New("no agent given")
 
 // PlanFile is where the plan of settings path p is: p is recorded relative
 // to the repo root when the plan is inside it, so a moved repository

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -86,32 +85,6 @@ func (f *runFlags) settings() (loop.Settings, error) {
 	return s, nil
 }
 
-// requireAgent refuses a run with no agent: the default backend is exec,
-// which needs --agent-cmd.
-func requireAgent(s loop.Settings) error {
-	if s.Agent == "exec" && s.AgentCmd == "" {
-		return usagef("pick an agent: --agent claude|codex|gemini|opencode|builtin, or --agent-cmd 'your command' (or agent: in the plan's front matter)", "no agent given")
-	}
-	if !slices.Contains(agent.Names(), s.Agent) {
-		return usagef("known agents: "+strings.Join(agent.Names(), ", "), "--agent: unknown agent %q", s.Agent)
-	}
-	return nil
-}
-
-// withFrontMatter applies the plan's front-matter settings under the flags
-// the user gave. A plan that does not parse is left for the loop to report.
-func withFrontMatter(s loop.Settings, planPath string, changed func(string) bool) (loop.Settings, error) {
-	p, _, err := plan.ReadFile(planPath)
-	if err != nil || p == nil || len(p.FrontMatter) == 0 {
-		return s, nil
-	}
-	s, err = loop.ApplyFrontMatter(s, p.FrontMatter, changed)
-	if err != nil {
-		return s, errorf("fix the plan's front matter (implloop lint "+planPath+")", "%s: %s", planPath, err)
-	}
-	return s, nil
-}
-
 func newRunCmd(io *ioStreams) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
@@ -148,12 +121,6 @@ brings the work back.
 			}
 			if _, err := plan.ReadBytes(planFile); err != nil {
 				return loopError(&loop.PlanReadError{Path: args[0], Err: err}, "")
-			}
-			if s, err = withFrontMatter(s, planFile, cmd.Flags().Changed); err != nil {
-				return err
-			}
-			if err := requireAgent(s); err != nil {
-				return err
 			}
 			return runLoop(cmd.Context(), io, s, "", f)
 		},
@@ -259,9 +226,14 @@ func loopError(err error, parent string) error {
 	var readErr *loop.PlanReadError
 	var checkErr *agent.CheckError
 	var envErr *loop.EnvNameError
+	var unknownAgent *loop.UnknownAgentError
 	switch {
 	case errors.As(err, &envErr):
 		return usagef("--env takes a variable's NAME: letters, digits and _, not starting with a digit", "%s", err)
+	case errors.As(err, &unknownAgent):
+		return usagef("known agents: "+strings.Join(agent.Names(), ", ")+"; any other command: --agent-cmd", "--agent: %s", err)
+	case errors.Is(err, loop.ErrNoAgent):
+		return usagef("pick an agent: --agent claude|codex|gemini|opencode|builtin, or --agent-cmd 'your command' (or agent: in the plan's front matter)", "no agent given")
 	case errors.As(err, &locked):
 		return errorf("wait for it to finish, or stop it (Ctrl-C) first", "%s", err)
 	case errors.Is(err, loop.ErrBlockedFile):
