@@ -141,6 +141,16 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	if err := e.ag.Check(); err != nil {
 		return nil, err
 	}
+	// The agent CLI's version is recorded with the run's settings, never
+	// hashed: an agent update must not re-run every task (docs/identity.md).
+	e.s.AgentVersion = ""
+	if v, ok := e.ag.(agent.Versioner); ok {
+		vctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		if ver, err := v.Version(vctx); err == nil {
+			e.s.AgentVersion = ver
+		}
+		cancel()
+	}
 
 	start := e.now()
 	e.runID = identity.NewRunID(start, randomBytes())

@@ -26,6 +26,10 @@ type Settings struct {
 	PlanContext    string            `json:"plan_context"`
 	IncludeChecked bool              `json:"include_checked,omitempty"`
 
+	// AgentVersion is what the agent CLI's --version printed at the start
+	// of the run (presets only): recorded for the record, never hashed.
+	AgentVersion string `json:"agent_version,omitempty"`
+
 	// Flags names the settings given as flags, in this run or an ancestor
 	// it resumes: front matter never overrides them.
 	Flags []string `json:"flags,omitempty"`

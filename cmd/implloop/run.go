@@ -231,7 +231,7 @@ func loopError(err error, parent string) error {
 	case errors.As(err, &envErr):
 		return usagef("--env takes a variable's NAME: letters, digits and _, not starting with a digit", "%s", err)
 	case errors.As(err, &unknownAgent):
-		return usagef("known agents: "+strings.Join(agent.Names(), ", ")+"; any other command: --agent-cmd", "--agent: %s", err)
+		return usagef("any other command works as an agent: --agent-cmd 'your command'", "--agent: %s", err)
 	case errors.Is(err, loop.ErrNoAgent):
 		return usagef("pick an agent: --agent claude|codex|gemini|opencode|builtin, or --agent-cmd 'your command' (or agent: in the plan's front matter)", "no agent given")
 	case errors.As(err, &locked):
