@@ -45,7 +45,7 @@ type Options struct {
 type Outcome struct {
 	RunID       string
 	ParentID    string
-	Verdict     string // DONE, PARTIAL, BLOCKED
+	Verdict     string // DONE, PARTIAL, BLOCKED, INTERRUPTED
 	Report      *report.Report
 	ReportPath  string
 	Interrupted bool
