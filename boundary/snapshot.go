@@ -150,6 +150,22 @@ type Entry struct {
 	// written by Take with WithSalvage. It differs from Worktree.Hash only
 	// when git converts the file on check-in (autocrlf, filters).
 	Salvaged string `json:"salvaged,omitempty"`
+	// SalvagedStat is the file's stat data when Salvaged was read, kept
+	// only when the file was old enough then for a later change to show
+	// in it (see reusableSalvage). A Take given this snapshot (WithPrev)
+	// reuses Salvaged instead of storing the file again while the stat
+	// data and Worktree still match.
+	SalvagedStat FileStat `json:"salvaged_stat,omitzero"`
+}
+
+// FileStat is the part of a file's stat data that changes whenever its
+// bytes do (what git's index relies on to skip re-reading a file). Ctime
+// and Ino are 0 where the platform does not report them.
+type FileStat struct {
+	Size  int64  `json:"size"`
+	Mtime int64  `json:"mtime_ns"`
+	Ctime int64  `json:"ctime_ns,omitempty"`
+	Ino   uint64 `json:"ino,omitempty"`
 }
 
 // Snapshot is the state of a repository at one boundary.
@@ -169,7 +185,7 @@ type Snapshot struct {
 	// now, its content at this HEAD (Mode 0 when HEAD has no such path).
 	// It lets the guard know a path's content without reading git.
 	Tracked map[string]Blob `json:"tracked,omitempty"`
-	// HeadChange, with WithPrevHead, says what a HEAD move since the
+	// HeadChange, with WithPrevHead (or WithPrev), says what a HEAD move since the
 	// previous boundary did: new commits on top, a switch to a commit a
 	// branch still holds, or a rewrite that dropped commits (and what they
 	// held). nil when HEAD did not move or no previous HEAD was given.

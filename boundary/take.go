@@ -32,6 +32,7 @@ type options struct {
 	salvageWant bool
 	prevHead    string
 	prevGiven   bool
+	prevPaths   []Entry // WithPrev: the previous boundary's entries, for salvage
 }
 
 // WithTrack asks Take to record, for each of paths that is not dirty now, its
@@ -117,7 +118,7 @@ func Take(ctx context.Context, repoDir string, opts ...Option) (Snapshot, error)
 		}
 	}
 	if o.salvageWant {
-		info, err := t.salvage(&snap, o.salvageRun, o.salvageSeq)
+		info, err := t.salvage(&snap, o.salvageRun, o.salvageSeq, o.prevPaths)
 		if err != nil {
 			return Snapshot{}, err
 		}

@@ -25,49 +25,55 @@ type guardResult struct {
 // task's, and they block the resume before anything is dispatched
 // (e.resumeBlocked).
 func (e *engine) boundary(ctx context.Context, afterTask string, first bool) error {
-	snap, err := e.take(ctx, nil, nil)
+	// The parent's last boundary is read first, so that B0 is taken once:
+	// tracking the parent's dirty paths (its snapshot does not know their
+	// content now when they are clean now), and reusing its salvage.
+	var pb *cache.Boundary
+	var prev *boundary.Snapshot
+	if first && e.o.Parent != "" {
+		if b, ok, err := e.j.LastBoundary(e.o.Parent); err == nil && ok {
+			var p boundary.Snapshot
+			if json.Unmarshal(b.Snapshot, &p) == nil {
+				pb, prev = b, &p
+			}
+		}
+	}
+	var track []string
+	if prev != nil {
+		track = prev.PathNames()
+	}
+	snap, err := e.take(ctx, track, prev)
 	if err != nil {
 		return err
 	}
 	var block *blockInfo
 	var verdict []byte
 	msg := ""
-	if first && e.o.Parent != "" {
-		if pb, ok, err := e.j.LastBoundary(e.o.Parent); err == nil && ok {
-			var prev boundary.Snapshot
-			if json.Unmarshal(pb.Snapshot, &prev) == nil {
-				// The parent's snapshot does not know the content now of its
-				// dirty paths that are clean now: take again, tracking them.
-				snap, err = e.take(ctx, prev.PathNames(), &prev)
-				if err != nil {
-					return err
-				}
-				v := guard.Compare(prev, snap)
-				// Journaled with its Lost list either way: implloop restore
-				// --run <this run> finds it.
-				verdict, _ = json.Marshal(v)
-				unfinished, hasUnfinished := e.unfinishedTask(e.o.Parent, pb.AfterTask)
-				switch {
-				case v.Blocked() && hasUnfinished:
-					msg = "since run " + e.o.Parent + ": " + v.Summary() +
-						fmt.Sprintf(" (task %s of run %s never finished, so these are its discards)", unfinished.TaskID, e.o.Parent)
-					var lost []string
-					for _, l := range v.Lost {
-						lost = append(lost, l.Path)
-					}
-					block = &blockInfo{RunID: e.runID, PlanPath: e.s.Plan, TaskID: unfinished.TaskID, Title: unfinished.Title,
-						Attempts: unfinished.Attempts, Lost: lost, Unfinished: e.o.Parent,
-						Reason: fmt.Sprintf("run %s stopped without finishing task %s, and since its last boundary uncommitted work was discarded: %s",
-							e.o.Parent, unfinished.TaskID, strings.Join(lost, ", "))}
-				default:
-					// Between the runs the user is the one changing things:
-					// a path back at HEAD is their choice, never a block, so
-					// the guard's BLOCKED prefix would mislead here.
-					msg = "since run " + e.o.Parent + ": " + strings.TrimPrefix(v.Summary(), "BLOCKED: ")
-					if v.Blocked() {
-						msg += " (changed between the runs: information, not a block)"
-					}
-				}
+	if prev != nil {
+		v := guard.Compare(*prev, snap)
+		// Journaled with its Lost list either way: implloop restore
+		// --run <this run> finds it.
+		verdict, _ = json.Marshal(v)
+		unfinished, hasUnfinished := e.unfinishedTask(e.o.Parent, pb.AfterTask)
+		switch {
+		case v.Blocked() && hasUnfinished:
+			msg = "since run " + e.o.Parent + ": " + v.Summary() +
+				fmt.Sprintf(" (task %s of run %s never finished, so these are its discards)", unfinished.TaskID, e.o.Parent)
+			var lost []string
+			for _, l := range v.Lost {
+				lost = append(lost, l.Path)
+			}
+			block = &blockInfo{RunID: e.runID, PlanPath: e.s.Plan, TaskID: unfinished.TaskID, Title: unfinished.Title,
+				Attempts: unfinished.Attempts, Lost: lost, Unfinished: e.o.Parent,
+				Reason: fmt.Sprintf("run %s stopped without finishing task %s, and since its last boundary uncommitted work was discarded: %s",
+					e.o.Parent, unfinished.TaskID, strings.Join(lost, ", "))}
+		default:
+			// Between the runs the user is the one changing things:
+			// a path back at HEAD is their choice, never a block, so
+			// the guard's BLOCKED prefix would mislead here.
+			msg = "since run " + e.o.Parent + ": " + strings.TrimPrefix(v.Summary(), "BLOCKED: ")
+			if v.Blocked() {
+				msg += " (changed between the runs: information, not a block)"
 			}
 		}
 	}
@@ -159,7 +165,8 @@ func (e *engine) guardInterrupted(ctx context.Context) error {
 
 // take snapshots the repository with salvage. track are the paths whose
 // HEAD content the guard needs; prev, when given, is the boundary the
-// snapshot will be compared with, so that a HEAD move is looked into.
+// snapshot will be compared with, so that a HEAD move is looked into and
+// the files unchanged since it are not salvaged again (boundary.WithPrev).
 func (e *engine) take(ctx context.Context, track []string, prev *boundary.Snapshot) (boundary.Snapshot, error) {
 	// The seq the next PutBoundary will get; counted here rather than by
 	// loading every boundary of the run (snapshots included) per task.
@@ -168,7 +175,7 @@ func (e *engine) take(ctx context.Context, track []string, prev *boundary.Snapsh
 		opts = append(opts, boundary.WithTrack(track...))
 	}
 	if prev != nil {
-		opts = append(opts, boundary.WithPrevHead(prev.Head))
+		opts = append(opts, boundary.WithPrev(*prev))
 	}
 	snap, err := boundary.Take(ctx, e.o.RepoRoot, opts...)
 	if err != nil {

@@ -94,6 +94,7 @@ type engine struct {
 	boundaries int                    // boundaries journaled in this run so far
 	liveGates  int                    // gates run live in this run so far
 	held       *[]Event               // events of a replay batch not yet committed
+	replay     map[string]bool        // task id -> the resume plan replays it (runTasks; built once)
 
 	// resumeBlocked: the resume's first comparison found discards of a
 	// task the parent never finished; no task runs (boundaries.go).

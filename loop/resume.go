@@ -301,12 +301,17 @@ const replayGroup = 64
 // observer only once their batch has committed, so a rolled-back attempt
 // is never seen. It returns how many tasks it ran and the last one's result.
 func (e *engine) runTasks(ctx context.Context, i int, planned []PlannedTask) (int, taskResult, error) {
-	replay := map[string]bool{}
-	if !e.o.Reverify {
-		for _, p := range planned {
-			replay[p.Task] = p.Action == ActionReplay
+	// Built on the first call: the plan does not change during the run,
+	// and rebuilding it per call was quadratic in the number of tasks.
+	if e.replay == nil {
+		e.replay = make(map[string]bool, len(planned))
+		if !e.o.Reverify {
+			for _, p := range planned {
+				e.replay[p.Task] = p.Action == ActionReplay
+			}
 		}
 	}
+	replay := e.replay
 	n := 0
 	for i+n < len(e.sel.Tasks) && n < replayGroup && replay[e.sel.Tasks[i+n].ID] {
 		n++

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package boundary
+
+import "os"
+
+// fileStat is fi's FileStat: size and mtime only.
+func fileStat(fi os.FileInfo) FileStat {
+	return FileStat{Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
+}
