@@ -27,4 +27,15 @@ echo
 echo "\$ implloop resume --dry-run   # nothing changed, so everything would replay"
 "$bin" resume --dry-run
 echo
+echo "\$ git add -A && git commit -m 'tasks 1-5'   # commit the good work: never a loss"
+git add -A && git commit -q -m "tasks 1-5"
+echo "\$ sed -i 's/still counts\\./still counts as a line./' plan.md   # edit task 3's text"
+sed -i 's/still counts\./still counts as a line./' plan.md
+echo
+echo "\$ implloop resume   # task 3 changed (and task 4 depends on it): only they run"
+"$bin" resume
+echo
+echo "\$ implloop explain --task 3   # why it re-ran, field by field"
+"$bin" explain --task 3
+echo
 echo "== done; the demo repository is kept at $work"
