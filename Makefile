@@ -23,7 +23,7 @@ demo: build
 	@./scripts/demo.sh $(BIN)
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchtime 1s $(PKGS)
 
 # Short fuzz runs of every fuzz target; FUZZTIME=60s for a longer one.
 fuzz:
