@@ -51,10 +51,18 @@ func (e *engine) boundary(ctx context.Context, afterTask string, first bool) err
 	msg := ""
 	if prev != nil {
 		v := guard.Compare(*prev, snap)
-		// Journaled with its Lost list either way: implloop restore
-		// --run <this run> finds it.
-		verdict, _ = json.Marshal(v)
 		unfinished, hasUnfinished := e.unfinishedTask(e.o.Parent, pb.AfterTask)
+		journaled := v
+		if !(v.Blocked() && hasUnfinished) {
+			// Information only: what the user discarded between the runs
+			// was their choice, so restore must not offer it back (its
+			// Lost list is what `implloop restore` reads). The per-path
+			// outcomes and counts stay in the record.
+			journaled.Lost = nil
+		}
+		// A blocking verdict is journaled with its Lost list: implloop
+		// restore --run <this run> finds it.
+		verdict, _ = json.Marshal(journaled)
 		switch {
 		case v.Blocked() && hasUnfinished:
 			msg = "since run " + e.o.Parent + ": " + v.Summary() +
