@@ -36,6 +36,12 @@ func ApplyFrontMatter(s Settings, fm map[string]any, given func(flag string) boo
 		if flag == "" || given(flag) {
 			continue
 		}
+		// --agent and --agent-cmd pick the backend together: either flag
+		// outranks both keys (agent: claude in a shared plan must not
+		// replace the user's --agent-cmd, nor the reverse).
+		if (key == "agent" && given("agent-cmd")) || (key == "agent_cmd" && given("agent")) {
+			continue
+		}
 		s.FrontMatter = append(s.FrontMatter, key)
 		switch key {
 		case "agent":

@@ -42,3 +42,26 @@ func TestApplyFrontMatter(t *testing.T) {
 		t.Fatal("on_blocked explode: want an error")
 	}
 }
+
+// --agent-cmd outranks the front matter's agent (and --agent its
+// agent_cmd): the two pick the backend together.
+func TestFrontMatterAgentVersusAgentCmd(t *testing.T) {
+	d := DefaultSettings()
+	d.AgentCmd = "./agent.sh"
+	s, err := ApplyFrontMatter(d, map[string]any{"agent": "builtin"}, func(f string) bool { return f == "agent-cmd" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Agent != "exec" || s.AgentCmd != "./agent.sh" {
+		t.Fatalf("front matter agent replaced --agent-cmd: %+v", s)
+	}
+	d = DefaultSettings()
+	d.Agent = "claude"
+	s, err = ApplyFrontMatter(d, map[string]any{"agent_cmd": "./other.sh"}, func(f string) bool { return f == "agent" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Agent != "claude" || s.AgentCmd != "" {
+		t.Fatalf("front matter agent_cmd replaced --agent: %+v", s)
+	}
+}
