@@ -11,8 +11,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // runProcess runs argv as one agent call: in its own process group, prompt
@@ -88,20 +86,10 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 		inW.Close()
 	}()
 
-	// exited closes when the leader has exited. It is not reaped yet
-	// (WNOWAIT), so its pid, which is the group id, cannot be reused while
-	// we signal the group.
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		var info unix.Siginfo
-		for {
-			err := unix.Waitid(unix.P_PID, pgid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-			if err != unix.EINTR {
-				return
-			}
-		}
-	}()
+	// exited closes when the leader has exited; on Linux it is not reaped
+	// yet, so its pid (the group id) cannot be reused while we signal the
+	// group (see watchExit).
+	exited, wait := watchExit(cmd)
 
 	var timeout <-chan time.Time
 	if req.Timeout > 0 {
@@ -121,7 +109,7 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	}
 	// The agent is gone; whatever it left behind in its group goes too.
 	syscall.Kill(-pgid, syscall.SIGKILL)
-	waitErr := cmd.Wait()
+	waitErr := wait()
 
 	drained := make(chan struct{})
 	go func() { copies.Wait(); close(drained) }()
