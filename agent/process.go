@@ -9,8 +9,9 @@ import (
 	"os/exec"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/implloop/implloop/internal/procgroup"
 )
 
 // runProcess runs argv as one agent call: in its own process group, prompt
@@ -29,7 +30,7 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	}
 	cmd.Dir = req.Dir
 	cmd.Env = mergeEnv(os.Environ(), req.Env)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procgroup.Attr()
 
 	// Our own pipes rather than exec's: exec.Cmd.Wait would wait for a
 	// grandchild that keeps stdout open, and we want to kill the group
@@ -102,13 +103,13 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	case <-exited:
 	case <-timeout:
 		killedBy = fmt.Errorf("%w after %s", ErrTimedOut, req.Timeout)
-		terminate(pgid, exited, grace)
+		procgroup.Terminate(pgid, exited, grace)
 	case <-ctx.Done():
 		killedBy = context.Cause(ctx)
-		terminate(pgid, exited, grace)
+		procgroup.Terminate(pgid, exited, grace)
 	}
 	// The agent is gone; whatever it left behind in its group goes too.
-	syscall.Kill(-pgid, syscall.SIGKILL)
+	procgroup.Kill(pgid)
 	waitErr := wait()
 
 	drained := make(chan struct{})
@@ -140,20 +141,6 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 		return res, fmt.Errorf("agent %s: writing its stderr: %w", name, err)
 	}
 	return res, nil
-}
-
-// terminate sends TERM to the group, waits up to grace for the leader to
-// exit, then sends KILL to the group and waits for the leader.
-func terminate(pgid int, exited <-chan struct{}, grace time.Duration) {
-	syscall.Kill(-pgid, syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-exited:
-	case <-t.C:
-	}
-	syscall.Kill(-pgid, syscall.SIGKILL)
-	<-exited
 }
 
 // sink copies to dst and tap. A failing dst is remembered and skipped, but

@@ -200,9 +200,6 @@ func (j *Journal) Root() string { return j.root }
 // Dir is the journal's directory (<repo>/.implloop).
 func (j *Journal) Dir() string { return j.dir }
 
-// ReadOnly reports whether the journal was opened with OpenReadOnly.
-func (j *Journal) ReadOnly() bool { return j.readOnly }
-
 // Blobs is the journal's blob store.
 func (j *Journal) Blobs() *Blobs { return j.blobs }
 

@@ -121,15 +121,3 @@ func (j *Journal) Tasks(runID string) ([]Task, error) {
 	}
 	return out, rows.Err()
 }
-
-// GetTask returns one task's row, or ErrNotFound.
-func (j *Journal) GetTask(runID, taskID string) (*Task, error) {
-	t, err := scanTask(j.queryRow(`SELECT `+taskCols+` FROM tasks WHERE run_id = ? AND task_id = ?`, runID, taskID))
-	if err == sql.ErrNoRows {
-		return nil, fmt.Errorf("task %s/%s: %w", runID, taskID, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("task %s/%s: %w", runID, taskID, err)
-	}
-	return &t, nil
-}

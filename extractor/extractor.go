@@ -47,7 +47,7 @@ func Select(p *plan.Plan, r Range) (*Selection, error) {
 		PlanPath:       p.Path,
 		PlanSHA256:     p.SHA256,
 		Preamble:       pre,
-		PreambleSHA256: sha256Hex(pre),
+		PreambleSHA256: SHA256Hex(pre),
 		FrontMatter:    p.FrontMatter,
 		Count:          len(p.Tasks),
 	}
@@ -135,7 +135,9 @@ func splitID(id string) (prefix string, nums []int, ok bool) {
 
 func normalizeNewlines(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
 
-func sha256Hex(s string) string {
+// SHA256Hex is the lowercase hex SHA-256 of s: the form of every text digest
+// in a selection, a unit's preimage (unit) and the plan listing (cmd).
+func SHA256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }

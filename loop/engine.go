@@ -101,8 +101,9 @@ type engine struct {
 	resumeBlocked bool
 }
 
-// Run carries out a run (or a resume, when o.Parent is set).
-func Run(ctx context.Context, o Options) (out *Outcome, err error) {
+// newEngine is an engine for o before its plan is read: o's clock and
+// observer, or the real clock and an observer that ignores events.
+func newEngine(o Options) *engine {
 	e := &engine{o: o, s: o.Settings, now: o.Now, obs: o.Observer, art: map[string]string{}}
 	if e.now == nil {
 		e.now = time.Now
@@ -110,6 +111,12 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	if e.obs == nil {
 		e.obs = ObserverFunc(func(Event) {})
 	}
+	return e
+}
+
+// Run carries out a run (or a resume, when o.Parent is set).
+func Run(ctx context.Context, o Options) (out *Outcome, err error) {
+	e := newEngine(o)
 	if err := e.s.Validate(); err != nil {
 		return nil, err
 	}

@@ -10,14 +10,19 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/implloop/implloop/internal/procgroup"
 )
 
 // feedbackLimit is how much of a failed gate's output becomes the next
 // attempt's gate feedback.
 const feedbackLimit = 4096
+
+// gateGrace is the TERM-to-KILL grace of a gate killed by its timeout or a
+// cancelled run (an agent's is agent.DefaultGrace).
+const gateGrace = 3 * time.Second
 
 // GateResult is the outcome of one verify command.
 type GateResult struct {
@@ -84,7 +89,7 @@ func runGate(ctx context.Context, dir, cmd string, env map[string]string, timeou
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		c.Env = append(c.Env, k+"="+env[k])
 	}
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.SysProcAttr = procgroup.Attr()
 	tb := &tailBuffer{max: 64 * 1024}
 	w := io.Writer(tb)
 	if out != nil {
@@ -99,19 +104,14 @@ func runGate(ctx context.Context, dir, cmd string, env map[string]string, timeou
 	go func() {
 		select {
 		case <-ctx.Done():
-			_ = syscall.Kill(-c.Process.Pid, syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(3 * time.Second):
-				_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-			}
+			procgroup.Terminate(c.Process.Pid, done, gateGrace)
 		case <-done:
 		}
 	}()
 	err := c.Wait()
 	close(done)
 	// Whatever the gate left behind in its group dies with it.
-	_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	procgroup.Kill(c.Process.Pid)
 	res := GateResult{Command: cmd, Output: tb.buf, Duration: time.Since(start)}
 	if ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

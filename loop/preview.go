@@ -1,8 +1,6 @@
 package loop
 
 import (
-	"time"
-
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
 	"github.com/implloop/implloop/plan"
@@ -16,10 +14,8 @@ import (
 // writes nothing. Lint errors in src are a *PlanError.
 func Preview(o Options, src []byte) (*Outcome, error) {
 	o.DryRun = true
-	e := &engine{o: o, s: o.Settings, now: time.Now, obs: ObserverFunc(func(Event) {}), art: map[string]string{}}
-	if o.Now != nil {
-		e.now = o.Now
-	}
+	o.Observer = nil // a preview's events go nowhere: its result is the Outcome
+	e := newEngine(o)
 	if err := e.s.Validate(); err != nil {
 		return nil, err
 	}
@@ -39,10 +35,8 @@ func Preview(o Options, src []byte) (*Outcome, error) {
 func selectBytes(path string, src []byte, taskRange string) (*extractor.Selection, error) {
 	p, diags := plan.Parse(path, src)
 	var errs []string
-	for _, d := range diags {
-		if d.Severity == plan.SeverityError {
-			errs = append(errs, d.String())
-		}
+	for _, d := range plan.Errors(diags) {
+		errs = append(errs, d.String())
 	}
 	if len(errs) > 0 {
 		return nil, &PlanError{Path: path, Diagnostics: errs}

@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	_ "modernc.org/sqlite"
+
 	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/cache"
-	_ "modernc.org/sqlite"
 )
 
 // plannedOf is the planned line of task id.

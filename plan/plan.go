@@ -124,10 +124,6 @@ type Task struct {
 	explicitID bool
 }
 
-// ExplicitID reports whether the task's id was written in the plan (as
-// opposed to being its ordinal).
-func (t *Task) ExplicitID() bool { return t.explicitID }
-
 // Severity of a diagnostic.
 type Severity int
 
@@ -174,6 +170,17 @@ func HasErrors(ds []Diagnostic) bool {
 		}
 	}
 	return false
+}
+
+// Errors returns the diagnostics of ds that are errors, in order.
+func Errors(ds []Diagnostic) []Diagnostic {
+	var out []Diagnostic
+	for _, d := range ds {
+		if d.Severity == SeverityError {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // ReadFile reads and parses the plan at path. The error is non-nil only

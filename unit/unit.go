@@ -30,9 +30,7 @@ package unit
 
 import (
 	"bytes"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -225,9 +223,9 @@ func build(r Role, task extractor.Task, p Params, f Facts, readsPlan bool) (Unit
 		Agent:          p.Agent,
 		AgentCmd:       normalizeAll(p.AgentCmd, p.Norm),
 		Model:          p.Model,
-		Instructions:   sha256Hex(tmpl),
+		Instructions:   extractor.SHA256Hex(string(tmpl)),
 		Task:           &identity.TaskInput{ID: doc.Task.ID, Text: identity.Normalize(text, p.Norm)},
-		PreambleSHA256: sha256Hex([]byte(identity.Normalize(preamble, p.Norm))),
+		PreambleSHA256: extractor.SHA256Hex(identity.Normalize(preamble, p.Norm)),
 		Attempt:        attempt,
 		GateFeedback:   identity.Normalize(feedback, p.Norm),
 		Artifacts:      sortedCopy(f.Artifacts),
@@ -298,11 +296,6 @@ func longestBacktickRun(b []byte) int {
 		}
 	}
 	return longest
-}
-
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // validUTF8 replaces each byte that is not part of valid UTF-8 with U+FFFD,

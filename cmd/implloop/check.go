@@ -169,12 +169,7 @@ func checkRun(o *checkOptions) error {
 		_, diags := plan.Parse(c.path, src)
 		printDiagnostics(o.io.Out, diags)
 		if plan.HasErrors(diags) {
-			n := 0
-			for _, d := range diags {
-				if d.Severity == plan.SeverityError {
-					n++
-				}
-			}
+			n := len(plan.Errors(diags))
 			refuse("fix the plan ('implloop lint "+c.path+"' shows the same), then git add it again",
 				"the staged %s has %s", c.path, plural(n, "error"))
 			continue
@@ -271,11 +266,4 @@ func warnResume(w io.Writer, root, planPath string, run cache.Run, src []byte) {
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
 	}
-}
-
-func pluralWord(n int, w string) string {
-	if n == 1 {
-		return w
-	}
-	return w + "s"
 }

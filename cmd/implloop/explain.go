@@ -197,7 +197,7 @@ func openRun(io *ioStreams, args []string) (*cache.Journal, *cache.Run, error) {
 	}
 	j, err := cache.OpenReadOnly(root)
 	if err != nil {
-		return nil, nil, loopError(err, "")
+		return nil, nil, loopError(err)
 	}
 	var run *cache.Run
 	if len(args) == 0 || args[0] == "" {
@@ -207,7 +207,7 @@ func openRun(io *ioStreams, args []string) (*cache.Journal, *cache.Run, error) {
 	}
 	if err != nil {
 		j.Close()
-		return nil, nil, loopError(err, "")
+		return nil, nil, loopError(err)
 	}
 	return j, run, nil
 }

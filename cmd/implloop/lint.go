@@ -58,13 +58,9 @@ func lintRun(opts *lintOptions) error {
 	for _, path := range opts.paths {
 		_, diags, _ := plan.ReadFile(path) // an unreadable file is a diagnostic too
 		printDiagnostics(opts.io.Out, diags)
-		for _, d := range diags {
-			if d.Severity == plan.SeverityError {
-				errs++
-			} else {
-				warns++
-			}
-		}
+		n := len(plan.Errors(diags))
+		errs += n
+		warns += len(diags) - n
 	}
 	if errs == 0 && warns == 0 {
 		return nil
@@ -76,9 +72,15 @@ func lintRun(opts *lintOptions) error {
 	return nil
 }
 
+// plural is n and what, in the plural unless n is 1: "1 error", "2 errors".
 func plural(n int, what string) string {
+	return fmt.Sprintf("%d %s", n, pluralWord(n, what))
+}
+
+// pluralWord is w, in the plural unless n is 1.
+func pluralWord(n int, w string) string {
 	if n == 1 {
-		return fmt.Sprintf("1 %s", what)
+		return w
 	}
-	return fmt.Sprintf("%d %ss", n, what)
+	return w + "s"
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,7 +124,7 @@ func planRun(opts *planOptions) error {
 			Line: t.Line, EndLine: t.EndLine, Checked: t.Checked,
 			Optional: pt.Optional, Section: pt.Section,
 			Deps: t.Deps, Verify: t.Verify,
-			TextSHA256: sha256Hex(t.Text),
+			TextSHA256: extractor.SHA256Hex(t.Text),
 		})
 	}
 	if opts.json {
@@ -183,11 +181,6 @@ func oneLine(s string) string {
 		}
 		return r
 	}, s)
-}
-
-func sha256Hex(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
 }
 
 // printDiagnostics writes one line per diagnostic.

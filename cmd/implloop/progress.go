@@ -225,7 +225,7 @@ func formatPlan(tasks []loop.PlannedTask, dry bool) string {
 	return b.String()
 }
 
-func printPlan(io *ioStreams, tasks []loop.PlannedTask, asJSON bool, fresh bool) {
+func printPlan(io *ioStreams, tasks []loop.PlannedTask, asJSON bool) {
 	if asJSON {
 		enc := json.NewEncoder(io.Out)
 		enc.SetEscapeHTML(false)

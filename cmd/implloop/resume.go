@@ -2,10 +2,10 @@ package main
 
 import (
 	"errors"
+	"sort"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"sort"
 
 	"github.com/implloop/implloop/loop"
 )
@@ -74,28 +74,37 @@ remove it.
 	return cmd
 }
 
+// settingFlags are the flags that set a run setting, each with how it
+// applies the value given (g) over the settings s. Order matters: a given
+// --agent-cmd comes after --agent and wins.
+var settingFlags = []struct {
+	name  string
+	apply func(s, g *loop.Settings)
+}{
+	{"agent", func(s, g *loop.Settings) { s.Agent = g.Agent }},
+	{"agent-cmd", func(s, g *loop.Settings) { s.AgentCmd, s.Agent = g.AgentCmd, "exec" }},
+	{"model", func(s, g *loop.Settings) { s.Model = g.Model }},
+	{"verify", func(s, g *loop.Settings) { s.Verify = g.Verify }},
+	{"task-range", func(s, g *loop.Settings) { s.TaskRange = g.TaskRange }},
+	{"max-attempts", func(s, g *loop.Settings) { s.MaxAttempts = g.MaxAttempts }},
+	{"timeout", func(s, g *loop.Settings) { s.Timeout = g.Timeout }},
+	{"on-blocked", func(s, g *loop.Settings) { s.OnBlocked = g.OnBlocked }},
+	{"env", func(s, g *loop.Settings) { s.Env = g.Env }},
+	{"param", func(s, g *loop.Settings) { s.Params = g.Params }},
+	{"plan-context", func(s, g *loop.Settings) { s.PlanContext = g.PlanContext }},
+	{"include-checked", func(s, g *loop.Settings) { s.IncludeChecked = g.IncludeChecked }},
+}
+
 // overrideSettings applies the flags the user gave again over the parent's
 // settings.
 func overrideSettings(s loop.Settings, fs *pflag.FlagSet, f *runFlags) loop.Settings {
 	g, _ := f.settings() // validated below by the caller
-	set := func(name string, apply func()) {
-		if fs.Changed(name) {
-			apply()
-			s.Flags = addFlag(s.Flags, name)
+	for _, sf := range settingFlags {
+		if fs.Changed(sf.name) {
+			sf.apply(&s, &g)
+			s.Flags = addFlag(s.Flags, sf.name)
 		}
 	}
-	set("agent", func() { s.Agent = g.Agent })
-	set("agent-cmd", func() { s.AgentCmd, s.Agent = g.AgentCmd, "exec" })
-	set("model", func() { s.Model = g.Model })
-	set("verify", func() { s.Verify = g.Verify })
-	set("task-range", func() { s.TaskRange = g.TaskRange })
-	set("max-attempts", func() { s.MaxAttempts = g.MaxAttempts })
-	set("timeout", func() { s.Timeout = g.Timeout })
-	set("on-blocked", func() { s.OnBlocked = g.OnBlocked })
-	set("env", func() { s.Env = g.Env })
-	set("param", func() { s.Params = g.Params })
-	set("plan-context", func() { s.PlanContext = g.PlanContext })
-	set("include-checked", func() { s.IncludeChecked = g.IncludeChecked })
 	return s
 }
 
@@ -114,10 +123,9 @@ func addFlag(flags []string, name string) []string {
 // givenFlags are the run settings given as flags on this command line.
 func givenFlags(fs *pflag.FlagSet) []string {
 	var out []string
-	for _, n := range []string{"agent", "agent-cmd", "model", "verify", "task-range", "max-attempts", "timeout",
-		"on-blocked", "env", "param", "plan-context", "include-checked"} {
-		if fs.Changed(n) {
-			out = addFlag(out, n)
+	for _, sf := range settingFlags {
+		if fs.Changed(sf.name) {
+			out = addFlag(out, sf.name)
 		}
 	}
 	return out

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/implloop/implloop/internal/gittest"
 	_ "modernc.org/sqlite"
+
+	"github.com/implloop/implloop/internal/gittest"
 )
 
 // An --env that is not a variable name is a usage error (exit 2) before a

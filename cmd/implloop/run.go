@@ -120,7 +120,7 @@ brings the work back.
 				planFile = filepath.Join(io.workingDir, planFile)
 			}
 			if _, err := plan.ReadBytes(planFile); err != nil {
-				return loopError(&loop.PlanReadError{Path: args[0], Err: err}, "")
+				return loopError(&loop.PlanReadError{Path: args[0], Err: err})
 			}
 			return runLoop(cmd.Context(), io, s, "", f)
 		},
@@ -170,10 +170,10 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 	})
 	obs.Close()
 	if err != nil {
-		return loopError(err, parent)
+		return loopError(err)
 	}
 	if f.dryRun {
-		printPlan(io, out.Plan, f.json, parent == "")
+		printPlan(io, out.Plan, f.json)
 		return nil
 	}
 	if !f.json {
@@ -218,7 +218,7 @@ func verdictExit(v string) int {
 }
 
 // loopError adds hints to the loop's errors.
-func loopError(err error, parent string) error {
+func loopError(err error) error {
 	var locked *loop.ErrLocked
 	var planErr *loop.PlanError
 	var rangeErr *loop.RangeError

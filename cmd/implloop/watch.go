@@ -294,12 +294,7 @@ func renderWatch(ev watch.Event, pv preview, parent *cache.Run, n int, redraw bo
 		fmt.Fprintf(&b, "  %s\n", d)
 	}
 	if ev.HasErrors() {
-		n := 0
-		for _, d := range ev.Diagnostics {
-			if d.Severity == plan.SeverityError {
-				n++
-			}
-		}
+		n := len(plan.Errors(ev.Diagnostics))
 		fmt.Fprintf(&b, "implloop watch: %s has %s: no preview until they are fixed\n", ev.Path, plural(n, "error"))
 		return b.String()
 	}
