@@ -192,31 +192,21 @@ func (r *Request) UserText() string {
 
 // ToolUses lists the tool_use blocks of all assistant messages so far, in
 // order: what this conversation already asked Claude Code to do.
-func (r *Request) ToolUses() []Block {
-	var out []Block
-	for _, m := range r.Messages {
-		if m.Role != "assistant" {
-			continue
-		}
-		for _, b := range m.Content {
-			if b.Type == "tool_use" {
-				out = append(out, b)
-			}
-		}
-	}
-	return out
-}
+func (r *Request) ToolUses() []Block { return r.blocks("assistant", "tool_use") }
 
 // ToolResults lists the tool_result blocks of all user messages so far, in
 // order.
-func (r *Request) ToolResults() []Block {
+func (r *Request) ToolResults() []Block { return r.blocks("user", "tool_result") }
+
+// blocks lists the blocks of type typ in the messages of role, in order.
+func (r *Request) blocks(role, typ string) []Block {
 	var out []Block
 	for _, m := range r.Messages {
-		if m.Role != "user" {
+		if m.Role != role {
 			continue
 		}
 		for _, b := range m.Content {
-			if b.Type == "tool_result" {
+			if b.Type == typ {
 				out = append(out, b)
 			}
 		}
