@@ -157,70 +157,57 @@ func runStatus(b *testing.B, dir string, args ...string) {
 	}
 }
 
-// BenchmarkTakeSalvageSeries is a run's worth of boundaries over work that
-// stays uncommitted: 200 dirty files (150 modified, 50 untracked, 8 KiB
-// each), then 50 Takes with WithSalvage, one file changing between them.
-// "prev=none" stores every dirty file at every boundary; "prev=given"
-// passes the previous boundary (WithPrev), so only the changed file is
-// stored. The reference is `git status` as Take runs it, in the same loop;
-// the ratio is per boundary (take/git-status).
-func BenchmarkTakeSalvageSeries(b *testing.B) {
+// BenchmarkTakeSeries is a run's worth of boundaries over work that stays
+// uncommitted: 200 dirty files (150 modified, 50 untracked, 8 KiB each),
+// then 50 boundaries (WithRun, WithPrev: commits chained on the run's ref),
+// one file changing between them. The reference is `git status` in the same
+// loop; the ratio is per boundary (take/git-status).
+func BenchmarkTakeSeries(b *testing.B) {
 	const dirty, steps = 200, 50
-	for _, reuse := range []bool{false, true} {
-		name := "prev=none"
-		if reuse {
-			name = "prev=given"
-		}
-		b.Run(name, func(b *testing.B) {
-			r := newTestRepo(b)
-			body := strings.Repeat("some source line of a file that an agent edits\n", 170)
-			path := func(i int) string { return fmt.Sprintf("src/p%02d/f%03d.go", i%10, i) }
-			for i := 0; i < 1000; i++ {
-				r.write(path(i), fmt.Sprintf("package p // %d\n", i))
-			}
-			r.commitAll("base")
-			old := time.Now().Add(-time.Hour)
-			for i := 0; i < dirty; i++ {
-				p := path(i)
-				if i >= 150 {
-					p = fmt.Sprintf("new/n%02d/u%03d.go", i%5, i)
-				}
-				r.write(p, fmt.Sprintf("// %d\n%s", i, body))
-				// Written long ago as far as salvage is concerned: no
-				// file is racily fresh, as after a real task.
-				os.Chtimes(filepath.Join(r.dir, filepath.FromSlash(p)), old, old)
-			}
-			ctx := context.Background()
-			status := append([]string(nil), statusArgs...)
-			var take, git time.Duration
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				run := fmt.Sprintf("bench%d", i)
-				var prev Snapshot
-				for seq := 0; seq < steps; seq++ {
-					r.write(path(seq%dirty), fmt.Sprintf("// step %d %d\n%s", i, seq, body))
-					opts := []Option{WithSalvage(run, seq)}
-					if reuse && seq > 0 {
-						opts = append(opts, WithPrev(prev))
-					}
-					t0 := time.Now()
-					s, err := Take(ctx, r.dir, opts...)
-					t1 := time.Now()
-					runStatus(b, r.dir, status...)
-					take, git = take+t1.Sub(t0), git+time.Since(t1)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if len(s.Paths) != dirty {
-						b.Fatalf("%d dirty paths, want %d", len(s.Paths), dirty)
-					}
-					prev = s
-				}
-			}
-			n := float64(b.N * steps)
-			b.ReportMetric(float64(take)/float64(git), "take/git-status")
-			b.ReportMetric(float64(take)/1e6/n, "take-ms/boundary")
-			b.ReportMetric(float64(git)/1e6/n, "git-status-ms/boundary")
-		})
+	r := newTestRepo(b)
+	body := strings.Repeat("some source line of a file that an agent edits\n", 170)
+	path := func(i int) string { return fmt.Sprintf("src/p%02d/f%03d.go", i%10, i) }
+	for i := 0; i < 1000; i++ {
+		r.write(path(i), fmt.Sprintf("package p // %d\n", i))
 	}
+	r.commitAll("base")
+	old := time.Now().Add(-time.Hour)
+	for i := 0; i < dirty; i++ {
+		p := path(i)
+		if i >= 150 {
+			p = fmt.Sprintf("new/n%02d/u%03d.go", i%5, i)
+		}
+		r.write(p, fmt.Sprintf("// %d\n%s", i, body))
+		os.Chtimes(filepath.Join(r.dir, filepath.FromSlash(p)), old, old)
+	}
+	ctx := context.Background()
+	var take, git time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		run := fmt.Sprintf("bench%d", i)
+		var prev Snapshot
+		for seq := 0; seq < steps; seq++ {
+			r.write(path(seq%dirty), fmt.Sprintf("// step %d %d\n%s", i, seq, body))
+			opts := []Option{WithRun(run)}
+			if seq > 0 {
+				opts = append(opts, WithPrev(prev))
+			}
+			t0 := time.Now()
+			s, err := Take(ctx, r.dir, opts...)
+			t1 := time.Now()
+			runStatus(b, r.dir, "--no-optional-locks", "status", "--porcelain=v2", "-z", "--untracked-files=all")
+			take, git = take+t1.Sub(t0), git+time.Since(t1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(s.Paths) != dirty {
+				b.Fatalf("%d dirty paths, want %d", len(s.Paths), dirty)
+			}
+			prev = s
+		}
+	}
+	n := float64(b.N * steps)
+	b.ReportMetric(float64(take)/float64(git), "take/git-status")
+	b.ReportMetric(float64(take)/1e6/n, "take-ms/boundary")
+	b.ReportMetric(float64(git)/1e6/n, "git-status-ms/boundary")
 }

@@ -3,11 +3,15 @@ package boundary
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	git "github.com/go-git/go-git/v5"
@@ -77,11 +81,56 @@ func openRepo(root string) (*git.Repository, error) {
 	return repo, nil
 }
 
-// runGit runs git in dir and returns its stdout; a failure carries git's
-// stderr, and "not a git repository" becomes ErrNotRepository.
-func runGit(ctx context.Context, gitPath, dir string, stdin []byte, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, gitPath, args...)
-	cmd.Dir = dir
+// gitRepo runs git in one work tree.
+type gitRepo struct {
+	ctx       context.Context
+	gitPath   string
+	root      string // the work tree's top level
+	gitDir    string // its git directory (per work tree), absolute
+	commonDir string // the repository's common directory, absolute
+	sha256    bool   // object format
+}
+
+// openGit finds the work tree containing dir and its git directories.
+func openGit(ctx context.Context, dir string) (*gitRepo, error) {
+	gitPath, err := gitBinary()
+	if err != nil {
+		return nil, err
+	}
+	root, err := findRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	g := &gitRepo{ctx: ctx, gitPath: gitPath, root: root}
+	out, _, err := g.run(nil, nil, "rev-parse", "--absolute-git-dir", "--git-common-dir", "--show-object-format", "--is-bare-repository")
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) != 4 {
+		return nil, fmt.Errorf("git rev-parse in %s: unexpected output %q", root, out)
+	}
+	if lines[3] == "true" {
+		return nil, fmt.Errorf("%w: %s", ErrBareRepository, root)
+	}
+	g.gitDir, g.commonDir = lines[0], lines[1]
+	if !filepath.IsAbs(g.commonDir) {
+		g.commonDir = filepath.Join(root, g.commonDir)
+	}
+	g.sha256 = lines[2] == "sha256"
+	return g, nil
+}
+
+// run runs git with env added to the environment and returns its stdout
+// and stderr; a failure carries git's stderr, and "not a git repository"
+// becomes ErrNotRepository.
+func (g *gitRepo) run(env []string, stdin []byte, args ...string) ([]byte, []byte, error) {
+	cmd := exec.CommandContext(g.ctx, g.gitPath, args...)
+	cmd.Dir = g.root
+	// Never take an optional lock (the index refresh of a status) an
+	// agent's own git may be waiting for.
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	cmd.Env = append(cmd.Env, env...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -89,9 +138,9 @@ func runGit(ctx context.Context, gitPath, dir string, stdin []byte, args ...stri
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, gitError(ctx, dir, args, err, stderr.Bytes())
+		return stdout.Bytes(), stderr.Bytes(), gitError(g.ctx, g.root, args, err, stderr.Bytes())
 	}
-	return stdout.Bytes(), nil
+	return stdout.Bytes(), stderr.Bytes(), nil
 }
 
 func gitError(ctx context.Context, dir string, args []string, err error, stderr []byte) error {
@@ -108,14 +157,186 @@ func gitError(ctx context.Context, dir string, args []string, err error, stderr 
 	name := "git"
 	if len(args) > 0 {
 		name = "git " + args[0]
-		if args[0] == "--no-optional-locks" && len(args) > 1 {
-			name = "git " + args[1]
-		}
 	}
 	if msg != "" {
-		return fmt.Errorf("%s in %s: %v: %s", name, dir, err, msg)
+		return fmt.Errorf("%s in %s: %w: %s", name, dir, err, msg)
 	}
 	return fmt.Errorf("%s in %s: %w", name, dir, err)
+}
+
+// exitCode is the exit status of a failed git, -1 when it did not exit.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// head returns the commit HEAD points at ("" when unborn) and the branch
+// checked out ("" when detached).
+func (g *gitRepo) head() (oid, branch string, err error) {
+	out, _, err := g.run(nil, nil, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+	switch {
+	case err == nil:
+		oid = strings.TrimSpace(string(out))
+	case exitCode(err) != 1:
+		return "", "", err
+	}
+	out, _, err = g.run(nil, nil, "symbolic-ref", "-q", "--short", "HEAD")
+	switch {
+	case err == nil:
+		branch = strings.TrimSpace(string(out))
+	case exitCode(err) != 1:
+		return "", "", err
+	}
+	return oid, branch, nil
+}
+
+// hasObject reports whether the object database holds id.
+func (g *gitRepo) hasObject(id string) bool {
+	_, _, err := g.run(nil, nil, "cat-file", "-e", id)
+	return err == nil
+}
+
+// newHash returns the repository's object hash.
+func (g *gitRepo) newHash() hash.Hash {
+	if g.sha256 {
+		return sha256.New()
+	}
+	return sha1.New()
+}
+
+// emptyTree is the id of the empty tree in this repository's hash.
+func (g *gitRepo) emptyTree() string {
+	h := g.newHash()
+	h.Write([]byte("tree 0\x00"))
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// Change is one path whose content differs between two trees (or a tree
+// and the index): what `git diff-tree -r` reports.
+type Change struct {
+	// Path is the path after the change, relative to the root,
+	// slash-separated, any bytes but NUL.
+	Path string `json:"path"`
+	// From is where a rename or copy came from ("" otherwise).
+	From string `json:"from,omitempty"`
+	// Status is git's letter: A, D, M, T, R, C (U: unmerged, index only).
+	Status byte `json:"-"`
+	// Score is a rename or copy's similarity (0-100).
+	Score  int  `json:"score,omitempty"`
+	Before Blob `json:"before"`
+	After  Blob `json:"after"`
+}
+
+// diffTree lists the changes from tree-ish a to tree-ish b, recursively.
+func (g *gitRepo) diffTree(env []string, a, b string, renames bool) ([]Change, error) {
+	args := []string{"diff-tree", "-r", "-z", "--no-commit-id", "--no-ext-diff", "--no-renames"}
+	if renames {
+		args[len(args)-1] = "-M"
+	}
+	out, _, err := g.run(env, nil, append(args, a, b)...)
+	if err != nil {
+		return nil, err
+	}
+	return parseRaw(out)
+}
+
+// diffIndex lists how the index differs from tree-ish a (staged renames
+// detected), without looking at the work tree.
+func (g *gitRepo) diffIndex(a string) ([]Change, error) {
+	out, _, err := g.run(nil, nil, "diff-index", "--cached", "-z", "-M", "--no-ext-diff", a)
+	if err != nil {
+		return nil, err
+	}
+	return parseRaw(out)
+}
+
+// parseRaw parses git's raw diff output (-z): records
+// ":<mode a> <mode b> <id a> <id b> <status>[score]" NUL path NUL, with a
+// second path for renames and copies (source first). It never panics on
+// malformed input: every malformed record is an error naming it.
+func parseRaw(data []byte) ([]Change, error) {
+	var out []Change
+	next := func() (string, bool) {
+		i := bytes.IndexByte(data, 0)
+		if i < 0 {
+			return "", false
+		}
+		s := string(data[:i])
+		data = data[i+1:]
+		return s, true
+	}
+	for len(data) > 0 {
+		meta, ok := next()
+		if !ok {
+			return nil, fmt.Errorf("raw diff: record %q is not NUL-terminated", clip(data))
+		}
+		f := strings.Fields(strings.TrimPrefix(meta, ":"))
+		if !strings.HasPrefix(meta, ":") || len(f) != 5 || f[4] == "" {
+			return nil, fmt.Errorf("raw diff: cannot parse %q", clip([]byte(meta)))
+		}
+		ma, err1 := strconv.ParseUint(f[0], 8, 32)
+		mb, err2 := strconv.ParseUint(f[1], 8, 32)
+		if err1 != nil || err2 != nil || !isHexID(f[2]) || !isHexID(f[3]) {
+			return nil, fmt.Errorf("raw diff: cannot parse %q", clip([]byte(meta)))
+		}
+		c := Change{Status: f[4][0], Before: blobOf(Mode(ma), f[2]), After: blobOf(Mode(mb), f[3])}
+		if len(f[4]) > 1 {
+			n, err := strconv.Atoi(f[4][1:])
+			if err != nil || n < 0 || n > 100 {
+				return nil, fmt.Errorf("raw diff: bad score in %q", clip([]byte(meta)))
+			}
+			c.Score = n
+		}
+		p, ok := next()
+		if !ok || p == "" {
+			return nil, fmt.Errorf("raw diff: %q has no path", clip([]byte(meta)))
+		}
+		c.Path = p
+		if c.Status == 'R' || c.Status == 'C' {
+			p2, ok := next()
+			if !ok || p2 == "" {
+				return nil, fmt.Errorf("raw diff: %c of %q has no destination", c.Status, p)
+			}
+			c.From, c.Path = p, p2
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// blobOf turns a raw diff's (mode, id) pair into a Blob; git prints zeros
+// for an absent side (and for a work-tree side it has not hashed).
+func blobOf(m Mode, h string) Blob {
+	if m == ModeAbsent {
+		return Blob{}
+	}
+	if strings.Trim(h, "0") == "" {
+		h = ""
+	}
+	return Blob{Hash: h, Mode: m}
+}
+
+func isHexID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func clip(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "..."
+	}
+	return string(b)
 }
 
 // quoteCPath quotes a path for git's --stdin-paths input when it needs it:

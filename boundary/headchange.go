@@ -1,26 +1,10 @@
 package boundary
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"os/exec"
-	"strconv"
 	"strings"
-
-	"github.com/go-git/go-git/v5/plumbing"
 )
-
-// DroppedRefPrefix is where Take pins a previous HEAD commit that a task
-// rewrote away (reset, amend, rebase) and that no branch or tag still holds:
-// refs/implloop/dropped/<run>/<seq>.
-const DroppedRefPrefix = "refs/implloop/dropped/"
-
-// DroppedRef returns the ref pinning the commit dropped before boundary seq
-// of run.
-func DroppedRef(run string, seq int) string {
-	return DroppedRefPrefix + run + "/" + strconv.Itoa(seq)
-}
 
 // HeadChange is what Take found out about a HEAD move, given the previous
 // boundary's HEAD (WithPrevHead). It is set only when HEAD moved.
@@ -44,7 +28,8 @@ type HeadChange struct {
 	// changed (ForkPoint..Prev) whose content at Prev differs from HEAD's:
 	// the content the rewrite may have taken away.
 	Dropped []DroppedPath `json:"dropped,omitempty"`
-	// Pinned is the ref Take wrote to keep Prev from gc (with WithSalvage).
+	// Pinned is the ref that keeps Prev from gc: the run's ref (WithRun),
+	// whose previous boundary commit has Prev as a parent.
 	Pinned string `json:"pinned,omitempty"`
 	// Unknown says why the facts above could not be read (a missing
 	// object, git failing); the guard then only reports the move.
@@ -61,23 +46,13 @@ type DroppedPath struct {
 	Fork Blob `json:"fork"`
 }
 
-// WithPrevHead gives Take the previous boundary's HEAD. When HEAD has moved
-// since, Take records what the move did (Snapshot.HeadChange), tracks the
-// paths the move changed (as WithTrack does), and, when the previous HEAD
-// was rewritten away, lists what the dropped commits held and, with
-// WithSalvage, pins the previous HEAD under DroppedRef. When HEAD did not
-// move, it costs nothing.
-func WithPrevHead(prev string) Option {
-	return func(o *options) { o.prevHead, o.prevGiven = prev, true }
-}
-
 // headChange fills in snap.HeadChange and returns the paths to track (with
 // their content at HEAD, from the tree diff).
-func (t *taker) headChange(snap *Snapshot, o *options) map[string]Blob {
-	prev, cur := o.prevHead, snap.Head
+func (t *taker) headChange(snap *Snapshot) map[string]Blob {
+	prev, cur := t.o.prev.Head, snap.Head
 	hc := &HeadChange{Prev: prev}
 	snap.HeadChange = hc
-	empty := t.emptyTree()
+	empty := t.g.emptyTree()
 	curTree := cur
 	if cur == "" {
 		curTree = empty
@@ -146,26 +121,14 @@ func (t *taker) headChange(snap *Snapshot, o *options) map[string]Blob {
 		}
 		hc.Dropped = append(hc.Dropped, DroppedPath{Path: d.path, Prev: d.b, Fork: d.a})
 	}
-	if o.salvageWant {
-		name := DroppedRef(o.salvageRun, o.salvageSeq)
-		if err := t.pin(name, prev); err != nil {
-			t.problems = append(t.problems, fmt.Sprintf("pinning %s at %s: %v", prev, name, err))
-		} else {
-			hc.Pinned = name
-		}
+	if t.o.run != "" && t.o.prev.Commit != "" {
+		hc.Pinned = RunRef(t.o.run)
 	}
 	return track
 }
 
-// emptyTree is the id of the empty tree in this repository's hash.
-func (t *taker) emptyTree() string {
-	h := t.newHash()
-	h.Write([]byte("tree 0\x00"))
-	return fmt.Sprintf("%x", h.Sum(nil))
-}
-
 func (t *taker) isAncestor(a, b string) (bool, error) {
-	_, err := runGit(t.ctx, t.gitPath, t.root, nil, "merge-base", "--is-ancestor", a, b)
+	_, err := t.gitOut("merge-base", "--is-ancestor", a, b)
 	if err == nil {
 		return true, nil
 	}
@@ -177,7 +140,7 @@ func (t *taker) isAncestor(a, b string) (bool, error) {
 }
 
 func (t *taker) mergeBase(a, b string) (string, error) {
-	out, err := runGit(t.ctx, t.gitPath, t.root, nil, "merge-base", a, b)
+	out, err := t.gitOut("merge-base", a, b)
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == 1 {
@@ -191,12 +154,18 @@ func (t *taker) mergeBase(a, b string) (string, error) {
 // containedIn returns a branch, tag or remote-tracking branch containing
 // commit, "" when none does.
 func (t *taker) containedIn(commit string) (string, error) {
-	out, err := runGit(t.ctx, t.gitPath, t.root, nil, "for-each-ref", "--count=1", "--contains="+commit,
+	out, err := t.gitOut("for-each-ref", "--count=1", "--contains="+commit,
 		"--format=%(refname:short)", "refs/heads/", "refs/tags/", "refs/remotes/")
 	if err != nil {
 		return "", err
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// gitOut runs git in the work tree and returns its stdout.
+func (t *taker) gitOut(args ...string) ([]byte, error) {
+	out, _, err := t.g.run(t.readEnv, nil, args...)
+	return out, err
 }
 
 type treeDiff struct {
@@ -205,47 +174,18 @@ type treeDiff struct {
 }
 
 // diffTree lists the paths whose content differs between two tree-ishes,
-// recursively, renames not detected.
+// recursively, renames not detected, implloop's own files left out.
 func (t *taker) diffTree(a, b string) ([]treeDiff, error) {
-	out, err := runGit(t.ctx, t.gitPath, t.root, nil, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", "--no-ext-diff", a, b)
+	changes, err := t.g.diffTree(t.readEnv, a, b, false)
 	if err != nil {
 		return nil, err
 	}
 	var res []treeDiff
-	fields := bytes.Split(out, []byte{0})
-	for i := 0; i+1 < len(fields); i += 2 {
-		meta := string(fields[i])
-		path := string(fields[i+1])
-		// ":100644 100644 <a> <b> M"
-		f := strings.Fields(strings.TrimPrefix(meta, ":"))
-		if len(f) < 5 {
-			return nil, fmt.Errorf("git diff-tree in %s: cannot parse %q", t.root, meta)
-		}
-		ma, err1 := strconv.ParseUint(f[0], 8, 32)
-		mb, err2 := strconv.ParseUint(f[1], 8, 32)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("git diff-tree in %s: cannot parse %q", t.root, meta)
-		}
-		d := treeDiff{path: path}
-		if ma != 0 {
-			d.a = Blob{Hash: f[2], Mode: Mode(ma)}
-		}
-		if mb != 0 {
-			d.b = Blob{Hash: f[3], Mode: Mode(mb)}
-		}
-		if Excluded(path) {
+	for _, c := range changes {
+		if t.excluded(c.Path) {
 			continue
 		}
-		res = append(res, d)
+		res = append(res, treeDiff{path: c.Path, a: c.Before, b: c.After})
 	}
 	return res, nil
-}
-
-// pin points ref name at commit.
-func (t *taker) pin(name, commit string) error {
-	repo, err := t.repository()
-	if err != nil {
-		return err
-	}
-	return repo.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(name), plumbing.NewHash(commit)))
 }

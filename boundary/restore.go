@@ -1,6 +1,8 @@
 package boundary
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -9,11 +11,10 @@ import (
 	"hash"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
-
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // LostContent is one path whose content a task discarded, with what Restore
@@ -23,8 +24,10 @@ type LostContent struct {
 	// Lost is the content that was discarded (Mode 0: the path had been
 	// deleted, and restoring means deleting it again).
 	Lost Blob `json:"lost"`
-	// Raw is the blob holding the worktree's raw bytes, from the salvage
-	// store, when they differ from Lost.Hash (autocrlf, filters).
+	// Raw is the blob holding the worktree's raw bytes when they differ
+	// from Lost.Hash. Only journals written before boundaries became
+	// commits have it: Restore now writes Lost through git's smudge side
+	// (autocrlf, eol and filter attributes), as a checkout would.
 	Raw string `json:"raw,omitempty"`
 	// Base is the content the path was reverted to, which the lost work
 	// was based on: HEAD's content at the earlier boundary, or its index
@@ -54,8 +57,8 @@ type RestoreResult struct {
 }
 
 // Restore writes lost content back into the worktree of the repository
-// containing repoDir, byte for byte, from the object database (where
-// salvage put it). A path whose current content is neither the lost content
+// containing repoDir from the object database (the boundary commits keep
+// it reachable), as `git checkout` would write the blob. A path whose current content is neither the lost content
 // nor its recorded base is left alone unless force is set. Every path gets a
 // result; the error wraps ErrRefused when a path was refused, and reports
 // any path that failed.
@@ -64,11 +67,11 @@ func Restore(ctx context.Context, repoDir string, lost []LostContent, force bool
 	if err != nil {
 		return nil, err
 	}
-	repo, err := openRepo(root)
+	g, err := openGit(ctx, root)
 	if err != nil {
 		return nil, err
 	}
-	r := &restorer{ctx: ctx, root: root, repo: repo}
+	r := &restorer{ctx: ctx, root: g.root, g: g}
 	var results []RestoreResult
 	var refused, failed []string
 	for _, l := range lost {
@@ -97,7 +100,7 @@ func Restore(ctx context.Context, repoDir string, lost []LostContent, force bool
 type restorer struct {
 	ctx  context.Context
 	root string
-	repo *git.Repository
+	g    *gitRepo
 }
 
 func (r *restorer) one(l LostContent, force bool) RestoreResult {
@@ -174,33 +177,27 @@ func (r *restorer) write(full string, l LostContent, mode Mode) error {
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 		return err
 	}
-	blob, err := r.blob(l.Raw)
-	if err != nil || l.Raw == "" {
-		if blob, err = r.blob(l.Lost.Hash); err != nil {
-			return fmt.Errorf("content %s is not in the object database: %w", l.Lost.Hash, err)
-		}
-	}
-	rd, err := blob.Reader()
-	if err != nil {
-		return err
-	}
-	defer rd.Close()
 	if mode == ModeSymlink {
-		target, err := io.ReadAll(io.LimitReader(rd, 1<<16))
-		if err != nil {
+		var target bytes.Buffer
+		if err := r.catFile(&target, "blob", l.Lost.Hash); err != nil {
 			return err
 		}
 		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		return os.Symlink(string(target), full)
+		return os.Symlink(target.String(), full)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(full), ".implloop-restore-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, rd); err != nil {
+	if l.Raw != "" {
+		err = r.catFile(tmp, "blob", l.Raw)
+	} else {
+		err = r.catFile(tmp, "--filters", "--path="+l.Path, l.Lost.Hash)
+	}
+	if err != nil {
 		tmp.Close()
 		return err
 	}
@@ -218,15 +215,18 @@ func (r *restorer) write(full string, l LostContent, mode Mode) error {
 	return os.Rename(tmp.Name(), full)
 }
 
-type blobReader interface {
-	Reader() (io.ReadCloser, error)
-}
-
-func (r *restorer) blob(id string) (blobReader, error) {
-	if id == "" {
-		return nil, fmt.Errorf("no id")
+// catFile streams `git cat-file args...` into w.
+func (r *restorer) catFile(w io.Writer, args ...string) error {
+	cmd := exec.CommandContext(r.ctx, r.g.gitPath, append([]string{"cat-file"}, args...)...)
+	cmd.Dir = r.root
+	cmd.Stdout = w
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		id := args[len(args)-1]
+		return fmt.Errorf("content %.12s is not in the object database: %w", id, gitError(r.ctx, r.root, []string{"cat-file"}, err, stderr.Bytes()))
 	}
-	return r.repo.BlobObject(plumbing.NewHash(id))
+	return nil
 }
 
 // checkParents refuses to write through a symlinked or non-directory parent:
@@ -254,11 +254,7 @@ func (r *restorer) checkParents(path string) error {
 }
 
 func (r *restorer) gitHash(path string) (string, error) {
-	gitPath, err := gitBinary()
-	if err != nil {
-		return "", err
-	}
-	out, err := runGit(r.ctx, gitPath, r.root, []byte(quoteCPath(path)+"\n"), "hash-object", "--stdin-paths")
+	out, _, err := r.g.run(nil, []byte(quoteCPath(path)+"\n"), "hash-object", "--stdin-paths")
 	if err != nil {
 		return "", err
 	}
@@ -337,4 +333,28 @@ func validRepoPath(p string) bool {
 		}
 	}
 	return true
+}
+
+// hashFile returns the id of a blob holding the file's raw bytes, reading it
+// as a stream.
+func hashFile(newHash func() hash.Hash, path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	h := newHash()
+	h.Write([]byte("blob " + strconv.FormatInt(fi.Size(), 10) + "\x00"))
+	n, err := io.Copy(h, bufio.NewReaderSize(f, 64<<10))
+	if err != nil {
+		return "", err
+	}
+	if n != fi.Size() {
+		return "", fmt.Errorf("%s changed size while being read", path)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil)), nil
 }

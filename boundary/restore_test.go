@@ -10,18 +10,18 @@ import (
 )
 
 // lostFrom builds the restore input for path the way the guard does: the
-// earlier boundary's worktree content, raw bytes and HEAD base.
+// earlier boundary's worktree content and HEAD base.
 func lostFrom(t *testing.T, s Snapshot, path string) LostContent {
 	t.Helper()
 	e := entry(t, s, path)
-	l := LostContent{Path: path, Lost: e.Worktree, Base: e.Head}
-	if e.Salvaged != e.Worktree.Hash {
-		l.Raw = e.Salvaged
-	}
-	return l
+	return LostContent{Path: path, Lost: e.Worktree, Base: e.Head}
 }
 
-func TestSalvageSurvivesGC(t *testing.T) {
+// TestBoundaryCommitSurvivesGC: a boundary is a commit of the whole work
+// tree on refs/implloop/runs/<run>, chained to the previous boundary and to
+// HEAD, so nothing it holds can be collected: not uncommitted work, not a
+// commit a reset threw away.
+func TestBoundaryCommitSurvivesGC(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t)
 	r.write("a.txt", "base\n")
@@ -33,34 +33,47 @@ func TestSalvageSurvivesGC(t *testing.T) {
 	os.Symlink("a.txt", filepath.Join(r.dir, "link"))
 	r.write("staged.txt", "staged only\n")
 	r.git("add", "staged.txt")
-	s1 := r.take(WithSalvage("r-1", 1))
-	if s1.Salvage == nil || s1.Salvage.Ref != "refs/implloop/salvage/r-1" {
-		t.Fatalf("salvage %+v", s1.Salvage)
+	s1 := r.take(WithRun("r-1"), WithLabel("before task 1"))
+	if s1.Ref != "refs/implloop/runs/r-1" || s1.Commit == "" {
+		t.Fatalf("boundary %+v", s1)
 	}
+	head := strings.TrimSpace(r.git("rev-parse", "HEAD"))
 	r.write("dir/new file.txt", "newer\n")
-	s2 := r.take(WithSalvage("r-1", 2))
-	if got := strings.TrimSpace(r.git("rev-parse", s2.Salvage.Commit+"^")); got != s1.Salvage.Commit {
-		t.Errorf("boundary 2's parent %s, want boundary 1 %s", got, s1.Salvage.Commit)
+	r.write("c2.txt", "committed, then reset away\n")
+	r.commitAll("c2")
+	dropped := strings.TrimSpace(r.git("rev-parse", "HEAD"))
+	s2 := r.take(WithRun("r-1"), WithPrev(s1), WithLabel("after task 1"))
+	if got := r.git("rev-parse", s2.Commit+"^1", s2.Commit+"^2"); got != s1.Commit+"\n"+dropped+"\n" {
+		t.Errorf("boundary 2's parents %q, want boundary 1 %s and HEAD %s", got, s1.Commit, dropped)
 	}
-	msg := r.git("log", "-1", "--format=%B", SalvageRef("r-1"))
-	if !strings.Contains(msg, "Implloop-Boundary: 2") || !strings.Contains(msg, "Implloop-Run: r-1") {
+	if got := r.git("rev-parse", s1.Commit+"^@"); got != head+"\n" {
+		t.Errorf("boundary 1's parents %q, want HEAD %s", got, head)
+	}
+	if got := strings.TrimSpace(r.git("rev-parse", "refs/implloop/runs/r-1")); got != s2.Commit {
+		t.Errorf("ref at %s, want %s", got, s2.Commit)
+	}
+	msg := r.git("log", "-1", "--format=%B", RunRef("r-1"))
+	if !strings.Contains(msg, "after task 1") || !strings.Contains(msg, "Implloop-Run: r-1") || !strings.Contains(msg, "Implloop-Head: "+dropped) {
 		t.Errorf("message %q", msg)
 	}
-	// Throw the work away, unstage everything, and collect garbage hard.
-	r.git("reset", "-q", "--hard")
+	// Throw the work and a commit away, and collect garbage hard.
+	r.git("reset", "-q", "--hard", "HEAD~1")
 	r.git("clean", "-q", "-fdx")
 	r.git("-c", "gc.reflogExpire=now", "-c", "gc.reflogExpireUnreachable=now", "reflog", "expire", "--all")
 	r.git("gc", "-q", "--prune=now")
 	r.git("fsck", "--no-dangling", "--strict")
 	for path, want := range map[string]string{"a.txt": big, "dir/sub/deep.bin": "\x00\x01binary", "link": "a.txt", "staged.txt": "staged only\n"} {
-		if got := r.git("cat-file", "blob", s1.Salvage.Commit+":"+path); got != want {
+		if got := r.git("cat-file", "blob", s1.Commit+":"+path); got != want {
 			t.Errorf("%s after gc: %d bytes, want %d", path, len(got), len(want))
 		}
 	}
-	if got := r.git("cat-file", "blob", s1.Salvage.Tree+":dir/new file.txt"); got != "new\n" {
+	if got := r.git("cat-file", "blob", s1.Tree+":dir/new file.txt"); got != "new\n" {
 		t.Errorf("boundary 1 new file: %q", got)
 	}
-	if got := r.git("ls-tree", s1.Salvage.Commit, "link"); !strings.HasPrefix(got, "120000") {
+	if got := r.git("cat-file", "blob", dropped+":c2.txt"); got != "committed, then reset away\n" {
+		t.Errorf("the dropped commit after gc: %q", got)
+	}
+	if got := r.git("ls-tree", s1.Commit, "link"); !strings.HasPrefix(got, "120000") {
 		t.Errorf("link mode: %q", got)
 	}
 	// And restore brings it back byte for byte.
@@ -77,19 +90,12 @@ func TestSalvageSurvivesGC(t *testing.T) {
 	}
 }
 
-func TestSalvageRunID(t *testing.T) {
+func TestRunID(t *testing.T) {
 	r := newTestRepo(t)
-	for _, bad := range []string{"", "a/b", "..", "x.lock", "-x", "a b", "a..b", ".hidden"} {
-		if _, err := Take(context.Background(), r.dir, WithSalvage(bad, 1)); err == nil {
+	for _, bad := range []string{"a/b", "..", "x.lock", "-x", "a b", "a..b", ".hidden"} {
+		if _, err := Take(context.Background(), r.dir, WithRun(bad)); err == nil {
 			t.Errorf("run %q accepted", bad)
 		}
-	}
-	// A read-only Take writes nothing: no objects, no refs.
-	r.write("a.txt", "x")
-	before := r.git("count-objects", "-v")
-	r.take()
-	if after := r.git("count-objects", "-v"); after != before {
-		t.Errorf("Take without salvage wrote objects:\n%s\n%s", before, after)
 	}
 }
 
@@ -106,7 +112,7 @@ func TestRestoreRoundTrip(t *testing.T) {
 	r.write("deep/new/file.txt", "brand new\n")
 	r.remove("gone.txt")
 	os.Chmod(filepath.Join(r.dir, "tool.sh"), 0o755)
-	prev := r.take(WithSalvage("rt", 1))
+	prev := r.take(WithRun("rt"))
 
 	// The task reverts everything.
 	r.git("checkout", "--", ".")
@@ -174,12 +180,9 @@ func TestRestoreAutocrlfAndSafety(t *testing.T) {
 	r.write("t.txt", "base\r\n")
 	r.commitAll("init")
 	r.write("t.txt", "work\r\nmore\r\n")
-	prev := r.take(WithSalvage("crlf", 1))
+	prev := r.take(WithRun("crlf"))
 	r.git("checkout", "--", "t.txt") // writes "base\r\n" back
 	l := lostFrom(t, prev, "t.txt")
-	if l.Raw == "" {
-		t.Fatal("no raw blob for a converted file")
-	}
 	// The worktree holds the base in its CRLF form: git's view says base,
 	// so restoring is safe.
 	if _, err := Restore(ctx, r.dir, []LostContent{l}, false); err != nil {
@@ -222,7 +225,7 @@ func TestRestoreFromIndexRevert(t *testing.T) {
 	r.git("add", "keep.txt", "a.txt")
 	r.write("keep.txt", "v2 more work\n")
 	r.write("a.txt", "a staged and more\n")
-	s1 := r.take(WithSalvage("idx", 1))
+	s1 := r.take(WithRun("idx"))
 	fromIndex := func(path string) LostContent {
 		l := lostFrom(t, s1, path)
 		l.Base = entry(t, s1, path).Index

@@ -1,36 +1,32 @@
 // Package boundary takes the git snapshot implloop records at every task
-// boundary: HEAD, and every path that differs from HEAD (staged, unstaged,
-// untracked and not ignored) with its status and content hashes.
+// boundary: the whole work tree as a commit, and the paths in which it
+// differs from HEAD (the dirty set) with their content at HEAD, in the index
+// and in the work tree.
 //
-// # Where the facts come from
+// # The snapshot commit
 //
-// The dirty set and HEAD come from one subprocess,
-// `git --no-optional-locks status --porcelain=v2 --branch -z --untracked-files=all`,
-// so they have git's exact semantics (every ignore source, autocrlf and
-// filters, submodules, the untracked cache and fsmonitor) at about the cost of
-// a bare `git status`, and without taking the index lock an agent may need.
-// go-git opens the repository (linked worktrees included), reads HEAD trees,
-// stores salvage blobs and trees, and reads blobs back for [Restore].
+// [Take] builds the work tree's tree with git's own plumbing: `git add -A`
+// (tracked and untracked files, not ignored ones; modes, symlinks,
+// submodule commits) into a private index under the git directory
+// (<git-dir>/implloop/boundary-index, seeded from the real index, so that
+// only what changed is hashed), then `git write-tree`. With [WithRun] the
+// tree is committed, its parents the previous boundary and the HEAD of the
+// moment, and refs/implloop/runs/<run> moves to it: everything a run saw,
+// committed or not, stays reachable, so `git gc`, `reset --hard` or
+// `reflog expire` cannot take it away. Without WithRun nothing is written
+// to the repository (a temporary object directory takes the new objects).
 //
-// # Content hashes
+// # The dirty set
 //
-// Every hash is a git object id. A worktree file's hash is what
-// `git hash-object PATH` prints (git's clean conversion applied: autocrlf,
-// eol and filter attributes), so it can be compared with HEAD and index
-// blobs. When git reports a tracked file clean in the worktree relative to the
-// index, the index blob id is reused instead of reading the file. Files that
-// must be read are hashed by one `git hash-object --stdin-paths` for the
-// whole set (go-git v5 applies none of git's conversions), which streams
-// them. A symlink's content is its target, as git stores it; a submodule's is
-// the commit checked out in it. An absent path has no hash and mode 0.
+// The dirty set is `git diff-tree -r HEAD <tree>` (the work tree against
+// HEAD) merged with `git diff-index --cached -M HEAD` (the real index
+// against HEAD, staged renames detected), which is what `git status` shows.
+// Every content is a git object id and a mode: a file's id is the blob git
+// stores for it (its clean conversion applied: autocrlf, eol and filter
+// attributes), a symlink's is its target's, a submodule's the commit
+// checked out in it. An absent path has no id and mode 0.
 //
-// # Salvage
-//
-// With [WithSalvage], Take also writes the raw bytes of every dirty path into
-// the repository's object database and records them in a commit reachable
-// from refs/implloop/salvage/<run>, so `git gc` never prunes them and
-// [Restore] can bring discarded work back byte for byte. docs/boundary.md
-// describes the ref layout.
+// Paths are bytes, exactly as git stores them (any bytes but NUL).
 package boundary
 
 import (
@@ -146,21 +142,10 @@ type Entry struct {
 	Head     Blob `json:"head"`
 	Index    Blob `json:"index"`
 	Worktree Blob `json:"worktree"`
-	// Salvaged is the id of the blob holding the worktree's raw bytes,
-	// written by Take with WithSalvage. It differs from Worktree.Hash only
-	// when git converts the file on check-in (autocrlf, filters).
-	Salvaged string `json:"salvaged,omitempty"`
-	// SalvagedStat is the file's stat data when Salvaged was read, kept
-	// only when the file was old enough then for a later change to show
-	// in it (see reusableSalvage). A Take given this snapshot (WithPrev)
-	// reuses Salvaged instead of storing the file again while the stat
-	// data and Worktree still match.
-	SalvagedStat FileStat `json:"salvaged_stat,omitzero"`
 }
 
 // FileStat is the part of a file's stat data that changes whenever its
-// bytes do (what git's index relies on to skip re-reading a file). Ctime
-// and Ino are 0 where the platform does not report them.
+// bytes do. Ctime and Ino are 0 where the platform does not report them.
 type FileStat struct {
 	Size  int64  `json:"size"`
 	Mtime int64  `json:"mtime_ns"`
@@ -172,6 +157,13 @@ type FileStat struct {
 type Snapshot struct {
 	// Root is the worktree's top-level directory.
 	Root string `json:"root"`
+	// Tree is the snapshot tree: the whole work tree as `git add -A`
+	// would record it, implloop's own files and excluded paths left out.
+	Tree string `json:"tree,omitempty"`
+	// Commit is the boundary commit (WithRun), and Ref the run's ref that
+	// now points at it.
+	Commit string `json:"commit,omitempty"`
+	Ref    string `json:"ref,omitempty"`
 	// Head is the commit HEAD points at, as hex; "" when the branch is
 	// unborn (no commits yet).
 	Head string `json:"head"`
@@ -179,7 +171,8 @@ type Snapshot struct {
 	Branch   string `json:"branch,omitempty"`
 	Detached bool   `json:"detached,omitempty"`
 	// Paths are the dirty paths, sorted by path (byte order). implloop's
-	// own .implloop/ and BLOCKED.md are left out.
+	// own files (BLOCKED.md, a legacy .implloop/) and excluded paths are
+	// left out.
 	Paths []Entry `json:"paths"`
 	// Tracked holds, for each path asked for with WithTrack that is clean
 	// now, its content at this HEAD (Mode 0 when HEAD has no such path).
@@ -190,19 +183,18 @@ type Snapshot struct {
 	// branch still holds, or a rewrite that dropped commits (and what they
 	// held). nil when HEAD did not move or no previous HEAD was given.
 	HeadChange *HeadChange `json:"head_change,omitempty"`
-	// Salvage names the salvage commit written with WithSalvage.
-	Salvage *SalvageInfo `json:"salvage,omitempty"`
+	// KeptIgnored lists the paths that left the work tree's snapshot
+	// since the previous boundary (WithPrev) because they became ignored,
+	// and that Take kept following: they are still on disk.
+	KeptIgnored []string `json:"kept_ignored,omitempty"`
+	// Vanished says what of implloop's own record disappeared since the
+	// previous boundary (WithRun): the run's ref deleted or moved, its
+	// commit pruned. The loop blocks the task that did it.
+	Vanished []string `json:"vanished,omitempty"`
 	// Problems lists what could not be determined (a HEAD tree go-git could
 	// not read, a submodule without commits); the guard treats the paths
 	// involved as unverified instead of guessing.
 	Problems []string `json:"problems,omitempty"`
-}
-
-// SalvageInfo names where a boundary's worktree content was stored.
-type SalvageInfo struct {
-	Ref    string `json:"ref"`    // refs/implloop/salvage/<run>
-	Commit string `json:"commit"` // the commit for this boundary
-	Tree   string `json:"tree"`   // its tree: every dirty path's worktree content
 }
 
 // Lookup returns the entry for path, if the path is dirty.

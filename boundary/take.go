@@ -1,19 +1,12 @@
 package boundary
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/sha1"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	git "github.com/go-git/go-git/v5"
@@ -26,13 +19,12 @@ import (
 type Option func(*options)
 
 type options struct {
-	track       []string
-	salvageRun  string
-	salvageSeq  int
-	salvageWant bool
-	prevHead    string
-	prevGiven   bool
-	prevPaths   []Entry // WithPrev: the previous boundary's entries, for salvage
+	track     []string
+	run       string    // WithRun: write the commit, move the run's ref
+	label     string    // WithLabel: the commit's subject
+	prev      *Snapshot // WithPrev / WithPrevHead
+	exclude   []string  // WithExclude
+	prevGiven bool
 }
 
 // WithTrack asks Take to record, for each of paths that is not dirty now, its
@@ -43,71 +35,143 @@ func WithTrack(paths ...string) Option {
 	return func(o *options) { o.track = append(o.track, paths...) }
 }
 
-// WithSalvage makes Take store the raw worktree content of every dirty path
-// in the object database, as boundary seq of run: a commit on
-// refs/implloop/salvage/<run> (see docs/boundary.md). The bytes stored are
-// the bytes read for this snapshot. run must be usable as one ref name
-// component (letters, digits, '.', '_', '-').
-func WithSalvage(run string, seq int) Option {
-	return func(o *options) { o.salvageRun, o.salvageSeq, o.salvageWant = run, seq, true }
+// WithRun makes Take a boundary of run: the snapshot tree is committed (its
+// parents: the previous boundary given with WithPrev, when it has a commit,
+// and HEAD) and refs/implloop/runs/<run> is moved to the commit, so that
+// everything the run saw stays reachable. It also keeps the private index
+// (under the git directory) up to date, which makes the next Take hash only
+// what changed. run must be usable as one ref name component (letters,
+// digits, '.', '_', '-'). Without WithRun, Take writes nothing at all.
+func WithRun(run string) Option {
+	return func(o *options) { o.run = run }
 }
 
-// statusArgs is the one git invocation a snapshot costs.
-var statusArgs = []string{"--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"}
+// WithLabel sets the subject line of the boundary commit (WithRun), e.g.
+// "after task 3".
+func WithLabel(label string) Option {
+	return func(o *options) { o.label = label }
+}
 
-// Take snapshots the repository whose worktree contains repoDir. It writes
-// nothing unless WithSalvage is given.
+// WithPrev gives Take the previous boundary: its commit becomes the first
+// parent of this one (WithRun), paths that left the tree since it but are
+// still on disk (newly ignored) are kept, and a HEAD move since it is looked
+// into (Snapshot.HeadChange).
+func WithPrev(prev Snapshot) Option {
+	return func(o *options) {
+		p := prev
+		o.prev, o.prevGiven = &p, true
+	}
+}
+
+// WithPrevHead gives Take only the previous boundary's HEAD: a HEAD move
+// since is looked into, as with WithPrev.
+func WithPrevHead(head string) Option {
+	return func(o *options) { o.prev, o.prevGiven = &Snapshot{Head: head}, true }
+}
+
+// WithExclude leaves paths (relative to the root, slash-separated: the plan
+// file) out of the snapshot, as implloop's own files are.
+func WithExclude(paths ...string) Option {
+	return func(o *options) { o.exclude = append(o.exclude, paths...) }
+}
+
+// RunRefPrefix is where boundary commits are kept: one ref per run, pointing
+// at the run's latest boundary.
+const RunRefPrefix = "refs/implloop/runs/"
+
+// RunRef returns the ref holding run's boundary commits.
+func RunRef(run string) string { return RunRefPrefix + run }
+
+// Take snapshots the repository whose worktree contains repoDir: the whole
+// work tree as git would commit it (`git add -A`) into a tree, and the paths
+// in which that tree differs from HEAD or the index (the dirty set). With
+// WithRun it commits the tree; without, it writes nothing to the
+// repository (the tree is built in a temporary object directory).
 func Take(ctx context.Context, repoDir string, opts ...Option) (Snapshot, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.salvageWant {
-		if err := checkRunID(o.salvageRun); err != nil {
+	if o.run != "" {
+		if err := checkRunID(o.run); err != nil {
 			return Snapshot{}, err
 		}
 	}
-	gitPath, err := gitBinary()
+	g, err := openGit(ctx, repoDir)
 	if err != nil {
 		return Snapshot{}, err
 	}
-	root, err := findRoot(repoDir)
+	t := &taker{g: g, o: &o}
+	defer t.cleanup()
+	return t.take()
+}
+
+// taker holds the state of one Take.
+type taker struct {
+	g        *gitRepo
+	o        *options
+	env      []string // GIT_INDEX_FILE and, read-only, the temporary object directory
+	readEnv  []string // env for reading the snapshot's objects
+	tmp      string   // read-only: the temporary directory to remove
+	problems []string
+
+	repo     *git.Repository
+	repoErr  error
+	opened   bool
+	headTree *object.Tree
+	treeErr  error
+	treeRead bool
+	subtrees map[plumbing.Hash]*object.Tree
+	headOID  string
+}
+
+func (t *taker) cleanup() {
+	if t.tmp != "" {
+		os.RemoveAll(t.tmp)
+	}
+}
+
+func (t *taker) take() (Snapshot, error) {
+	g := t.g
+	head, branch, err := g.head()
 	if err != nil {
 		return Snapshot{}, err
 	}
-	out, err := runGit(ctx, gitPath, root, nil, statusArgs...)
+	t.headOID = head
+	snap := Snapshot{Root: g.root, Head: head, Branch: branch, Detached: branch == "" && head != ""}
+	if branch == "" && head == "" {
+		snap.Detached = false
+	}
+	if err := t.prepareIndex(); err != nil {
+		return Snapshot{}, err
+	}
+	tree, err := t.writeTree()
 	if err != nil {
 		return Snapshot{}, err
 	}
-	st, err := parsePorcelainV2(out)
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("reading git status in %s: %w", root, err)
+	if t.o.prev != nil && t.o.prev.Tree != "" && g.hasObject(t.o.prev.Tree) {
+		kept, newTree, err := t.keepIgnored(t.o.prev.Tree, tree)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		tree, snap.KeptIgnored = newTree, kept
 	}
-	t := &taker{ctx: ctx, gitPath: gitPath, root: root, st: st}
-	snap := Snapshot{Root: root, Head: st.oid}
-	switch st.head {
-	case "(detached)":
-		snap.Detached = true
-	default:
-		snap.Branch = st.head
+	snap.Tree = tree
+	if t.o.run != "" {
+		if err := t.commit(&snap); err != nil {
+			return Snapshot{}, err
+		}
 	}
-	entries, err := t.entries()
+	entries, err := t.dirtySet(head, tree)
 	if err != nil {
 		return Snapshot{}, err
 	}
-	if err := t.resolveWorktree(entries); err != nil {
-		return Snapshot{}, err
+	snap.Paths = entries
+	if len(t.o.track) > 0 {
+		snap.Tracked = t.track(&snap, t.o.track)
 	}
-	snap.Paths = make([]Entry, len(entries))
-	for i, e := range entries {
-		e.Entry.Status = e.status()
-		snap.Paths[i] = e.Entry
-	}
-	if len(o.track) > 0 {
-		snap.Tracked = t.track(&snap, o.track)
-	}
-	if o.prevGiven && o.prevHead != snap.Head {
-		for path, b := range t.headChange(&snap, &o) {
+	if t.o.prevGiven && t.o.prev.Head != snap.Head {
+		for path, b := range t.headChange(&snap) {
 			if _, dirty := snap.Lookup(path); dirty {
 				continue
 			}
@@ -117,38 +181,272 @@ func Take(ctx context.Context, repoDir string, opts ...Option) (Snapshot, error)
 			snap.Tracked[path] = b
 		}
 	}
-	if o.salvageWant {
-		info, err := t.salvage(&snap, o.salvageRun, o.salvageSeq, o.prevPaths)
-		if err != nil {
-			return Snapshot{}, err
-		}
-		snap.Salvage = info
-	}
-	snap.Problems = t.problems
+	snap.Problems = append(snap.Problems, t.problems...)
 	return snap, nil
 }
 
-// taker holds the state of one Take.
-type taker struct {
-	ctx      context.Context
-	gitPath  string
-	root     string
-	st       porcelainStatus
-	repo     *git.Repository
-	repoErr  error
-	opened   bool
-	headTree *object.Tree
-	treeErr  error
-	treeRead bool
-	subtrees map[plumbing.Hash]*object.Tree
-	problems []string
+// excluded reports whether path is left out of the snapshot.
+func (t *taker) excluded(path string) bool {
+	if Excluded(path) {
+		return true
+	}
+	for _, x := range t.o.exclude {
+		if path == x {
+			return true
+		}
+	}
+	return false
+}
+
+// excludes are the paths kept out of the snapshot tree, as git pathspecs.
+func (t *taker) excludes() []string {
+	out := []string{":(top,exclude,literal)BLOCKED.md", ":(top,exclude,literal).implloop"}
+	for _, x := range t.o.exclude {
+		if x != "" {
+			out = append(out, ":(top,exclude,literal)"+x)
+		}
+	}
+	return out
+}
+
+// writeTree adds the whole work tree to the index Take uses and writes it
+// as a tree.
+func (t *taker) writeTree() (string, error) {
+	args := append([]string{"-c", "advice.addIgnoredFile=false", "add", "-A", "--ignore-errors", "--", ":/"}, t.excludes()...)
+	if _, stderr, err := t.g.run(t.env, nil, args...); err != nil {
+		if err := t.addProblems(stderr); err != nil {
+			return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(string(stderr)))
+		}
+	}
+	wt := []string{"write-tree"}
+	if t.o.run == "" {
+		// Read-only: the objects of unchanged files are not in the
+		// temporary object directory (see prepareIndex).
+		wt = append(wt, "--missing-ok")
+	}
+	out, _, err := t.g.run(t.env, nil, wt...)
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(string(out))
+	if !isHexID(id) {
+		return "", fmt.Errorf("git write-tree in %s: bad id %q", t.g.root, id)
+	}
+	return id, nil
+}
+
+// addProblems reads the complaints of a `git add -A --ignore-errors` that
+// exited non-zero. Every readable path was added and the index written; a
+// path that could not be (an embedded repository without commits, an
+// unreadable file) is a problem, not a failure. git also complains when an
+// exclude pathspec names an ignored path (BLOCKED.md in .gitignore), which
+// is no problem at all. Anything fatal is an error.
+func (t *taker) addProblems(stderr []byte) error {
+	ignoredList := false
+	for _, line := range strings.Split(string(stderr), "\n") {
+		switch {
+		case line == "":
+		case strings.HasPrefix(line, "fatal: "):
+			return errors.New("git add failed")
+		case strings.HasPrefix(line, "The following paths are ignored"):
+			ignoredList = true
+		case strings.HasPrefix(line, "error: "):
+			ignoredList = false
+			t.problems = append(t.problems, strings.TrimPrefix(line, "error: "))
+		case strings.HasPrefix(line, "warning: ") || strings.HasPrefix(line, "hint: "):
+			ignoredList = false
+		case ignoredList:
+			if !t.excluded(strings.TrimSuffix(line, "/")) {
+				return fmt.Errorf("git add complained about %q", line)
+			}
+		}
+	}
+	return nil
+}
+
+// keepIgnored puts back into the snapshot the paths that left the tree
+// since the previous boundary but are still on disk: they became ignored
+// (a new .gitignore or info/exclude rule), which loses nothing, so the
+// boundary keeps following them.
+func (t *taker) keepIgnored(prevTree, tree string) ([]string, string, error) {
+	if prevTree == tree {
+		return nil, tree, nil
+	}
+	changes, err := t.g.diffTree(t.readEnv, prevTree, tree, false)
+	if err != nil {
+		return nil, "", err
+	}
+	var kept []string
+	for _, c := range changes {
+		if c.After.Present() || t.excluded(c.Path) {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(t.g.root, filepath.FromSlash(c.Path)))
+		if err != nil || fi.IsDir() {
+			continue
+		}
+		kept = append(kept, c.Path)
+	}
+	if len(kept) == 0 {
+		return nil, tree, nil
+	}
+	var in strings.Builder
+	for _, p := range kept {
+		in.WriteString(":(top,literal)" + p)
+		in.WriteByte(0)
+	}
+	if _, _, err := t.g.run(t.env, []byte(in.String()), "add", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+		t.problems = append(t.problems, fmt.Sprintf("keeping newly ignored paths: %v", err))
+	}
+	newTree, err := t.writeTree()
+	if err != nil {
+		return nil, "", err
+	}
+	return kept, newTree, nil
+}
+
+// dirtySet lists the paths whose content differs between HEAD, the index
+// and the snapshot tree (the work tree), the way git status does.
+func (t *taker) dirtySet(head, tree string) ([]Entry, error) {
+	from := head
+	if from == "" {
+		from = t.g.emptyTree()
+	}
+	wt, err := t.g.diffTree(t.readEnv, from, tree, false)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := t.g.diffIndex(from)
+	if err != nil {
+		return nil, err
+	}
+	type pend struct {
+		Entry
+		inTree, inIndex, conflicted bool
+	}
+	byPath := map[string]*pend{}
+	get := func(p string) *pend {
+		e, ok := byPath[p]
+		if !ok {
+			e = &pend{Entry: Entry{Path: p}}
+			byPath[p] = e
+		}
+		return e
+	}
+	for _, c := range wt {
+		e := get(c.Path)
+		e.Head, e.Worktree, e.inTree = c.Before, c.After, true
+	}
+	for _, c := range idx {
+		switch c.Status {
+		case 'U':
+			e := get(c.Path)
+			e.conflicted = true
+			if !e.inTree {
+				e.Head, e.Worktree = c.Before, c.Before
+			}
+		case 'R', 'C':
+			e := get(c.Path)
+			e.Index, e.inIndex, e.OrigPath = c.After, true, c.From
+			if !e.inTree {
+				e.Head = Blob{}
+			}
+			if c.Status == 'R' {
+				o := get(c.From)
+				o.RenamedTo, o.inIndex = c.Path, true
+				if !o.inTree {
+					o.Head, o.Worktree = c.Before, c.Before
+				}
+				o.Index = Blob{}
+			} else {
+				e.XY = "C"
+			}
+		default:
+			e := get(c.Path)
+			e.Index, e.inIndex = c.After, true
+			if !e.inTree {
+				e.Head, e.Worktree = c.Before, c.Before
+			}
+		}
+	}
+	out := make([]Entry, 0, len(byPath))
+	for p, e := range byPath {
+		if t.excluded(p) {
+			continue
+		}
+		if !e.inIndex && !e.conflicted {
+			e.Index = e.Head
+		}
+		if e.conflicted {
+			e.Index = Blob{}
+		}
+		e.Status, e.XY = classify(&e.Entry, e.conflicted)
+		if e.Head.Mode == ModeGitlink || e.Worktree.Mode == ModeGitlink {
+			c := byte('.')
+			if e.Head.Hash != e.Worktree.Hash {
+				c = 'C'
+			}
+			e.Submodule = "S" + string(c) + ".."
+			if e.Status == StatusModified {
+				e.Status = StatusSubmodule
+			}
+		}
+		out = append(out, e.Entry)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// classify derives a dirty entry's status and git's two-letter code from
+// its three contents.
+func classify(e *Entry, conflicted bool) (Status, string) {
+	h, i, w := e.Head, e.Index, e.Worktree
+	x := letter(h, i)
+	y := letter(i, w)
+	if e.XY == "C" {
+		x = 'C'
+	} else if e.OrigPath != "" || e.RenamedTo != "" {
+		x = 'R'
+	}
+	switch {
+	case conflicted:
+		return StatusConflicted, "UU"
+	case e.OrigPath != "" && x == 'C':
+		return StatusCopied, string([]byte{x, y})
+	case e.OrigPath != "":
+		return StatusRenamed, string([]byte{x, y})
+	case !h.Present() && !i.Present() && w.Present():
+		return StatusUntracked, "??"
+	case !h.Present():
+		return StatusAdded, string([]byte{x, y})
+	case !w.Present():
+		return StatusDeleted, string([]byte{x, y})
+	case h.Mode.normalize()&0o170000 != w.Mode.normalize()&0o170000:
+		return StatusTypeChange, string([]byte{x, y})
+	}
+	return StatusModified, string([]byte{x, y})
+}
+
+// letter is git's one-letter code for how b differs from a.
+func letter(a, b Blob) byte {
+	switch {
+	case a.Same(b) || (!a.Present() && !b.Present()):
+		return '.'
+	case !a.Present():
+		return 'A'
+	case !b.Present():
+		return 'D'
+	case a.Mode.normalize()&0o170000 != b.Mode.normalize()&0o170000:
+		return 'T'
+	}
+	return 'M'
 }
 
 // repository opens go-git on first use.
 func (t *taker) repository() (*git.Repository, error) {
 	if !t.opened {
 		t.opened = true
-		t.repo, t.repoErr = openRepo(t.root)
+		t.repo, t.repoErr = openRepo(t.g.root)
 	}
 	return t.repo, t.repoErr
 }
@@ -159,7 +457,7 @@ func (t *taker) tree() (*object.Tree, error) {
 		return t.headTree, t.treeErr
 	}
 	t.treeRead = true
-	if t.st.oid == "" {
+	if t.headOID == "" {
 		return nil, nil
 	}
 	repo, err := t.repository()
@@ -167,14 +465,14 @@ func (t *taker) tree() (*object.Tree, error) {
 		t.treeErr = err
 		return nil, err
 	}
-	c, err := repo.CommitObject(plumbing.NewHash(t.st.oid))
+	c, err := repo.CommitObject(plumbing.NewHash(t.headOID))
 	if err != nil {
-		t.treeErr = fmt.Errorf("reading HEAD commit %s: %w", t.st.oid, err)
+		t.treeErr = fmt.Errorf("reading HEAD commit %s: %w", t.headOID, err)
 		return nil, t.treeErr
 	}
 	t.headTree, t.treeErr = c.Tree()
 	if t.treeErr != nil {
-		t.treeErr = fmt.Errorf("reading HEAD tree of %s: %w", t.st.oid, t.treeErr)
+		t.treeErr = fmt.Errorf("reading HEAD tree of %s: %w", t.headOID, t.treeErr)
 	}
 	return t.headTree, t.treeErr
 }
@@ -223,271 +521,6 @@ func (t *taker) headBlob(path string) (Blob, error) {
 	return Blob{}, nil
 }
 
-// pending is an entry whose worktree side may still need reading.
-type pending struct {
-	Entry
-	kind      byte // the record it came from; 's' for a rename's synthesized source
-	needRead  bool // hash the worktree file
-	gitlink   bool // the worktree side is a repository: read its HEAD
-	untracked bool
-}
-
-func (p *pending) status() Status {
-	switch {
-	case p.kind == 'u':
-		return StatusConflicted
-	case strings.HasPrefix(p.Submodule, "S"):
-		return StatusSubmodule
-	case p.kind == '2' && p.OrigPath != "":
-		if p.XY[0] == 'C' || p.XY[1] == 'C' {
-			return StatusCopied
-		}
-		return StatusRenamed
-	case p.untracked:
-		return StatusUntracked
-	}
-	h, w := p.Head, p.Worktree
-	switch {
-	case !h.Present() && w.Present():
-		return StatusAdded
-	case !h.Present():
-		return StatusAdded // staged, then removed from the worktree
-	case !w.Present():
-		return StatusDeleted
-	case h.Mode.normalize()&0o170000 != w.Mode.normalize()&0o170000:
-		return StatusTypeChange
-	}
-	return StatusModified
-}
-
-// entries turns git's records into one entry per path, sorted.
-func (t *taker) entries() ([]*pending, error) {
-	byPath := map[string]*pending{}
-	sources := map[string]*pending{} // old paths of renames
-	for _, r := range t.st.records {
-		if r.kind == '!' {
-			continue
-		}
-		path := r.path
-		if r.kind == '?' && strings.HasSuffix(path, "/") {
-			path = strings.TrimSuffix(path, "/")
-		}
-		switch r.kind {
-		case '1', '2':
-			mH, mI, mW := r.modes[0], r.modes[1], r.modes[2]
-			p := &pending{kind: r.kind, Entry: Entry{Path: path, XY: r.xy}}
-			if r.sub != "N..." {
-				p.Submodule = r.sub
-			}
-			p.Index = blobOf(mI, r.hashes[1])
-			if r.kind == '1' {
-				p.Head = blobOf(mH, r.hashes[0])
-			} else {
-				p.OrigPath = r.orig
-				if r.score[0] == 'R' {
-					sources[r.orig] = &pending{kind: 's', Entry: Entry{
-						Path: r.orig, RenamedTo: path, XY: r.xy,
-						Head: blobOf(mH, r.hashes[0]),
-					}}
-				}
-			}
-			switch {
-			case mW == ModeAbsent || r.xy[1] == 'D':
-				// Gone from the worktree.
-			case p.Submodule != "":
-				if p.Submodule[1] == 'C' {
-					p.gitlink = true
-				} else {
-					p.Worktree = blobOf(mW, r.hashes[1])
-				}
-			case r.xy[1] == '.':
-				// Clean relative to the index: the index blob is the content.
-				p.Worktree = blobOf(mW, r.hashes[1])
-			default:
-				p.needRead = true
-				p.Worktree.Mode = mW
-			}
-			byPath[path] = p
-		case 'u':
-			p := &pending{kind: 'u', Entry: Entry{Path: path, XY: r.xy}}
-			if r.sub != "N..." {
-				p.Submodule = r.sub
-			}
-			hb, err := t.headBlob(path)
-			if err != nil {
-				// Ours (stage 2) is HEAD's side in merges, rebases,
-				// cherry-picks and stash applications.
-				hb = blobOf(r.modes[1], r.hashes[1])
-				t.problems = append(t.problems, fmt.Sprintf("%s: HEAD content taken from the conflict's stage 2: %v", path, err))
-			}
-			p.Head = hb
-			if r.modes[3] != ModeAbsent {
-				p.needRead = true
-				p.Worktree.Mode = r.modes[3]
-			}
-			byPath[path] = p
-		case '?':
-			p, ok := byPath[path]
-			if !ok {
-				p = &pending{kind: '?', Entry: Entry{Path: path, XY: "??"}}
-				byPath[path] = p
-			}
-			// Untracked bytes at a path the index no longer has (git rm
-			// --cached): the worktree side is the untracked file.
-			p.untracked = true
-			p.needRead = true
-			p.Worktree = Blob{}
-		}
-	}
-	for path, s := range sources {
-		if p, ok := byPath[path]; ok {
-			if p.Head == (Blob{}) && p.kind == '?' {
-				p.Head = s.Head
-				p.RenamedTo = s.RenamedTo
-			}
-			continue
-		}
-		byPath[path] = s
-	}
-	out := make([]*pending, 0, len(byPath))
-	for path, p := range byPath {
-		if Excluded(path) {
-			continue
-		}
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
-}
-
-// resolveWorktree fills in the worktree side of entries git could not give:
-// files are hashed by one `git hash-object --stdin-paths`, symlinks from
-// their target, repositories from their HEAD.
-func (t *taker) resolveWorktree(entries []*pending) error {
-	var files []*pending
-	for _, p := range entries {
-		if !p.needRead && !p.gitlink {
-			continue
-		}
-		full := filepath.Join(t.root, filepath.FromSlash(p.Path))
-		fi, err := os.Lstat(full)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) || isNotDir(err) {
-				p.Worktree = Blob{} // gone since git looked
-				continue
-			}
-			return fmt.Errorf("reading %s: %w", full, err)
-		}
-		switch {
-		case fi.Mode()&os.ModeSymlink != 0:
-			target, err := os.Readlink(full)
-			if err != nil {
-				return fmt.Errorf("reading symlink %s: %w", full, err)
-			}
-			p.Worktree = Blob{Hash: t.blobID([]byte(target)), Mode: ModeSymlink}
-		case fi.IsDir():
-			// A submodule or a nested repository: never descended, its
-			// content is the commit checked out in it.
-			p.Worktree = Blob{Mode: ModeGitlink}
-			if h, err := nestedHead(full); err == nil {
-				p.Worktree.Hash = h
-			} else {
-				t.problems = append(t.problems, fmt.Sprintf("%s: repository HEAD unreadable: %v", p.Path, err))
-			}
-		case fi.Mode().IsRegular():
-			mode := ModeRegular
-			if fi.Mode()&0o111 != 0 {
-				mode = ModeExecutable
-			}
-			if !p.untracked && (p.Worktree.Mode == ModeRegular || p.Worktree.Mode == ModeExecutable) {
-				mode = p.Worktree.Mode // git's view (core.fileMode)
-			}
-			p.Worktree = Blob{Mode: mode}
-			files = append(files, p)
-		default:
-			// Sockets, fifos: git does not track them.
-			p.Worktree = Blob{}
-		}
-	}
-	return t.hashFiles(files)
-}
-
-func isNotDir(err error) bool {
-	var pe *os.PathError
-	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory")
-}
-
-// hashFiles sets Worktree.Hash of files with git's own clean conversion.
-func (t *taker) hashFiles(files []*pending) error {
-	for attempt := 0; len(files) > 0; attempt++ {
-		var in bytes.Buffer
-		for _, p := range files {
-			in.WriteString(quoteCPath(p.Path))
-			in.WriteByte('\n')
-		}
-		out, err := runGit(t.ctx, t.gitPath, t.root, in.Bytes(), "hash-object", "--stdin-paths")
-		if err != nil {
-			if attempt > 0 || t.ctx.Err() != nil {
-				return err
-			}
-			// A file may have vanished since git status: drop the
-			// missing ones and try once more.
-			kept := files[:0]
-			for _, p := range files {
-				if _, serr := os.Lstat(filepath.Join(t.root, filepath.FromSlash(p.Path))); serr == nil {
-					kept = append(kept, p)
-				} else {
-					p.Worktree = Blob{}
-				}
-			}
-			files = kept
-			continue
-		}
-		ids := strings.Fields(string(out))
-		if len(ids) != len(files) {
-			return fmt.Errorf("git hash-object in %s: %d ids for %d paths", t.root, len(ids), len(files))
-		}
-		for i, p := range files {
-			if !isHexID(ids[i]) {
-				return fmt.Errorf("git hash-object in %s: bad id %q", t.root, ids[i])
-			}
-			p.Worktree.Hash = ids[i]
-		}
-		return nil
-	}
-	return nil
-}
-
-// newHash returns the repository's object hash (SHA-1 unless git showed
-// 64-digit ids).
-func (t *taker) newHash() hash.Hash {
-	if t.st.hashSize == 64 {
-		return sha256.New()
-	}
-	return sha1.New()
-}
-
-// blobID is git's id of a blob holding data.
-func (t *taker) blobID(data []byte) string {
-	h := t.newHash()
-	fmt.Fprintf(h, "blob %d\x00", len(data))
-	h.Write(data)
-	return fmt.Sprintf("%x", h.Sum(nil))
-}
-
-// nestedHead returns the commit checked out in the repository at dir.
-func nestedHead(dir string) (string, error) {
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
-	if err != nil {
-		return "", err
-	}
-	ref, err := repo.Head()
-	if err != nil {
-		return "", err
-	}
-	return ref.Hash().String(), nil
-}
-
 // track records HEAD content for the asked-for paths that are clean now.
 func (t *taker) track(snap *Snapshot, paths []string) map[string]Blob {
 	out := map[string]Blob{}
@@ -506,28 +539,4 @@ func (t *taker) track(snap *Snapshot, paths []string) map[string]Blob {
 		out[path] = b
 	}
 	return out
-}
-
-// hashFile returns the id of a blob holding the file's raw bytes, reading it
-// as a stream.
-func hashFile(newHash func() hash.Hash, path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	h := newHash()
-	h.Write([]byte("blob " + strconv.FormatInt(fi.Size(), 10) + "\x00"))
-	n, err := io.Copy(h, bufio.NewReaderSize(f, 64<<10))
-	if err != nil {
-		return "", err
-	}
-	if n != fi.Size() {
-		return "", fmt.Errorf("%s changed size while being read", path)
-	}
-	return fmt.Sprintf("%x", h.Sum(nil)), nil
 }

@@ -243,7 +243,7 @@ func TestTakeLinkedWorktree(t *testing.T) {
 	w := &testRepo{t: t, dir: wt}
 	w.write("a.txt", "changed in the linked worktree\n")
 	w.write("new.txt", "new\n")
-	s := w.take(WithSalvage("run1", 1), WithTrack("gone.txt"))
+	s := w.take(WithRun("run1"), WithTrack("gone.txt"))
 	if s.Head != head || s.Branch != "side" || len(s.Paths) != 2 {
 		t.Fatalf("%+v", s)
 	}
@@ -253,12 +253,16 @@ func TestTakeLinkedWorktree(t *testing.T) {
 	if b, ok := s.Tracked["gone.txt"]; !ok || b.Present() {
 		t.Errorf("tracked gone.txt: %+v %v", b, ok)
 	}
-	// The salvage ref and its objects live in the common directory.
-	if got := strings.TrimSpace(r.git("rev-parse", SalvageRef("run1"))); got != s.Salvage.Commit {
-		t.Errorf("salvage ref from the main worktree: %s, want %s", got, s.Salvage.Commit)
+	// The run's ref and its objects live in the common directory; the
+	// private index is the linked worktree's own.
+	if got := strings.TrimSpace(r.git("rev-parse", RunRef("run1"))); got != s.Commit {
+		t.Errorf("run ref from the main worktree: %s, want %s", got, s.Commit)
 	}
-	if got := r.git("cat-file", "blob", s.Salvage.Commit+":new.txt"); got != "new\n" {
-		t.Errorf("salvaged new.txt: %q", got)
+	if got := r.git("cat-file", "blob", s.Commit+":new.txt"); got != "new\n" {
+		t.Errorf("boundary new.txt: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, ".git", "worktrees", "wt", "implloop", "boundary-index")); err != nil {
+		t.Errorf("the linked worktree's private index: %v", err)
 	}
 }
 
@@ -292,22 +296,24 @@ func TestTakeAutocrlf(t *testing.T) {
 	r := newTestRepo(t)
 	r.git("config", "core.autocrlf", "true")
 	r.write("crlf.txt", "one\r\ntwo\r\n")
-	s := r.take(WithSalvage("crlf", 0))
+	s := r.take(WithRun("crlf"))
 	e := entry(t, s, "crlf.txt")
 	if e.Worktree.Hash != r.hashObject("crlf.txt") {
 		t.Errorf("worktree %s, git hash-object %s", e.Worktree.Hash, r.hashObject("crlf.txt"))
 	}
-	if e.Salvaged == "" || e.Salvaged == e.Worktree.Hash {
-		t.Errorf("salvaged %q: want the raw CRLF bytes, not git's LF blob %s", e.Salvaged, e.Worktree.Hash)
+	// Restore writes it back as a checkout would: CRLF again.
+	os.Remove(filepath.Join(r.dir, "crlf.txt"))
+	if _, err := Restore(context.Background(), r.dir, []LostContent{{Path: "crlf.txt", Lost: e.Worktree}}, false); err != nil {
+		t.Fatal(err)
 	}
-	if got := r.git("cat-file", "blob", e.Salvaged); got != "one\r\ntwo\r\n" {
-		t.Errorf("salvaged bytes %q", got)
+	if got := r.read("crlf.txt"); got != "one\r\ntwo\r\n" {
+		t.Errorf("restored bytes %q", got)
 	}
 }
 
 // TestPrevHead: WithPrevHead records nothing when HEAD did not move, new
 // commits on top as an ancestor move (their paths tracked), and a reset to
-// an older commit as a rewrite, pinned under refs/implloop/dropped/.
+// an older commit as a rewrite, kept by the run's boundary chain.
 func TestPrevHead(t *testing.T) {
 	dir := t.TempDir()
 	gitIn := func(args ...string) string {
@@ -343,17 +349,23 @@ func TestPrevHead(t *testing.T) {
 	if b, ok := s.Tracked["b.txt"]; !ok || !b.Present() {
 		t.Errorf("b.txt not tracked: %+v", s.Tracked)
 	}
+	b2, err := Take(ctx, dir, WithRun("run1"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	gitIn("reset", "-q", "--hard", c1)
-	s, err = Take(ctx, dir, WithPrevHead(c2), WithSalvage("run1", 3))
+	gitIn("reflog", "expire", "--expire=now", "--all")
+	gitIn("gc", "-q", "--prune=now")
+	s, err = Take(ctx, dir, WithPrev(b2), WithRun("run1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	hc := s.HeadChange
 	if hc == nil || !hc.Rewritten || hc.ForkPoint != c1 || len(hc.Dropped) != 1 || hc.Dropped[0].Path != "b.txt" ||
-		hc.Dropped[0].Fork.Present() || hc.Pinned != DroppedRef("run1", 3) {
+		hc.Dropped[0].Fork.Present() || hc.Pinned != RunRef("run1") {
 		t.Fatalf("rewritten: %+v", hc)
 	}
-	if got := gitIn("rev-parse", hc.Pinned); got != c2 {
-		t.Errorf("%s at %s, want %s", hc.Pinned, got, c2)
+	if got := gitIn("rev-parse", hc.Pinned+"^1^1"); got != c2 {
+		t.Errorf("%s^1^1 at %s, want %s", hc.Pinned, got, c2)
 	}
 }

@@ -112,14 +112,21 @@ func (j *Journal) LastGate(lineage []string, taskID string) (*Gate, bool, error)
 // Boundary is a git snapshot taken between tasks, and the guard's verdict
 // on it. Seq 0 is the boundary before the first task.
 type Boundary struct {
-	RunID      string          `json:"run_id"`
-	Seq        int             `json:"seq"`
-	AfterTask  string          `json:"after_task,omitempty"` // "" for the first boundary
-	Head       string          `json:"head"`
-	Snapshot   json.RawMessage `json:"snapshot"`
-	Verdict    json.RawMessage `json:"verdict"`
-	SalvageRef string          `json:"salvage_ref,omitempty"` // where discarded content was kept
-	At         time.Time       `json:"at"`
+	RunID     string `json:"run_id"`
+	Seq       int    `json:"seq"`
+	AfterTask string `json:"after_task,omitempty"` // "" for the first boundary
+	Head      string `json:"head"`
+	// Commit is the boundary commit (on refs/implloop/runs/<run>) and Tree
+	// its tree: the whole work tree at that moment. "" in rows journaled
+	// before boundaries were commits, whose Snapshot holds the dirty set.
+	Commit   string          `json:"commit,omitempty"`
+	Tree     string          `json:"tree,omitempty"`
+	Snapshot json.RawMessage `json:"snapshot,omitempty"`
+	Verdict  json.RawMessage `json:"verdict"`
+	// SalvageRef is where rows from before boundary commits kept
+	// discarded content (refs/implloop/salvage/<run>).
+	SalvageRef string    `json:"salvage_ref,omitempty"`
+	At         time.Time `json:"at"`
 }
 
 func rawOr(b json.RawMessage, def string) (string, error) {
@@ -152,8 +159,8 @@ func (j *Journal) PutBoundary(b Boundary) (Boundary, error) {
 		if err := w.queryRow(`SELECT coalesce(max(seq) + 1, 0) FROM boundaries WHERE run_id = ?`, b.RunID).Scan(&b.Seq); err != nil {
 			return err
 		}
-		_, err := w.run(`INSERT INTO boundaries (run_id, seq, after_task, head, snapshot, verdict, salvage_ref, at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, b.RunID, b.Seq, b.AfterTask, b.Head, snap, verdict, b.SalvageRef, ms(b.At))
+		_, err := w.run(`INSERT INTO boundaries (run_id, seq, after_task, head, snapshot, verdict, salvage_ref, at, commit_id, tree)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, b.RunID, b.Seq, b.AfterTask, b.Head, snap, verdict, b.SalvageRef, ms(b.At), b.Commit, b.Tree)
 		return err
 	})
 	if err != nil {
@@ -164,7 +171,7 @@ func (j *Journal) PutBoundary(b Boundary) (Boundary, error) {
 }
 
 func (j *Journal) queryBoundaries(where string, args ...any) ([]Boundary, error) {
-	rows, err := j.query(`SELECT run_id, seq, after_task, head, snapshot, verdict, salvage_ref, at
+	rows, err := j.query(`SELECT run_id, seq, after_task, head, snapshot, verdict, salvage_ref, at, commit_id, tree
 		FROM boundaries `+where, args...)
 	if err != nil {
 		return nil, err
@@ -175,7 +182,7 @@ func (j *Journal) queryBoundaries(where string, args ...any) ([]Boundary, error)
 		var b Boundary
 		var snap, verdict string
 		var at sql.NullInt64
-		if err := rows.Scan(&b.RunID, &b.Seq, &b.AfterTask, &b.Head, &snap, &verdict, &b.SalvageRef, &at); err != nil {
+		if err := rows.Scan(&b.RunID, &b.Seq, &b.AfterTask, &b.Head, &snap, &verdict, &b.SalvageRef, &at, &b.Commit, &b.Tree); err != nil {
 			return nil, err
 		}
 		b.Snapshot, b.Verdict, b.At = json.RawMessage(snap), json.RawMessage(verdict), fromMS(at)

@@ -111,6 +111,12 @@ CREATE TABLE events (
 	// 2: gates.stands_for, the identity a passing recheck gate stands in
 	// for (see Gate.StandsFor). Rows from before it read as "".
 	`ALTER TABLE gates ADD COLUMN stands_for TEXT NOT NULL DEFAULT '';`,
+	// 3: boundaries are commits (refs/implloop/runs/<run>): a row keeps the
+	// commit and its tree, and its snapshot column no longer holds the
+	// dirty set ('{}'). Rows from before keep their snapshot JSON and read
+	// commit_id = ''.
+	`ALTER TABLE boundaries ADD COLUMN commit_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE boundaries ADD COLUMN tree TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this implloop writes.

@@ -47,6 +47,13 @@
 // changed otherwise. A rewrite that loses nothing is a concern
 // (head-rewritten); a move to a commit a branch still holds is a branch
 // switch (a concern; only the dirty paths are judged).
+//
+// # Ignored, not lost
+//
+// A path that left the later snapshot because a new ignore rule covers it,
+// while its file is still on disk, is not a loss: boundary.Take finds it on
+// disk and keeps it in the snapshot (KeptIgnored), so it compares as
+// untouched, with an "ignored" concern.
 package guard
 
 import (
@@ -109,6 +116,10 @@ const (
 	// HEAD moved to another line of history while a branch or tag still
 	// holds the earlier HEAD (git switch, git checkout BRANCH).
 	ConcernBranchSwitch ConcernKind = "branch-switch"
+	// A path became ignored (a new .gitignore or info/exclude rule) while
+	// it still holds its content on disk: nothing lost, the boundaries
+	// keep following it (boundary.Snapshot.KeptIgnored).
+	ConcernIgnored ConcernKind = "ignored"
 )
 
 // Concern is worth a look but does not block.
@@ -242,9 +253,6 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 			case "fork":
 				lc.Base = r.Now
 			}
-			if p.Salvaged != "" && p.Salvaged != p.Worktree.Hash {
-				lc.Raw = p.Salvaged
-			}
 			v.Lost = append(v.Lost, lc)
 		}
 	}
@@ -254,6 +262,10 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 	if sameState(prev, cur) {
 		v.Concerns = append(v.Concerns, Concern{Kind: ConcernNoChanges,
 			Message: "no changes: HEAD and the worktree are exactly as they were"})
+	}
+	for _, p := range cur.KeptIgnored {
+		v.Concerns = append(v.Concerns, Concern{Kind: ConcernIgnored, Path: p,
+			Message: fmt.Sprintf("%s is ignored now; its content is still on disk and implloop keeps it in its boundaries", p)})
 	}
 	for _, e := range cur.Paths {
 		if e.Status == boundary.StatusConflicted {

@@ -78,7 +78,7 @@ func compareAround(t *testing.T, r repo, before, task func(repo), later func(pre
 	t.Helper()
 	before(r)
 	ctx := context.Background()
-	prev, err := boundary.Take(ctx, r.Dir, boundary.WithSalvage("test", 1))
+	prev, err := boundary.Take(ctx, r.Dir, boundary.WithRun("test"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,9 +574,10 @@ func TestCompareHeadChange(t *testing.T) {
 				if !strings.HasPrefix(v.Summary(), "BLOCKED: HEAD rewritten ") {
 					t.Errorf("summary %q", v.Summary())
 				}
-				// The pin keeps the dropped commit.
-				if got := strings.TrimSpace(r.Git("rev-parse", v.Pinned)); got != v.PrevHead {
-					t.Errorf("%s at %s, want %s", v.Pinned, got, v.PrevHead)
+				// The run's boundary chain keeps the dropped commit: the
+				// earlier boundary's parent.
+				if got := strings.TrimSpace(r.Git("rev-parse", v.Pinned+"^1^1")); got != v.PrevHead {
+					t.Errorf("%s^1^1 at %s, want %s", v.Pinned, got, v.PrevHead)
 				}
 			},
 			want: want{outcomes: map[string]Outcome{"a.txt": Discarded, "keep.txt": Discarded}, blocked: true},
@@ -694,7 +695,7 @@ func TestCompareHeadChange(t *testing.T) {
 			ctx := context.Background()
 			prev, v := compareAround(t, r, row.before, row.task, func(prev boundary.Snapshot) []boundary.Option {
 				return []boundary.Option{boundary.WithTrack(prev.PathNames()...),
-					boundary.WithPrevHead(prev.Head), boundary.WithSalvage("test", 2)}
+					boundary.WithPrev(prev), boundary.WithRun("test")}
 			})
 			checkVerdict(t, v, row.want)
 			if row.check != nil {
@@ -708,11 +709,12 @@ func TestCompareHeadChange(t *testing.T) {
 			want := map[string]string{}
 			for _, l := range v.Lost {
 				if e, dirty := prev.Lookup(l.Path); dirty {
-					want[l.Path] = r.Git("cat-file", "blob", e.Salvaged)
+					want[l.Path] = r.Git("cat-file", "blob", e.Worktree.Hash)
 				} else {
 					want[l.Path] = r.Git("show", prev.Head+":"+l.Path)
 				}
 			}
+			r.Git("reflog", "expire", "--expire=now", "--all")
 			r.Git("gc", "-q", "--prune=now")
 			if res, err := boundary.Restore(ctx, r.Dir, v.Lost, false); err != nil {
 				t.Fatalf("restore: %v (%+v)", err, res)

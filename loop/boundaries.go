@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,6 +16,9 @@ import (
 type guardResult struct {
 	lost     []string
 	concerns []string
+	// vanished says what of implloop's own record disappeared during the
+	// task (boundary.Snapshot.Vanished): it blocks the task.
+	vanished []string
 }
 
 // boundary takes B0. On a resume it compares B0 with the parent's last
@@ -27,14 +31,16 @@ type guardResult struct {
 func (e *engine) boundary(ctx context.Context, afterTask string, first bool) error {
 	// The parent's last boundary is read first, so that B0 is taken once:
 	// tracking the parent's dirty paths (its snapshot does not know their
-	// content now when they are clean now), and reusing its salvage.
+	// content now when they are clean now), and chained to the parent's
+	// boundary commit.
 	var pb *cache.Boundary
 	var prev *boundary.Snapshot
 	if first && e.o.Parent != "" {
 		if b, ok, err := e.j.LastBoundary(e.o.Parent); err == nil && ok {
-			var p boundary.Snapshot
-			if json.Unmarshal(b.Snapshot, &p) == nil {
+			if p, err := e.loadBoundary(ctx, *b); err == nil {
 				pb, prev = b, &p
+			} else {
+				e.emit(Event{Type: EvConcern, Message: fmt.Sprintf("run %s's last boundary cannot be read (%v): what changed between the runs is not checked", e.o.Parent, err)})
 			}
 		}
 	}
@@ -42,12 +48,12 @@ func (e *engine) boundary(ctx context.Context, afterTask string, first bool) err
 	if prev != nil {
 		track = prev.PathNames()
 	}
-	snap, err := e.take(ctx, track, prev)
+	snap, err := e.take(ctx, track, prev, "before the first task")
 	if err != nil {
 		return err
 	}
 	var block *blockInfo
-	var verdict []byte
+	var verdict *guard.Verdict
 	msg := ""
 	if prev != nil {
 		v := guard.Compare(*prev, snap)
@@ -62,7 +68,7 @@ func (e *engine) boundary(ctx context.Context, afterTask string, first bool) err
 		}
 		// A blocking verdict is journaled with its Lost list: implloop
 		// restore --run <this run> finds it.
-		verdict, _ = json.Marshal(journaled)
+		verdict = &journaled
 		switch {
 		case v.Blocked() && hasUnfinished:
 			msg = "since run " + e.o.Parent + ": " + v.Summary() +
@@ -121,7 +127,7 @@ func (e *engine) unfinishedTask(parent, lastAfter string) (cache.Task, bool) {
 
 // guardInterrupted runs the guard for the task an interrupt cut short
 // (its agent's process group already killed, its row marked interrupted):
-// a boundary, with salvage, compared with the one before the task. Lost
+// a boundary, compared with the one before the task. Lost
 // paths go on the task's row and into BLOCKED.md; the status stays
 // interrupted. The run's context is cancelled by then, so the boundary gets
 // a context of its own.
@@ -142,7 +148,7 @@ func (e *engine) guardInterrupted(ctx context.Context) error {
 	}
 	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	r, err := e.takeBoundary(gctx, row.TaskID, false)
+	r, err := e.takeBoundary(gctx, row.TaskID, false, "after task "+row.TaskID+" (interrupted)")
 	if err != nil {
 		return err
 	}
@@ -171,14 +177,35 @@ func (e *engine) guardInterrupted(ctx context.Context) error {
 	return nil
 }
 
-// take snapshots the repository with salvage. track are the paths whose
-// HEAD content the guard needs; prev, when given, is the boundary the
-// snapshot will be compared with, so that a HEAD move is looked into and
-// the files unchanged since it are not salvaged again (boundary.WithPrev).
-func (e *engine) take(ctx context.Context, track []string, prev *boundary.Snapshot) (boundary.Snapshot, error) {
-	// The seq the next PutBoundary will get; counted here rather than by
-	// loading every boundary of the run (snapshots included) per task.
-	opts := []boundary.Option{boundary.WithSalvage(e.runID, e.boundaries)}
+// loadBoundary rebuilds a journaled boundary's snapshot: from its commit,
+// or, for a row journaled before boundaries were commits, from the
+// snapshot JSON it holds.
+func (e *engine) loadBoundary(ctx context.Context, b cache.Boundary) (boundary.Snapshot, error) {
+	if b.Commit == "" {
+		var p boundary.Snapshot
+		err := json.Unmarshal(b.Snapshot, &p)
+		return p, err
+	}
+	return boundary.Load(ctx, e.o.RepoRoot, boundary.Snapshot{Head: b.Head, Tree: b.Tree, Commit: b.Commit, Ref: boundary.RunRef(b.RunID)}, e.excludes()...)
+}
+
+// excludes are the paths boundaries leave out: the plan file, when it is
+// in the repository.
+func (e *engine) excludes() []string {
+	if filepath.IsAbs(e.s.Plan) {
+		return nil
+	}
+	return []string{filepath.ToSlash(filepath.Clean(e.s.Plan))}
+}
+
+// take takes a boundary: the work tree committed on the run's ref
+// (refs/implloop/runs/<run>). track are the paths whose HEAD content the
+// guard needs; prev, when given, is the boundary the snapshot will be
+// compared with: the new commit's first parent, and the one a HEAD move
+// is judged against. The plan file is left out of the snapshot.
+func (e *engine) take(ctx context.Context, track []string, prev *boundary.Snapshot, label string) (boundary.Snapshot, error) {
+	opts := []boundary.Option{boundary.WithRun(e.runID), boundary.WithLabel(label)}
+	opts = append(opts, boundary.WithExclude(e.excludes()...))
 	if len(track) > 0 {
 		opts = append(opts, boundary.WithTrack(track...))
 	}
@@ -192,16 +219,25 @@ func (e *engine) take(ctx context.Context, track []string, prev *boundary.Snapsh
 	return snap, nil
 }
 
-func (e *engine) putBoundary(afterTask string, snap boundary.Snapshot, verdict []byte) error {
-	sj, err := json.Marshal(snap)
-	if err != nil {
-		return err
+// putBoundary journals a boundary: its commit, HEAD and the verdict, whose
+// per-path results keep only the paths something happened to. The dirty
+// set is not journaled (the commit holds it): a row costs the same at task
+// 1,000 as at task 1.
+func (e *engine) putBoundary(afterTask string, snap boundary.Snapshot, v *guard.Verdict) error {
+	var verdict []byte
+	if v != nil {
+		j := *v
+		j.Paths = nil
+		for _, r := range v.Paths {
+			if r.Outcome != guard.Untouched {
+				j.Paths = append(j.Paths, r)
+			}
+		}
+		verdict, _ = json.Marshal(j)
 	}
-	b := cache.Boundary{RunID: e.runID, AfterTask: afterTask, Head: snap.Head, Snapshot: sj, Verdict: verdict}
-	if snap.Salvage != nil {
-		b.SalvageRef = snap.Salvage.Ref
-	}
-	if _, err = e.j.PutBoundary(b); err == nil {
+	b := cache.Boundary{RunID: e.runID, AfterTask: afterTask, Head: snap.Head, Commit: snap.Commit, Tree: snap.Tree, Verdict: verdict}
+	_, err := e.j.PutBoundary(b)
+	if err == nil {
 		e.boundaries++
 	}
 	return err
@@ -209,15 +245,16 @@ func (e *engine) putBoundary(afterTask string, snap boundary.Snapshot, verdict [
 
 // takeBoundary takes the boundary after task taskID and runs the guard
 // against the previous one. replayedOnly tasks made no change, so "no
-// changes" is not worth a concern for them.
-func (e *engine) takeBoundary(ctx context.Context, taskID string, replayedOnly bool) (guardResult, error) {
-	snap, err := e.take(ctx, e.prev.PathNames(), &e.prev)
+// changes" is not worth a concern for them. A boundary that finds
+// implloop's own record gone (the run's ref deleted or moved) blocks the
+// task that did it, as a discard does.
+func (e *engine) takeBoundary(ctx context.Context, taskID string, replayedOnly bool, label string) (guardResult, error) {
+	snap, err := e.take(ctx, e.prev.PathNames(), &e.prev, label)
 	if err != nil {
 		return guardResult{}, err
 	}
 	v := guard.Compare(e.prev, snap)
-	vj, _ := json.Marshal(v)
-	if err := e.putBoundary(taskID, snap, vj); err != nil {
+	if err := e.putBoundary(taskID, snap, &v); err != nil {
 		return guardResult{}, err
 	}
 	e.prev = snap
@@ -225,12 +262,17 @@ func (e *engine) takeBoundary(ctx context.Context, taskID string, replayedOnly b
 	for _, l := range v.Lost {
 		r.lost = append(r.lost, l.Path)
 	}
+	r.vanished = snap.Vanished
 	for _, c := range v.Concerns {
 		if replayedOnly && c.Kind == guard.ConcernNoChanges {
 			continue
 		}
 		r.concerns = append(r.concerns, c.Message)
 	}
-	e.emit(Event{Type: EvBoundary, Task: taskID, Head: snap.Head, Dirty: intp(len(snap.Paths)), Message: v.Summary()})
+	msg := v.Summary()
+	if len(snap.Vanished) > 0 {
+		msg = "BLOCKED: implloop's record was tampered with: " + strings.Join(snap.Vanished, "; ") + "; " + strings.TrimPrefix(msg, "BLOCKED: ")
+	}
+	e.emit(Event{Type: EvBoundary, Task: taskID, Head: snap.Head, Dirty: intp(len(snap.Paths)), Message: msg})
 	return r, nil
 }

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,8 +11,9 @@ import (
 )
 
 // TestResumeTakesB0Once: a resume reads the parent's last boundary first
-// and takes its B0 once (one salvage commit for boundary 0, one salvage
-// commit per journaled boundary), tracking the parent's dirty paths.
+// and takes its B0 once: one boundary commit per journaled boundary on the
+// resume's ref, the first chained to the parent's last boundary commit and
+// holding the parent's uncommitted work.
 func TestResumeTakesB0Once(t *testing.T) {
 	repo := newRepo(t, nil)
 	writeFile(t, filepath.Join(repo, "plan.md"), plainPlan(2))
@@ -28,30 +28,29 @@ func TestResumeTakesB0Once(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkJournal(t, repo)
-	ref := boundary.SalvageRef(out.RunID)
-	log := git(t, repo, "log", "--format=%B", ref)
-	if n := strings.Count(log, "Implloop-Boundary: 0\n"); n != 1 {
-		t.Errorf("%d salvage commits for B0 of the resume, want 1:\n%s", n, log)
-	}
 	j := openJournal(t, repo)
 	bs, err := j.Boundaries(out.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := git(t, repo, "rev-list", "--count", ref); got != strconv.Itoa(len(bs)) {
-		t.Errorf("%s salvage commits for %d journaled boundaries", got, len(bs))
+	pbs, err := j.Boundaries(base.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := boundary.RunRef(out.RunID)
+	if got := git(t, repo, "rev-list", "--first-parent", "--count", ref+"^{commit}", "^"+pbs[len(pbs)-1].Commit); got != strconv.Itoa(len(bs)) {
+		t.Errorf("%s boundary commits for %d journaled boundaries", got, len(bs))
 	}
 	if len(bs) == 0 || len(bs[0].Verdict) == 0 {
 		t.Fatalf("B0 of the resume has no comparison with the parent: %+v", bs)
 	}
-	// The parent's dirty paths are still dirty: B0 lists them, salvaged.
-	var b0 boundary.Snapshot
-	if err := json.Unmarshal(bs[0].Snapshot, &b0); err != nil {
-		t.Fatal(err)
+	if got := git(t, repo, "rev-parse", bs[0].Commit+"^1"); got != pbs[len(pbs)-1].Commit {
+		t.Errorf("B0's first parent %s, want the parent's last boundary %s", got, pbs[len(pbs)-1].Commit)
 	}
+	// The parent's uncommitted work is in B0's tree.
 	for _, p := range []string{"out/t1.txt", "out/t2.txt"} {
-		if e, ok := b0.Lookup(p); !ok || e.Salvaged == "" {
-			t.Errorf("%s: %+v %v", p, e, ok)
+		if got := git(t, repo, "cat-file", "blob", bs[0].Commit+":"+p); !strings.HasPrefix(got, "work of") {
+			t.Errorf("%s in B0: %q", p, got)
 		}
 	}
 }

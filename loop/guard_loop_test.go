@@ -56,7 +56,7 @@ const gitAgent = `git -c user.name=agent -c user.email=agent@example.com`
 // TestGuardResetHardThroughRun: task 1 commits a new file and sweeps the
 // user's uncommitted edit into the commit; task 2 rewinds HEAD with
 // reset --hard. The committed work is in no branch any more: task 2
-// blocks, the dropped commit is pinned, and restore brings both files back
+// blocks, the run's boundaries keep the dropped commit, and restore brings both files back
 // byte for byte.
 func TestGuardResetHardThroughRun(t *testing.T) {
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
@@ -86,8 +86,15 @@ esac`)
 	if !strings.Contains(md, "implloop restore --run "+out.RunID+" --task 2") || !strings.Contains(md, "`keep.txt`") {
 		t.Errorf("BLOCKED.md:\n%s", md)
 	}
-	if refs := git(t, repo, "for-each-ref", "--format=%(refname)", "refs/implloop/dropped/"); !strings.HasPrefix(refs, "refs/implloop/dropped/"+out.RunID+"/") {
-		t.Errorf("dropped refs %q", refs)
+	// The run's boundary chain holds the dropped commit: the boundary
+	// before task 2 has it as a parent.
+	bs, err := j.Boundaries(out.RunID)
+	if err != nil || len(bs) != 3 {
+		t.Fatalf("boundaries %+v %v", bs, err)
+	}
+	dropped := bs[1].Head
+	if got := git(t, repo, "rev-parse", "refs/implloop/runs/"+out.RunID+"^1^2"); got != dropped {
+		t.Errorf("the boundary before task 2 has parents ending in %s, want the dropped commit %s", got, dropped)
 	}
 	git(t, repo, "reflog", "expire", "--expire=now", "--all")
 	git(t, repo, "gc", "-q", "--prune=now")

@@ -488,15 +488,24 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 	// changed the worktree, so it takes no boundary: the next task that
 	// runs something compares against the last boundary taken, which is
 	// still the state before it. On a fully cached resume this saves one
-	// git status and one salvage per task, most of the resume's time.
+	// snapshot commit per task, most of the resume's time.
 	if status == cache.TaskDone && ts.live == 0 && e.liveGates == ts.gates0 {
 		return finish(status)
 	}
-	v, err := e.takeBoundary(ctx, t.ID, ts.live == 0)
+	v, err := e.takeBoundary(ctx, t.ID, ts.live == 0, "after task "+t.ID)
 	if err != nil {
 		return taskResult{}, err
 	}
 	ts.row.Concerns = append(ts.row.Concerns, v.concerns...)
+	if len(v.vanished) > 0 {
+		status = cache.TaskBlocked
+		what := "implloop's own record of the run was tampered with during the task: " + strings.Join(v.vanished, "; ")
+		if reason == "" {
+			reason = what
+		} else {
+			reason += "; and " + what
+		}
+	}
 	if len(v.lost) > 0 {
 		ts.row.LostPaths = v.lost
 		status = cache.TaskBlocked

@@ -18,8 +18,8 @@ func newRestoreCmd(io *ioStreams) *cobra.Command {
 		Use:   "restore [--run ID] [--task ID] [PATH...] [--force]",
 		Short: "Bring back content the discard guard saw a task throw away",
 		Long: `Restore writes back, byte for byte, the content of every path the discard
-guard saw lost in a run (default: the latest run), from the copy implloop
-kept in the git object store (refs/implloop/salvage/<run>). Limit it to one
+guard saw lost in a run (default: the latest run), from the run's boundary
+commits in the git object store (refs/implloop/runs/<run>). Limit it to one
 task with --task or to some paths by naming them.
 
 A path whose current content is neither the lost content nor what it was

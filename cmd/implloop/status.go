@@ -34,13 +34,14 @@ func newStatusCmdWith(io *ioStreams, runF func(context.Context, *statusOptions) 
 		Use:   "status",
 		Short: "Show the boundary snapshot of the repository now (read-only)",
 		Long: `Show what implloop records at a task boundary, taken now: HEAD, the branch,
-and every path that differs from HEAD (staged, unstaged, untracked and not
-ignored) with its status, its worktree content hash (git's blob id, as
-'git hash-object' prints it) and its HEAD content hash. implloop's own
-.implloop/ and BLOCKED.md are left out.
+the tree the boundary would commit (the whole work tree, as 'git add -A'
+records it), and every path that differs from HEAD (staged, unstaged,
+untracked and not ignored) with its status, its worktree content hash
+(git's blob id, as 'git hash-object' prints it) and its HEAD content hash.
+implloop's own BLOCKED.md is left out. --json gives the tree id too.
 
 It only reads: nothing is written to the worktree, .git or the journal (the
-salvage store is not touched).
+tree is built in a temporary index and object directory, removed after).
 
 ` + exitStatusHelp(),
 		Args: exactArgs(0, "no arguments"),
@@ -83,7 +84,7 @@ func printSnapshot(w io.Writer, s boundary.Snapshot) error {
 	if s.Detached {
 		branch = "(detached HEAD)"
 	}
-	fmt.Fprintf(w, "HEAD    %s\nbranch  %s\n", head, branch)
+	fmt.Fprintf(w, "HEAD    %s\nbranch  %s\ntree    %s\n", head, branch, s.Tree)
 	if len(s.Paths) == 0 {
 		fmt.Fprintln(w, "clean: no path differs from HEAD")
 		return nil

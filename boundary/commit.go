@@ -1,0 +1,348 @@
+package boundary
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
+
+func checkRunID(run string) error {
+	if !runIDPattern.MatchString(run) || strings.Contains(run, "..") || strings.HasSuffix(run, ".lock") || strings.HasSuffix(run, ".") {
+		return fmt.Errorf("boundary: run id %q cannot be a ref name component", run)
+	}
+	return nil
+}
+
+// StateDir is where a work tree's boundary index lives: implloop/ under its
+// own git directory (linked worktrees each have one).
+func stateDir(gitDir string) string { return filepath.Join(gitDir, "implloop") }
+
+// prepareIndex points t.env at the index the snapshot is built in.
+//
+// With WithRun it is the work tree's private index,
+// <git-dir>/implloop/boundary-index, kept from one boundary to the next so
+// that `git add -A` re-reads only files whose stat data changed. It is
+// seeded from the real index (so the first snapshot hashes only what is
+// dirty) and seeded again whenever the real index changed since (a commit,
+// a `git add`, a checkout: the real index then knows the fresh stat data
+// of the files it touched), or the excluded paths did.
+//
+// Without WithRun nothing may be written to the repository: the index is a
+// temporary copy, and new objects go to a temporary object directory. The
+// real one is not even its alternate while objects are written: git
+// "freshens" (touches) an object it finds already stored instead of
+// writing it, and that is a write too. It is one when the trees are read
+// (t.readEnv).
+func (t *taker) prepareIndex() error {
+	g := t.g
+	real := filepath.Join(g.gitDir, "index")
+	fp, err := indexFingerprint(real, t.excludes())
+	if err != nil {
+		return err
+	}
+	dir := stateDir(g.gitDir)
+	private := filepath.Join(dir, "boundary-index")
+	seedFile := private + ".seed"
+	fresh := false
+	if old, err := os.ReadFile(seedFile); err == nil && string(old) == fp {
+		if _, err := os.Stat(private); err == nil {
+			fresh = true
+		}
+	}
+	if t.o.run == "" {
+		tmp, err := os.MkdirTemp("", "implloop-snapshot-")
+		if err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		t.tmp = tmp
+		if err := os.Mkdir(filepath.Join(tmp, "objects"), 0o755); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		index := filepath.Join(tmp, "index")
+		src := real
+		if fresh {
+			src = private
+		}
+		if err := copyIndex(src, index); err != nil {
+			return err
+		}
+		t.env = []string{
+			"GIT_INDEX_FILE=" + index,
+			"GIT_OBJECT_DIRECTORY=" + filepath.Join(tmp, "objects"),
+		}
+		t.readEnv = append(t.env[:2:2], "GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(g.commonDir, "objects"))
+		if !fresh {
+			return t.removeExcluded()
+		}
+		return nil
+	}
+	t.env = []string{"GIT_INDEX_FILE=" + private}
+	t.readEnv = t.env
+	if fresh {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	if err := copyIndex(real, private); err != nil {
+		return err
+	}
+	if err := t.removeExcluded(); err != nil {
+		return err
+	}
+	if err := os.WriteFile(seedFile, []byte(fp), 0o644); err != nil {
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	return nil
+}
+
+// removeExcluded drops implloop's own files and the excluded paths from a
+// freshly seeded index: the user may have committed them, and `git add -A`
+// with an exclude pathspec leaves an index entry as it is.
+func (t *taker) removeExcluded() error {
+	var in bytes.Buffer
+	for _, p := range append([]string{"BLOCKED.md"}, t.o.exclude...) {
+		if p != "" {
+			in.WriteString(p)
+			in.WriteByte(0)
+		}
+	}
+	if _, _, err := t.g.run(t.env, in.Bytes(), "update-index", "--force-remove", "-z", "--stdin"); err != nil {
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	return nil
+}
+
+// indexFingerprint identifies the real index's current state: its stat
+// data and git's checksum at its end, and the exclusions in force.
+func indexFingerprint(path string, excludes []string) (string, error) {
+	var b strings.Builder
+	f, err := os.Open(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		b.WriteString("none\n")
+	case err != nil:
+		return "", fmt.Errorf("reading the index: %w", err)
+	default:
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return "", fmt.Errorf("reading the index: %w", err)
+		}
+		st := fileStat(fi)
+		fmt.Fprintf(&b, "%d %d %d %d\n", st.Size, st.Mtime, st.Ctime, st.Ino)
+		if fi.Size() >= 32 {
+			tail := make([]byte, 32)
+			if _, err := f.ReadAt(tail, fi.Size()-32); err == nil {
+				b.WriteString(hex.EncodeToString(tail) + "\n")
+			}
+		}
+	}
+	b.WriteString(strings.Join(excludes, "\x00"))
+	return b.String(), nil
+}
+
+// copyIndex copies an index file, keeping its modification time: git
+// judges an entry racily clean against the index file's own mtime, and a
+// copy that looked newer would hide an edit made in the same second the
+// original was written. A missing source means an empty index.
+func copyIndex(src, dst string) error {
+	in, err := os.Open(src)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("boundary index: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	tmp := dst + ".tmp"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	if err := out.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	if err := os.Chtimes(tmp, fi.ModTime(), fi.ModTime()); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	return nil
+}
+
+// commit records the snapshot tree as a commit whose parents are the
+// previous boundary (when given and still there) and HEAD, and moves the
+// run's ref to it. Before it moves the ref it checks that the ref still
+// holds the previous boundary: an agent that deleted or moved it is
+// reported (Snapshot.Vanished), and the chain goes on from here.
+func (t *taker) commit(snap *Snapshot) error {
+	g := t.g
+	ref := RunRef(t.o.run)
+	cur := ""
+	out, _, err := g.run(nil, nil, "rev-parse", "-q", "--verify", ref+"^{commit}")
+	switch {
+	case err == nil:
+		cur = strings.TrimSpace(string(out))
+	case exitCode(err) != 1:
+		return fmt.Errorf("boundary: reading %s: %w", ref, err)
+	}
+	prev := ""
+	if p := t.o.prev; p != nil && p.Commit != "" {
+		prev = p.Commit
+		if p.Ref == ref && cur != p.Commit {
+			if cur == "" {
+				snap.Vanished = append(snap.Vanished, fmt.Sprintf("%s was deleted", ref))
+			} else {
+				snap.Vanished = append(snap.Vanished, fmt.Sprintf("%s was moved from %.12s to %.12s", ref, p.Commit, cur))
+			}
+			if !g.hasObject(p.Commit + "^{commit}") {
+				snap.Vanished = append(snap.Vanished, fmt.Sprintf("boundary commit %.12s is gone from the object database", p.Commit))
+				prev = ""
+			}
+		}
+	}
+	args := []string{"commit-tree", "--no-gpg-sign", snap.Tree}
+	if prev != "" {
+		args = append(args, "-p", prev)
+	}
+	if snap.Head != "" {
+		args = append(args, "-p", snap.Head)
+	}
+	args = append(args, "-F", "-")
+	label := t.o.label
+	if label == "" {
+		label = "boundary"
+	}
+	head := snap.Head
+	if head == "" {
+		head = "(unborn)"
+	}
+	msg := fmt.Sprintf("implloop: run %s, %s\n\nThe work tree as it was (tracked and untracked, not ignored).\n\nImplloop-Run: %s\nImplloop-Head: %s\n",
+		t.o.run, label, t.o.run, head)
+	env := []string{
+		"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost",
+		"GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost",
+	}
+	out, _, err = g.run(env, []byte(msg), args...)
+	if err != nil {
+		return fmt.Errorf("boundary: %w", err)
+	}
+	id := strings.TrimSpace(string(out))
+	if !isHexID(id) {
+		return fmt.Errorf("boundary: git commit-tree: bad id %q", id)
+	}
+	if _, _, err := g.run(nil, nil, "update-ref", "-m", "implloop: "+label, ref, id, cur); err != nil {
+		return fmt.Errorf("boundary: %w", err)
+	}
+	snap.Commit, snap.Ref = id, ref
+	return nil
+}
+
+// Load rebuilds a snapshot recorded as a boundary commit (s carries at
+// least Tree and Head, as the journal keeps them): its dirty set is the
+// tree's difference from HEAD. The index of that moment was not recorded,
+// so Index is taken to be HEAD's content. exclude are the paths the
+// boundary was taken without (WithExclude).
+func Load(ctx context.Context, repoDir string, s Snapshot, exclude ...string) (Snapshot, error) {
+	g, err := openGit(ctx, repoDir)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if s.Tree == "" {
+		return Snapshot{}, fmt.Errorf("boundary: no tree recorded")
+	}
+	from := s.Head
+	if from == "" {
+		from = g.emptyTree()
+	}
+	changes, err := g.diffTree(nil, from, s.Tree, false)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("boundary %.12s: %w", s.Commit, err)
+	}
+	s.Root = g.root
+	s.Paths = s.Paths[:0]
+	t := &taker{o: &options{exclude: exclude}}
+	for _, c := range changes {
+		if t.excluded(c.Path) {
+			continue
+		}
+		e := Entry{Path: c.Path, Head: c.Before, Index: c.Before, Worktree: c.After}
+		e.Status, e.XY = classify(&e, false)
+		if e.Status == StatusAdded {
+			e.Status, e.XY = StatusUntracked, "??"
+		}
+		s.Paths = append(s.Paths, e)
+	}
+	return s, nil
+}
+
+// Diff lists the changes between two boundary commits (or trees), renames
+// detected: a task's effect. from "" is the empty tree.
+func Diff(ctx context.Context, repoDir, from, to string) ([]Change, error) {
+	g, err := openGit(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	if from == "" {
+		from = g.emptyTree()
+	}
+	changes, err := g.diffTree(nil, from, to, true)
+	if err != nil {
+		return nil, err
+	}
+	out := changes[:0]
+	for _, c := range changes {
+		if !Excluded(c.Path) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// DiffText is `git diff` between two boundary commits (or trees) as git
+// prints it: a patch, or with stat a diffstat. color asks for git's colors.
+func DiffText(ctx context.Context, repoDir, from, to string, stat, color bool) ([]byte, error) {
+	g, err := openGit(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	if from == "" {
+		from = g.emptyTree()
+	}
+	args := []string{"diff", "--no-ext-diff", "--no-textconv", "-M"}
+	if stat {
+		args = append(args, "--stat")
+	}
+	if color {
+		args = append(args, "--color=always")
+	} else {
+		args = append(args, "--color=never")
+	}
+	out, _, err := g.run(nil, nil, append(args, from, to, "--")...)
+	return out, err
+}

@@ -1,0 +1,60 @@
+package boundary
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseRaw(t *testing.T) {
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	z := strings.Repeat("0", 40)
+	in := ":100644 100644 " + a + " " + b + " M\x00dir/f.txt\x00" +
+		":000000 100755 " + z + " " + b + " A\x00new\nline\x00" +
+		":100644 100644 " + a + " " + a + " R100\x00old\x00bad\xffname\x00" +
+		":100644 000000 " + a + " " + z + " D\x00gone\x00"
+	got, err := parseRaw([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d changes: %+v", len(got), got)
+	}
+	if got[0].Path != "dir/f.txt" || got[0].Status != 'M' || got[0].Before.Hash != a || got[0].After.Hash != b {
+		t.Errorf("modified: %+v", got[0])
+	}
+	if got[1].Before.Present() || got[1].After.Mode != ModeExecutable || got[1].Path != "new\nline" {
+		t.Errorf("added: %+v", got[1])
+	}
+	if got[2].Path != "bad\xffname" || got[2].From != "old" || got[2].Score != 100 {
+		t.Errorf("renamed: %+v", got[2])
+	}
+	if got[3].After.Present() || got[3].Status != 'D' {
+		t.Errorf("deleted: %+v", got[3])
+	}
+	for _, bad := range []string{"x", ":100644 100644 " + a + " " + b + " M", ":100644 100644 " + a + " " + b + " M\x00\x00",
+		":1006x4 100644 " + a + " " + b + " M\x00p\x00", ":100644 100644 " + a + " " + b + " R\x00only\x00"} {
+		if _, err := parseRaw([]byte(bad)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// FuzzParseRaw: git's raw diff output is parsed without panicking, and
+// every change it accepts has a path.
+func FuzzParseRaw(f *testing.F) {
+	a := strings.Repeat("a", 40)
+	f.Add([]byte(":100644 100644 " + a + " " + a + " M\x00p\x00"))
+	f.Add([]byte(":100644 100644 " + a + " " + a + " R087\x00p\x00q\x00"))
+	f.Add([]byte(":000000 000000 " + strings.Repeat("0", 40) + " " + strings.Repeat("0", 40) + " U\x00p\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		changes, err := parseRaw(data)
+		if err != nil {
+			return
+		}
+		for _, c := range changes {
+			if c.Path == "" {
+				t.Fatalf("a change without a path: %+v", c)
+			}
+		}
+	})
+}
