@@ -325,8 +325,9 @@ func Diff(ctx context.Context, repoDir, from, to string) ([]Change, error) {
 }
 
 // DiffText is `git diff` between two boundary commits (or trees) as git
-// prints it: a patch, or with stat a diffstat. color asks for git's colors.
-func DiffText(ctx context.Context, repoDir, from, to string, stat, color bool) ([]byte, error) {
+// prints it: a diffstat (stat), a patch (patch), or both. color asks for
+// git's colors.
+func DiffText(ctx context.Context, repoDir, from, to string, stat, patch, color bool) ([]byte, error) {
 	g, err := openGit(ctx, repoDir)
 	if err != nil {
 		return nil, err
@@ -337,6 +338,9 @@ func DiffText(ctx context.Context, repoDir, from, to string, stat, color bool) (
 	args := []string{"diff", "--no-ext-diff", "--no-textconv", "-M"}
 	if stat {
 		args = append(args, "--stat")
+	}
+	if stat && patch {
+		args = append(args, "--patch")
 	}
 	if color {
 		args = append(args, "--color=always")

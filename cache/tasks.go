@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/implloop/implloop/internal/bytepath"
 	"time"
 )
 
@@ -45,8 +46,17 @@ type Task struct {
 	FinishedAt  time.Time     `json:"finished_at,omitzero"`
 	Duration    time.Duration `json:"duration_ns"`
 	BlockReason string        `json:"block_reason,omitempty"`
-	LostPaths   []string      `json:"lost_paths,omitempty"`
+	LostPaths   bytepath.List `json:"lost_paths,omitempty"`
 	Concerns    []string      `json:"concerns,omitempty"`
+}
+
+// pathList is the JSON of a list of paths, byte-exact (internal/bytepath).
+func pathList(v []string) string {
+	if len(v) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(bytepath.List(v))
+	return string(b)
 }
 
 func jsonList(v []string) string {
@@ -73,7 +83,7 @@ func (j *Journal) PutTask(t Task) error {
 			lost_paths = excluded.lost_paths, concerns = excluded.concerns`,
 		t.RunID, t.TaskID, t.Ordinal, t.Title, string(t.Status), string(t.Source), t.Attempts,
 		ms(t.StartedAt), ms(t.FinishedAt), t.Duration.Milliseconds(), t.BlockReason,
-		jsonList(t.LostPaths), jsonList(t.Concerns))
+		pathList(t.LostPaths), jsonList(t.Concerns))
 	if err != nil {
 		return fmt.Errorf("put task %s/%s: %w", t.RunID, t.TaskID, err)
 	}
@@ -95,7 +105,7 @@ func scanTask(sc interface{ Scan(...any) error }) (Task, error) {
 	t.Status, t.Source = TaskStatus(status), Source(source)
 	t.StartedAt, t.FinishedAt = fromMS(started), fromMS(finished)
 	t.Duration = time.Duration(dur) * time.Millisecond
-	if err := json.Unmarshal([]byte(lost), &t.LostPaths); err != nil {
+	if err := json.Unmarshal([]byte(lost), (*bytepath.List)(&t.LostPaths)); err != nil {
 		return t, fmt.Errorf("task %s lost_paths: %w", t.TaskID, err)
 	}
 	if err := json.Unmarshal([]byte(concerns), &t.Concerns); err != nil {

@@ -57,11 +57,13 @@
 package guard
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/internal/bytepath"
 )
 
 // Outcome is what happened to one earlier-dirty path.
@@ -494,4 +496,40 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// MarshalJSON writes the result with its paths' base64 twins when they
+// are not valid UTF-8 (see internal/bytepath).
+func (r PathResult) MarshalJSON() ([]byte, error) {
+	type plain PathResult
+	return json.Marshal(struct {
+		plain
+		PathB64      string `json:"path_b64,omitempty"`
+		MovedToB64   string `json:"moved_to_b64,omitempty"`
+		MovedFromB64 string `json:"moved_from_b64,omitempty"`
+	}{plain(r), bytepath.B64(r.Path), bytepath.B64(r.MovedTo), bytepath.B64(r.MovedFrom)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *PathResult) UnmarshalJSON(data []byte) error {
+	type plain PathResult
+	var v struct {
+		plain
+		PathB64      string `json:"path_b64"`
+		MovedToB64   string `json:"moved_to_b64"`
+		MovedFromB64 string `json:"moved_from_b64"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*r = PathResult(v.plain)
+	var err error
+	if r.Path, err = bytepath.Decode(r.Path, v.PathB64); err != nil {
+		return err
+	}
+	if r.MovedTo, err = bytepath.Decode(r.MovedTo, v.MovedToB64); err != nil {
+		return err
+	}
+	r.MovedFrom, err = bytepath.Decode(r.MovedFrom, v.MovedFromB64)
+	return err
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/implloop/implloop/internal/bytepath"
 )
 
 // BlockedFile is the file a block writes at the repo root. implloop refuses
@@ -82,7 +84,7 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 		if len(b.Lost) > 0 {
 			s.WriteString("\nThe task discarded work of earlier tasks (uncommitted, or in a commit it dropped). implloop kept a copy of each lost file:\n\n")
 			for _, p := range b.Lost {
-				fmt.Fprintf(&s, "- `%s`\n", p)
+				fmt.Fprintf(&s, "- `%s`\n", bytepath.Display(p))
 			}
 		}
 		if b.Gate != "" {
@@ -187,4 +189,13 @@ func fenceFor(s string) string {
 		return "```"
 	}
 	return strings.Repeat("`", longest+1)
+}
+
+// shownPaths is a list of paths as a person reads it (internal/bytepath).
+func shownPaths(ps []string) string {
+	shown := make([]string, len(ps))
+	for i, p := range ps {
+		shown[i] = bytepath.Display(p)
+	}
+	return strings.Join(shown, ", ")
 }

@@ -80,7 +80,7 @@ func (e *engine) boundary(ctx context.Context, afterTask string, first bool) err
 			block = &blockInfo{RunID: e.runID, PlanPath: e.s.Plan, TaskID: unfinished.TaskID, Title: unfinished.Title,
 				Attempts: unfinished.Attempts, Lost: lost, Unfinished: e.o.Parent,
 				Reason: fmt.Sprintf("run %s stopped without finishing task %s, and since its last boundary uncommitted work was discarded: %s",
-					e.o.Parent, unfinished.TaskID, strings.Join(lost, ", "))}
+					e.o.Parent, unfinished.TaskID, shownPaths(lost))}
 		default:
 			// Between the runs the user is the one changing things:
 			// a path back at HEAD is their choice, never a block, so
@@ -155,7 +155,7 @@ func (e *engine) guardInterrupted(ctx context.Context) error {
 	row.Concerns = append(row.Concerns, r.concerns...)
 	if len(r.lost) > 0 {
 		row.LostPaths = r.lost
-		row.BlockReason = "interrupted, after it discarded work of earlier tasks: " + strings.Join(r.lost, ", ")
+		row.BlockReason = "interrupted, after it discarded work of earlier tasks: " + shownPaths(r.lost)
 	}
 	if err := e.j.PutTask(*row); err != nil {
 		return err

@@ -1,6 +1,10 @@
 package loop
 
-import "time"
+import (
+	"time"
+
+	"github.com/implloop/implloop/internal/bytepath"
+)
 
 // Event types of the run's event stream (docs/events.md). Each is journaled
 // and handed to the Observer; `implloop run --json` prints them as NDJSON.
@@ -49,7 +53,7 @@ type Event struct {
 	Head      string        `json:"head,omitempty"`
 	Dirty     *int          `json:"dirty,omitempty"`
 	Message   string        `json:"message,omitempty"`
-	Paths     []string      `json:"paths,omitempty"`
+	Paths     bytepath.List `json:"paths,omitempty"`
 	Verdict   string        `json:"verdict,omitempty"`
 	Done      *int          `json:"done,omitempty"`
 	Tasks     []PlannedTask `json:"tasks,omitempty"` // resume_plan

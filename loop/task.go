@@ -510,9 +510,9 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 		ts.row.LostPaths = v.lost
 		status = cache.TaskBlocked
 		if reason == "" {
-			reason = fmt.Sprintf("the task discarded work of earlier tasks: %s", strings.Join(v.lost, ", "))
+			reason = fmt.Sprintf("the task discarded work of earlier tasks: %s", shownPaths(v.lost))
 		} else {
-			reason += "; and it discarded work of earlier tasks: " + strings.Join(v.lost, ", ")
+			reason += "; and it discarded work of earlier tasks: " + shownPaths(v.lost)
 		}
 	}
 	for _, c := range v.concerns {

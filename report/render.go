@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/implloop/implloop/internal/bytepath"
 )
 
 // Terminal writes the report as plain aligned text, the form printed at
@@ -71,7 +73,11 @@ func taskNotes(t Task) []note {
 		ns = append(ns, note{"blocked", t.BlockReason})
 	}
 	if len(t.LostPaths) > 0 {
-		ns = append(ns, note{"lost", strings.Join(t.LostPaths, ", ")})
+		shown := make([]string, len(t.LostPaths))
+		for i, p := range t.LostPaths {
+			shown[i] = bytepath.Display(p)
+		}
+		ns = append(ns, note{"lost", strings.Join(shown, ", ")})
 	}
 	for _, c := range t.Concerns {
 		ns = append(ns, note{"concern", c})
@@ -119,7 +125,7 @@ func Markdown(r *Report) []byte {
 			if len(t.LostPaths) > 0 {
 				b.WriteString("Lost paths (`implloop restore` brings them back):\n\n")
 				for _, p := range t.LostPaths {
-					fmt.Fprintf(&b, "- %s\n", mdCode(p, false))
+					fmt.Fprintf(&b, "- %s\n", mdCode(bytepath.Display(p), false))
 				}
 				b.WriteByte('\n')
 			}

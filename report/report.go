@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/cache"
+
+	"github.com/implloop/implloop/internal/bytepath"
 )
 
 // Verdict is a run's outcome.
@@ -115,17 +117,17 @@ type Report struct {
 
 // Task is one task's line in the report.
 type Task struct {
-	ID          string   `json:"id"`
-	Title       string   `json:"title"`
-	Status      string   `json:"status"`
-	Source      string   `json:"source"`
-	Attempts    int      `json:"attempts"`
-	DurationMS  int64    `json:"duration_ms"`
-	Live        Spend    `json:"live"`  // what this run spent on the task
-	Saved       Spend    `json:"saved"` // what replaying saved
-	BlockReason string   `json:"block_reason,omitempty"`
-	Concerns    []string `json:"concerns,omitempty"`
-	LostPaths   []string `json:"lost_paths,omitempty"`
+	ID          string        `json:"id"`
+	Title       string        `json:"title"`
+	Status      string        `json:"status"`
+	Source      string        `json:"source"`
+	Attempts    int           `json:"attempts"`
+	DurationMS  int64         `json:"duration_ms"`
+	Live        Spend         `json:"live"`  // what this run spent on the task
+	Saved       Spend         `json:"saved"` // what replaying saved
+	BlockReason string        `json:"block_reason,omitempty"`
+	Concerns    []string      `json:"concerns,omitempty"`
+	LostPaths   bytepath.List `json:"lost_paths,omitempty"`
 }
 
 // Spend sums units: their count, tokens and cost.

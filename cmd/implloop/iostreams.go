@@ -15,6 +15,7 @@ type ioStreams struct {
 	Out        io.Writer
 	ErrOut     io.Writer
 	errIsTerm  bool
+	outIsTerm  bool
 	workingDir string
 }
 
@@ -25,6 +26,13 @@ func newIOStreams() *ioStreams {
 		Out:        os.Stdout,
 		ErrOut:     os.Stderr,
 		errIsTerm:  term.IsTerminal(int(os.Stderr.Fd())),
+		outIsTerm:  term.IsTerminal(int(os.Stdout.Fd())),
 		workingDir: wd,
 	}
+}
+
+// color reports whether data on Out may carry terminal colors: Out is a
+// terminal and NO_COLOR is not set.
+func (io *ioStreams) color() bool {
+	return io.outIsTerm && os.Getenv("NO_COLOR") == ""
 }

@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"text/tabwriter"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/boundary"
+
+	"github.com/implloop/implloop/internal/bytepath"
 )
 
 type statusOptions struct {
@@ -131,9 +130,4 @@ func blobCell(b boundary.Blob) string {
 }
 
 // displayPath quotes a path that would not read as one line of text.
-func displayPath(p string) string {
-	if !utf8.ValidString(p) || strings.ContainsAny(p, "\"\\\t\n\r") || strings.IndexFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
-		return strconv.Quote(p)
-	}
-	return p
-}
+func displayPath(p string) string { return bytepath.Display(p) }

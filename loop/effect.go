@@ -1,0 +1,80 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/cache"
+)
+
+// Effect is what a task did to the work tree in one run: the difference
+// between the boundary commit taken before it and the one taken after it.
+type Effect struct {
+	RunID  string `json:"run_id"`
+	TaskID string `json:"task_id"`
+	// From and To are the boundary commits before and after the task.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Changes lists the paths the task changed, renames detected.
+	Changes []boundary.Change `json:"changes"`
+}
+
+// ErrNoEffect is a task that took no boundary of its own in the run: it
+// was replayed whole, skipped, or never reached.
+var ErrNoEffect = errors.New("no boundary after the task in this run")
+
+// ErrLegacyBoundary is a run journaled before boundaries were commits.
+var ErrLegacyBoundary = errors.New("the run was journaled before boundaries were commits")
+
+// TaskEffect is task taskID's effect in run runID, read from the journal
+// and the boundary commits (read-only). When the task ran more than once
+// in the run (interrupted, then guarded), the last boundary after it
+// counts.
+func TaskEffect(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID string) (*Effect, error) {
+	from, to, err := taskBoundaries(j, runID, taskID)
+	if err != nil {
+		return nil, err
+	}
+	changes, err := boundary.Diff(ctx, repoRoot, from.Commit, to.Commit)
+	if err != nil {
+		return nil, fmt.Errorf("task %s of run %s: %w", taskID, runID, err)
+	}
+	if changes == nil {
+		changes = []boundary.Change{}
+	}
+	return &Effect{RunID: runID, TaskID: taskID, From: from.Commit, To: to.Commit, Changes: changes}, nil
+}
+
+// TaskDiff is task taskID's effect in run runID as git prints it: a
+// diffstat, a patch, or both (read-only).
+func TaskDiff(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID string, stat, patch, color bool) ([]byte, error) {
+	from, to, err := taskBoundaries(j, runID, taskID)
+	if err != nil {
+		return nil, err
+	}
+	return boundary.DiffText(ctx, repoRoot, from.Commit, to.Commit, stat, patch, color)
+}
+
+// taskBoundaries are the boundaries around the task's last run in runID.
+func taskBoundaries(j *cache.Journal, runID, taskID string) (from, to cache.Boundary, err error) {
+	bs, err := j.Boundaries(runID)
+	if err != nil {
+		return from, to, err
+	}
+	at := -1
+	for i, b := range bs {
+		if b.AfterTask == taskID && i > 0 {
+			at = i
+		}
+	}
+	if at < 0 {
+		return from, to, fmt.Errorf("task %s of run %s: %w", taskID, runID, ErrNoEffect)
+	}
+	from, to = bs[at-1], bs[at]
+	if from.Commit == "" || to.Commit == "" {
+		return from, to, fmt.Errorf("task %s of run %s: %w", taskID, runID, ErrLegacyBoundary)
+	}
+	return from, to, nil
+}
