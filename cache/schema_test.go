@@ -13,7 +13,7 @@ import (
 // keeps its gates (stands_for reads as "") and takes the new column.
 func TestMigrateGatesStandsFor(t *testing.T) {
 	root := newRepo(t)
-	dir := filepath.Join(root, Dir)
+	dir := stateDirT(t, root).State
 	if err := os.MkdirAll(filepath.Join(dir, "objects"), 0o755); err != nil {
 		t.Fatal(err)
 	}

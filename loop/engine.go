@@ -162,7 +162,14 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 
 	start := e.now()
 	e.runID = identity.NewRunID(start, randomBytes())
-	lock, err := AcquireLock(filepath.Join(o.RepoRoot, ".implloop"), e.runID, start)
+	dirs, err := cache.StateDir(o.RepoRoot)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := AcquireLock(dirs.Lock, e.runID, start)
+	if locked := (*ErrLocked)(nil); errors.As(err, &locked) {
+		locked.Path = dirs.Shown(locked.Path)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +278,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	out.Report = rep
-	if out.ReportPath, _, err = report.Write(o.RepoRoot, rep); err != nil {
+	if out.ReportPath, _, err = report.Write(e.j.Dir(), rep); err != nil {
 		return nil, err
 	}
 	e.emit(Event{Type: EvRunFinished, Verdict: out.Verdict, Done: intp(dec.Done), Count: len(sel.Tasks), Message: out.ReportPath})

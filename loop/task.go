@@ -331,7 +331,7 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(e.o.RepoRoot, ".implloop", "runs", e.runID, "units", strings.NewReplacer("/", "_", "~", "_").Replace(u.ID))
+	dir := filepath.Join(e.j.Dir(), "runs", e.runID, "units", strings.NewReplacer("/", "_", "~", "_").Replace(u.ID))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}

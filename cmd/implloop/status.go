@@ -36,8 +36,8 @@ func newStatusCmdWith(io *ioStreams, runF func(context.Context, *statusOptions) 
 		Long: `Show what implloop records at a task boundary, taken now: HEAD, the branch,
 and every path that differs from HEAD (staged, unstaged, untracked and not
 ignored) with its status, its worktree content hash (git's blob id, as
-'git hash-object' prints it) and its HEAD content hash. implloop's own
-.implloop/ and BLOCKED.md are left out.
+'git hash-object' prints it) and its HEAD content hash. BLOCKED.md is left
+out (and .implloop/, where older implloops kept their journal).
 
 It only reads: nothing is written to the worktree, .git or the journal (the
 salvage store is not touched).
