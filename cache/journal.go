@@ -45,12 +45,14 @@ var (
 // those only means a resume recomputes it.
 type Journal struct {
 	dirs     Dirs
-	dir      string // dirs.State
+	dir      string // dirs.State (dirs.Legacy for a legacy journal read in place)
 	dbPath   string
 	st       *store
 	blobs    *Blobs
 	readOnly bool
 	cur      *sql.Tx // set on the copy of the Journal that Batch hands out
+	// movedFrom is the legacy directory Open moved the journal out of.
+	movedFrom string
 }
 
 // store is what every copy of a Journal shares: the database and its
@@ -63,17 +65,33 @@ type store struct {
 
 // Open opens (creating if needed) the journal of the work tree at repoRoot
 // for writing, in the git directory (see [StateDir]), migrating its schema
-// to the current version.
+// to the current version. A journal an older implloop kept in
+// <repo>/.implloop is moved there first, once (see [Journal.MovedFrom]).
 func Open(repoRoot string) (*Journal, error) {
 	d, err := StateDir(repoRoot)
 	if err != nil {
 		return nil, err
 	}
 	dir := d.State
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	unlock, err := lockState(dir)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	defer unlock()
+	moved, err := moveLegacy(d)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "objects"), 0o755); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	j := &Journal{dirs: d, dir: dir, dbPath: filepath.Join(dir, "state.db")}
+	if moved {
+		j.movedFrom = d.Legacy
+	}
 	j.blobs = &Blobs{dir: filepath.Join(dir, "objects")}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
@@ -105,14 +123,18 @@ func Open(repoRoot string) (*Journal, error) {
 
 // OpenReadOnly opens the journal for reading only. It creates and modifies
 // no file: without a journal it returns ErrNoJournal, and it never creates
-// the state directory, the database's -wal or -shm files, or blobs. Write
-// methods return ErrReadOnly.
+// the state directory, the database's -wal or -shm files, or blobs. A
+// journal an older implloop kept in <repo>/.implloop, not moved yet, is
+// read where it is. Write methods return ErrReadOnly.
 func OpenReadOnly(repoRoot string) (*Journal, error) {
 	d, err := StateDir(repoRoot)
 	if err != nil {
 		return nil, err
 	}
 	dir := d.State
+	if !exists(filepath.Join(dir, "state.db")) && exists(filepath.Join(d.Legacy, "state.db")) {
+		dir = d.Legacy
+	}
 	j := &Journal{dirs: d, dir: dir, dbPath: filepath.Join(dir, "state.db"), readOnly: true}
 	j.blobs = &Blobs{dir: filepath.Join(dir, "objects"), readOnly: true}
 	if _, err := os.Stat(j.dbPath); errors.Is(err, fs.ErrNotExist) {
@@ -188,11 +210,17 @@ func (j *Journal) Close() error {
 func (j *Journal) Root() string { return j.dirs.Root }
 
 // Dir is the journal's directory: $(git rev-parse --git-common-dir)/implloop,
-// where reports and the agents' files of a run go too (runs/<id>/).
+// where reports and the agents' files of a run go too (runs/<id>/). For a
+// legacy journal read in place by OpenReadOnly, <repo>/.implloop.
 func (j *Journal) Dir() string { return j.dir }
 
 // Dirs are the directories the journal was opened with.
 func (j *Journal) Dirs() Dirs { return j.dirs }
+
+// MovedFrom is the directory Open moved an older implloop's journal out
+// of (<repo>/.implloop), "" when it moved nothing. Open moves a journal
+// once; the caller says so to the user (cache prints nothing).
+func (j *Journal) MovedFrom() string { return j.movedFrom }
 
 // Blobs is the journal's blob store.
 func (j *Journal) Blobs() *Blobs { return j.blobs }

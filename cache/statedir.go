@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 )
 
 // LegacyDir is where implloop kept all of its state before it moved into
-// the git directory: <repo>/.implloop.
+// the git directory: <repo>/.implloop. A journal found there is moved on
+// the first writable open (see [Open]) and read in place until then.
 const LegacyDir = ".implloop"
 
 // stateName is the name of implloop's directory inside the git directory.
@@ -83,4 +85,11 @@ func (d Dirs) Shown(p string) string {
 		return p
 	}
 	return rel
+}
+
+// exists reports whether p exists (an error other than "does not exist"
+// counts as existing: the caller's next step reports it).
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil || !errors.Is(err, os.ErrNotExist)
 }

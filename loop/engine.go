@@ -215,6 +215,10 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	e.emit(Event{Type: EvRunStarted, ParentID: o.Parent, Plan: e.s.Plan, PlanSHA: sel.PlanSHA256, Count: len(sel.Tasks)})
+	if from := e.j.MovedFrom(); from != "" {
+		e.emit(Event{Type: EvJournalMoved, Message: fmt.Sprintf("moved the journal from %s/ to %s/ (implloop now keeps its state in the git directory)",
+			dirs.Shown(from), dirs.Shown(e.j.Dir()))})
+	}
 
 	if o.Parent != "" {
 		out.Plan, err = e.plan()
