@@ -51,6 +51,10 @@ type Journal struct {
 	blobs    *Blobs
 	readOnly bool
 	cur      *sql.Tx // set on the copy of the Journal that Batch hands out
+
+	// What Open found, for Gone: the database file and the blob store's
+	// directory (os.SameFile compares their device and inode numbers).
+	dbInfo, objInfo os.FileInfo
 	// movedFrom is the legacy directory Open moved the journal out of.
 	movedFrom string
 }
@@ -116,6 +120,13 @@ func Open(repoRoot string) (*Journal, error) {
 	if err := j.migrate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("journal %s: %w", j.dbPath, err)
+	}
+	if j.dbInfo, err = os.Stat(j.dbPath); err == nil {
+		j.objInfo, err = os.Stat(j.blobs.dir)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("journal: %w", err)
 	}
 	j.blobs.removeStaleTemps(time.Hour)
 	return j, nil

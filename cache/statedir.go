@@ -93,3 +93,45 @@ func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil || !errors.Is(err, os.ErrNotExist)
 }
+
+// GoneError says that the journal a writer opened was taken away while it
+// was open: its database or blob store removed, or another put in its
+// place.
+type GoneError struct {
+	What string // "journal" or "blob store"
+	Path string // as Dirs.Shown shows it
+	How  string // "removed" or "replaced"
+}
+
+func (e *GoneError) Error() string {
+	return fmt.Sprintf("implloop's %s %s was %s", e.What, e.Path, e.How)
+}
+
+// Gone reports whether the journal this Journal opened has been taken away
+// since Open: its state.db or objects/ no longer at their paths, or not the
+// same files (device and inode, as Open found them). SQLite goes on writing
+// to a removed database without an error, so nothing else notices an
+// agent's `rm -rf .git/implloop`. It returns a *GoneError, or nil while
+// both are in place (and always for a read-only journal).
+func (j *Journal) Gone() error {
+	if j.readOnly || j.dbInfo == nil {
+		return nil
+	}
+	// The database first: a blob written after a removal recreates
+	// objects/, which then looks replaced rather than removed.
+	for _, c := range []struct {
+		what, path string
+		was        os.FileInfo
+	}{{"journal", j.dbPath, j.dbInfo}, {"blob store", j.blobs.dir, j.objInfo}} {
+		fi, err := os.Stat(c.path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return &GoneError{What: c.what, Path: j.dirs.Shown(c.path), How: "removed"}
+		case err != nil:
+			return &GoneError{What: c.what, Path: j.dirs.Shown(c.path), How: "made unreadable (" + err.Error() + ")"}
+		case !os.SameFile(fi, c.was):
+			return &GoneError{What: c.what, Path: j.dirs.Shown(c.path), How: "replaced"}
+		}
+	}
+	return nil
+}

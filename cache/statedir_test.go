@@ -50,8 +50,8 @@ func TestStateInGitDir(t *testing.T) {
 	// git clean -fdx and git stash -a leave it alone.
 	r.Write("junk.txt", "x")
 	r.Git("clean", "-fdxq")
-	if _, err := os.Stat(filepath.Join(want, "state.db")); err != nil {
-		t.Errorf("after git clean: %v", err)
+	if _, err := j.ListRuns(); err != nil || j.Gone() != nil {
+		t.Errorf("after git clean: %v, gone: %v", err, j.Gone())
 	}
 }
 
@@ -329,5 +329,56 @@ func TestLegacyOlderImplloopRunning(t *testing.T) {
 	}
 	if _, err := os.Stat(r.Path(filepath.Join(LegacyDir, "state.db"))); err != nil {
 		t.Errorf("the journal moved from under its writer: %v", err)
+	}
+}
+
+func TestGone(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		do   func(dir string) error
+		want string
+	}{
+		{"removed", os.RemoveAll, "implloop's journal .git/implloop/state.db was removed"},
+		{"replaced", func(dir string) error {
+			if err := os.Remove(filepath.Join(dir, "state.db")); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, "state.db"), nil, 0o644)
+		}, "implloop's journal .git/implloop/state.db was replaced"},
+		{"blobs removed", func(dir string) error { return os.RemoveAll(filepath.Join(dir, "objects")) },
+			"implloop's blob store .git/implloop/objects was removed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := gittest.New(t)
+			j := openT(t, r.Dir)
+			mustRun(t, j, "")
+			if err := j.Gone(); err != nil {
+				t.Fatalf("Gone right after Open: %v", err)
+			}
+			if err := c.do(j.Dir()); err != nil {
+				t.Fatal(err)
+			}
+			err := j.Gone()
+			var ge *GoneError
+			if !errors.As(err, &ge) || err.Error() != filepath.FromSlash(c.want) {
+				t.Errorf("Gone = %v, want %s", err, c.want)
+			}
+			// SQLite goes on without an error: that is why Gone exists.
+			if _, err := j.PutBlob([]byte("after")); err != nil {
+				t.Logf("write after removal: %v", err)
+			}
+		})
+	}
+	// A read-only journal is never gone.
+	r := gittest.New(t)
+	openT(t, r.Dir).Close()
+	ro, err := OpenReadOnly(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	os.RemoveAll(ro.Dir())
+	if err := ro.Gone(); err != nil {
+		t.Errorf("read-only Gone = %v", err)
 	}
 }

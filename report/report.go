@@ -182,6 +182,11 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 	if !run.Finished() && r.Outcome.Verdict != Interrupted {
 		r.Outcome.Verdict = Incomplete
 	}
+	// The loop may stop a run BLOCKED with tasks done (a task took the
+	// journal away): the verdict it recorded stands.
+	if run.Finished() && run.Verdict == string(Blocked) {
+		r.Outcome.Verdict = Blocked
+	}
 	r.Headline = r.Outcome.Headline()
 	r.ExitCode = r.Outcome.Verdict.ExitCode()
 

@@ -198,7 +198,14 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 		}
 		return exitWith(verdictExit(out.Verdict))
 	}
-	if out.Blocked {
+	if out.ReportErr != nil {
+		fmt.Fprintf(io.ErrOut, "implloop: warning: the report of run %s could not be written, nothing of it is on disk: %v\n", out.RunID, out.ReportErr)
+	}
+	switch {
+	case out.JournalGone != "":
+		fmt.Fprintf(io.ErrOut, "implloop: %s: the runs it recorded are gone and cannot be resumed\n", out.JournalGone)
+		fmt.Fprintf(io.ErrOut, "implloop: see BLOCKED.md for the repair steps, then start again: implloop run %s\n", s.Plan)
+	case out.Blocked:
 		fmt.Fprintf(io.ErrOut, "implloop: see BLOCKED.md for the repair steps, then: implloop resume --run %s\n", out.RunID)
 	}
 	return exitWith(verdictExit(out.Verdict))
