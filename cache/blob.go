@@ -15,12 +15,12 @@ import (
 	"time"
 )
 
-// Blobs is the content-addressed store under .implloop/objects/. A blob's
+// Blobs is the content-addressed store in the state directory's objects/. A blob's
 // name is the hex sha256 of its bytes, stored at objects/ab/cdef... Every
 // blob is written to a temporary file in objects/, fsynced, then renamed
 // into place, so a blob that exists is always complete.
 type Blobs struct {
-	dir      string // .implloop/objects
+	dir      string // <state dir>/objects
 	readOnly bool
 }
 

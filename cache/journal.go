@@ -1,8 +1,6 @@
 package cache
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -10,17 +8,12 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // driver "sqlite", pure Go
 )
-
-// Dir is the journal's directory under the repo root.
-const Dir = ".implloop"
 
 // Errors callers branch on.
 var (
@@ -34,9 +27,11 @@ var (
 	ErrNewerSchema = errors.New("journal schema is newer than this implloop")
 )
 
-// Journal is an open journal. A Journal is safe for concurrent use, but
-// there must be only one writing Journal per repository (the loop's repo
-// lock sees to that).
+// Journal is an open journal. A Journal is safe for concurrent use. There
+// is one writing Journal per work tree (the loop's lock sees to that);
+// linked worktrees of one repository share the database, and SQLite's
+// locking (BEGIN IMMEDIATE under a busy timeout) takes their writers'
+// transactions in turn.
 //
 // Durability: every write is committed before it returns, which survives a
 // kill of the process. The writes after which a crash would cost an agent
@@ -49,13 +44,19 @@ var (
 // makes them durable too, because WAL commits are ordered. Losing one of
 // those only means a resume recomputes it.
 type Journal struct {
-	root     string // repo root
-	dir      string // root/.implloop
+	dirs     Dirs
+	dir      string // dirs.State (dirs.Legacy for a legacy journal read in place)
 	dbPath   string
 	st       *store
 	blobs    *Blobs
 	readOnly bool
 	cur      *sql.Tx // set on the copy of the Journal that Batch hands out
+
+	// What Open found, for Gone: the database file and the blob store's
+	// directory (os.SameFile compares their device and inode numbers).
+	dbInfo, objInfo os.FileInfo
+	// movedFrom is the legacy directory Open moved the journal out of.
+	movedFrom string
 }
 
 // store is what every copy of a Journal shares: the database and its
@@ -66,24 +67,35 @@ type store struct {
 	stmts map[string]*sql.Stmt
 }
 
-// Open opens (creating if needed) the journal of the repository at
-// repoRoot for writing, migrating its schema to the current version. On
-// every writable open it makes sure `.implloop/` is listed in the
-// repository's info/exclude (the common git dir, so linked worktrees share
-// it), adding it once.
+// Open opens (creating if needed) the journal of the work tree at repoRoot
+// for writing, in the git directory (see [StateDir]), migrating its schema
+// to the current version. A journal an older implloop kept in
+// <repo>/.implloop is moved there first, once (see [Journal.MovedFrom]).
 func Open(repoRoot string) (*Journal, error) {
-	root, err := filepath.Abs(repoRoot)
+	d, err := StateDir(repoRoot)
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(root, Dir)
+	dir := d.State
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	unlock, err := lockState(dir)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	defer unlock()
+	moved, err := moveLegacy(d)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "objects"), 0o755); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	if err := ensureExcluded(root); err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+	j := &Journal{dirs: d, dir: dir, dbPath: filepath.Join(dir, "state.db")}
+	if moved {
+		j.movedFrom = d.Legacy
 	}
-	j := &Journal{root: root, dir: dir, dbPath: filepath.Join(dir, "state.db")}
 	j.blobs = &Blobs{dir: filepath.Join(dir, "objects")}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
@@ -109,21 +121,32 @@ func Open(repoRoot string) (*Journal, error) {
 		db.Close()
 		return nil, fmt.Errorf("journal %s: %w", j.dbPath, err)
 	}
+	if j.dbInfo, err = os.Stat(j.dbPath); err == nil {
+		j.objInfo, err = os.Stat(j.blobs.dir)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("journal: %w", err)
+	}
 	j.blobs.removeStaleTemps(time.Hour)
 	return j, nil
 }
 
 // OpenReadOnly opens the journal for reading only. It creates and modifies
 // no file: without a journal it returns ErrNoJournal, and it never creates
-// .implloop/, the database's -wal or -shm files, or blobs. Write methods
-// return ErrReadOnly.
+// the state directory, the database's -wal or -shm files, or blobs. A
+// journal an older implloop kept in <repo>/.implloop, not moved yet, is
+// read where it is. Write methods return ErrReadOnly.
 func OpenReadOnly(repoRoot string) (*Journal, error) {
-	root, err := filepath.Abs(repoRoot)
+	d, err := StateDir(repoRoot)
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(root, Dir)
-	j := &Journal{root: root, dir: dir, dbPath: filepath.Join(dir, "state.db"), readOnly: true}
+	dir := d.State
+	if !exists(filepath.Join(dir, "state.db")) && exists(filepath.Join(d.Legacy, "state.db")) {
+		dir = d.Legacy
+	}
+	j := &Journal{dirs: d, dir: dir, dbPath: filepath.Join(dir, "state.db"), readOnly: true}
 	j.blobs = &Blobs{dir: filepath.Join(dir, "objects"), readOnly: true}
 	if _, err := os.Stat(j.dbPath); errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNoJournal
@@ -195,10 +218,20 @@ func (j *Journal) Close() error {
 }
 
 // Root is the repository root the journal belongs to.
-func (j *Journal) Root() string { return j.root }
+func (j *Journal) Root() string { return j.dirs.Root }
 
-// Dir is the journal's directory (<repo>/.implloop).
+// Dir is the journal's directory: $(git rev-parse --git-common-dir)/implloop,
+// where reports and the agents' files of a run go too (runs/<id>/). For a
+// legacy journal read in place by OpenReadOnly, <repo>/.implloop.
 func (j *Journal) Dir() string { return j.dir }
+
+// Dirs are the directories the journal was opened with.
+func (j *Journal) Dirs() Dirs { return j.dirs }
+
+// MovedFrom is the directory Open moved an older implloop's journal out
+// of (<repo>/.implloop), "" when it moved nothing. Open moves a journal
+// once; the caller says so to the user (cache prints nothing).
+func (j *Journal) MovedFrom() string { return j.movedFrom }
 
 // Blobs is the journal's blob store.
 func (j *Journal) Blobs() *Blobs { return j.blobs }
@@ -365,48 +398,4 @@ func (j *Journal) tx(durable bool, fn func(w *Journal) error) (err error) {
 		return err
 	}
 	return tx.Commit()
-}
-
-// ensureExcluded adds ".implloop/" to the repository's info/exclude unless a
-// line there already excludes it. Outside a git repository it does nothing.
-func ensureExcluded(root string) error {
-	cmd := exec.Command("git", "rev-parse", "--git-common-dir")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		return nil // not a git repository (or no git): nothing to exclude from
-	}
-	common := strings.TrimSpace(string(out))
-	if !filepath.IsAbs(common) {
-		common = filepath.Join(root, common)
-	}
-	path := filepath.Join(common, "info", "exclude")
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(old))
-	for sc.Scan() {
-		switch strings.TrimSpace(sc.Text()) {
-		case ".implloop", ".implloop/", "/.implloop", "/.implloop/":
-			return nil
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	var add []byte
-	if len(old) > 0 && old[len(old)-1] != '\n' {
-		add = append(add, '\n')
-	}
-	add = append(add, "# implloop's journal\n.implloop/\n"...)
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(add); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

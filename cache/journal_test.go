@@ -93,10 +93,11 @@ func checkClean(t testing.TB, j *Journal) {
 func TestMigrateFromEmptyFile(t *testing.T) {
 	root := newRepo(t)
 	// An empty state.db (as a crash right after creating it would leave).
-	if err := os.MkdirAll(filepath.Join(root, Dir), 0o755); err != nil {
+	d := stateDirT(t, root)
+	if err := os.MkdirAll(d.State, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, Dir, "state.db"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(d.State, "state.db"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	j := openT(t, root)
@@ -166,7 +167,7 @@ func TestDurableAcrossReopen(t *testing.T) {
 	}
 	// Close leaves one self-contained file.
 	for _, suffix := range []string{"-wal", "-shm"} {
-		if _, err := os.Stat(filepath.Join(root, Dir, "state.db"+suffix)); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(j.Dir(), "state.db"+suffix)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("state.db%s left after Close: %v", suffix, err)
 		}
 	}
@@ -197,47 +198,6 @@ func TestDurableAcrossReopen(t *testing.T) {
 		t.Errorf("boundary = %+v", b)
 	}
 	checkClean(t, j2)
-}
-
-func TestExcludeOnce(t *testing.T) {
-	root := newRepo(t)
-	for range 3 {
-		j, err := Open(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		j.Close()
-	}
-	b, err := os.ReadFile(filepath.Join(root, ".git", "info", "exclude"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(string(b), "\n.implloop/\n"); n != 1 {
-		t.Errorf(".implloop/ appears %d times in info/exclude:\n%s", n, b)
-	}
-	// git itself now ignores the journal.
-	out, err := gittest.At(t, root).GitErr("status", "--porcelain", "--untracked-files=all")
-	if err != nil || len(out) != 0 {
-		t.Errorf("git status shows %q (%v)", out, err)
-	}
-}
-
-func TestExcludeLinkedWorktree(t *testing.T) {
-	r := gittest.New(t)
-	main := r.Dir
-	r.Git("commit", "-q", "--allow-empty", "-m", "init")
-	wt := filepath.Join(t.TempDir(), "wt")
-	r.Git("worktree", "add", "-q", wt)
-	j := openT(t, wt)
-	mustRun(t, j, "")
-	b, err := os.ReadFile(filepath.Join(main, ".git", "info", "exclude"))
-	if err != nil || !strings.Contains(string(b), "\n.implloop/\n") {
-		t.Fatalf("common info/exclude = %q, %v", b, err)
-	}
-	out, _ := gittest.At(t, wt).GitErr("status", "--porcelain", "--untracked-files=all")
-	if len(out) != 0 {
-		t.Errorf("worktree status shows %q", out)
-	}
 }
 
 func TestRunningNeverReplayed(t *testing.T) {
@@ -575,7 +535,7 @@ func readEverything(t testing.TB, j *Journal) {
 
 func TestReadOnlyWritesNothing(t *testing.T) {
 	root := newRepo(t)
-	// No journal: ErrNoJournal and no .implloop/.
+	// No journal: ErrNoJournal and no state directory.
 	before := snapshotTree(t, root)
 	if _, err := OpenReadOnly(root); !errors.Is(err, ErrNoJournal) {
 		t.Fatalf("OpenReadOnly without a journal: %v", err)
@@ -638,7 +598,7 @@ func TestReadOnlyWhileWriterOpen(t *testing.T) {
 	r.Close()
 	w.Close()
 	for _, suffix := range []string{"-wal", "-shm"} {
-		if _, err := os.Stat(filepath.Join(root, Dir, "state.db"+suffix)); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(w.Dir(), "state.db"+suffix)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("state.db%s left after the writer's Close: %v", suffix, err)
 		}
 	}

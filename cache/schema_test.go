@@ -13,7 +13,8 @@ import (
 // keeps its gates (stands_for reads as "") and takes the new column.
 func TestMigrateGatesStandsFor(t *testing.T) {
 	root := newRepo(t)
-	dir := filepath.Join(root, Dir)
+	// In .implloop/, where implloops of that schema kept it: moved, then migrated.
+	dir := filepath.Join(root, LegacyDir)
 	if err := os.MkdirAll(filepath.Join(dir, "objects"), 0o755); err != nil {
 		t.Fatal(err)
 	}

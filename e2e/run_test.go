@@ -129,9 +129,9 @@ func TestRunPlanClaude(t *testing.T) {
 	}
 	sum := srv.Usage()
 
-	matches, _ := filepath.Glob(filepath.Join(repo, ".implloop", "runs", "*", "report.json"))
+	matches, _ := filepath.Glob(filepath.Join(repo, ".git", "implloop", "runs", "*", "report.json"))
 	if len(matches) != 1 {
-		t.Fatalf("want one .implloop/runs/*/report.json, found %v", matches)
+		t.Fatalf("want one .git/implloop/runs/*/report.json, found %v", matches)
 	}
 	raw, err := os.ReadFile(matches[0])
 	if err != nil {
@@ -190,7 +190,7 @@ func sessionsInOrder(calls []fakeclaude.Call) []string {
 	return out
 }
 
-// runReport is the part of .implloop/runs/<id>/report.json the test reads.
+// runReport is the part of .git/implloop/runs/<id>/report.json the test reads.
 type runReport struct {
 	Outcome struct {
 		Verdict string `json:"verdict"`

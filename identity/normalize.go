@@ -124,8 +124,8 @@ var rules = []Rule{
 		Matches: "an implloop run id (`r-YYYYMMDD-HHMMSS-xxxx`, see NewRunID), not glued to a letter or digit",
 		Becomes: "`<RUN-1>`, `<RUN-2>`, ... numbered by first appearance; equal ids get the same number",
 		Example: Example{
-			".implloop/runs/r-20261130-054012-3f9a/report.md (parent r-20261129-230001-00b1)",
-			".implloop/runs/<RUN-1>/report.md (parent <RUN-2>)",
+			".git/implloop/runs/r-20261130-054012-3f9a/report.md (parent r-20261129-230001-00b1)",
+			".git/implloop/runs/<RUN-1>/report.md (parent <RUN-2>)",
 		},
 		apply: replaceRunIDs,
 	},

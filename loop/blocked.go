@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/internal/bytepath"
 )
 
@@ -29,6 +30,10 @@ type blockInfo struct {
 	// Interrupted: the task was interrupted (Ctrl-C) and the guard, run
 	// at the interrupt, saw it discard work. Its status stays interrupted.
 	Interrupted bool
+	// JournalGone: the task took implloop's journal away (vanished.go).
+	// Nothing can be resumed or restored through implloop then, so the
+	// repair steps say what to do instead.
+	JournalGone bool
 	// Unfinished is set when a resume (RunID) found, before running
 	// anything, that the parent run (Unfinished) had stopped without
 	// finishing task TaskID, and that work was discarded since the
@@ -81,6 +86,10 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 			fmt.Fprintf(&s, "Task %s of `%s` is blocked in run `%s` after %d attempt(s).\n\n", b.TaskID, b.PlanPath, b.RunID, b.Attempts)
 		}
 		fmt.Fprintf(&s, "%s Why\n\n%s\n", h, b.Reason)
+		if b.JournalGone {
+			s.WriteString("\nimplloop keeps its journal in the git directory, and the task took it away: the record of this run " +
+				"and of the runs before it is gone, so there is nothing to resume. The work tree is as the task left it.\n")
+		}
 		if len(b.Lost) > 0 {
 			s.WriteString("\nThe task discarded work of earlier tasks (uncommitted, or in a commit it dropped). implloop kept a copy of each lost file:\n\n")
 			for _, p := range b.Lost {
@@ -103,9 +112,16 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 		fmt.Fprintf(&s, "%d. "+format+"\n", append([]any{n}, args...)...)
 		n++
 	}
+	gone := false
 	for _, b := range blocks {
+		gone = gone || b.JournalGone
 		switch {
 		case len(b.Lost) == 0:
+		case b.JournalGone:
+			// restore reads the lost paths from the journal; git still
+			// has their content.
+			step("Bring the lost files back from git: `git log --first-parent --format='%%h %%s' %s` lists a commit per boundary; "+
+				"`git show <commit>:<path>` prints a file as it was there.", boundary.RunRef(b.RunID))
 		case b.Unfinished != "":
 			step("Bring the lost files back: `implloop restore --run %s` (add `--force` to overwrite newer edits). "+
 				"If you removed them yourself on purpose between the runs, skip this step.", b.RunID)
@@ -116,7 +132,12 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 	step("Fix the cause: the task's text in `%s`, the code, the gate command, or the agent's setup.", first.PlanPath)
 	step("Commit what is good (optional: implloop compares content, so committing never looks like a loss).")
 	step("Remove this file: `rm %s`.", BlockedFile)
-	step("Resume: `implloop resume --run %s`. Unchanged tasks replay from the journal; %s.", first.RunID, onResume(blocks))
+	if gone {
+		step("Start again: `implloop run %s`. With the journal gone every task runs live again; tick (`- [x]`) the tasks "+
+			"whose work is done and committed to skip them.", first.PlanPath)
+	} else {
+		step("Resume: `implloop resume --run %s`. Unchanged tasks replay from the journal; %s.", first.RunID, onResume(blocks))
+	}
 	return os.WriteFile(filepath.Join(repoRoot, BlockedFile), []byte(s.String()), 0o644)
 }
 

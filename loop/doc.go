@@ -3,9 +3,10 @@
 //
 // # The run
 //
-// [Run] takes the repository lock, opens the journal, reads the plan from
-// disk (its sha256 computed now, on every invocation), takes boundary B0,
-// then for each task in range computes its units with [unit.WorkList] and,
+// [Run] takes the work tree's lock, opens the journal (in the git
+// directory: see cache.StateDir), reads the plan from disk (its sha256
+// computed now, on every invocation), takes boundary B0, then for each
+// task in range computes its units with [unit.WorkList] and,
 // unit by unit, either replays a completed journal row with the same
 // identity from the run's lineage or dispatches the agent live, journaling
 // the unit `running` before the call and `completed` or `failed` after.
@@ -13,7 +14,8 @@
 // the task is done; a failed gate starts the next attempt with the tail of
 // its output as feedback. After each task a boundary is taken and the
 // discard guard compares it with the previous one: a discard blocks the
-// task. The end report is built from the journal alone.
+// task, and so does a journal taken away while the task ran (vanished.go).
+// The end report is built from the journal alone.
 //
 // A resume is a run with a parent: its lineage (parent, grandparent, ...)
 // is where replays come from. A task that ended blocked is never replayed

@@ -58,6 +58,13 @@ type Outcome struct {
 	Plan []PlannedTask
 	// Blocked is set when BLOCKED.md was written.
 	Blocked bool
+	// JournalGone says what a task took away (the journal, removed or
+	// replaced): the run stopped there, BLOCKED, and no run of it or
+	// before it can be resumed. "" normally.
+	JournalGone string
+	// ReportErr is why the report could not be written (only when the
+	// journal is gone: otherwise Run fails); ReportPath is "" then.
+	ReportErr error
 }
 
 // ErrBlockedFile is returned when BLOCKED.md exists: the user has to read
@@ -99,6 +106,9 @@ type engine struct {
 	// resumeBlocked: the resume's first comparison found discards of a
 	// task the parent never finished; no task runs (boundaries.go).
 	resumeBlocked bool
+	// journalGone: why the run stopped after a task took the journal away
+	// (vanished.go); "" while it is in place.
+	journalGone string
 }
 
 // newEngine is an engine for o before its plan is read: o's clock and
@@ -162,7 +172,14 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 
 	start := e.now()
 	e.runID = identity.NewRunID(start, randomBytes())
-	lock, err := AcquireLock(filepath.Join(o.RepoRoot, ".implloop"), e.runID, start)
+	dirs, err := cache.StateDir(o.RepoRoot)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := AcquireLock(dirs.Lock, e.runID, start)
+	if locked := (*ErrLocked)(nil); errors.As(err, &locked) {
+		locked.Path = dirs.Shown(locked.Path)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +225,10 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	e.emit(Event{Type: EvRunStarted, ParentID: o.Parent, Plan: e.s.Plan, PlanSHA: sel.PlanSHA256, Count: len(sel.Tasks)})
+	if from := e.j.MovedFrom(); from != "" {
+		e.emit(Event{Type: EvJournalMoved, Message: fmt.Sprintf("moved the journal from %s/ to %s/ (implloop now keeps its state in the git directory)",
+			dirs.Shown(from), dirs.Shown(e.j.Dir()))})
+	}
 
 	if o.Parent != "" {
 		out.Plan, err = e.plan()
@@ -223,7 +244,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	}
 
 	interrupted := false
-	for i := 0; i < len(sel.Tasks) && !e.resumeBlocked; {
+	for i := 0; i < len(sel.Tasks) && !e.resumeBlocked && e.journalGone == ""; {
 		if ctx.Err() != nil {
 			interrupted = true
 			break
@@ -259,10 +280,11 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	out.Verdict = string(dec.Verdict)
 	out.Blocked = e.blockedWrote
 	out.NoOp = o.Parent != "" && !interrupted && !e.sawLive && !e.sawLiveGate && !e.sawNewSkip && e.sameAsParent(tasks)
-	if e.resumeBlocked {
+	if e.resumeBlocked || e.journalGone != "" {
 		dec.Verdict, out.NoOp = report.Blocked, false
 		out.Verdict = string(dec.Verdict)
 	}
+	out.JournalGone = e.journalGone
 	if err := e.j.FinishRun(e.runID, out.Verdict, dec.Verdict.ExitCode(), e.now()); err != nil {
 		return nil, err
 	}
@@ -271,8 +293,13 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	out.Report = rep
-	if out.ReportPath, _, err = report.Write(o.RepoRoot, rep); err != nil {
-		return nil, err
+	if out.ReportPath, _, err = report.Write(e.j.Dir(), rep); err != nil {
+		if e.journalGone == "" {
+			return nil, err
+		}
+		// The state directory went with the journal, and came back as
+		// something Write cannot write into: the run still ends BLOCKED.
+		out.ReportPath, out.ReportErr = "", err
 	}
 	e.emit(Event{Type: EvRunFinished, Verdict: out.Verdict, Done: intp(dec.Done), Count: len(sel.Tasks), Message: out.ReportPath})
 	return out, nil

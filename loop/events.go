@@ -10,6 +10,7 @@ import (
 // and handed to the Observer; `implloop run --json` prints them as NDJSON.
 const (
 	EvRunStarted   = "run_started"
+	EvJournalMoved = "journal_moved"
 	EvResumePlan   = "resume_plan"
 	EvTaskStarted  = "task_started"
 	EvUnitStarted  = "unit_started"

@@ -246,8 +246,8 @@ func TestBadEnvNameRefusedBeforeRun(t *testing.T) {
 	if _, err := Run(context.Background(), Options{Settings: bad, RepoRoot: repo}); !errors.As(err, &envErr) || envErr.Name != "1BAD" {
 		t.Fatalf("run with --env 1BAD: %v, want an EnvNameError", err)
 	}
-	if _, err := os.Stat(filepath.Join(repo, ".implloop")); err == nil {
-		t.Fatal("a refused run wrote .implloop")
+	if _, err := os.Stat(filepath.Join(repo, ".git", "implloop")); err == nil {
+		t.Fatal("a refused run wrote .git/implloop")
 	}
 	base, _ := rsRun(t, repo, s, "")
 	if _, err := Run(context.Background(), Options{Settings: bad, RepoRoot: repo, Parent: base.RunID}); !errors.As(err, &envErr) {

@@ -10,10 +10,11 @@ import (
 	"time"
 )
 
-// Lock is the repository lock (.implloop/lock). It is an advisory flock on
-// the file, so the kernel releases it when the holder dies (even by kill -9):
-// a stale lock of a dead process is taken over without any guessing about
-// pids. The file's content names the holder for the error message.
+// Lock is the work tree's lock ($(git rev-parse --git-dir)/implloop/lock):
+// one run or resume per work tree at a time. It is an advisory flock on
+// the file, so the kernel releases it when the holder dies (even by kill
+// -9): a stale lock of a dead process is taken over without any guessing
+// about pids. The file's content names the holder for the error message.
 type Lock struct {
 	f *os.File
 }
@@ -28,17 +29,19 @@ type LockHolder struct {
 // ErrLocked is returned when another implloop process holds the lock.
 type ErrLocked struct {
 	Holder LockHolder
+	// Path is the lock file, as a message shows it.
+	Path string
 }
 
 func (e *ErrLocked) Error() string {
 	if e.Holder.PID == 0 {
-		return "another implloop run holds the repository lock (.implloop/lock)"
+		return fmt.Sprintf("another implloop run holds this work tree's lock (%s)", e.Path)
 	}
-	return fmt.Sprintf("run %s (pid %d) holds the repository lock (.implloop/lock) since %s",
-		e.Holder.RunID, e.Holder.PID, e.Holder.Started.Format(time.RFC3339))
+	return fmt.Sprintf("run %s (pid %d) holds this work tree's lock (%s) since %s",
+		e.Holder.RunID, e.Holder.PID, e.Path, e.Holder.Started.Format(time.RFC3339))
 }
 
-// AcquireLock takes the lock in dir (the .implloop directory) for runID.
+// AcquireLock takes the lock in dir (cache.Dirs.Lock) for runID.
 func AcquireLock(dir, runID string, now time.Time) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
@@ -55,7 +58,7 @@ func AcquireLock(dir, runID string, now time.Time) (*Lock, error) {
 			if b, rerr := os.ReadFile(path); rerr == nil {
 				_ = json.Unmarshal(b, &h)
 			}
-			return nil, &ErrLocked{Holder: h}
+			return nil, &ErrLocked{Holder: h, Path: path}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}

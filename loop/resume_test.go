@@ -507,7 +507,7 @@ func TestResumeGateCommandChanged(t *testing.T) {
 }
 
 // Dry-run resume writes nothing: every file under the repository
-// (.git and .implloop included) is byte-identical after.
+// (.git and its implloop/ included) is byte-identical after.
 func TestResumeDryRunWritesNothing(t *testing.T) {
 	s := rsBuiltin()
 	repo, parent := rsBase(t, rsPlan(3, "Shared context."), s)

@@ -64,7 +64,7 @@ func TestResumeFixedOutsideThenEdited(t *testing.T) {
 
 	// A journal of an older implloop has no identity on the recheck: the
 	// gate runs again (no agent call) and this time journals it.
-	db, err := sql.Open("sqlite", filepath.Join(repo, ".implloop", "state.db"))
+	db, err := sql.Open("sqlite", filepath.Join(repo, ".git", "implloop", "state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func TestDemo(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(repo, BlockedFile)); err == nil {
 		t.Errorf("%s written on a DONE run", BlockedFile)
 	}
-	md, js := report.Paths(repo, out.RunID)
+	md, js := report.Paths(filepath.Join(repo, ".git", "implloop"), out.RunID)
 	if out.ReportPath != md {
 		t.Errorf("report path %s, want %s", out.ReportPath, md)
 	}
@@ -384,7 +384,7 @@ func TestGateBlocks(t *testing.T) {
 
 // TestDiscardBlocks: task 2's agent deletes task 1's new, uncommitted
 // file. The guard sees the content lost: task 2 is blocked with the path,
-// and the content was salvaged (the CLI's restore test brings it back).
+// and its content is in the boundary commits (the CLI's restore test brings it back).
 func TestDiscardBlocks(t *testing.T) {
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(3)})
 	agentPath, _ := fakeAgent(t, `
@@ -497,7 +497,7 @@ fi`)
 }
 
 // TestEnvValueNeverStored: --env API_TOKEN puts the name in the identity;
-// its value appears in no file under .implloop/ (journal, WAL, blobs,
+// its value appears in no file under .git/implloop/ (journal, WAL, blobs,
 // context files, reports).
 func TestEnvValueNeverStored(t *testing.T) {
 	const secret = "s3cr3t-value"
@@ -514,7 +514,7 @@ func TestEnvValueNeverStored(t *testing.T) {
 	}
 	files := 0
 	sawName := false
-	err := filepath.WalkDir(filepath.Join(repo, ".implloop"), func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join(repo, ".git", "implloop"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -582,7 +582,7 @@ echo x > "out-$IMPLLOOP_TASK_ID.txt"`)
 			t.Errorf("unit %s: %s, want interrupted", u.UnitID, u.Status)
 		}
 	}
-	md, js := report.Paths(repo, o.RunID)
+	md, js := report.Paths(filepath.Join(repo, ".git", "implloop"), o.RunID)
 	for _, p := range []string{md, js} {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("report: %v", err)

@@ -54,6 +54,10 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 	ts := &taskState{row: cache.Task{RunID: e.runID, TaskID: t.ID, Ordinal: t.Ordinal, Title: t.Title, StartedAt: e.now()}, gates0: e.liveGates}
 	count := len(e.sel.Tasks)
 	finish := func(status cache.TaskStatus) (taskResult, error) {
+		status, err := e.unlessJournalGone(t, ts, status)
+		if err != nil {
+			return taskResult{}, err
+		}
 		ts.row.Status = status
 		ts.row.Source = ts.source()
 		ts.row.FinishedAt = e.now()
@@ -276,7 +280,7 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 	env := e.protocolEnv(t, attempt, "gate", "", "")
 	g, err := runGate(ctx, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w)
 	if cerr := w.Close(); err == nil && cerr != nil {
-		err = cerr
+		err = e.goneWithJournal(cerr)
 	}
 	if err != nil {
 		return g, err
@@ -331,7 +335,7 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(e.o.RepoRoot, ".implloop", "runs", e.runID, "units", strings.NewReplacer("/", "_", "~", "_").Replace(u.ID))
+	dir := filepath.Join(e.j.Dir(), "runs", e.runID, "units", strings.NewReplacer("/", "_", "~", "_").Replace(u.ID))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}

@@ -184,6 +184,11 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 	if !run.Finished() && r.Outcome.Verdict != Interrupted {
 		r.Outcome.Verdict = Incomplete
 	}
+	// The loop may stop a run BLOCKED with tasks done (a task took the
+	// journal away): the verdict it recorded stands.
+	if run.Finished() && run.Verdict == string(Blocked) {
+		r.Outcome.Verdict = Blocked
+	}
 	r.Headline = r.Outcome.Headline()
 	r.ExitCode = r.Outcome.Verdict.ExitCode()
 
@@ -250,16 +255,18 @@ func JSON(r *Report) []byte {
 	return append(b, '\n')
 }
 
-// Paths are where Write puts a run's report under the repo root.
-func Paths(repoRoot, runID string) (md, js string) {
-	dir := filepath.Join(repoRoot, cache.Dir, "runs", runID)
+// Paths are where Write puts a run's report in implloop's state directory
+// (cache.Journal.Dir: the git directory's implloop/).
+func Paths(stateDir, runID string) (md, js string) {
+	dir := filepath.Join(stateDir, "runs", runID)
 	return filepath.Join(dir, "report.md"), filepath.Join(dir, "report.json")
 }
 
-// Write stores the report as .implloop/runs/<id>/report.md and report.json,
-// each replaced atomically, and returns their paths.
-func Write(repoRoot string, r *Report) (md, js string, err error) {
-	md, js = Paths(repoRoot, r.RunID)
+// Write stores the report as runs/<id>/report.md and report.json in the
+// state directory, each replaced atomically, and returns their paths. The
+// directories are created as needed, the state directory itself included.
+func Write(stateDir string, r *Report) (md, js string, err error) {
+	md, js = Paths(stateDir, r.RunID)
 	if err := os.MkdirAll(filepath.Dir(md), 0o755); err != nil {
 		return "", "", fmt.Errorf("write report: %w", err)
 	}

@@ -287,12 +287,12 @@ func TestWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := j.Root()
-	md, js, err := Write(root, r)
+	dir := j.Dir()
+	md, js, err := Write(dir, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(root, ".implloop", "runs", b, "report.md"); md != want {
+	if want := filepath.Join(j.Root(), ".git", "implloop", "runs", b, "report.md"); md != want {
 		t.Errorf("md path %s, want %s", md, want)
 	}
 	got, _ := os.ReadFile(md)
@@ -305,7 +305,7 @@ func TestWrite(t *testing.T) {
 		t.Errorf("report.json: %v %+v", err, back)
 	}
 	// Rewriting replaces in place and leaves no temp file.
-	if _, _, err := Write(root, r); err != nil {
+	if _, _, err := Write(dir, r); err != nil {
 		t.Fatal(err)
 	}
 	es, _ := os.ReadDir(filepath.Dir(md))

@@ -32,7 +32,8 @@ func newCheckCmd(io *ioStreams) *cobra.Command {
 		Long: `Check what 'git commit' would record now, from the index:
 
   - BLOCKED.md or anything under .implloop/ staged: refused. A blocked
-    run's repair note and implloop's journal never belong in history.
+    run's repair note and implloop's journal (kept in .implloop/ by older
+    implloops, in the git directory now) never belong in history.
   - Staged plans are linted from their staged content (not the worktree):
     the plans of journaled runs, plus the staged files matching --plans
     (a path.Match pattern against repo-relative paths, e.g. 'docs/*.md').
@@ -136,7 +137,7 @@ func checkRun(o *checkOptions) error {
 		case c.path == loop.BlockedFile:
 			refuse("git rm --cached "+loop.BlockedFile+" (it explains a blocked run; it is not part of your project)",
 				"%s is staged: a blocked run's repair note must not be committed", loop.BlockedFile)
-		case strings.HasPrefix(c.path, cache.Dir+"/"):
+		case strings.HasPrefix(c.path, cache.LegacyDir+"/"):
 			state = append(state, c.path)
 		}
 	}
@@ -146,8 +147,8 @@ func checkRun(o *checkOptions) error {
 		if len(shown) > 3 {
 			shown, more = shown[:3], fmt.Sprintf(" and %d more", len(state)-3)
 		}
-		refuse("git rm -r --cached "+cache.Dir+" (implloop keeps it out of git through .git/info/exclude)",
-			"%s is staged: implloop's journal must not be committed (%s%s)", cache.Dir+"/", strings.Join(shown, ", "), more)
+		refuse("git rm -r --cached "+cache.LegacyDir+" (the next 'implloop run' or 'resume' moves it into .git/implloop/)",
+			"%s is staged: implloop's journal must not be committed (%s%s)", cache.LegacyDir+"/", strings.Join(shown, ", "), more)
 	}
 
 	latest, err := latestRunsByPlan(root)

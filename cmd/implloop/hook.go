@@ -26,9 +26,9 @@ func newHookCmd(io *ioStreams) *cobra.Command {
 		Use:   "hook",
 		Short: "Install or remove the pre-commit hook that runs 'implloop check'",
 		Long: `Install or remove a git pre-commit hook that runs 'implloop check' on
-every commit: it refuses commits that stage BLOCKED.md or anything under
-.implloop/, or a plan with lint errors, and warns when a plan edit changes
-tasks of an unfinished run.
+every commit: it refuses commits that stage BLOCKED.md, anything under
+.implloop/ (an older implloop's journal), or a plan with lint errors, and
+warns when a plan edit changes tasks of an unfinished run.
 
 The hook goes where git looks for hooks: core.hooksPath when set (relative
 to the worktree root), else the hooks directory of the repository's common

@@ -32,7 +32,7 @@ func TestResumeBadEnv(t *testing.T) {
 		return code, errb.String()
 	}
 	runs := func() int {
-		db, err := sql.Open("sqlite", filepath.Join(dir, ".implloop", "state.db"))
+		db, err := sql.Open("sqlite", filepath.Join(dir, ".git", "implloop", "state.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func TestResumeBadEnv(t *testing.T) {
 	}
 
 	// What an older implloop journaled for `run --env 1BAD`.
-	db, err := sql.Open("sqlite", filepath.Join(dir, ".implloop", "state.db"))
+	db, err := sql.Open("sqlite", filepath.Join(dir, ".git", "implloop", "state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

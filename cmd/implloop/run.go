@@ -93,7 +93,9 @@ func newRunCmd(io *ioStreams) *cobra.Command {
 		Long: `Run the plan's tasks in order with a coding agent, one task at a time, in
 the git repository around the current directory.
 
-Each agent call is journaled under a content-hash identity in .implloop/.
+Each agent call is journaled under a content-hash identity in the git
+directory (.git/implloop/), out of reach of what an agent does to the work
+tree; reports go to .git/implloop/runs/<id>/.
 After each attempt the gate (the task's own ` + "```verify" + ` block, else --verify)
 decides: a failed gate starts the next attempt with the end of its output
 as feedback, up to --max-attempts, then the task is BLOCKED and BLOCKED.md
@@ -196,7 +198,14 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 		}
 		return exitWith(verdictExit(out.Verdict))
 	}
-	if out.Blocked {
+	if out.ReportErr != nil {
+		fmt.Fprintf(io.ErrOut, "implloop: warning: the report of run %s could not be written, nothing of it is on disk: %v\n", out.RunID, out.ReportErr)
+	}
+	switch {
+	case out.JournalGone != "":
+		fmt.Fprintf(io.ErrOut, "implloop: %s: the runs it recorded are gone and cannot be resumed\n", out.JournalGone)
+		fmt.Fprintf(io.ErrOut, "implloop: see BLOCKED.md for the repair steps, then start again: implloop run %s\n", s.Plan)
+	case out.Blocked:
 		fmt.Fprintf(io.ErrOut, "implloop: see BLOCKED.md for the repair steps, then: implloop resume --run %s\n", out.RunID)
 	}
 	return exitWith(verdictExit(out.Verdict))
@@ -249,6 +258,8 @@ func loopError(err error) error {
 	case errors.As(err, &checkErr):
 		// The hint in its own line, not in the message's parentheses.
 		return errorf(checkErr.Hint, "agent %s: %s", checkErr.Agent, checkErr.Msg)
+	case errors.Is(err, cache.ErrNotRepository):
+		return errorf("run implloop inside a git repository (git init, then commit your starting point)", "%s", err)
 	case errors.Is(err, cache.ErrNoJournal):
 		return errorf("start with 'implloop run PLAN'", "no implloop journal in this repository")
 	case errors.Is(err, cache.ErrNotFound):

@@ -37,7 +37,8 @@ the tree the boundary would commit (the whole work tree, as 'git add -A'
 records it), and every path that differs from HEAD (staged, unstaged,
 untracked and not ignored) with its status, its worktree content hash
 (git's blob id, as 'git hash-object' prints it) and its HEAD content hash.
-implloop's own BLOCKED.md is left out. --json gives the tree id too.
+BLOCKED.md is left out (and .implloop/, where older implloops kept their
+journal). --json gives the tree id too.
 
 It only reads: nothing is written to the worktree, .git or the journal (the
 tree is built in a temporary index and object directory, removed after).
