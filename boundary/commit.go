@@ -29,35 +29,33 @@ func stateDir(gitDir string) string { return filepath.Join(gitDir, "implloop") }
 // prepareIndex points t.env at the index the snapshot is built in.
 //
 // With WithRun it is the work tree's private index,
-// <git-dir>/implloop/boundary-index, kept from one boundary to the next so
-// that `git add -A` re-reads only files whose stat data changed. It is
-// seeded from the real index (so the first snapshot hashes only what is
-// dirty) and seeded again whenever the real index changed since (a commit,
-// a `git add`, a checkout: the real index then knows the fresh stat data
-// of the files it touched), or the excluded paths did.
+// <git-dir>/implloop/boundary-index, kept from one boundary to the next
+// (and from one run to the next) so that `git add -A` re-hashes only files
+// whose stat data changed. It is a split index (core.splitIndex): git then
+// rewrites only the few entries that changed, not the whole index, at
+// every boundary; the shared part is a sharedindex.<id> file in the git
+// directory, which git expires itself once unused. The private index is
+// seeded from the real index when it does not exist yet (so the first
+// snapshot hashes only what is dirty). After that `git add -A` alone keeps
+// it equal to the work tree, but for two things it cannot see, handled
+// here when they change: a file tracked in the real index although an
+// ignore rule covers it (`git add -f`) is added too, and the excluded
+// paths (the plan file) are dropped from it.
 //
 // Without WithRun nothing may be written to the repository: the index is a
-// temporary copy, and new objects go to a temporary object directory. The
-// real one is not even its alternate while objects are written: git
-// "freshens" (touches) an object it finds already stored instead of
-// writing it, and that is a write too. It is one when the trees are read
-// (t.readEnv).
+// temporary copy of the real index, and new objects go to a temporary
+// object directory. The real one is not even its alternate while objects
+// are written: git "freshens" (touches) an object it finds already stored
+// instead of writing it, and that is a write too. It is one when the trees
+// are read (t.readEnv).
 func (t *taker) prepareIndex() error {
 	g := t.g
 	real := filepath.Join(g.gitDir, "index")
-	fp, err := indexFingerprint(real, t.excludes())
+	fp, err := indexFingerprint(real)
 	if err != nil {
 		return err
 	}
-	dir := stateDir(g.gitDir)
-	private := filepath.Join(dir, "boundary-index")
-	seedFile := private + ".seed"
-	fresh := false
-	if old, err := os.ReadFile(seedFile); err == nil && string(old) == fp {
-		if _, err := os.Stat(private); err == nil {
-			fresh = true
-		}
-	}
+	t.indexFP = fp
 	if t.o.run == "" {
 		tmp, err := os.MkdirTemp("", "implloop-snapshot-")
 		if err != nil {
@@ -68,11 +66,7 @@ func (t *taker) prepareIndex() error {
 			return fmt.Errorf("snapshot: %w", err)
 		}
 		index := filepath.Join(tmp, "index")
-		src := real
-		if fresh {
-			src = private
-		}
-		if err := copyIndex(src, index); err != nil {
+		if err := copyIndex(real, index); err != nil {
 			return err
 		}
 		t.env = []string{
@@ -80,29 +74,89 @@ func (t *taker) prepareIndex() error {
 			"GIT_OBJECT_DIRECTORY=" + filepath.Join(tmp, "objects"),
 		}
 		t.readEnv = append(t.env[:2:2], "GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(g.commonDir, "objects"))
-		if !fresh {
-			return t.removeExcluded()
-		}
-		return nil
+		return t.removeExcluded()
 	}
+	dir := stateDir(g.gitDir)
+	private := filepath.Join(dir, "boundary-index")
+	seedFile := private + ".seed"
 	t.env = []string{"GIT_INDEX_FILE=" + private}
 	t.readEnv = t.env
-	if fresh {
-		return nil
+	excl := strings.Join(t.excludes(), "\x00")
+	var oldExcl, oldFP string
+	if b, err := os.ReadFile(seedFile); err == nil {
+		oldExcl, oldFP, _ = strings.Cut(string(b), "\n")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("boundary index: %w", err)
+	_, statErr := os.Stat(private)
+	switch {
+	case errors.Is(statErr, os.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("boundary index: %w", err)
+		}
+		if err := copyIndex(real, private); err != nil {
+			return err
+		}
+		if err := t.removeExcluded(); err != nil {
+			return err
+		}
+		t.seeded = true
+	case statErr != nil:
+		return fmt.Errorf("boundary index: %w", statErr)
+	default:
+		if oldExcl != excl {
+			if err := t.removeExcluded(); err != nil {
+				return err
+			}
+		}
+		if oldFP != fp {
+			if err := t.addTrackedIgnored(); err != nil {
+				return err
+			}
+		}
 	}
-	if err := copyIndex(real, private); err != nil {
-		return err
-	}
-	if err := t.removeExcluded(); err != nil {
-		return err
-	}
-	if err := os.WriteFile(seedFile, []byte(fp), 0o644); err != nil {
-		return fmt.Errorf("boundary index: %w", err)
+	if oldExcl != excl || oldFP != fp {
+		if err := os.WriteFile(seedFile, []byte(excl+"\n"+fp), 0o644); err != nil {
+			return fmt.Errorf("boundary index: %w", err)
+		}
 	}
 	return nil
+}
+
+// addTrackedIgnored adds to the private index the files the real index
+// tracks although an ignore rule covers them (`git add -f`): `git add -A`
+// never adds an ignored file by itself.
+func (t *taker) addTrackedIgnored() error {
+	out, _, err := t.g.run(nil, nil, "ls-files", "-z", "-c", "-i", "--exclude-standard")
+	if err != nil {
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	var in bytes.Buffer
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if len(p) == 0 || t.excluded(string(p)) {
+			continue
+		}
+		in.WriteString(":(top,literal)")
+		in.Write(p)
+		in.WriteByte(0)
+	}
+	if in.Len() == 0 {
+		return nil
+	}
+	if _, _, err := t.g.run(t.env, in.Bytes(), t.indexConfig("add", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul")...); err != nil {
+		t.problems = append(t.problems, fmt.Sprintf("adding tracked ignored files: %v", err))
+	}
+	return nil
+}
+
+// indexConfig prefixes a git command that writes the index Take uses with
+// its configuration: the private index is split (see prepareIndex), a
+// temporary one is not (its shared part would be written to the git
+// directory).
+func (t *taker) indexConfig(args ...string) []string {
+	split := "true"
+	if t.o.run == "" {
+		split = "false"
+	}
+	return append([]string{"-c", "core.splitIndex=" + split, "-c", "advice.addIgnoredFile=false"}, args...)
 }
 
 // removeExcluded drops implloop's own files and the excluded paths from a
@@ -116,15 +170,15 @@ func (t *taker) removeExcluded() error {
 			in.WriteByte(0)
 		}
 	}
-	if _, _, err := t.g.run(t.env, in.Bytes(), "update-index", "--force-remove", "-z", "--stdin"); err != nil {
+	if _, _, err := t.g.run(t.env, in.Bytes(), t.indexConfig("update-index", "--force-remove", "-z", "--stdin")...); err != nil {
 		return fmt.Errorf("boundary index: %w", err)
 	}
 	return nil
 }
 
 // indexFingerprint identifies the real index's current state: its stat
-// data and git's checksum at its end, and the exclusions in force.
-func indexFingerprint(path string, excludes []string) (string, error) {
+// data and git's checksum at its end.
+func indexFingerprint(path string) (string, error) {
 	var b strings.Builder
 	f, err := os.Open(path)
 	switch {
@@ -143,12 +197,11 @@ func indexFingerprint(path string, excludes []string) (string, error) {
 		if fi.Size() >= 32 {
 			tail := make([]byte, 32)
 			if _, err := f.ReadAt(tail, fi.Size()-32); err == nil {
-				b.WriteString(hex.EncodeToString(tail) + "\n")
+				b.WriteString(hex.EncodeToString(tail))
 			}
 		}
 	}
-	b.WriteString(strings.Join(excludes, "\x00"))
-	return b.String(), nil
+	return strings.ReplaceAll(b.String(), "\n", " "), nil
 }
 
 // copyIndex copies an index file, keeping its modification time: git

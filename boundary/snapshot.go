@@ -191,6 +191,13 @@ type Snapshot struct {
 	// previous boundary (WithRun): the run's ref deleted or moved, its
 	// commit pruned. The loop blocks the task that did it.
 	Vanished []string `json:"vanished,omitempty"`
+	// indexFP and indexDiff remember the real index this snapshot read
+	// (its fingerprint, and how it differed from Head), so that the next
+	// Take given this one (WithPrev) need not read it again when neither
+	// it nor HEAD changed. Not journaled: a snapshot rebuilt by Load reads
+	// the index afresh.
+	indexFP   string
+	indexDiff []Change
 	// Problems lists what could not be determined (a HEAD tree go-git could
 	// not read, a submodule without commits); the guard treats the paths
 	// involved as unverified instead of guessing.

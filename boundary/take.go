@@ -108,12 +108,17 @@ func Take(ctx context.Context, repoDir string, opts ...Option) (Snapshot, error)
 
 // taker holds the state of one Take.
 type taker struct {
-	g        *gitRepo
-	o        *options
-	env      []string // GIT_INDEX_FILE and, read-only, the temporary object directory
-	readEnv  []string // env for reading the snapshot's objects
-	tmp      string   // read-only: the temporary directory to remove
-	problems []string
+	g       *gitRepo
+	o       *options
+	env     []string // GIT_INDEX_FILE and, read-only, the temporary object directory
+	readEnv []string // env for reading the snapshot's objects
+	seeded  bool     // the index was seeded from the real index in this Take
+	// newIndexDiff is the real index's diff from HEAD read by this Take
+	// (nil when the previous boundary's was reused).
+	newIndexDiff []Change
+	indexFP      string // the real index's fingerprint (indexFingerprint)
+	tmp          string // read-only: the temporary directory to remove
+	problems     []string
 
 	repo     *git.Repository
 	repoErr  error
@@ -149,7 +154,9 @@ func (t *taker) take() (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
-	if t.o.prev != nil && t.o.prev.Tree != "" && g.hasObject(t.o.prev.Tree) {
+	// Only an index seeded afresh can have lost a file that became ignored
+	// (an entry of the private index stays in it once added).
+	if t.seeded && t.o.prev != nil && t.o.prev.Tree != "" && g.hasObject(t.o.prev.Tree) {
 		kept, newTree, err := t.keepIgnored(t.o.prev.Tree, tree)
 		if err != nil {
 			return Snapshot{}, err
@@ -167,6 +174,10 @@ func (t *taker) take() (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	snap.Paths = entries
+	snap.indexFP, snap.indexDiff = t.indexFP, t.newIndexDiff
+	if snap.indexDiff == nil && t.o.prev != nil {
+		snap.indexDiff = t.o.prev.indexDiff
+	}
 	if len(t.o.track) > 0 {
 		snap.Tracked = t.track(&snap, t.o.track)
 	}
@@ -212,7 +223,7 @@ func (t *taker) excludes() []string {
 // writeTree adds the whole work tree to the index Take uses and writes it
 // as a tree.
 func (t *taker) writeTree() (string, error) {
-	args := append([]string{"-c", "advice.addIgnoredFile=false", "add", "-A", "--ignore-errors", "--", ":/"}, t.excludes()...)
+	args := t.indexConfig(append([]string{"add", "-A", "--ignore-errors", "--", ":/"}, t.excludes()...)...)
 	if _, stderr, err := t.g.run(t.env, nil, args...); err != nil {
 		if err := t.addProblems(stderr); err != nil {
 			return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(string(stderr)))
@@ -295,7 +306,7 @@ func (t *taker) keepIgnored(prevTree, tree string) ([]string, string, error) {
 		in.WriteString(":(top,literal)" + p)
 		in.WriteByte(0)
 	}
-	if _, _, err := t.g.run(t.env, []byte(in.String()), "add", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+	if _, _, err := t.g.run(t.env, []byte(in.String()), t.indexConfig("add", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul")...); err != nil {
 		t.problems = append(t.problems, fmt.Sprintf("keeping newly ignored paths: %v", err))
 	}
 	newTree, err := t.writeTree()
@@ -316,7 +327,7 @@ func (t *taker) dirtySet(head, tree string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx, err := t.g.diffIndex(from)
+	idx, err := t.indexDiff(head, from)
 	if err != nil {
 		return nil, err
 	}
@@ -395,6 +406,21 @@ func (t *taker) dirtySet(head, tree string) ([]Entry, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// indexDiff is how the real index differs from HEAD: the previous
+// boundary's answer when neither the index (same fingerprint) nor HEAD
+// changed since, else `git diff-index --cached`.
+func (t *taker) indexDiff(head, from string) ([]Change, error) {
+	if p := t.o.prev; p != nil && p.indexFP != "" && p.indexFP == t.indexFP && p.Head == head {
+		return p.indexDiff, nil
+	}
+	idx, err := t.g.diffIndex(from)
+	if err != nil {
+		return nil, err
+	}
+	t.newIndexDiff = idx
+	return idx, nil
 }
 
 // classify derives a dirty entry's status and git's two-letter code from

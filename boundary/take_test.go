@@ -369,3 +369,48 @@ func TestPrevHead(t *testing.T) {
 		t.Errorf("%s^1^1 at %s, want %s", hc.Pinned, got, c2)
 	}
 }
+
+// TestPrivateIndex: the private index follows the work tree across
+// boundaries without being seeded again: a file force-added to the real
+// index although ignored is in the snapshot (not "deleted" once
+// committed), a file that becomes ignored stays in it, and a private
+// index lost since the previous boundary (seeded afresh) still keeps a
+// newly ignored file that is on disk (KeptIgnored).
+func TestPrivateIndex(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t)
+	r.write(".gitignore", "*.log\n")
+	r.write("a.txt", "a\n")
+	r.commitAll("init")
+	s1 := r.take(WithRun("pi"))
+	r.write("forced.log", "forced\n")
+	r.git("add", "-f", "forced.log")
+	r.git("commit", "-qm", "forced")
+	s2 := r.take(WithRun("pi"), WithPrev(s1))
+	if len(s2.Paths) != 0 {
+		t.Errorf("dirty after committing a force-added file: %+v", s2.Paths)
+	}
+	if got := r.git("cat-file", "blob", s2.Tree+":forced.log"); got != "forced\n" {
+		t.Errorf("forced.log in the tree: %q", got)
+	}
+	r.write("out/app.bin", "built\n")
+	s3 := r.take(WithRun("pi"), WithPrev(s2))
+	r.write(".git/info/exclude", "out/\n")
+	s4 := r.take(WithRun("pi"), WithPrev(s3))
+	if e, ok := s4.Lookup("out/app.bin"); !ok || !e.Worktree.Same(entry(t, s3, "out/app.bin").Worktree) {
+		t.Errorf("out/app.bin after it became ignored: %+v %v", e, ok)
+	}
+	os.Remove(filepath.Join(r.dir, ".git", "implloop", "boundary-index"))
+	r.write("logs/x.log", "log\n")
+	r.git("add", "-f", "logs/x.log")
+	s5 := r.take(WithRun("pi"), WithPrev(s4))
+	if len(s5.KeptIgnored) != 1 || s5.KeptIgnored[0] != "out/app.bin" {
+		t.Errorf("kept ignored %v, want [out/app.bin]", s5.KeptIgnored)
+	}
+	if _, ok := s5.Lookup("out/app.bin"); !ok {
+		t.Error("out/app.bin left the snapshot")
+	}
+	if _, ok := s5.Lookup("logs/x.log"); !ok {
+		t.Error("a staged ignored file is not in the snapshot")
+	}
+}
