@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
@@ -81,6 +82,7 @@ func (t *taker) prepareIndex() error {
 	seedFile := private + ".seed"
 	t.env = []string{"GIT_INDEX_FILE=" + private}
 	t.readEnv = t.env
+	clearStaleLock(private + ".lock")
 	excl := strings.Join(t.excludes(), "\x00")
 	var oldExcl, oldFP string
 	if b, err := os.ReadFile(seedFile); err == nil {
@@ -119,6 +121,21 @@ func (t *taker) prepareIndex() error {
 		}
 	}
 	return nil
+}
+
+// clearStaleLock removes the lock file a git killed with its implloop
+// (kill -9 during a boundary) left on the private index; every later
+// boundary would fail on it. Only a run holding implloop's work-tree lock
+// takes boundaries, so a lock file here belongs to a git started by a run
+// that is gone: one still finishing gets two seconds.
+func clearStaleLock(lock string) {
+	for i := 0; i < 40; i++ {
+		if _, err := os.Lstat(lock); errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	os.Remove(lock)
 }
 
 // addTrackedIgnored adds to the private index the files the real index
