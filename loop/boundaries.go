@@ -192,10 +192,11 @@ func (e *engine) loadBoundary(ctx context.Context, b cache.Boundary) (boundary.S
 // excludes are the paths boundaries leave out: the plan file, when it is
 // in the repository.
 func (e *engine) excludes() []string {
-	if filepath.IsAbs(e.s.Plan) {
+	rel := filepath.ToSlash(filepath.Clean(e.s.Plan))
+	if filepath.IsAbs(e.s.Plan) || rel == ".." || strings.HasPrefix(rel, "../") {
 		return nil
 	}
-	return []string{filepath.ToSlash(filepath.Clean(e.s.Plan))}
+	return []string{rel}
 }
 
 // take takes a boundary: the work tree committed on the run's ref

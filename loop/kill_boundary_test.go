@@ -23,13 +23,8 @@ func TestKill9DuringBoundaries(t *testing.T) {
 		t.Skip("kills a dozen runs")
 	}
 	const n = 24
-	var plan strings.Builder
-	plan.WriteString("# Plan\n\n")
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&plan, "### Task %d: Step %d\n\nWrite out/f%d.txt.\n\n", i, i, i)
-	}
-	repo := newRepo(t, map[string]string{"plan.md": plan.String()})
-	agentPath, _ := fakeAgent(t, `mkdir -p out && echo "task $IMPLLOOP_TASK_ID" > "out/f$IMPLLOOP_TASK_ID.txt"`)
+	repo := newRepo(t, map[string]string{"plan.md": fileTaskPlan(n)})
+	agentPath, _ := fakeAgent(t, fileTaskAgent)
 	s := settingsFor(agentPath)
 	parent := ""
 	for k := 0; k < 10; k++ {

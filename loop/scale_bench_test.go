@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,18 +27,8 @@ func BenchmarkRunScale(b *testing.B) {
 		state   int64
 	}
 	run := func(b *testing.B, n int) result {
-		repo := newRepo(b, nil)
-		var plan strings.Builder
-		plan.WriteString("# Plan\n\n")
-		for i := 1; i <= n; i++ {
-			fmt.Fprintf(&plan, "### Task %d: Step %d\n\nWrite out/f%d.txt.\n\n", i, i, i)
-		}
-		writeFile(b, filepath.Join(repo, "plan.md"), plan.String())
-		agentPath := filepath.Join(b.TempDir(), "agent.sh")
-		writeFile(b, agentPath, "#!/bin/sh\ncat >/dev/null\nmkdir -p out && echo \"task $IMPLLOOP_TASK_ID\" > \"out/f$IMPLLOOP_TASK_ID.txt\"\n")
-		if err := os.Chmod(agentPath, 0o755); err != nil {
-			b.Fatal(err)
-		}
+		repo := newRepo(b, map[string]string{"plan.md": fileTaskPlan(n)})
+		agentPath, _ := fakeAgent(b, fileTaskAgent)
 		objects0 := objectBytes(b, repo)
 		t0 := time.Now()
 		out, err := Run(context.Background(), Options{Settings: settingsFor(agentPath), RepoRoot: repo})
@@ -60,6 +49,20 @@ func BenchmarkRunScale(b *testing.B) {
 		b.ReportMetric(float64(large.state)/float64(small.state), "state-400/100")
 	}
 }
+
+// fileTaskPlan is a plan of n tasks, task i writing out/f<i>.txt (with
+// fileTaskAgent as the agent).
+func fileTaskPlan(n int) string {
+	var plan strings.Builder
+	plan.WriteString("# Plan\n\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&plan, "### Task %d: Step %d\n\nWrite out/f%d.txt.\n\n", i, i, i)
+	}
+	return plan.String()
+}
+
+// fileTaskAgent is a fakeAgent body that leaves one new file per task.
+const fileTaskAgent = `mkdir -p out && echo "task $IMPLLOOP_TASK_ID" > "out/f$IMPLLOOP_TASK_ID.txt"`
 
 // dirBytes is the size of the files under dir.
 func dirBytes(b *testing.B, dir string) int64 {
