@@ -143,10 +143,9 @@ func (t *taker) take() (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	t.headOID = head
+	// An unborn branch still has a name; only a HEAD that holds a commit
+	// id itself is detached.
 	snap := Snapshot{Root: g.root, Head: head, Branch: branch, Detached: branch == "" && head != ""}
-	if branch == "" && head == "" {
-		snap.Detached = false
-	}
 	if err := t.prepareIndex(); err != nil {
 		return Snapshot{}, err
 	}
