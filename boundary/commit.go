@@ -63,6 +63,11 @@ func (t *taker) prepareIndex() error {
 			return fmt.Errorf("snapshot: %w", err)
 		}
 		t.tmp = tmp
+		// TMPDIR may be inside the work tree: the snapshot must not see
+		// its own scratch files.
+		if rel, err := filepath.Rel(g.root, tmp); err == nil && filepath.IsLocal(rel) {
+			t.o.exclude = append(t.o.exclude, filepath.ToSlash(rel))
+		}
 		if err := os.Mkdir(filepath.Join(tmp, "objects"), 0o755); err != nil {
 			return fmt.Errorf("snapshot: %w", err)
 		}
@@ -419,4 +424,70 @@ func DiffText(ctx context.Context, repoDir, from, to string, stat, patch, color 
 	}
 	out, _, err := g.run(nil, nil, append(args, from, to, "--")...)
 	return out, err
+}
+
+// Effects lists, for each pair of boundary commits (or trees), the changes
+// from the first to the second (renames not detected), in one git call
+// however many pairs there are.
+func Effects(ctx context.Context, repoDir string, pairs [][2]string) ([][]Change, error) {
+	out := make([][]Change, len(pairs))
+	if len(pairs) == 0 {
+		return out, nil
+	}
+	g, err := openGit(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	var in bytes.Buffer
+	for _, p := range pairs {
+		from := p[0]
+		if from == "" {
+			from = g.emptyTree()
+		}
+		fmt.Fprintf(&in, "%s %s\n", p[1], from)
+	}
+	raw, _, err := g.run(nil, in.Bytes(), "diff-tree", "--stdin", "--always", "-r", "-z", "--no-renames", "--no-ext-diff")
+	if err != nil {
+		return nil, err
+	}
+	// Each line's output starts with its first id (a pair of trees: both),
+	// NUL-terminated, then
+	// its raw records.
+	i := -1
+	for len(raw) > 0 {
+		j := bytes.IndexByte(raw, 0)
+		if j < 0 {
+			return nil, fmt.Errorf("git diff-tree --stdin: output not NUL-terminated")
+		}
+		if raw[0] != ':' {
+			i++
+			if i >= len(pairs) || !strings.HasPrefix(string(raw[:j]), pairs[i][1]) {
+				return nil, fmt.Errorf("git diff-tree --stdin: unexpected header %q", clip(raw[:j]))
+			}
+			// A pair of trees gets a header ended by a newline, not a NUL.
+			if nl := bytes.IndexByte(raw[:j], '\n'); nl >= 0 {
+				raw = raw[nl+1:]
+			} else {
+				raw = raw[j+1:]
+			}
+			continue
+		}
+		// One record: its meta and path (no renames: one path).
+		k := bytes.IndexByte(raw[j+1:], 0)
+		if k < 0 || i < 0 {
+			return nil, fmt.Errorf("git diff-tree --stdin: malformed record %q", clip(raw[:j]))
+		}
+		end := j + 1 + k + 1
+		cs, err := parseRaw(raw[:end])
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if !Excluded(c.Path) {
+				out[i] = append(out[i], c)
+			}
+		}
+		raw = raw[end:]
+	}
+	return out, nil
 }

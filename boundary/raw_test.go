@@ -1,6 +1,7 @@
 package boundary
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -57,4 +58,24 @@ func FuzzParseRaw(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestEffects(t *testing.T) {
+	r := newTestRepo(t)
+	r.write("a.txt", "a\n")
+	r.commitAll("init")
+	s1 := r.take(WithRun("fx"))
+	r.write("b.txt", "b\n")
+	s2 := r.take(WithRun("fx"), WithPrev(s1))
+	s3 := r.take(WithRun("fx"), WithPrev(s2))
+	r.remove("a.txt")
+	s4 := r.take(WithRun("fx"), WithPrev(s3))
+	got, err := Effects(context.Background(), r.dir, [][2]string{{s1.Commit, s2.Commit}, {s2.Commit, s3.Commit}, {s3.Commit, s4.Commit}, {"", s1.Tree}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || len(got[0]) != 1 || got[0][0].Path != "b.txt" || len(got[1]) != 0 ||
+		len(got[2]) != 1 || got[2][0].Path != "a.txt" || got[2][0].After.Present() || len(got[3]) != 1 {
+		t.Errorf("%+v", got)
+	}
 }

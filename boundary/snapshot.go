@@ -191,6 +191,9 @@ type Snapshot struct {
 	// previous boundary (WithRun): the run's ref deleted or moved, its
 	// commit pruned. The loop blocks the task that did it.
 	Vanished []string `json:"vanished,omitempty"`
+	// Since, with WithCompare, lists the changes from the tree given to
+	// this snapshot's tree (not journaled).
+	Since []Change `json:"-"`
 	// indexFP and indexDiff remember the real index this snapshot read
 	// (its fingerprint, and how it differed from Head), so that the next
 	// Take given this one (WithPrev) need not read it again when neither

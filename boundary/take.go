@@ -24,7 +24,17 @@ type options struct {
 	label     string    // WithLabel: the commit's subject
 	prev      *Snapshot // WithPrev / WithPrevHead
 	exclude   []string  // WithExclude
+	compare   string    // WithCompare
 	prevGiven bool
+}
+
+// WithCompare asks Take for the changes from tree (a boundary's tree) to
+// the snapshot's (Snapshot.Since), renames not detected: what a resume
+// needs to know about the tree since its parent's last boundary. Read-only
+// snapshots keep their tree only while Take runs, so this is the way to
+// compare one with anything.
+func WithCompare(tree string) Option {
+	return func(o *options) { o.compare = tree }
 }
 
 // WithTrack asks Take to record, for each of paths that is not dirty now, its
@@ -163,6 +173,18 @@ func (t *taker) take() (Snapshot, error) {
 		tree, snap.KeptIgnored = newTree, kept
 	}
 	snap.Tree = tree
+	if t.o.compare != "" {
+		changes, err := g.diffTree(t.readEnv, t.o.compare, tree, false)
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("comparing with tree %.12s: %w", t.o.compare, err)
+		}
+		snap.Since = []Change{}
+		for _, c := range changes {
+			if !t.excluded(c.Path) {
+				snap.Since = append(snap.Since, c)
+			}
+		}
+	}
 	if t.o.run != "" {
 		if err := t.commit(&snap); err != nil {
 			return Snapshot{}, err

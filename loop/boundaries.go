@@ -48,7 +48,11 @@ func (e *engine) boundary(ctx context.Context, afterTask string, first bool) err
 	if prev != nil {
 		track = prev.PathNames()
 	}
-	snap, err := e.take(ctx, track, prev, "before the first task")
+	var compare []boundary.Option
+	if prev != nil && prev.Tree != "" {
+		compare = append(compare, boundary.WithCompare(prev.Tree))
+	}
+	snap, err := e.take(ctx, track, prev, "before the first task", compare...)
 	if err != nil {
 		return err
 	}
@@ -204,8 +208,8 @@ func (e *engine) excludes() []string {
 // guard needs; prev, when given, is the boundary the snapshot will be
 // compared with: the new commit's first parent, and the one a HEAD move
 // is judged against. The plan file is left out of the snapshot.
-func (e *engine) take(ctx context.Context, track []string, prev *boundary.Snapshot, label string) (boundary.Snapshot, error) {
-	opts := []boundary.Option{boundary.WithRun(e.runID), boundary.WithLabel(label)}
+func (e *engine) take(ctx context.Context, track []string, prev *boundary.Snapshot, label string, more ...boundary.Option) (boundary.Snapshot, error) {
+	opts := append([]boundary.Option{boundary.WithRun(e.runID), boundary.WithLabel(label)}, more...)
 	opts = append(opts, boundary.WithExclude(e.excludes()...))
 	if len(track) > 0 {
 		opts = append(opts, boundary.WithTrack(track...))

@@ -109,6 +109,9 @@ type engine struct {
 	// journalGone: why the run stopped after a task took the journal away
 	// (vanished.go); "" while it is in place.
 	journalGone string
+	// work is what a resume found in the tree before it planned (work.go).
+	work       *workCheck
+	sawRestore bool // a task's work was written back from the boundaries
 }
 
 // newEngine is an engine for o before its plan is read: o's clock and
@@ -146,7 +149,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	}
 
 	if o.DryRun {
-		return e.dryRun()
+		return e.dryRun(ctx)
 	}
 
 	e.ag = o.Agent
@@ -230,17 +233,23 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 			dirs.Shown(from), dirs.Shown(e.j.Dir()))})
 	}
 
+	// B0, and on a resume what happened between the runs (information
+	// only), taken before the resume plans: whether a replayed task's work
+	// is still in the tree, and whether a replayed gate may stand, depend
+	// on the tree (work.go).
+	if err := e.boundary(ctx, "", true); err != nil {
+		return nil, err
+	}
 	if o.Parent != "" {
+		e.loadWorkCheck(e.prev)
 		out.Plan, err = e.plan()
+		if err == nil {
+			err = e.checkWork(ctx, out.Plan)
+		}
 		if err != nil {
 			return nil, err
 		}
 		e.emit(Event{Type: EvResumePlan, Tasks: out.Plan})
-	}
-
-	// B0, and on a resume what happened between the runs (information only).
-	if err := e.boundary(ctx, "", true); err != nil {
-		return nil, err
 	}
 
 	interrupted := false
@@ -279,7 +288,8 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	dec := report.Decide(tasks)
 	out.Verdict = string(dec.Verdict)
 	out.Blocked = e.blockedWrote
-	out.NoOp = o.Parent != "" && !interrupted && !e.sawLive && !e.sawLiveGate && !e.sawNewSkip && e.sameAsParent(tasks)
+	out.NoOp = o.Parent != "" && !interrupted && !e.sawLive && !e.sawLiveGate && !e.sawNewSkip && !e.sawRestore &&
+		!e.work.treeChanged() && e.sameAsParent(tasks)
 	if e.resumeBlocked || e.journalGone != "" {
 		dec.Verdict, out.NoOp = report.Blocked, false
 		out.Verdict = string(dec.Verdict)

@@ -19,6 +19,7 @@ const (
 	EvGate         = "gate"
 	EvBoundary     = "boundary"
 	EvConcern      = "concern"
+	EvRestored     = "restored"
 	EvBlocked      = "blocked"
 	EvTaskFinished = "task_finished"
 	EvRunFinished  = "run_finished"
@@ -64,9 +65,11 @@ type Event struct {
 type PlannedTask struct {
 	Task    string   `json:"task"`
 	Title   string   `json:"title"`
-	Action  string   `json:"action"` // replay, live, skip, gate (re-run a blocked task's gate first)
+	Action  string   `json:"action"` // replay, live, skip, gate (re-run a blocked task's gate first), restore (write its work back, then replay)
 	Reasons []string `json:"reasons,omitempty"`
 	From    string   `json:"replayed_from,omitempty"`
+	// Paths are, for a restore, the paths whose work is written back.
+	Paths bytepath.List `json:"paths,omitempty"`
 }
 
 // Observer receives the events of a run as they happen. Implementations

@@ -1,7 +1,11 @@
 package loop
 
 import (
+	"context"
 	"errors"
+	"fmt"
+
+	"github.com/implloop/implloop/boundary"
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
@@ -126,6 +130,10 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedba
 			p.Reasons = []string{"its gate never finished: the gate runs live"}
 			e.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
 			return nil
+		case !e.gateReplayable(g, gateCmd) && e.work.treeChanged() && g.Command == gateCmd:
+			p.Reasons = []string{e.work.changedReason()}
+			e.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
+			return nil
 		case !e.gateReplayable(g, gateCmd):
 			p.Reasons = []string{"its gate command changed: the gate runs live"}
 			e.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
@@ -143,7 +151,7 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedba
 // dryRun computes the work list without writing anything: the journal is
 // opened read-only (or not at all when there is none), no lock, no
 // boundary, no agent.
-func (e *engine) dryRun() (*Outcome, error) {
+func (e *engine) dryRun(ctx context.Context) (*Outcome, error) {
 	out := &Outcome{ParentID: e.o.Parent}
 	j, err := cache.OpenReadOnly(e.o.RepoRoot)
 	switch {
@@ -166,9 +174,22 @@ func (e *engine) dryRun() (*Outcome, error) {
 		if e.lineage, err = e.j.LineageIDs(parent.ID); err != nil {
 			return nil, err
 		}
+		// The tree now, as the resume will see it, without writing
+		// anything (a temporary index and object directory).
+		opts := []boundary.Option{boundary.WithExclude(e.excludes()...)}
+		if tree := e.parentTree(); tree != "" {
+			opts = append(opts, boundary.WithCompare(tree))
+		}
+		now, err := boundary.Take(ctx, e.o.RepoRoot, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("boundary: %w", err)
+		}
+		e.loadWorkCheck(now)
 	}
-	out.Plan, err = e.plan()
-	return out, err
+	if out.Plan, err = e.plan(); err != nil {
+		return out, err
+	}
+	return out, e.checkWork(ctx, out.Plan)
 }
 
 // mayRerun marks a task planned to replay whose dependency's gate runs

@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"context"
+
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
 	"github.com/implloop/implloop/plan"
@@ -28,7 +30,7 @@ func Preview(o Options, src []byte) (*Outcome, error) {
 	if err := e.resumeFrontMatter(); err != nil {
 		return nil, err
 	}
-	return e.dryRun()
+	return e.dryRun(context.Background())
 }
 
 // selectBytes is LoadPlan for bytes already read.

@@ -278,7 +278,9 @@ func (e *engine) gateReplayable(g cache.Gate, cmd string) bool {
 	if g.Command == agentGate {
 		return true
 	}
-	return !e.o.Reverify && g.Command == cmd
+	// A gate's verdict is about the tree it judged: once the tree's
+	// content differs from the parent's last boundary, it is asked again.
+	return !e.o.Reverify && g.Command == cmd && !e.work.treeChanged()
 }
 
 // errNeedsLive aborts a replay batch: the task turned out to need a live
@@ -305,7 +307,9 @@ func (e *engine) runTasks(ctx context.Context, i int, planned []PlannedTask) (in
 	// and rebuilding it per call was quadratic in the number of tasks.
 	if e.replay == nil {
 		e.replay = make(map[string]bool, len(planned))
-		if !e.o.Reverify {
+		// Batches only help when nothing runs live: not with
+		// --reverify, nor when the tree changed (replayed gates run).
+		if !e.o.Reverify && !e.work.treeChanged() {
 			for _, p := range planned {
 				e.replay[p.Task] = p.Action == ActionReplay
 			}

@@ -36,6 +36,9 @@ type taskState struct {
 	// agentFailure is why the last attempt's agent call failed (BLOCKED.md
 	// shows it instead of a gate's output).
 	agentFailure string
+	// restored: the task's work was written back before it replayed, so
+	// it takes a boundary of its own.
+	restored bool
 }
 
 func (ts *taskState) source() cache.Source {
@@ -98,6 +101,9 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 	}
 	e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count})
 
+	if err := e.restoreWork(ctx, t.ID, ts); err != nil {
+		return taskResult{}, err
+	}
 	gateCmd := e.gateCommand(t)
 	liveAttempts := 0
 
@@ -493,7 +499,7 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 	// runs something compares against the last boundary taken, which is
 	// still the state before it. On a fully cached resume this saves one
 	// snapshot commit per task, most of the resume's time.
-	if status == cache.TaskDone && ts.live == 0 && e.liveGates == ts.gates0 {
+	if status == cache.TaskDone && ts.live == 0 && e.liveGates == ts.gates0 && !ts.restored {
 		return finish(status)
 	}
 	v, err := e.takeBoundary(ctx, t.ID, ts.live == 0, "after task "+t.ID)

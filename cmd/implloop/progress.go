@@ -171,6 +171,13 @@ func (p *progress) Event(e loop.Event) {
 				fmt.Fprintf(w, "  gate failed (attempt %d): %s\n", e.Attempt, msg)
 			}
 		}
+	case loop.EvRestored:
+		if p.live {
+			p.clear()
+		}
+		if !p.json {
+			fmt.Fprintf(w, "  restored: task %s: %s\n", e.Task, e.Message)
+		}
 	case loop.EvConcern:
 		if p.live {
 			p.clear()

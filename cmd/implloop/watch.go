@@ -307,8 +307,8 @@ func renderWatch(ev watch.Event, pv preview, parent *cache.Run, n int, redraw bo
 	for _, t := range pv.tasks {
 		counts[t.Action]++
 	}
-	fmt.Fprintf(&b, "implloop watch: a resume would run %d task(s) live, replay %d, re-run %d gate(s), skip %d\n",
-		counts[loop.ActionLive], counts[loop.ActionReplay], counts[loop.ActionGate], counts[loop.ActionSkip])
+	fmt.Fprintf(&b, "implloop watch: a resume would run %d task(s) live, replay %d, restore %d, re-run %d gate(s), skip %d\n",
+		counts[loop.ActionLive], counts[loop.ActionReplay], counts[loop.ActionRestore], counts[loop.ActionGate], counts[loop.ActionSkip])
 	if redraw {
 		fmt.Fprintf(&b, "\nwatching %s; Ctrl-C to stop\n", ev.Path)
 	}

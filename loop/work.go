@@ -1,0 +1,194 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/guard"
+)
+
+// ActionRestore is a task whose units replay but whose work is no longer
+// in the tree: it is written back from the boundary commits first.
+const ActionRestore = "restore"
+
+// workCheck is what a resume knows about the tree before it plans: how it
+// differs from the parent's last boundary (a replayed gate stands only on
+// an unchanged tree), and, per task the plan replays, what of its work is
+// no longer there.
+type workCheck struct {
+	parent string
+	// changed: the paths whose content now differs from the parent's last
+	// boundary, with their content now. nil when the tree is as the
+	// parent left it (or the parent's boundary is not a commit: nothing
+	// to compare with).
+	changed map[string]boundary.Blob
+	// restores: per task planned ActionRestore, what to write back.
+	restores map[string][]boundary.LostContent
+}
+
+// treeChanged reports whether the tree's content differs from the parent's
+// last boundary (commits alone change no content; the plan file and
+// implloop's own files are not in the snapshot).
+func (w *workCheck) treeChanged() bool { return w != nil && len(w.changed) > 0 }
+
+// changedReason is the resume plan's word for a gate that runs again.
+func (w *workCheck) changedReason() string {
+	return fmt.Sprintf("the tree changed since run %s (%d %s): its gate runs live", w.parent, len(w.changed), plural(len(w.changed), "path", "paths"))
+}
+
+// parentTree is the tree of the parent's last boundary, "" when there is
+// none to compare with (a fresh run, or a parent journaled before
+// boundaries were commits).
+func (e *engine) parentTree() string {
+	if e.o.Parent == "" || e.j == nil {
+		return ""
+	}
+	b, ok, err := e.j.LastBoundary(e.o.Parent)
+	if err != nil || !ok {
+		return ""
+	}
+	return b.Tree
+}
+
+// loadWorkCheck takes what the snapshot at the start of a resume (taken
+// WithCompare(e.parentTree())) says changed since the parent's last
+// boundary.
+func (e *engine) loadWorkCheck(now boundary.Snapshot) {
+	w := &workCheck{parent: e.o.Parent}
+	e.work = w
+	if len(now.Since) == 0 {
+		return
+	}
+	w.changed = make(map[string]boundary.Blob, len(now.Since))
+	for _, c := range now.Since {
+		w.changed[c.Path] = c.After
+	}
+}
+
+// checkWork turns the planned replays whose work is gone from the tree
+// into restores. A task's work is its effect in the run that did it (the
+// diff between the boundaries around it); for each path of it whose
+// content changed since the parent's last boundary, the content now is
+// the task's after-content (present), its before-content (lost: the task's
+// work was undone or removed), or something else (changed further by the
+// user or a later task: kept). Tasks are checked in plan order against the
+// tree as the earlier restores will leave it, so a file two tasks wrote
+// comes back as the later one left it.
+func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
+	w := e.work
+	if !w.treeChanged() {
+		return nil
+	}
+	type job struct {
+		at       int
+		from, to string
+		// discarded: what the guard saw the task throw away there; that
+		// is not its work, and putting it back is the user's repair.
+		discarded map[string]bool
+	}
+	var jobs []job
+	for i, p := range planned {
+		if p.Action != ActionReplay || p.From == "" {
+			continue
+		}
+		from, to, err := taskBoundaries(e.j, p.From, p.Task)
+		if err != nil {
+			continue // no effect of its own recorded (or before commits): nothing to check
+		}
+		jb := job{at: i, from: from.Commit, to: to.Commit}
+		var v guard.Verdict
+		if len(to.Verdict) > 0 && json.Unmarshal(to.Verdict, &v) == nil {
+			for _, l := range v.Lost {
+				if jb.discarded == nil {
+					jb.discarded = map[string]bool{}
+				}
+				jb.discarded[l.Path] = true
+			}
+		}
+		jobs = append(jobs, jb)
+	}
+	pairs := make([][2]string, len(jobs))
+	for i, jb := range jobs {
+		pairs[i] = [2]string{jb.from, jb.to}
+	}
+	effects, err := boundary.Effects(ctx, e.o.RepoRoot, pairs)
+	if err != nil {
+		return fmt.Errorf("reading the effects of replayed tasks: %w", err)
+	}
+	now := make(map[string]boundary.Blob, len(w.changed))
+	for p, b := range w.changed {
+		now[p] = b
+	}
+	for i, jb := range jobs {
+		var lost []boundary.LostContent
+		for _, c := range effects[i] {
+			cur, changed := now[c.Path]
+			if !changed || jb.discarded[c.Path] || cur.Same(c.After) || !cur.Same(c.Before) {
+				continue // as the parent left it, still the task's, or changed further
+			}
+			lost = append(lost, boundary.LostContent{Path: c.Path, Lost: c.After, Base: c.Before})
+		}
+		if len(lost) == 0 {
+			continue
+		}
+		p := &planned[jb.at]
+		var paths []string
+		for _, l := range lost {
+			paths = append(paths, l.Path)
+			now[l.Path] = l.Lost
+		}
+		p.Action = ActionRestore
+		p.Paths = paths
+		p.Reasons = append([]string{"its work is no longer in the tree: " + shownPaths(paths) + "; written back from run " + p.From + "'s boundaries"}, p.Reasons...)
+		if w.restores == nil {
+			w.restores = map[string][]boundary.LostContent{}
+		}
+		w.restores[p.Task] = lost
+	}
+	return nil
+}
+
+// restoreWork writes back the work of a task planned ActionRestore, before
+// its units replay. Paths that hold something else than the task's
+// before-content now (the user edited them) are left alone and reported.
+func (e *engine) restoreWork(ctx context.Context, taskID string, ts *taskState) error {
+	if e.work == nil {
+		return nil
+	}
+	lost := e.work.restores[taskID]
+	if len(lost) == 0 {
+		return nil
+	}
+	results, _ := boundary.Restore(ctx, e.o.RepoRoot, lost, false)
+	var done, left []string
+	for _, r := range results {
+		switch r.Action {
+		case boundary.RestoreWritten, boundary.RestoreRemoved, boundary.RestoreUnchanged:
+			done = append(done, r.Path)
+		default:
+			left = append(left, r.Path+" ("+r.Reason+")")
+		}
+	}
+	ts.restored = true
+	e.sawRestore = true
+	if len(done) > 0 {
+		note := "its work was no longer in the tree; restored from the boundary commits: " + shownPaths(done)
+		ts.row.Concerns = append(ts.row.Concerns, note)
+		e.emit(Event{Type: EvRestored, Task: taskID, Paths: done, Message: note})
+	}
+	if len(left) > 0 {
+		note := "left alone (changed since): " + shownPaths(left)
+		ts.row.Concerns = append(ts.row.Concerns, note)
+		e.emit(Event{Type: EvConcern, Task: taskID, Message: note})
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
