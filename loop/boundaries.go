@@ -91,7 +91,7 @@ func (e *engine) boundary(ctx context.Context, afterTask string, first bool) err
 			// the guard's BLOCKED prefix would mislead here.
 			msg = "since run " + e.o.Parent + ": " + strings.TrimPrefix(v.Summary(), "BLOCKED: ")
 			if v.Blocked() {
-				msg += " (changed between the runs: information, not a block)"
+				msg += " (changed between the runs: not a block; the resume plan says what is written back)"
 			}
 		}
 	}
