@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 )
 
@@ -36,8 +38,14 @@ changed, and says why.
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usagef("run '"+c.CommandPath()+" --help' for usage", "%s", err)
+		hint := "run '" + c.CommandPath() + " --help' for usage"
+		var bad *badValueError
+		if errors.As(err, &bad) {
+			hint = bad.hint
+		}
+		return usagef(hint, "%s", err)
 	})
+	root.PersistentFlags().Var(&io.colorMode, "color", "when to color output and redraw status lines in place: auto (on a terminal, unless NO_COLOR is set), always, never")
 	root.CompletionOptions.DisableDefaultCmd = true
 
 	for _, newCmd := range []func(*ioStreams) *cobra.Command{

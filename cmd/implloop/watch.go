@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
@@ -31,7 +30,8 @@ type watchOptions struct {
 	giveUp    time.Duration // tests: fail instead of hanging when previews never come
 	quiet     time.Duration
 	debounce  time.Duration
-	// redraw clears the screen before each preview (stdout is a terminal).
+	// redraw clears the screen before each preview (stdout is a terminal,
+	// and --color and NO_COLOR allow it).
 	redraw bool
 }
 
@@ -44,7 +44,8 @@ func newWatchCmd(io *ioStreams) *cobra.Command {
 resume of the run (--run, default: the latest run of this plan) would do:
 per task replay or live, and why ("task text changed", "preamble changed",
 "was blocked", "never ran"), with the plan's lint diagnostics inline. On a
-terminal the preview is redrawn in place; otherwise each one is appended.
+terminal the preview is redrawn in place (not with --color never or
+NO_COLOR set); otherwise each one is appended.
 
 The plan's directory is watched, so saving by rename or through a temporary
 file works, and the plan may be deleted and re-created; if the directory
@@ -66,9 +67,7 @@ watch writes nothing. Ctrl-C stops it with exit 130.
 			if o.exitAfter < 0 {
 				return usagef("give a positive count, or 0 for no limit", "--exit-after must not be negative")
 			}
-			if f, ok := io.Out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-				o.redraw = true
-			}
+			o.redraw = io.liveOut()
 			return watchRun(cmd.Context(), o)
 		},
 	}
