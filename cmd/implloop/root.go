@@ -2,11 +2,10 @@ package main
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
-
-const version = "0.1.0-dev"
 
 // newRootCmd builds the command tree. Each command lives in its own file as
 // newXCmd(io) *cobra.Command; register it in the list below.
@@ -30,7 +29,8 @@ changed, and says why.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
-		Version:       version,
+		// The line `implloop version` prints; cobra adds --version for it.
+		Version:       strings.TrimPrefix(buildVersion().line(), "implloop version "),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -47,6 +47,8 @@ changed, and says why.
 	})
 	root.PersistentFlags().Var(&io.colorMode, "color", "when to color output and redraw status lines in place: auto (on a terminal, unless NO_COLOR is set), always, never")
 	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetVersionTemplate("implloop version {{.Version}}\n")
+	root.Flags().BoolP("version", "v", false, "print the version line ('implloop version' prints it too) and exit")
 
 	for _, newCmd := range []func(*ioStreams) *cobra.Command{
 		// Commands register here, one line each.
@@ -63,6 +65,7 @@ changed, and says why.
 		newWatchCmd,
 		newHookCmd,
 		newCheckCmd,
+		newVersionCmd,
 	} {
 		root.AddCommand(newCmd(io))
 	}
