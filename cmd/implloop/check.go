@@ -52,7 +52,8 @@ EXIT STATUS
 `,
 		Example: `  implloop check
   implloop check --plans 'docs/*.md' --plans 'specs/*/tasks.md'`,
-		Args: exactArgs(0, "no arguments (use --plans GLOB)"),
+		Args:              exactArgs(0, "no arguments (use --plans GLOB)"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, g := range o.globs {
 				if _, err := path.Match(g, ""); err != nil {

@@ -48,7 +48,8 @@ Read-only: it writes nothing.
 		Example: `  implloop explain
   implloop explain r-20261130-0540 --task 10
   implloop explain --json | jq '.units[] | select(.source == "live")'`,
-		Args: maxArgs(1, "at most one RUN"),
+		Args:              maxArgs(1, "at most one RUN"),
+		ValidArgsFunction: completeRunArg(io),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			j, run, err := openRun(io, args)
 			if err != nil {
@@ -109,6 +110,7 @@ Read-only: it writes nothing.
 	}
 	cmd.Flags().StringVar(&taskID, "task", "", "only this task's units")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	_ = cmd.RegisterFlagCompletionFunc("task", completeRunTasks(io, runArg))
 	return cmd
 }
 

@@ -102,5 +102,7 @@ based on has been edited since; restore refuses to overwrite it unless
 	cmd.Flags().StringVar(&runRef, "run", "", "the run (id or unique prefix; default: the latest)")
 	cmd.Flags().StringVar(&taskID, "task", "", "only paths lost by this task")
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite paths edited since they were lost")
+	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
+	_ = cmd.RegisterFlagCompletionFunc("task", completeRunTasks(io, runFlag))
 	return cmd
 }

@@ -35,7 +35,8 @@ remove it.
 		Example: `  implloop resume
   implloop resume --run r-20261130-0540 --dry-run
   implloop resume --run r-20261130-0540 --model claude-opus-4-5 --reverify`,
-		Args: exactArgs(0, "no arguments (use --run ID)"),
+		Args:              exactArgs(0, "no arguments (use --run ID)"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root, err := repoRoot(io.workingDir)
 			if err != nil {
@@ -71,6 +72,9 @@ remove it.
 	cmd.Flags().StringVar(&planPath, "plan", "", "the plan file (default: the parent's)")
 	cmd.Flags().BoolVar(&f.reverify, "reverify", false, "re-run the gates of replayed tasks live")
 	addRunFlags(cmd.Flags(), f)
+	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
+	_ = cmd.RegisterFlagCompletionFunc("plan", completePlanFiles(-1))
+	registerRunFlagCompletions(cmd, io, completeResumePlan(io))
 	return cmd
 }
 

@@ -107,7 +107,8 @@ brings the work back.
 		Example: `  implloop run plan.md --agent claude --verify "go test ./..."
   implloop run plan.md --agent-cmd "my-agent --fast" --task-range 3:5
   implloop run plan.md --agent builtin --dry-run`,
-		Args: exactArgs(1, "a PLAN file"),
+		Args:              exactArgs(1, "a PLAN file"),
+		ValidArgsFunction: completePlanFiles(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := f.settings()
 			if err != nil {
@@ -128,6 +129,7 @@ brings the work back.
 		},
 	}
 	addRunFlags(cmd.Flags(), f)
+	registerRunFlagCompletions(cmd, io, planArg)
 	return cmd
 }
 

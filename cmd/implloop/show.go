@@ -38,7 +38,8 @@ Read-only.
   implloop show r-20261130-0540 --json | jq .outcome
   implloop show --task 3 --diff
   implloop show r-20261130-0540 --task 3 --json | jq '.changes[].path'`,
-		Args: maxArgs(1, "at most one RUN"),
+		Args:              maxArgs(1, "at most one RUN"),
+		ValidArgsFunction: completeRunArg(io),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if taskID == "" && (diff || stat) {
 				return usagef("add --task ID: --diff and --stat show one task's effect", "--diff and --stat need --task")
@@ -66,6 +67,7 @@ Read-only.
 	cmd.Flags().StringVar(&taskID, "task", "", "show what task `ID` did to the work tree in the run")
 	cmd.Flags().BoolVar(&diff, "diff", false, "with --task: print the task's patch")
 	cmd.Flags().BoolVar(&stat, "stat", false, "with --task: print the task's diffstat (the default)")
+	_ = cmd.RegisterFlagCompletionFunc("task", completeRunTasks(io, runArg))
 	return cmd
 }
 

@@ -107,7 +107,8 @@ prints the same line. --json gives the same facts as an object.
 ` + exitStatusHelp(),
 		Example: `  implloop version
   implloop version --json | jq .journal_schema`,
-		Args: exactArgs(0, "no arguments"),
+		Args:              exactArgs(0, "no arguments"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v := buildVersion()
 			if asJSON {

@@ -61,7 +61,8 @@ watch writes nothing. Ctrl-C stops it with exit 130.
 ` + exitStatusHelp(),
 		Example: `  implloop watch plan.md
   implloop watch docs/plan.md --run r-20261130-0540 --resume`,
-		Args: exactArgs(1, "a PLAN file"),
+		Args:              exactArgs(1, "a PLAN file"),
+		ValidArgsFunction: completePlanFiles(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.plan = args[0]
 			if o.exitAfter < 0 {
@@ -79,6 +80,7 @@ watch writes nothing. Ctrl-C stops it with exit 130.
 	_ = cmd.Flags().MarkHidden("debounce")
 	cmd.Flags().DurationVar(&o.giveUp, "give-up", 0, "exit 1 if still watching after this long (for tests and scripts)")
 	_ = cmd.Flags().MarkHidden("give-up")
+	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
 	return cmd
 }
 
