@@ -45,9 +45,14 @@ unit of the same task, role and attempt in the parent's lineage.
 Read-only: it writes nothing.
 
 ` + exitStatusHelp(),
-		Example: `  implloop explain
-  implloop explain r-20261130-0540 --task 10
-  implloop explain --json | jq '.units[] | select(.source == "live")'`,
+		Example: `  # Why each unit of the latest run replayed or ran live
+  implloop explain
+
+  # The units of task 10 in a given run
+  implloop explain r-20261130-054012-3f9a --task 10
+
+  # Only the units that ran live, and why
+  implloop explain --json | jq -c '.units[] | select(.source == "live") | {task, reason}'`,
 		Args:              maxArgs(1, "at most one RUN"),
 		ValidArgsFunction: completeRunArg(io),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -27,7 +27,13 @@ based on has been edited since; restore refuses to overwrite it unless
 --force.
 
 ` + exitStatusHelp(),
-		Example: `  implloop restore --run r-20261130-0540 --task 3
+		Example: `  # Everything task 3 of the latest run threw away
+  implloop restore --task 3
+
+  # One path, lost in a given run
+  implloop restore --run r-20261130-054012-3f9a src/login.go
+
+  # A path edited since it was lost: overwrite it with the lost content anyway
   implloop restore src/login.go --force`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root, err := repoRoot(io.workingDir)

@@ -34,10 +34,15 @@ that is not valid UTF-8 also comes as path_b64 (its bytes, base64).
 Read-only.
 
 ` + exitStatusHelp(),
-		Example: `  implloop show
-  implloop show r-20261130-0540 --json | jq .outcome
+		Example: `  # The end report of the latest run
+  implloop show
+
+  # What task 3 did to the work tree, as a patch
   implloop show --task 3 --diff
-  implloop show r-20261130-0540 --task 3 --json | jq '.changes[].path'`,
+
+  # A given run's verdict and counts, and the paths its task 3 changed
+  implloop show r-20261130-054012-3f9a --json | jq .outcome
+  implloop show r-20261130-054012-3f9a --task 3 --json | jq -r '.changes[].path'`,
 		Args:              maxArgs(1, "at most one RUN"),
 		ValidArgsFunction: completeRunArg(io),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -59,8 +59,11 @@ with the run's settings; it waits while BLOCKED.md exists). Until then
 watch writes nothing. Ctrl-C stops it with exit 130.
 
 ` + exitStatusHelp(),
-		Example: `  implloop watch plan.md
-  implloop watch docs/plan.md --run r-20261130-0540 --resume`,
+		Example: `  # At each save, what a resume of the plan's latest run would do
+  implloop watch plan.md
+
+  # Resume that run by itself once the edited plan lints clean and is quiet
+  implloop watch docs/plan.md --run r-20261130-054012-3f9a --resume --quiet 5s`,
 		Args:              exactArgs(1, "a PLAN file"),
 		ValidArgsFunction: completePlanFiles(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
