@@ -8,7 +8,7 @@ PKGS     := ./...
 RACE_PKGS := $(foreach d,identity unit agent loop cache watch,$(if $(wildcard $(d)/*.go),./$(d)/...))
 FUZZTIME ?= 10s
 
-.PHONY: all build test race demo bench fuzz lint e2e clean
+.PHONY: all build test race demo bench fuzz lint e2e clean docs man
 
 all: build
 
@@ -34,9 +34,20 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	GOOS=darwin $(GO) vet $(PKGS)   # macOS users: it must at least build there
+	$(GO) vet -tags gendocs ./cmd/implloop   # the reference pages' generator
+
+# The generated docs: docs/cli/ (a page per command) and docs/identity.md.
+# Tests fail while either is stale.
+docs:
+	$(GO) generate ./cmd/implloop ./identity
+
+# Man pages, one per command, into man/man1 (not kept in git):
+#   MANPATH=$$PWD/man man implloop-run
+man:
+	$(GO) run -tags gendocs ./cmd/implloop -man man/man1
 
 clean:
-	rm -rf bin
+	rm -rf bin man
 
 # The real Claude Code CLI (pinned, installed from npm into .e2e/) against a
 # scripted Messages API server on loopback (internal/fakeclaude).

@@ -50,9 +50,13 @@ EXIT STATUS
   1    something staged is refused, or an error
   2    usage: bad flags or arguments
 `,
-		Example: `  implloop check
+		Example: `  # What the pre-commit hook runs ('implloop hook install' installs it)
+  implloop check
+
+  # In CI, also lint staged plans no run has used yet
   implloop check --plans 'docs/*.md' --plans 'specs/*/tasks.md'`,
-		Args: exactArgs(0, "no arguments (use --plans GLOB)"),
+		Args:              exactArgs(0, "no arguments (use --plans GLOB)"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, g := range o.globs {
 				if _, err := path.Match(g, ""); err != nil {

@@ -45,10 +45,16 @@ unit of the same task, role and attempt in the parent's lineage.
 Read-only: it writes nothing.
 
 ` + exitStatusHelp(),
-		Example: `  implloop explain
-  implloop explain r-20261130-0540 --task 10
-  implloop explain --json | jq '.units[] | select(.source == "live")'`,
-		Args: maxArgs(1, "at most one RUN"),
+		Example: `  # Why each unit of the latest run replayed or ran live
+  implloop explain
+
+  # The units of task 10 in a given run
+  implloop explain r-20261130-054012-3f9a --task 10
+
+  # Only the units that ran live, and why
+  implloop explain --json | jq -c '.units[] | select(.source == "live") | {task, reason}'`,
+		Args:              maxArgs(1, "at most one RUN"),
+		ValidArgsFunction: completeRunArg(io),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			j, run, err := openRun(io, args)
 			if err != nil {
@@ -109,6 +115,7 @@ Read-only: it writes nothing.
 	}
 	cmd.Flags().StringVar(&taskID, "task", "", "only this task's units")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	_ = cmd.RegisterFlagCompletionFunc("task", completeRunTasks(io, runArg))
 	return cmd
 }
 

@@ -33,7 +33,8 @@ warns when a plan edit changes tasks of an unfinished run.
 The hook goes where git looks for hooks: core.hooksPath when set (relative
 to the worktree root), else the hooks directory of the repository's common
 git dir, which linked worktrees share.`,
-		Args: exactArgs(0, "a subcommand: install or uninstall"),
+		Args:              exactArgs(0, "a subcommand: install or uninstall"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
@@ -63,7 +64,8 @@ install refuses; --force then keeps the current hook as the chained one,
 replacing the older file.
 
 ` + exitStatusHelp(),
-		Args: exactArgs(0, "no arguments"),
+		Args:              exactArgs(0, "no arguments"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return hookInstall(io, force)
 		},
@@ -81,7 +83,8 @@ before it (kept as pre-commit` + chainedSuffix + `), if any. A pre-commit hook t
 is not implloop's is left alone; uninstalling twice is fine.
 
 ` + exitStatusHelp(),
-		Args: exactArgs(0, "no arguments"),
+		Args:              exactArgs(0, "no arguments"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return hookUninstall(io)
 		},

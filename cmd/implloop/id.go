@@ -56,7 +56,8 @@ instead of the identity. Nothing is written anywhere.
 ` + exitStatusHelp(),
 		Example: `  echo 'add a /health endpoint' | implloop id --model sonnet
   implloop id --agent claude --attempt 2 --env GITHUB_TOKEN --explain < prompt.md`,
-		Args: exactArgs(0, "no arguments (the prompt is read on stdin)"),
+		Args:              exactArgs(0, "no arguments (the prompt is read on stdin)"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runF(opts)
 		},
@@ -71,6 +72,7 @@ instead of the identity. Nothing is written anywhere.
 	f.StringArrayVar(&opts.env, "env", nil, "NAME of an environment variable passed to the agent (repeatable; never NAME=VALUE)")
 	f.StringVar(&opts.project, "project", "", "the project directory (default: the git repository around the working directory)")
 	f.BoolVar(&opts.explain, "explain", false, "print the canonical preimage JSON instead of the identity")
+	_ = cmd.RegisterFlagCompletionFunc("agent", completeAgents)
 	return cmd
 }
 

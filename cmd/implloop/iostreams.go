@@ -17,6 +17,8 @@ type ioStreams struct {
 	errIsTerm  bool
 	outIsTerm  bool
 	workingDir string
+	// colorMode is --color: auto (the zero value), always or never.
+	colorMode colorMode
 }
 
 func newIOStreams() *ioStreams {
@@ -31,8 +33,62 @@ func newIOStreams() *ioStreams {
 	}
 }
 
-// color reports whether data on Out may carry terminal colors: Out is a
-// terminal and NO_COLOR is not set.
+// color reports whether data on Out may carry terminal colors: --color
+// always; with auto, when Out is a terminal and NO_COLOR is not set.
 func (io *ioStreams) color() bool {
-	return io.outIsTerm && os.Getenv("NO_COLOR") == ""
+	return io.escapes(io.outIsTerm, true)
 }
+
+// liveErr reports whether a status line on ErrOut may be redrawn in place.
+func (io *ioStreams) liveErr() bool { return io.escapes(io.errIsTerm, false) }
+
+// liveOut reports whether Out may be cleared and redrawn (watch's preview).
+func (io *ioStreams) liveOut() bool { return io.escapes(io.outIsTerm, false) }
+
+// escapes decides whether a stream may carry escape codes. never and
+// NO_COLOR (https://no-color.org) turn them all off; always turns colors on
+// anywhere (a pager that reads them: less -R) and outranks NO_COLOR, as a
+// flag outranks the environment; redrawing in place needs a terminal even
+// then, since a file or a CI log would keep every frame of the spinner.
+func (io *ioStreams) escapes(isTerm, colors bool) bool {
+	switch io.colorMode {
+	case colorNever:
+		return false
+	case colorAlways:
+		return colors || isTerm
+	}
+	return isTerm && os.Getenv("NO_COLOR") == ""
+}
+
+// colorMode is the value of --color.
+type colorMode string
+
+const (
+	colorAuto   colorMode = "auto"
+	colorAlways colorMode = "always"
+	colorNever  colorMode = "never"
+)
+
+func (c *colorMode) String() string {
+	if *c == "" {
+		return string(colorAuto)
+	}
+	return string(*c)
+}
+
+func (c *colorMode) Set(v string) error {
+	switch m := colorMode(v); m {
+	case colorAuto, colorAlways, colorNever:
+		*c = m
+		return nil
+	}
+	return &badValueError{msg: "want auto, always or never", hint: "--color takes auto (the default), always or never"}
+}
+
+func (c *colorMode) Type() string { return "when" }
+
+// badValueError is a flag value a pflag.Value refused; hint says what the
+// flag takes, and becomes the usage error's hint.
+type badValueError struct{ msg, hint string }
+
+func (e *badValueError) Error() string { return e.msg }

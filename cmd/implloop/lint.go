@@ -44,6 +44,7 @@ fail too.
 			}
 			return nil
 		},
+		ValidArgsFunction: completePlanFiles(-1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.paths = args
 			return runF(opts)

@@ -1,3 +1,5 @@
+//go:build !gendocs
+
 // Command implloop drives a headless coding agent through a markdown
 // implementation plan, one task at a time, and makes stopping and resuming
 // such a run trustworthy. The program lives in packages; this file only

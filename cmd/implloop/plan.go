@@ -44,7 +44,13 @@ Ids compare by their numeric part, so 10:13 also selects T010 to T013, and
 3 selects 3, 3.1 and 3.2.
 
 ` + exitStatusHelp(),
-		Args: exactArgs(1, "one plan file"),
+		Example: `  # The tasks implloop sees, before a first run
+  implloop plan plan.md
+
+  # The ids and titles of tasks 10 to 13, for a script
+  implloop plan plan.md --task-range 10:13 --json | jq -r '.tasks[] | "\(.id) \(.title)"'`,
+		Args:              exactArgs(1, "one plan file"),
+		ValidArgsFunction: completePlanFiles(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.path = args[0]
 			return runF(opts)
@@ -52,6 +58,7 @@ Ids compare by their numeric part, so 10:13 also selects T010 to T013, and
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON instead of a table")
 	cmd.Flags().StringVar(&opts.taskRange, "task-range", "", "only these tasks (10:13, 10:, :5, 7, T010:T013)")
+	_ = cmd.RegisterFlagCompletionFunc("task-range", completeTaskRange(io, planArg))
 	return cmd
 }
 

@@ -13,7 +13,7 @@ import (
 // progress renders the run's events: NDJSON on stdout with --json; on a
 // terminal, one live line per task on stderr (spinner, elapsed, attempt,
 // live or replayed) that settles into a summary line; plain lines
-// otherwise.
+// otherwise, and with --color never or NO_COLOR set.
 type progress struct {
 	io   *ioStreams
 	json bool
@@ -38,7 +38,7 @@ type taskLine struct {
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
 func newProgress(io *ioStreams, asJSON bool) *progress {
-	p := &progress{io: io, json: asJSON, live: io.errIsTerm && !asJSON, stop: make(chan struct{})}
+	p := &progress{io: io, json: asJSON, live: io.liveErr() && !asJSON, stop: make(chan struct{})}
 	if asJSON {
 		p.enc = json.NewEncoder(io.Out)
 		p.enc.SetEscapeHTML(false)

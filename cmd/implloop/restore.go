@@ -27,7 +27,13 @@ based on has been edited since; restore refuses to overwrite it unless
 --force.
 
 ` + exitStatusHelp(),
-		Example: `  implloop restore --run r-20261130-0540 --task 3
+		Example: `  # Everything task 3 of the latest run threw away
+  implloop restore --task 3
+
+  # One path, lost in a given run
+  implloop restore --run r-20261130-054012-3f9a src/login.go
+
+  # A path edited since it was lost: overwrite it with the lost content anyway
   implloop restore src/login.go --force`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root, err := repoRoot(io.workingDir)
@@ -102,5 +108,7 @@ based on has been edited since; restore refuses to overwrite it unless
 	cmd.Flags().StringVar(&runRef, "run", "", "the run (id or unique prefix; default: the latest)")
 	cmd.Flags().StringVar(&taskID, "task", "", "only paths lost by this task")
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite paths edited since they were lost")
+	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
+	_ = cmd.RegisterFlagCompletionFunc("task", completeRunTasks(io, runFlag))
 	return cmd
 }

@@ -32,10 +32,19 @@ implloop refuses to resume while BLOCKED.md exists: read it, repair, then
 remove it.
 
 ` + exitStatusHelp(),
-		Example: `  implloop resume
-  implloop resume --run r-20261130-0540 --dry-run
-  implloop resume --run r-20261130-0540 --model claude-opus-4-5 --reverify`,
-		Args: exactArgs(0, "no arguments (use --run ID)"),
+		Example: `  # After a blocked task: fix its cause (the plan or the code), rm BLOCKED.md,
+  # see what will replay and what will run live, then resume
+  implloop resume --dry-run
+  implloop resume
+
+  # An older run (an id or a unique prefix), with another model, re-running
+  # the gates of the tasks that replay
+  implloop resume --run r-20261130-054012 --model claude-opus-4-5 --reverify
+
+  # The plan moved since the run
+  implloop resume --plan docs/plan.md`,
+		Args:              exactArgs(0, "no arguments (use --run ID)"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root, err := repoRoot(io.workingDir)
 			if err != nil {
@@ -71,6 +80,9 @@ remove it.
 	cmd.Flags().StringVar(&planPath, "plan", "", "the plan file (default: the parent's)")
 	cmd.Flags().BoolVar(&f.reverify, "reverify", false, "re-run the gates of replayed tasks live")
 	addRunFlags(cmd.Flags(), f)
+	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
+	_ = cmd.RegisterFlagCompletionFunc("plan", completePlanFiles(-1))
+	registerRunFlagCompletions(cmd, io, completeResumePlan(io))
 	return cmd
 }
 

@@ -1,10 +1,11 @@
 package main
 
 import (
+	"errors"
+	"strings"
+
 	"github.com/spf13/cobra"
 )
-
-const version = "0.1.0-dev"
 
 // newRootCmd builds the command tree. Each command lives in its own file as
 // newXCmd(io) *cobra.Command; register it in the list below.
@@ -28,7 +29,8 @@ changed, and says why.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
-		Version:       version,
+		// The line `implloop version` prints; cobra adds --version for it.
+		Version:       strings.TrimPrefix(buildVersion().line(), "implloop version "),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -36,9 +38,17 @@ changed, and says why.
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usagef("run '"+c.CommandPath()+" --help' for usage", "%s", err)
+		hint := "run '" + c.CommandPath() + " --help' for usage"
+		var bad *badValueError
+		if errors.As(err, &bad) {
+			hint = bad.hint
+		}
+		return usagef(hint, "%s", err)
 	})
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.PersistentFlags().Var(&io.colorMode, "color", "when to color output and redraw status lines in place: auto (on a terminal, unless NO_COLOR is set), always, never")
+	_ = root.RegisterFlagCompletionFunc("color", completeFixed("auto", "always", "never"))
+	root.SetVersionTemplate("implloop version {{.Version}}\n")
+	root.Flags().BoolP("version", "v", false, "print the version line ('implloop version' prints it too) and exit")
 
 	for _, newCmd := range []func(*ioStreams) *cobra.Command{
 		// Commands register here, one line each.
@@ -55,6 +65,7 @@ changed, and says why.
 		newWatchCmd,
 		newHookCmd,
 		newCheckCmd,
+		newVersionCmd,
 	} {
 		root.AddCommand(newCmd(io))
 	}

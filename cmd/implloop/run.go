@@ -104,10 +104,19 @@ that discards earlier uncommitted work is blocked, and 'implloop restore'
 brings the work back.
 
 ` + exitStatusHelp(),
-		Example: `  implloop run plan.md --agent claude --verify "go test ./..."
-  implloop run plan.md --agent-cmd "my-agent --fast" --task-range 3:5
-  implloop run plan.md --agent builtin --dry-run`,
-		Args: exactArgs(1, "a PLAN file"),
+		Example: `  # Every task with Claude Code; a task is done when its gate passes
+  implloop run plan.md --agent claude --verify "go test ./..."
+
+  # Tasks 3 to 5 with your own agent, going on past a blocked task
+  implloop run plan.md --agent-cmd "my-agent --fast" --task-range 3:5 --on-blocked continue
+
+  # The work list (per task: live or replay, and why); nothing is written
+  implloop run plan.md --agent claude --dry-run
+
+  # The event stream, for scripts
+  implloop run plan.md --agent codex --json | jq -c 'select(.type == "task_finished") | {task, status}'`,
+		Args:              exactArgs(1, "a PLAN file"),
+		ValidArgsFunction: completePlanFiles(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := f.settings()
 			if err != nil {
@@ -128,6 +137,7 @@ brings the work back.
 		},
 	}
 	addRunFlags(cmd.Flags(), f)
+	registerRunFlagCompletions(cmd, io, planArg)
 	return cmd
 }
 

@@ -12,10 +12,11 @@ import (
 func newRunsCmd(io *ioStreams) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "runs",
-		Short: "List the runs journaled in this repository, newest first",
-		Long:  "List the runs journaled in this repository, newest first. Read-only." + "\n\n" + exitStatusHelp(),
-		Args:  exactArgs(0, "no arguments"),
+		Use:               "runs",
+		Short:             "List the runs journaled in this repository, newest first",
+		Long:              "List the runs journaled in this repository, newest first. Read-only." + "\n\n" + exitStatusHelp(),
+		Args:              exactArgs(0, "no arguments"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root, err := repoRoot(io.workingDir)
 			if err != nil {

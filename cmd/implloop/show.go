@@ -34,11 +34,17 @@ that is not valid UTF-8 also comes as path_b64 (its bytes, base64).
 Read-only.
 
 ` + exitStatusHelp(),
-		Example: `  implloop show
-  implloop show r-20261130-0540 --json | jq .outcome
+		Example: `  # The end report of the latest run
+  implloop show
+
+  # What task 3 did to the work tree, as a patch
   implloop show --task 3 --diff
-  implloop show r-20261130-0540 --task 3 --json | jq '.changes[].path'`,
-		Args: maxArgs(1, "at most one RUN"),
+
+  # A given run's verdict and counts, and the paths its task 3 changed
+  implloop show r-20261130-054012-3f9a --json | jq .outcome
+  implloop show r-20261130-054012-3f9a --task 3 --json | jq -r '.changes[].path'`,
+		Args:              maxArgs(1, "at most one RUN"),
+		ValidArgsFunction: completeRunArg(io),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if taskID == "" && (diff || stat) {
 				return usagef("add --task ID: --diff and --stat show one task's effect", "--diff and --stat need --task")
@@ -66,6 +72,7 @@ Read-only.
 	cmd.Flags().StringVar(&taskID, "task", "", "show what task `ID` did to the work tree in the run")
 	cmd.Flags().BoolVar(&diff, "diff", false, "with --task: print the task's patch")
 	cmd.Flags().BoolVar(&stat, "stat", false, "with --task: print the task's diffstat (the default)")
+	_ = cmd.RegisterFlagCompletionFunc("task", completeRunTasks(io, runArg))
 	return cmd
 }
 

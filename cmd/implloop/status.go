@@ -44,7 +44,8 @@ It only reads: nothing is written to the worktree, .git or the journal (the
 tree is built in a temporary index and object directory, removed after).
 
 ` + exitStatusHelp(),
-		Args: exactArgs(0, "no arguments"),
+		Args:              exactArgs(0, "no arguments"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.dir = io.workingDir
 			return runF(cmd.Context(), opts)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
@@ -31,7 +30,8 @@ type watchOptions struct {
 	giveUp    time.Duration // tests: fail instead of hanging when previews never come
 	quiet     time.Duration
 	debounce  time.Duration
-	// redraw clears the screen before each preview (stdout is a terminal).
+	// redraw clears the screen before each preview (stdout is a terminal,
+	// and --color and NO_COLOR allow it).
 	redraw bool
 }
 
@@ -44,7 +44,8 @@ func newWatchCmd(io *ioStreams) *cobra.Command {
 resume of the run (--run, default: the latest run of this plan) would do:
 per task replay or live, and why ("task text changed", "preamble changed",
 "was blocked", "never ran"), with the plan's lint diagnostics inline. On a
-terminal the preview is redrawn in place; otherwise each one is appended.
+terminal the preview is redrawn in place (not with --color never or
+NO_COLOR set); otherwise each one is appended.
 
 The plan's directory is watched, so saving by rename or through a temporary
 file works, and the plan may be deleted and re-created; if the directory
@@ -58,17 +59,19 @@ with the run's settings; it waits while BLOCKED.md exists). Until then
 watch writes nothing. Ctrl-C stops it with exit 130.
 
 ` + exitStatusHelp(),
-		Example: `  implloop watch plan.md
-  implloop watch docs/plan.md --run r-20261130-0540 --resume`,
-		Args: exactArgs(1, "a PLAN file"),
+		Example: `  # At each save, what a resume of the plan's latest run would do
+  implloop watch plan.md
+
+  # Resume that run by itself once the edited plan lints clean and is quiet
+  implloop watch docs/plan.md --run r-20261130-054012-3f9a --resume --quiet 5s`,
+		Args:              exactArgs(1, "a PLAN file"),
+		ValidArgsFunction: completePlanFiles(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.plan = args[0]
 			if o.exitAfter < 0 {
 				return usagef("give a positive count, or 0 for no limit", "--exit-after must not be negative")
 			}
-			if f, ok := io.Out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-				o.redraw = true
-			}
+			o.redraw = io.liveOut()
 			return watchRun(cmd.Context(), o)
 		},
 	}
@@ -80,6 +83,7 @@ watch writes nothing. Ctrl-C stops it with exit 130.
 	_ = cmd.Flags().MarkHidden("debounce")
 	cmd.Flags().DurationVar(&o.giveUp, "give-up", 0, "exit 1 if still watching after this long (for tests and scripts)")
 	_ = cmd.Flags().MarkHidden("give-up")
+	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
 	return cmd
 }
 
