@@ -31,6 +31,9 @@ type Options struct {
 	Parent string
 	// Reverify re-runs the gates of replayed tasks live.
 	Reverify bool
+	// RerunLost runs a task whose work is no longer in the tree live,
+	// instead of writing its work back from the boundary commits.
+	RerunLost bool
 	// DryRun computes the work list and writes nothing.
 	DryRun bool
 	// Observer receives the event stream (nil: none).

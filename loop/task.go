@@ -155,6 +155,9 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 			if err != nil {
 				return taskResult{}, err
 			}
+			if ok && e.work.mustRun(t.ID) {
+				ok = false // its work is gone and --rerun-lost: the agent does it again
+			}
 			if ok {
 				if _, err := e.j.AddReplayedUnit(e.runID, u.ID, h); err != nil {
 					return taskResult{}, err
@@ -434,6 +437,9 @@ func (e *engine) stderrTail(hash string) string {
 // journaled unit of the same task, role and attempt.
 func (e *engine) why(t extractor.Task, u unit.Unit) []string {
 	taskID := t.ID
+	if e.work.mustRun(taskID) {
+		return []string{"its work is no longer in the tree; --rerun-lost: it runs again"}
+	}
 	if len(e.lineage) == 0 {
 		if e.o.Parent == "" {
 			return nil

@@ -26,7 +26,13 @@ type workCheck struct {
 	changed map[string]boundary.Blob
 	// restores: per task planned ActionRestore, what to write back.
 	restores map[string][]boundary.LostContent
+	// rerun: tasks whose work is lost that run live (Options.RerunLost).
+	rerun map[string]bool
 }
+
+// mustRun reports whether task id runs live although its units would
+// replay: its work is lost and --rerun-lost asked for that.
+func (w *workCheck) mustRun(id string) bool { return w != nil && w.rerun[id] }
 
 // treeChanged reports whether the tree's content differs from the parent's
 // last boundary (commits alone change no content; the plan file and
@@ -138,6 +144,16 @@ func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
 		for _, l := range lost {
 			paths = append(paths, l.Path)
 			now[l.Path] = l.Lost
+		}
+		if e.o.RerunLost {
+			p.Action, p.From = ActionLive, ""
+			p.Paths = paths
+			p.Reasons = []string{"its work is no longer in the tree: " + shownPaths(paths) + "; --rerun-lost: it runs again"}
+			if w.rerun == nil {
+				w.rerun = map[string]bool{}
+			}
+			w.rerun[p.Task] = true
+			continue
 		}
 		p.Action = ActionRestore
 		p.Paths = paths

@@ -26,7 +26,14 @@ Run settings default to the parent's (as recorded in the journal); flags
 given again override them, and settings in the plan's front matter follow
 the plan as it is now (unless a run of the lineage set them by flag). A task that ended blocked has its gate re-run
 first: if it passes now the task is done with no agent call. Replayed done
-tasks keep their journaled gate result unless --reverify.
+tasks keep their journaled gate result unless --reverify, or unless the
+tree's content changed since the parent's last boundary (then their gates
+run again).
+
+A task whose work is no longer in the tree (its files deleted, or back at
+what they were before it) is planned "restore": its work is written back
+from implloop's boundary commits, with no agent call, and it replays.
+--rerun-lost runs such tasks live instead.
 
 implloop refuses to resume while BLOCKED.md exists: read it, repair, then
 remove it.
@@ -79,6 +86,7 @@ remove it.
 	cmd.Flags().StringVar(&runRef, "run", "", "the run to resume: an id or a unique prefix (default: the latest run)")
 	cmd.Flags().StringVar(&planPath, "plan", "", "the plan file (default: the parent's)")
 	cmd.Flags().BoolVar(&f.reverify, "reverify", false, "re-run the gates of replayed tasks live")
+	cmd.Flags().BoolVar(&f.rerunLost, "rerun-lost", false, "run tasks whose work is no longer in the tree live, instead of writing it back")
 	addRunFlags(cmd.Flags(), f)
 	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
 	_ = cmd.RegisterFlagCompletionFunc("plan", completePlanFiles(-1))

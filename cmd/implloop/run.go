@@ -31,6 +31,8 @@ type runFlags struct {
 	json     bool
 	dryRun   bool
 	reverify bool
+	// rerunLost: resume runs tasks whose work is gone live (loop.Options).
+	rerunLost bool
 }
 
 func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
@@ -178,7 +180,7 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 	obs := newProgress(io, f.json)
 	defer obs.Close()
 	out, err := loop.Run(ctx, loop.Options{
-		Settings: s, RepoRoot: root, Parent: parent, Reverify: f.reverify, DryRun: f.dryRun, Observer: obs,
+		Settings: s, RepoRoot: root, Parent: parent, Reverify: f.reverify, RerunLost: f.rerunLost, DryRun: f.dryRun, Observer: obs,
 	})
 	obs.Close()
 	if err != nil {
