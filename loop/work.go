@@ -26,13 +26,14 @@ type workCheck struct {
 	changed map[string]boundary.Blob
 	// restores: per task planned ActionRestore, what to write back.
 	restores map[string][]boundary.LostContent
-	// rerun: tasks whose work is lost that run live (Options.RerunLost).
-	rerun map[string]bool
+	// rerun: tasks whose work is lost that run live (Options.RerunLost),
+	// with the lost paths.
+	rerun map[string][]string
 }
 
 // mustRun reports whether task id runs live although its units would
 // replay: its work is lost and --rerun-lost asked for that.
-func (w *workCheck) mustRun(id string) bool { return w != nil && w.rerun[id] }
+func (w *workCheck) mustRun(id string) bool { return w != nil && w.rerun[id] != nil }
 
 // treeChanged reports whether the tree's content differs from the parent's
 // last boundary (commits alone change no content; the plan file and
@@ -150,9 +151,9 @@ func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
 			p.Paths = paths
 			p.Reasons = []string{"its work is no longer in the tree: " + shownPaths(paths) + "; --rerun-lost: it runs again"}
 			if w.rerun == nil {
-				w.rerun = map[string]bool{}
+				w.rerun = map[string][]string{}
 			}
-			w.rerun[p.Task] = true
+			w.rerun[p.Task] = paths
 			continue
 		}
 		p.Action = ActionRestore
@@ -166,6 +167,27 @@ func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
 	return nil
 }
 
+// forgetLost drops, before a task that --rerun-lost runs again, its lost
+// paths from the boundary the guard compares it with: that the user
+// deleted or reverted them between the runs is exactly what the task is
+// asked to redo, not earlier work it would discard.
+func (e *engine) forgetLost(taskID string) {
+	if e.work == nil || len(e.work.rerun[taskID]) == 0 {
+		return
+	}
+	drop := map[string]bool{}
+	for _, p := range e.work.rerun[taskID] {
+		drop[p] = true
+	}
+	kept := make([]boundary.Entry, 0, len(e.prev.Paths))
+	for _, en := range e.prev.Paths {
+		if !drop[en.Path] {
+			kept = append(kept, en)
+		}
+	}
+	e.prev.Paths = kept
+}
+
 // restoreWork writes back the work of a task planned ActionRestore, before
 // its units replay. Paths that hold something else than the task's
 // before-content now (the user edited them) are left alone and reported.
@@ -173,6 +195,7 @@ func (e *engine) restoreWork(ctx context.Context, taskID string, ts *taskState) 
 	if e.work == nil {
 		return nil
 	}
+	e.forgetLost(taskID)
 	lost := e.work.restores[taskID]
 	if len(lost) == 0 {
 		return nil
@@ -189,6 +212,18 @@ func (e *engine) restoreWork(ctx context.Context, taskID string, ts *taskState) 
 	}
 	ts.restored = true
 	e.sawRestore = true
+	// The boundary before the task is the tree as the restore left it:
+	// the guard must not judge the restore, which puts back on purpose
+	// what changed between the runs (a deletion undone is a discard to
+	// it), as the task's doing.
+	snap, err := e.take(ctx, e.prev.PathNames(), &e.prev, "task "+taskID+"'s work restored")
+	if err != nil {
+		return err
+	}
+	if err := e.putBoundary("", snap, nil); err != nil {
+		return err
+	}
+	e.prev = snap
 	if len(done) > 0 {
 		note := "its work was no longer in the tree; restored from the boundary commits: " + shownPaths(done)
 		ts.row.Concerns = append(ts.row.Concerns, note)
