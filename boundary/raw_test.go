@@ -79,3 +79,28 @@ func TestEffects(t *testing.T) {
 		t.Errorf("%+v", got)
 	}
 }
+
+func TestParseBlame(t *testing.T) {
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	out := a + " 1 1 2\nauthor x\nsummary implloop: run r-1, after task 3\nfilename f\n\tline one\n" +
+		a + " 2 2\n\tline two\n" + b + " 5 3 1\nsummary start\nfilename f\n\t\tindented\n"
+	got, err := parseBlame([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Summary != "implloop: run r-1, after task 3" || got[1].Commit != a || got[1].Text != "line two" ||
+		got[2].Line != 3 || got[2].Text != "\tindented" || got[2].Summary != "start" {
+		t.Errorf("%+v", got)
+	}
+	if _, err := parseBlame([]byte("\tno header\n")); err == nil {
+		t.Error("text before a header accepted")
+	}
+}
+
+// FuzzParseBlame: git blame's porcelain output is parsed without panicking.
+func FuzzParseBlame(f *testing.F) {
+	f.Add([]byte(strings.Repeat("a", 40) + " 1 1 1\nsummary s\n\tx\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = parseBlame(data)
+	})
+}

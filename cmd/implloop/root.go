@@ -58,6 +58,7 @@ changed, and says why.
 		newShowCmd,
 		newExplainCmd,
 		newRestoreCmd,
+		newBlameCmd,
 		newPlanCmd,
 		newLintCmd,
 		newIDCmd,

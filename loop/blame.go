@@ -1,0 +1,140 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/cache"
+)
+
+// BlameLine is one line of a file and who last wrote it: a task of a run
+// (with its attempt, agent and model), or, outside the loop, the commit
+// that did, the work before a run, or an edit since the last boundary.
+type BlameLine struct {
+	Line int    `json:"line"`
+	Text string `json:"text"`
+	// Run, Task, Title, Attempts, Agent and Model name the task that
+	// wrote the line; Restored when a resume wrote its work back.
+	Run      string `json:"run,omitempty"`
+	Task     string `json:"task,omitempty"`
+	Title    string `json:"title,omitempty"`
+	Attempts int    `json:"attempts,omitempty"`
+	Agent    string `json:"agent,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Restored bool   `json:"restored,omitempty"`
+	// Commit is the commit git blame found (a boundary, or one of the
+	// user's), "" for a line changed since the run's last boundary.
+	Commit string `json:"commit,omitempty"`
+	// Outside says, for a line no task wrote, where it came from.
+	Outside string `json:"outside,omitempty"`
+}
+
+// ErrNoBoundaryCommits is a run with no boundary commit to blame from.
+var ErrNoBoundaryCommits = errors.New("the run has no boundary commits")
+
+// Blame says, for each line of path (relative to the repo root) as it is
+// in the work tree now, which task of runID's lineage last wrote it. It is
+// git's own blame along the run's boundary chain (`git blame
+// --first-parent` from its last boundary commit: every first parent is
+// the boundary before), each boundary commit mapped to the task it
+// follows through the journal. from and to (1-based) limit the lines; 0
+// means the whole file. Read-only.
+func Blame(ctx context.Context, j *cache.Journal, repoRoot, runID, path string, from, to int) ([]BlameLine, error) {
+	last, ok, err := j.LastBoundary(runID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || last.Commit == "" {
+		return nil, fmt.Errorf("run %s: %w", runID, ErrNoBoundaryCommits)
+	}
+	_, statErr := os.Lstat(filepath.Join(repoRoot, filepath.FromSlash(path)))
+	lines, err := boundary.Blame(ctx, repoRoot, last.Commit, path, from, to, statErr == nil)
+	if err != nil {
+		return nil, err
+	}
+	who, err := boundaryTasks(j, runID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BlameLine, len(lines))
+	for i, l := range lines {
+		b := BlameLine{Line: l.Line, Text: l.Text, Commit: l.Commit}
+		switch w, ok := who[l.Commit]; {
+		case strings.Trim(l.Commit, "0") == "":
+			b.Commit, b.Outside = "", "changed since run "+runID+"'s last boundary"
+		case ok && w.Task != "":
+			b.Run, b.Task, b.Title, b.Attempts, b.Agent, b.Model, b.Restored = w.Run, w.Task, w.Title, w.Attempts, w.Agent, w.Model, w.Restored
+		case ok:
+			b.Outside = w.Outside
+		default:
+			b.Outside = "commit " + short(l.Commit) + ": " + l.Summary
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// boundaryTasks maps every boundary commit of runID's lineage to the task
+// whose work it holds (the boundary after the task, or the one a resume
+// took after it wrote the task's work back), or to why no task's.
+func boundaryTasks(j *cache.Journal, runID string) (map[string]BlameLine, error) {
+	lineage, err := j.LineageIDs(runID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]BlameLine{}
+	for _, id := range lineage {
+		run, err := j.GetRun(id)
+		if err != nil {
+			return nil, err
+		}
+		var s Settings
+		_ = json.Unmarshal(run.Settings, &s)
+		tasks, err := j.Tasks(id)
+		if err != nil {
+			return nil, err
+		}
+		byID := map[string]cache.Task{}
+		for _, t := range tasks {
+			byID[t.TaskID] = t
+		}
+		bs, err := j.Boundaries(id)
+		if err != nil {
+			return nil, err
+		}
+		for i, b := range bs {
+			if b.Commit == "" {
+				continue
+			}
+			task, restored := b.AfterTask, false
+			if task == "" && i > 0 && i+1 < len(bs) {
+				task, restored = bs[i+1].AfterTask, true // a resume's restore, then the task
+			}
+			if task == "" {
+				what := "uncommitted when run " + id + " started"
+				if run.ParentID != "" {
+					what = "changed between run " + run.ParentID + " and run " + id
+				}
+				out[b.Commit] = BlameLine{Outside: what}
+				continue
+			}
+			t := byID[task]
+			out[b.Commit] = BlameLine{Run: id, Task: task, Title: t.Title, Attempts: t.Attempts,
+				Agent: s.Agent, Model: s.Model, Restored: restored}
+		}
+	}
+	return out, nil
+}
+
+func short(id string) string {
+	if len(id) > 7 {
+		return id[:7]
+	}
+	return id
+}
