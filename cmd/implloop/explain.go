@@ -9,6 +9,8 @@ import (
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/bytepath"
+	"github.com/implloop/implloop/loop"
 )
 
 // unitExplanation is one unit of `implloop explain`.
@@ -23,6 +25,24 @@ type unitExplanation struct {
 	Reason       string          `json:"reason,omitempty"`
 	ComparedWith string          `json:"compared_with,omitempty"` // run:unit of the closest journaled unit
 	Changes      []explainChange `json:"changes,omitempty"`
+}
+
+// taskExplanation is a task the resume planned otherwise than a plain
+// replay or live run, in the loop's words.
+type taskExplanation struct {
+	Task     string        `json:"task"`
+	Action   string        `json:"action"`
+	Reasons  []string      `json:"reasons,omitempty"`
+	Restored bytepath.List `json:"restored,omitempty"`
+}
+
+// planOrder is the resume plan's tasks in plan order.
+func planOrder(d *loop.Decisions) []loop.PlannedTask {
+	out := make([]loop.PlannedTask, 0, len(d.Order))
+	for _, id := range d.Order {
+		out = append(out, d.Planned[id])
+	}
+	return out
 }
 
 type explainChange struct {
@@ -76,12 +96,33 @@ Read-only: it writes nothing.
 			for _, u := range units {
 				byIdentity[u.Identity] = u
 			}
+			// The loop's own words, journaled when it decided, come
+			// first; the identity diff adds the fields.
+			dec, err := loop.DecisionsOf(j, run.ID)
+			if err != nil {
+				return err
+			}
 			var out []unitExplanation
 			for _, u := range units {
 				if taskID != "" && u.TaskID != taskID {
 					continue
 				}
-				out = append(out, explainUnit(j, lineage, u, byIdentity))
+				x := explainUnit(j, lineage, u, byIdentity)
+				if why := dec.Unit[u.UnitID]; len(why) > 0 {
+					x.Reason = strings.Join(why, ", ")
+				}
+				out = append(out, x)
+			}
+			// Tasks the resume planned otherwise than plain replay or
+			// live: a restore, a gate re-run on a changed tree.
+			var tasks []taskExplanation
+			for _, t := range planOrder(dec) {
+				if taskID != "" && t.Task != taskID {
+					continue
+				}
+				if t.Action == loop.ActionRestore || (t.Action == loop.ActionReplay && len(t.Reasons) > 0) || t.Action == loop.ActionGate {
+					tasks = append(tasks, taskExplanation{Task: t.Task, Action: t.Action, Reasons: t.Reasons, Restored: dec.Restored[t.Task]})
+				}
 			}
 			if taskID != "" && len(out) == 0 {
 				return errorf("run 'implloop show "+run.ID+"' for its tasks", "run %s has no unit of task %q", run.ID, taskID)
@@ -90,7 +131,7 @@ Read-only: it writes nothing.
 				enc := json.NewEncoder(io.Out)
 				enc.SetEscapeHTML(false)
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"run": run.ID, "parent": run.ParentID, "units": out})
+				return enc.Encode(map[string]any{"run": run.ID, "parent": run.ParentID, "units": out, "tasks": tasks})
 			}
 			fmt.Fprintf(io.Out, "run %s", run.ID)
 			if run.ParentID != "" {
@@ -109,6 +150,9 @@ Read-only: it writes nothing.
 				for _, c := range x.Changes {
 					fmt.Fprintf(io.Out, "    %s\n", strings.ReplaceAll(c.Text, "\n", "\n    "))
 				}
+			}
+			for _, t := range tasks {
+				fmt.Fprintf(io.Out, "task %s  %s: %s\n", t.Task, t.Action, strings.Join(t.Reasons, "; "))
 			}
 			return nil
 		},
