@@ -173,7 +173,9 @@ func (t *taker) take() (Snapshot, error) {
 		tree, snap.KeptIgnored = newTree, kept
 	}
 	snap.Tree = tree
-	if t.o.compare != "" {
+	if t.o.compare == tree {
+		snap.Since = []Change{}
+	} else if t.o.compare != "" {
 		changes, err := g.diffTree(t.readEnv, t.o.compare, tree, false)
 		if err != nil {
 			return Snapshot{}, fmt.Errorf("comparing with tree %.12s: %w", t.o.compare, err)
