@@ -17,6 +17,8 @@ build:
 
 test: lint
 	$(GO) test -count=1 $(PKGS)
+	# The guard against an oracle from file contents, 2,000 generated cases.
+	$(GO) test -count=1 ./guard/ -run '^TestPropertyDiscards$$' -rapid.checks=2000
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
 demo: build

@@ -278,13 +278,15 @@ func copyIndex(src, dst string) error {
 func (t *taker) commit(snap *Snapshot) error {
 	g := t.g
 	ref := RunRef(t.o.run)
-	cur := ""
-	out, _, err := g.run(nil, nil, "rev-parse", "-q", "--verify", ref+"^{commit}")
-	switch {
-	case err == nil:
-		cur = strings.TrimSpace(string(out))
-	case exitCode(err) != 1:
-		return fmt.Errorf("boundary: reading %s: %w", ref, err)
+	cur, ok := g.readRef(ref)
+	if !ok {
+		out, _, err := g.run(nil, nil, "rev-parse", "-q", "--verify", ref+"^{commit}")
+		switch {
+		case err == nil:
+			cur = strings.TrimSpace(string(out))
+		case exitCode(err) != 1:
+			return fmt.Errorf("boundary: reading %s: %w", ref, err)
+		}
 	}
 	prev := ""
 	if p := t.o.prev; p != nil && p.Commit != "" {
@@ -323,7 +325,7 @@ func (t *taker) commit(snap *Snapshot) error {
 		"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost",
 		"GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost",
 	}
-	out, _, err = g.run(env, []byte(msg), args...)
+	out, _, err := g.run(env, []byte(msg), args...)
 	if err != nil {
 		return fmt.Errorf("boundary: %w", err)
 	}

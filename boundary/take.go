@@ -172,6 +172,21 @@ func (t *taker) take() (Snapshot, error) {
 		}
 		tree, snap.KeptIgnored = newTree, kept
 	}
+	entries, err := t.dirtySet(head, tree)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if missing := t.trackedMissing(entries); len(missing) > 0 {
+		if err := t.forceAdd(missing); err != nil {
+			return Snapshot{}, err
+		}
+		if tree, err = t.writeTree(); err != nil {
+			return Snapshot{}, err
+		}
+		if entries, err = t.dirtySet(head, tree); err != nil {
+			return Snapshot{}, err
+		}
+	}
 	snap.Tree = tree
 	if t.o.compare == tree {
 		snap.Since = []Change{}
@@ -191,10 +206,6 @@ func (t *taker) take() (Snapshot, error) {
 		if err := t.commit(&snap); err != nil {
 			return Snapshot{}, err
 		}
-	}
-	entries, err := t.dirtySet(head, tree)
-	if err != nil {
-		return Snapshot{}, err
 	}
 	snap.Paths = entries
 	snap.indexFP, snap.indexDiff = t.indexFP, t.newIndexDiff
@@ -298,6 +309,37 @@ func (t *taker) addProblems(stderr []byte) error {
 	return nil
 }
 
+// trackedMissing lists the paths the real index tracks that are on disk
+// but not in the snapshot tree: a tracked file is never ignored, but the
+// private index, where `git add -A` removed it once (deleted then), takes
+// it for an ignored untracked file when an ignore rule covers it by the
+// time it is back. The dirty set shows them as deleted with index content.
+func (t *taker) trackedMissing(entries []Entry) []string {
+	var out []string
+	for _, e := range entries {
+		if e.Worktree.Present() || !e.Index.Present() || e.Status == StatusConflicted {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(t.g.root, filepath.FromSlash(e.Path))); err == nil && !fi.IsDir() {
+			out = append(out, e.Path)
+		}
+	}
+	return out
+}
+
+// forceAdd adds paths to the index Take uses whatever ignore rules say.
+func (t *taker) forceAdd(paths []string) error {
+	var in strings.Builder
+	for _, p := range paths {
+		in.WriteString(":(top,literal)" + p)
+		in.WriteByte(0)
+	}
+	if _, _, err := t.g.run(t.env, []byte(in.String()), t.indexConfig("add", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul")...); err != nil {
+		t.problems = append(t.problems, fmt.Sprintf("adding %d ignored path(s): %v", len(paths), err))
+	}
+	return nil
+}
+
 // keepIgnored puts back into the snapshot the paths that left the tree
 // since the previous boundary but are still on disk: they became ignored
 // (a new .gitignore or info/exclude rule), which loses nothing, so the
@@ -324,13 +366,8 @@ func (t *taker) keepIgnored(prevTree, tree string) ([]string, string, error) {
 	if len(kept) == 0 {
 		return nil, tree, nil
 	}
-	var in strings.Builder
-	for _, p := range kept {
-		in.WriteString(":(top,literal)" + p)
-		in.WriteByte(0)
-	}
-	if _, _, err := t.g.run(t.env, []byte(in.String()), t.indexConfig("add", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul")...); err != nil {
-		t.problems = append(t.problems, fmt.Sprintf("keeping newly ignored paths: %v", err))
+	if err := t.forceAdd(kept); err != nil {
+		return nil, "", err
 	}
 	newTree, err := t.writeTree()
 	if err != nil {

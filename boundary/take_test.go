@@ -414,3 +414,28 @@ func TestPrivateIndex(t *testing.T) {
 		t.Error("a staged ignored file is not in the snapshot")
 	}
 }
+
+// TestTrackedFileIgnored: found by the guard's property test. A tracked
+// file deleted at one boundary (so `git add -A` drops it from the private
+// index), written back and covered by a new ignore rule while the real
+// index is unchanged, must be in the next snapshot: git tracks it.
+func TestTrackedFileIgnored(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t)
+	r.write("a.txt", "a base\n")
+	r.commitAll("init")
+	r.remove("a.txt")
+	s1 := r.take(WithRun("ti"))
+	if e := entry(t, s1, "a.txt"); e.Status != StatusDeleted {
+		t.Fatalf("%+v", e)
+	}
+	r.write("a.txt", "task one's version\n")
+	r.write(".git/info/exclude", "a.txt\n")
+	s2 := r.take(WithRun("ti"), WithPrev(s1))
+	if e := entry(t, s2, "a.txt"); e.Worktree.Hash != r.hashObject("a.txt") {
+		t.Errorf("a.txt: %+v", e)
+	}
+	if got := r.git("cat-file", "blob", s2.Commit+":a.txt"); got != "task one's version\n" {
+		t.Errorf("a.txt in the boundary commit: %q", got)
+	}
+}

@@ -206,7 +206,9 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 			continue
 		}
 		for _, o := range v.Paths {
-			if o.Path == e.RenamedTo && o.Outcome == Moved && o.MovedTo == r.Path {
+			// The new side's content is back here (it may be at a copy
+			// too, which elsewhere may have found first).
+			if o.Path == e.RenamedTo && o.Outcome == Moved && (o.MovedTo == r.Path || r.Now.Same(o.Was)) {
 				r.Outcome, r.RevertedTo, r.MovedFrom = Moved, "", o.Path
 				break
 			}

@@ -186,6 +186,15 @@ func TestCompare(t *testing.T) {
 			want: want{outcomes: map[string]Outcome{"a.txt": Moved, "moved.txt": Moved}, concerns: []ConcernKind{ConcernMoved}},
 		},
 		{
+			// Found by the property test: with a copy of the content at a
+			// third path, found first, the undone rename blocked.
+			name:   "a rename undone while a copy exists: moved back, nothing lost",
+			before: func(r repo) { base(r); r.Git("mv", "a.txt", "moved.txt") },
+			task:   func(r repo) { r.Write("copy.txt", "a base\n"); r.Git("mv", "moved.txt", "a.txt") },
+			want: want{outcomes: map[string]Outcome{"a.txt": Moved, "moved.txt": Moved},
+				concerns: []ConcernKind{ConcernMoved}},
+		},
+		{
 			name:   "a rename of edited content undone by a reset: the edit is lost, both sides block",
 			before: func(r repo) { base(r); r.Git("mv", "a.txt", "moved.txt"); r.Write("moved.txt", "a edited\n") },
 			task:   func(r repo) { r.Git("reset", "-q", "--hard") },

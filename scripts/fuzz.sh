@@ -9,3 +9,8 @@ for pkg in $(go list ./...); do
     go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s -parallel 1 "$pkg"
   done
 done
+# The guard's property test, longer than make test runs it
+# (RAPID_CHECKS=50000 for a night).
+checks=${RAPID_CHECKS:-10000}
+echo "property guard TestPropertyDiscards ($checks cases)"
+go test -count=1 -timeout 0 ./guard/ -run '^TestPropertyDiscards$' -rapid.checks="$checks"
