@@ -19,7 +19,8 @@ func (p Problem) String() string { return p.Kind + ": run " + p.RunID + ": " + p
 //     of implloop's, so the caller passes it in);
 //   - a completed unit's result blob, and every other blob a unit names,
 //     is in the blob store;
-//   - a replayed unit points at a completed live unit with its identity;
+//   - a replayed unit points at a live unit with its identity and status
+//     (completed, or failed: a failure replayed inside an attempt chain);
 //   - a finished run has no running task or unit;
 //   - a run's boundary seqs are 0, 1, 2, ... without gaps.
 //
@@ -59,8 +60,8 @@ func (j *Journal) Check(digest func(canonical []byte) string) ([]Problem, error)
 				switch {
 				case err != nil:
 					add("replay", r.ID, "unit %s: replayed from %s/%s, which is not journaled", u.UnitID, u.ReplayedFromRun, u.ReplayedFromUnit)
-				case orig.Status != UnitCompleted || orig.Replayed() || orig.Identity != u.Identity:
-					add("replay", r.ID, "unit %s: replayed from %s/%s, which is not a completed live unit of the same identity", u.UnitID, u.ReplayedFromRun, u.ReplayedFromUnit)
+				case orig.Status != u.Status || orig.Replayed() || orig.Identity != u.Identity:
+					add("replay", r.ID, "unit %s: replayed from %s/%s, which is not a live unit of the same identity and status", u.UnitID, u.ReplayedFromRun, u.ReplayedFromUnit)
 				}
 			}
 			if r.Finished() && u.Status == UnitRunning {

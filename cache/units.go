@@ -168,8 +168,10 @@ func (j *Journal) InterruptRunning(runID string) (int, error) {
 // Not fsynced on its own (see Journal): losing it only means a resume looks
 // it up again.
 func (j *Journal) AddReplayedUnit(runID, unitID string, from *Unit) (*Unit, error) {
-	if from == nil || from.Status != UnitCompleted {
-		return nil, fmt.Errorf("replay unit %s/%s: source is not a completed unit", runID, unitID)
+	// A failed unit replays as that failure only inside an attempt
+	// chain that went on (the loop decides; see FindFailed).
+	if from == nil || (from.Status != UnitCompleted && from.Status != UnitFailed) {
+		return nil, fmt.Errorf("replay unit %s/%s: source is neither a completed nor a failed unit", runID, unitID)
 	}
 	u := *from
 	u.RunID, u.UnitID = runID, unitID
@@ -181,8 +183,8 @@ func (j *Journal) AddReplayedUnit(runID, unitID string, from *Unit) (*Unit, erro
 	_, err := j.exec(false, `INSERT INTO units (run_id, unit_id, task_id, role, attempt, identity, preimage,
 			status, prompt, stdout, stderr, result, tokens_in, tokens_out, cache_read, cache_write, cost_usd,
 			exit_code, error, replayed_from_run, replayed_from_unit, started_at, finished_at, duration_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 'completed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
-		u.RunID, u.UnitID, u.TaskID, u.Role, u.Attempt, u.Identity, []byte(u.Preimage),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
+		u.RunID, u.UnitID, u.TaskID, u.Role, u.Attempt, u.Identity, []byte(u.Preimage), string(from.Status),
 		u.Prompt, u.Stdout, u.Stderr, u.Result, u.TokensIn, u.TokensOut, u.CacheRead, u.CacheWrite, u.CostUSD,
 		u.ExitCode, u.Error, u.ReplayedFromRun, u.ReplayedFromUnit, ms(u.StartedAt), ms(u.FinishedAt))
 	if err != nil {
@@ -296,6 +298,24 @@ func (j *Journal) FindCompleted(lineage []string, identity string) (*Unit, bool,
 		}
 	}
 	return nil, false, nil
+}
+
+// FindFailed is the failed live unit of identity nearest in the lineage
+// (not a replay of one), for an attempt chain that replays its failure.
+func (j *Journal) FindFailed(lineage []string, identity string) (*Unit, bool, error) {
+	if len(lineage) == 0 {
+		return nil, false, nil
+	}
+	in, args := inList(lineage)
+	us, err := j.queryUnits(`WHERE identity = ? AND status = 'failed' AND replayed_from_run = '' AND run_id IN `+in, append([]any{identity}, args...)...)
+	if err != nil {
+		return nil, false, fmt.Errorf("find failed %s: %w", identity, err)
+	}
+	if len(us) == 0 {
+		return nil, false, nil
+	}
+	rankByLineage(us, lineage)
+	return &us[0], true, nil
 }
 
 // ClosestUnit is the journaled unit a miss is explained against: same task

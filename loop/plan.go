@@ -81,6 +81,7 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedba
 			return err
 		}
 		var hit *cache.Unit
+		var failedFeedback *string // the chain replays a failure here
 		for _, u := range units {
 			var h *cache.Unit
 			ok := false
@@ -92,6 +93,10 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedba
 				}
 			}
 			if !ok {
+				if f, g, fok := e.failedChain(t, u); fok {
+					hit, failedFeedback = f, &g.Feedback
+					break
+				}
 				p.Action = ActionLive
 				p.Reasons = e.why(t, u)
 				if len(p.Reasons) == 0 {
@@ -107,6 +112,11 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedba
 		if hit == nil {
 			p.Action = ActionLive
 			return nil
+		}
+		if failedFeedback != nil {
+			attempt++
+			feedback = *failedFeedback
+			continue
 		}
 		p.Action = ActionReplay
 		p.From = hit.RunID

@@ -149,6 +149,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		allReplayed := true
 		var hit *cache.Unit
 		var failure string
+		var carried *cache.Gate // a replayed failure's journaled agent-failure gate
 		final := ""
 		for _, u := range units {
 			h, ok, err := e.findCompleted(u.Identity)
@@ -173,6 +174,19 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 				final = u.Identity
 				continue
 			}
+			if f, g, ok := e.failedChain(t, u); ok {
+				// The attempt chain went on after this failure: it
+				// replays as that failure, and the next attempt as
+				// what followed it.
+				if _, err := e.j.AddReplayedUnit(e.runID, u.ID, f); err != nil {
+					return taskResult{}, err
+				}
+				ts.replayed++
+				e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
+					Source: "replayed", From: f.RunID + ":" + f.UnitID, Message: "failed: " + firstLine(f.Error)})
+				carried, failure = &g, g.Feedback
+				break
+			}
 			allReplayed = false
 			reasons := e.why(t, u)
 			fail, err := e.dispatch(ctx, idx, t, u, reasons)
@@ -191,6 +205,9 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 
 		var passed bool
 		switch {
+		case carried != nil:
+			feedback = carried.Feedback
+			e.carryGate(t, *carried)
 		case failure != "":
 			feedback = failure
 			e.recordGate(t, attempt, cache.Gate{Command: agentGate, Passed: false, ExitCode: -1, Feedback: failure})
@@ -234,6 +251,28 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// failedChain is the journaled failure of unit u that the task's attempt
+// chain went on from: a failed live unit of the same identity in the
+// lineage, with the agent-failure gate its next attempt took as feedback,
+// while the lineage holds a later attempt of the task. It replays as that
+// failure (no agent call), so a chain that reached done through a failed
+// call (a 429, say) replays whole instead of paying for the work twice. A
+// failure that was the task's last attempt is retried live.
+func (e *engine) failedChain(t extractor.Task, u unit.Unit) (*cache.Unit, cache.Gate, bool) {
+	if e.j == nil || len(e.lineage) == 0 || e.work.mustRun(t.ID) || e.lastAttempt(t.ID) <= u.Attempt {
+		return nil, cache.Gate{}, false
+	}
+	f, ok, err := e.j.FindFailed(e.lineage, u.Identity)
+	if err != nil || !ok {
+		return nil, cache.Gate{}, false
+	}
+	g, ok := e.journaledGate(f.RunID, t.ID, u.Attempt)
+	if !ok || g.Command != agentGate || g.Passed {
+		return nil, cache.Gate{}, false
+	}
+	return f, g, true
 }
 
 // journaledGate is the gate journaled in run for the task's attempt.
