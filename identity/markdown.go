@@ -19,6 +19,11 @@ func Markdown() []byte {
 	w("its identity; a resume replays a journaled call whose identity equals the new call's and runs every\n")
 	w("other call live. The goal is *never stale, rarely redundant*: every input that changes what the agent\n")
 	w("is asked changes the identity, and only true volatility is ignored.\n\n")
+	w("An equal identity is necessary for a replay, not sufficient. A resume also checks (docs/boundary.md,\n")
+	w("\"A resume checks the work it replays\"): a replayed task's work must still be in the tree, else it is\n")
+	w("written back from the boundary commits (or, with `--rerun-lost`, the task runs live); a replayed gate\n")
+	w("result stands only while the tree's content is as the parent run left it; and a failed call replays,\n")
+	w("as that failure, only inside an attempt chain that went on to a later attempt.\n\n")
 
 	w("## The digest\n\n")
 	w("```\n%sHEX(sha256(\"implloop.unit\\x00v%s\\x00\" + JCS(preimage)))\n```\n\n", DigestPrefix, Version)
