@@ -43,10 +43,10 @@ func TestReplayPropertyNeedsItsWork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two loops per case in real repositories")
 	}
-	// About 0.5 s a case: 60 by default; -rapid.checks=N for more.
+	// replayChecks cases by default; -rapid.checks=N for more.
 	if f := flag.Lookup("rapid.checks"); f != nil && !flagSet("rapid.checks") {
 		old := f.Value.String()
-		_ = f.Value.Set("60")
+		_ = f.Value.Set(replayChecks)
 		defer func() { _ = f.Value.Set(old) }()
 	}
 	rapid.Check(t, func(rt *rapid.T) {
