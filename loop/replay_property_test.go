@@ -36,9 +36,15 @@ import (
 //     exactly when neither the plan nor the tree changed;
 //   - (d) the journal's invariants hold after both runs.
 //
-// The agent's output carries its call number, so that a task run again
-// never writes what a commit holds (which the guard would rightly call a
-// discard of the user's change).
+// In half the cases the agent's output carries its call number, so that a
+// task run again never writes what a commit holds (which the guard would
+// rightly call a discard of the user's change); in the other half it
+// writes the same every time, and the user makes no commits.
+//
+// One combination is left out of (a), a known bug: with the same-output
+// agent, the rewritten task changed and the rewriter not, the rewriter's
+// append is gone after the resume (see knownGap below, and
+// testdata/script/resume_live_clobbers_replay.txtar).
 func TestReplayPropertyNeedsItsWork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two loops per case in real repositories")
