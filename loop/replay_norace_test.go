@@ -1,0 +1,7 @@
+//go:build !race
+
+package loop
+
+// replayChecks is TestReplayPropertyNeedsItsWork's default number of
+// cases (about 0.5 s each on 2 cores).
+const replayChecks = "60"
