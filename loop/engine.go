@@ -114,7 +114,8 @@ type engine struct {
 	journalGone string
 	// work is what a resume found in the tree before it planned (work.go).
 	work       *workCheck
-	sawRestore bool // a task's work was written back from the boundaries
+	sawRestore bool                   // a task's work was written back from the boundaries
+	planned    map[string]PlannedTask // the resume plan, by task id
 }
 
 // newEngine is an engine for o before its plan is read: o's clock and
@@ -251,6 +252,10 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		e.planned = make(map[string]PlannedTask, len(out.Plan))
+		for _, p := range out.Plan {
+			e.planned[p.Task] = p
 		}
 		e.emit(Event{Type: EvResumePlan, Tasks: out.Plan})
 	}

@@ -101,6 +101,9 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 	}
 	e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count})
 
+	if err := e.recheckWork(ctx, t.ID); err != nil {
+		return taskResult{}, err
+	}
 	if err := e.restoreWork(ctx, t.ID, ts); err != nil {
 		return taskResult{}, err
 	}
@@ -289,6 +292,9 @@ func (e *engine) journaledGate(runID, taskID string, attempt int) (cache.Gate, b
 // this run. It reports false when there is none (the original run stopped
 // before its gate finished), in which case the gate runs live.
 func (e *engine) replayGate(t extractor.Task, attempt int, hit *cache.Unit) bool {
+	if e.work != nil && e.work.freshGate[t.ID] {
+		return false // its work was found gone and written back: ask again
+	}
 	g, ok := e.journaledGate(hit.RunID, t.ID, attempt)
 	if !ok || !e.gateReplayable(g, e.gateCommand(t)) {
 		return false

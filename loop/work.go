@@ -29,6 +29,9 @@ type workCheck struct {
 	// rerun: tasks whose work is lost that run live (Options.RerunLost),
 	// with the lost paths.
 	rerun map[string][]string
+	// freshGate: tasks whose work was found gone only as the run went
+	// (recheckWork): their journaled gate judged a tree that is no more.
+	freshGate map[string]bool
 }
 
 // mustRun reports whether task id runs live although its units would
@@ -164,6 +167,86 @@ func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
 		}
 		w.restores[p.Task] = lost
 	}
+	return nil
+}
+
+// recheckWork checks a task the resume plan replays against the tree as
+// the tasks before it in this run left it (the latest boundary), when a
+// task ran live before it: the plan checked the tree at the start, and a
+// live task may since have rewritten a file this task wrote after it
+// (task 1 runs again and writes f.txt as it did, taking task 3's append
+// away). Lost work found here is restored (or, with --rerun-lost, the task
+// runs live), and the task's gate runs again.
+func (e *engine) recheckWork(ctx context.Context, taskID string) error {
+	p, ok := e.planned[taskID]
+	if !ok || !e.sawLive || e.work == nil || (p.Action != ActionReplay && p.Action != ActionRestore) || p.From == "" {
+		return nil
+	}
+	from, to, err := taskBoundaries(e.j, p.From, taskID)
+	if err != nil || e.prev.Tree == "" {
+		return nil // no effect of its own recorded: nothing to check
+	}
+	effects, err := boundary.Effects(ctx, e.o.RepoRoot, [][2]string{{from.Commit, to.Commit}})
+	if err != nil {
+		return fmt.Errorf("task %s: reading its work: %w", taskID, err)
+	}
+	since, err := boundary.Diff(ctx, e.o.RepoRoot, to.Commit, e.prev.Tree)
+	if err != nil {
+		return fmt.Errorf("task %s: comparing its work with the tree: %w", taskID, err)
+	}
+	now := make(map[string]boundary.Blob, len(since))
+	for _, c := range since {
+		if c.From != "" {
+			now[c.From] = boundary.Blob{}
+		}
+		now[c.Path] = c.After
+	}
+	discarded := map[string]bool{}
+	var v guard.Verdict
+	if len(to.Verdict) > 0 && json.Unmarshal(to.Verdict, &v) == nil {
+		for _, l := range v.Lost {
+			discarded[l.Path] = true
+		}
+	}
+	already := map[string]bool{}
+	for _, l := range e.work.restores[taskID] {
+		already[l.Path] = true
+	}
+	var lost []boundary.LostContent
+	for _, c := range effects[0] {
+		cur, changed := now[c.Path]
+		if !changed || discarded[c.Path] || already[c.Path] || !cur.Same(c.Before) || cur.Same(c.After) {
+			continue
+		}
+		lost = append(lost, boundary.LostContent{Path: c.Path, Lost: c.After, Base: c.Before})
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	if e.held != nil {
+		return errNeedsLive // inside a replay batch: run it on its own
+	}
+	var paths []string
+	for _, l := range lost {
+		paths = append(paths, l.Path)
+	}
+	if e.work.freshGate == nil {
+		e.work.freshGate = map[string]bool{}
+	}
+	e.work.freshGate[taskID] = true
+	note := "a task that ran live before it took its work away: " + shownPaths(paths)
+	e.emit(Event{Type: EvConcern, Task: taskID, Message: note})
+	if e.o.RerunLost {
+		if e.work.rerun == nil {
+			e.work.rerun = map[string][]string{}
+		}
+		e.work.rerun[taskID] = append(e.work.rerun[taskID], paths...)
+		return nil
+	}
+	if e.work.restores == nil {
+		e.work.restores = map[string][]boundary.LostContent{}
+	}
+	e.work.restores[taskID] = append(e.work.restores[taskID], lost...)
 	return nil
 }
 
