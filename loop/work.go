@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/guard"
 )
 
@@ -107,17 +108,7 @@ func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
 		if err != nil {
 			continue // no effect of its own recorded (or before commits): nothing to check
 		}
-		jb := job{at: i, from: from.Commit, to: to.Commit}
-		var v guard.Verdict
-		if len(to.Verdict) > 0 && json.Unmarshal(to.Verdict, &v) == nil {
-			for _, l := range v.Lost {
-				if jb.discarded == nil {
-					jb.discarded = map[string]bool{}
-				}
-				jb.discarded[l.Path] = true
-			}
-		}
-		jobs = append(jobs, jb)
+		jobs = append(jobs, job{at: i, from: from.Commit, to: to.Commit, discarded: discardedBy(to)})
 	}
 	pairs := make([][2]string, len(jobs))
 	for i, jb := range jobs {
@@ -132,14 +123,7 @@ func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
 		now[p] = b
 	}
 	for i, jb := range jobs {
-		var lost []boundary.LostContent
-		for _, c := range effects[i] {
-			cur, changed := now[c.Path]
-			if !changed || jb.discarded[c.Path] || cur.Same(c.After) || !cur.Same(c.Before) {
-				continue // as the parent left it, still the task's, or changed further
-			}
-			lost = append(lost, boundary.LostContent{Path: c.Path, Lost: c.After, Base: c.Before})
-		}
+		lost := lostWork(effects[i], now, jb.discarded)
 		if len(lost) == 0 {
 			continue
 		}
@@ -168,6 +152,36 @@ func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
 		w.restores[p.Task] = lost
 	}
 	return nil
+}
+
+// discardedBy is what the guard saw a task throw away in the boundary
+// after it: not the task's work (putting it back was the user's repair).
+func discardedBy(after cache.Boundary) map[string]bool {
+	var v guard.Verdict
+	if len(after.Verdict) == 0 || json.Unmarshal(after.Verdict, &v) != nil || len(v.Lost) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(v.Lost))
+	for _, l := range v.Lost {
+		out[l.Path] = true
+	}
+	return out
+}
+
+// lostWork is the part of a task's effect whose paths hold the task's
+// before-content now (now: content of the paths that changed since; a path
+// not in it is as it was, and skip lists paths not to judge). A path
+// still holding the after-content, or changed further, keeps its work.
+func lostWork(effect []boundary.Change, now map[string]boundary.Blob, skip map[string]bool) []boundary.LostContent {
+	var lost []boundary.LostContent
+	for _, c := range effect {
+		cur, changed := now[c.Path]
+		if !changed || skip[c.Path] || cur.Same(c.After) || !cur.Same(c.Before) {
+			continue
+		}
+		lost = append(lost, boundary.LostContent{Path: c.Path, Lost: c.After, Base: c.Before})
+	}
+	return lost
 }
 
 // recheckWork checks a task the resume plan replays against the tree as
@@ -201,25 +215,14 @@ func (e *engine) recheckWork(ctx context.Context, taskID string) error {
 		}
 		now[c.Path] = c.After
 	}
-	discarded := map[string]bool{}
-	var v guard.Verdict
-	if len(to.Verdict) > 0 && json.Unmarshal(to.Verdict, &v) == nil {
-		for _, l := range v.Lost {
-			discarded[l.Path] = true
-		}
-	}
-	already := map[string]bool{}
+	skip := discardedBy(to)
 	for _, l := range e.work.restores[taskID] {
-		already[l.Path] = true
-	}
-	var lost []boundary.LostContent
-	for _, c := range effects[0] {
-		cur, changed := now[c.Path]
-		if !changed || discarded[c.Path] || already[c.Path] || !cur.Same(c.Before) || cur.Same(c.After) {
-			continue
+		if skip == nil {
+			skip = map[string]bool{}
 		}
-		lost = append(lost, boundary.LostContent{Path: c.Path, Lost: c.After, Base: c.Before})
+		skip[l.Path] = true // already planned
 	}
+	lost := lostWork(effects[0], now, skip)
 	if len(lost) == 0 {
 		return nil
 	}
