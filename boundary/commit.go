@@ -38,10 +38,10 @@ func stateDir(gitDir string) string { return filepath.Join(gitDir, "implloop") }
 // directory, which git expires itself once unused. The private index is
 // seeded from the real index when it does not exist yet (so the first
 // snapshot hashes only what is dirty). After that `git add -A` alone keeps
-// it equal to the work tree, but for two things it cannot see, handled
-// here when they change: a file tracked in the real index although an
-// ignore rule covers it (`git add -f`) is added too, and the excluded
-// paths (the plan file) are dropped from it.
+// it equal to the work tree, but for two things it cannot see: the
+// excluded paths (the plan file) are dropped from it here when they
+// change, and a file the real index tracks although an ignore rule covers
+// it is added after the fact (trackedMissing, in Take).
 //
 // Without WithRun nothing may be written to the repository: the index is a
 // temporary copy of the real index, and new objects go to a temporary
@@ -89,9 +89,9 @@ func (t *taker) prepareIndex() error {
 	t.readEnv = t.env
 	clearStaleLock(private + ".lock")
 	excl := strings.Join(t.excludes(), "\x00")
-	var oldExcl, oldFP string
+	var oldExcl string
 	if b, err := os.ReadFile(seedFile); err == nil {
-		oldExcl, oldFP, _ = strings.Cut(string(b), "\n")
+		oldExcl = string(b)
 	}
 	_, statErr := os.Stat(private)
 	switch {
@@ -108,20 +108,13 @@ func (t *taker) prepareIndex() error {
 		t.seeded = true
 	case statErr != nil:
 		return fmt.Errorf("boundary index: %w", statErr)
-	default:
-		if oldExcl != excl {
-			if err := t.removeExcluded(); err != nil {
-				return err
-			}
-		}
-		if oldFP != fp {
-			if err := t.addTrackedIgnored(); err != nil {
-				return err
-			}
+	case oldExcl != excl:
+		if err := t.removeExcluded(); err != nil {
+			return err
 		}
 	}
-	if oldExcl != excl || oldFP != fp {
-		if err := os.WriteFile(seedFile, []byte(excl+"\n"+fp), 0o644); err != nil {
+	if oldExcl != excl {
+		if err := os.WriteFile(seedFile, []byte(excl), 0o644); err != nil {
 			return fmt.Errorf("boundary index: %w", err)
 		}
 	}
@@ -141,32 +134,6 @@ func clearStaleLock(lock string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	os.Remove(lock)
-}
-
-// addTrackedIgnored adds to the private index the files the real index
-// tracks although an ignore rule covers them (`git add -f`): `git add -A`
-// never adds an ignored file by itself.
-func (t *taker) addTrackedIgnored() error {
-	out, _, err := t.g.run(nil, nil, "ls-files", "-z", "-c", "-i", "--exclude-standard")
-	if err != nil {
-		return fmt.Errorf("boundary index: %w", err)
-	}
-	var in bytes.Buffer
-	for _, p := range bytes.Split(out, []byte{0}) {
-		if len(p) == 0 || t.excluded(string(p)) {
-			continue
-		}
-		in.WriteString(":(top,literal)")
-		in.Write(p)
-		in.WriteByte(0)
-	}
-	if in.Len() == 0 {
-		return nil
-	}
-	if _, _, err := t.g.run(t.env, in.Bytes(), t.indexConfig("add", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul")...); err != nil {
-		t.problems = append(t.problems, fmt.Sprintf("adding tracked ignored files: %v", err))
-	}
-	return nil
 }
 
 // indexConfig prefixes a git command that writes the index Take uses with

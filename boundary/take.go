@@ -310,10 +310,12 @@ func (t *taker) addProblems(stderr []byte) error {
 }
 
 // trackedMissing lists the paths the real index tracks that are on disk
-// but not in the snapshot tree: a tracked file is never ignored, but the
-// private index, where `git add -A` removed it once (deleted then), takes
-// it for an ignored untracked file when an ignore rule covers it by the
-// time it is back. The dirty set shows them as deleted with index content.
+// but not in the snapshot tree: a tracked file is never ignored, but
+// `git add -A` on the private index takes one for an ignored untracked
+// file when the private index does not have it (force-added to the real
+// index with `git add -f`, or removed from the private index while it was
+// deleted) and an ignore rule covers it. The dirty set shows them as
+// deleted (or added) with index content and no work-tree content.
 func (t *taker) trackedMissing(entries []Entry) []string {
 	var out []string
 	for _, e := range entries {
