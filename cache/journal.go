@@ -25,6 +25,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrNewerSchema: the journal was written by a newer implloop.
 	ErrNewerSchema = errors.New("journal schema is newer than this implloop")
+	// ErrOlderSchema: OpenReadOnly found a journal an older implloop
+	// wrote; Open upgrades it.
+	ErrOlderSchema = errors.New("journal schema is older than this implloop")
 )
 
 // Journal is an open journal. A Journal is safe for concurrent use. There
@@ -176,7 +179,7 @@ func OpenReadOnly(repoRoot string) (*Journal, error) {
 		return nil, fmt.Errorf("journal %s: schema %d > %d: %w", j.dbPath, v, len(migrations), ErrNewerSchema)
 	case v < len(migrations):
 		db.Close()
-		return nil, fmt.Errorf("journal %s: schema %d is older than %d; any writing command (run, resume) upgrades it", j.dbPath, v, len(migrations))
+		return nil, fmt.Errorf("journal %s: schema %d is older than %d; any writing command (run, resume) upgrades it: %w", j.dbPath, v, len(migrations), ErrOlderSchema)
 	}
 	return j, nil
 }

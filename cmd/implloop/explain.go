@@ -242,11 +242,18 @@ func changeReasons(changes []identity.Change, byIdentity map[string]cache.Unit) 
 
 // openRun opens the journal read-only and resolves RUN (default: latest).
 func openRun(io *ioStreams, args []string) (*cache.Journal, *cache.Run, error) {
+	return openRunWith(io, args, cache.OpenReadOnly)
+}
+
+// openRunWith is openRun with the journal opened by open: a writing
+// command (resume) opens it with cache.Open, which upgrades an older
+// schema that the read-only opener refuses.
+func openRunWith(io *ioStreams, args []string, open func(root string) (*cache.Journal, error)) (*cache.Journal, *cache.Run, error) {
 	root, err := repoRoot(io.workingDir)
 	if err != nil {
 		return nil, nil, err
 	}
-	j, err := cache.OpenReadOnly(root)
+	j, err := open(root)
 	if err != nil {
 		return nil, nil, loopError(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
 )
 
@@ -35,6 +36,12 @@ what they were before it) is planned "restore": its work is written back
 from implloop's boundary commits, with no agent call, and it replays.
 --rerun-lost runs such tasks live instead.
 
+When the parent ended DONE and nothing changed since (the plan's bytes, the
+settings, and the tree's content are as it left them), the resume says so
+and ends with the parent's verdict without starting a run: no agent is
+called, nothing is journaled, and the report is the parent's. Any change
+(or --reverify) plans the resume task by task as above.
+
 implloop refuses to resume while BLOCKED.md exists: read it, repair, then
 remove it.
 
@@ -57,7 +64,7 @@ remove it.
 			if err != nil {
 				return err
 			}
-			j, parent, err := openRun(io, []string{runRef})
+			j, parent, err := openRunWith(io, []string{runRef}, openUpgrading)
 			if err != nil {
 				return err
 			}
@@ -92,6 +99,17 @@ remove it.
 	_ = cmd.RegisterFlagCompletionFunc("plan", completePlanFiles(-1))
 	registerRunFlagCompletions(cmd, io, completeResumePlan(io))
 	return cmd
+}
+
+// openUpgrading opens the journal read-only, unless an older implloop
+// wrote it: a resume writes, so it upgrades the schema (cache.Open) rather
+// than refuse to read it.
+func openUpgrading(root string) (*cache.Journal, error) {
+	j, err := cache.OpenReadOnly(root)
+	if errors.Is(err, cache.ErrOlderSchema) {
+		return cache.Open(root)
+	}
+	return j, err
 }
 
 // settingFlags are the flags that set a run setting, each with how it
