@@ -72,7 +72,14 @@ func (t *taker) prepareIndex() error {
 			return fmt.Errorf("snapshot: %w", err)
 		}
 		index := filepath.Join(tmp, "index")
-		if err := copyIndex(real, index); err != nil {
+		from, excludedAlready := real, false
+		if private := filepath.Join(stateDir(g.gitDir), "boundary-index"); t.o.fromPrivate && fileExists(private) {
+			// The private index left out the paths its seed file names
+			// (see below); when they are today's, there is nothing to drop.
+			seed, _ := os.ReadFile(private + ".seed")
+			from, excludedAlready = private, string(seed) == strings.Join(t.excludes(), "\x00")
+		}
+		if err := copyIndex(from, index); err != nil {
 			return err
 		}
 		t.env = []string{
@@ -80,6 +87,16 @@ func (t *taker) prepareIndex() error {
 			"GIT_OBJECT_DIRECTORY=" + filepath.Join(tmp, "objects"),
 		}
 		t.readEnv = append(t.env[:2:2], "GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(g.commonDir, "objects"))
+		if from != real {
+			// WithBoundaryIndex: the index's cached trees are valid only
+			// while git can see their objects, else write-tree writes
+			// every tree again (a second at 100,000 files). Git may
+			// then freshen a stored object it would have written.
+			t.env = t.readEnv
+		}
+		if excludedAlready {
+			return nil
+		}
 		return t.removeExcluded()
 	}
 	dir := stateDir(g.gitDir)
@@ -459,4 +476,10 @@ func Effects(ctx context.Context, repoDir string, pairs [][2]string) ([][]Change
 		raw = raw[end:]
 	}
 	return out, nil
+}
+
+// fileExists reports whether path is a regular file.
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }

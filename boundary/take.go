@@ -19,13 +19,15 @@ import (
 type Option func(*options)
 
 type options struct {
-	track     []string
-	run       string    // WithRun: write the commit, move the run's ref
-	label     string    // WithLabel: the commit's subject
-	prev      *Snapshot // WithPrev / WithPrevHead
-	exclude   []string  // WithExclude
-	compare   string    // WithCompare
-	prevGiven bool
+	track       []string
+	run         string    // WithRun: write the commit, move the run's ref
+	label       string    // WithLabel: the commit's subject
+	prev        *Snapshot // WithPrev / WithPrevHead
+	exclude     []string  // WithExclude
+	compare     string    // WithCompare
+	prevGiven   bool
+	fromPrivate bool // WithBoundaryIndex
+	treeOnly    bool // WithTreeOnly
 }
 
 // WithCompare asks Take for the changes from tree (a boundary's tree) to
@@ -35,6 +37,29 @@ type options struct {
 // compare one with anything.
 func WithCompare(tree string) Option {
 	return func(o *options) { o.compare = tree }
+}
+
+// WithBoundaryIndex makes a read-only Take (no WithRun) start from a copy
+// of the work tree's private boundary index instead of the real index, so
+// that `git add -A` hashes only what changed since the last boundary, and
+// the tree is the one the next boundary would record (files that became
+// ignored since a boundary kept them stay in it). Without a private index
+// it starts from the real index as usual. Reading the private index
+// refreshes the modification time of its shared part in the git directory,
+// as every git command that reads a split index does, and git may freshen
+// (touch) an object it finds already stored instead of writing it: a
+// command that promises to write nothing at all (status) does not use it.
+func WithBoundaryIndex() Option {
+	return func(o *options) { o.fromPrivate = true }
+}
+
+// WithTreeOnly makes a read-only Take compute only the snapshot's tree
+// (Snapshot.Tree, and Snapshot.Since with WithCompare): the dirty set is
+// not read (Snapshot.Paths is nil). With WithBoundaryIndex that is two git
+// commands, `add -A` and `write-tree`: what a resume needs to know whether
+// anything changed since its parent's last boundary.
+func WithTreeOnly() Option {
+	return func(o *options) { o.treeOnly = true }
 }
 
 // WithTrack asks Take to record, for each of paths that is not dirty now, its
@@ -172,9 +197,11 @@ func (t *taker) take() (Snapshot, error) {
 		}
 		tree, snap.KeptIgnored = newTree, kept
 	}
-	entries, err := t.dirtySet(head, tree)
-	if err != nil {
-		return Snapshot{}, err
+	var entries []Entry
+	if !t.o.treeOnly || t.o.run != "" {
+		if entries, err = t.dirtySet(head, tree); err != nil {
+			return Snapshot{}, err
+		}
 	}
 	if missing := t.trackedMissing(entries); len(missing) > 0 {
 		if err := t.forceAdd(missing); err != nil {

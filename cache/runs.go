@@ -25,6 +25,11 @@ type Run struct {
 	FinishedAt time.Time       `json:"finished_at,omitzero"` // zero while running (or after a crash)
 	PID        int             `json:"pid"`
 	Host       string          `json:"host"`
+	// Inputs is a digest of everything the run's unit identities are
+	// computed from (the plan as read, the settings, the identity scheme);
+	// "" when not recorded. The journal only stores it; the loop decides
+	// what goes into it.
+	Inputs string `json:"inputs,omitempty"`
 }
 
 // Finished reports whether FinishRun was recorded.
@@ -79,9 +84,9 @@ func (j *Journal) CreateRun(r *Run) error {
 	} else if !json.Valid(r.Settings) {
 		return fmt.Errorf("create run %s: settings are not JSON", r.ID)
 	}
-	_, err := j.exec(true, `INSERT INTO runs (id, parent_id, plan_path, plan_sha256, settings, started_at, pid, host)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, nullStr(r.ParentID), r.PlanPath, r.PlanSHA256, settings, ms(r.StartedAt), r.PID, r.Host)
+	_, err := j.exec(true, `INSERT INTO runs (id, parent_id, plan_path, plan_sha256, settings, started_at, pid, host, inputs)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, nullStr(r.ParentID), r.PlanPath, r.PlanSHA256, settings, ms(r.StartedAt), r.PID, r.Host, r.Inputs)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
@@ -105,7 +110,7 @@ func (j *Journal) FinishRun(runID, verdict string, exitCode int, at time.Time) e
 	return nil
 }
 
-const runCols = `id, parent_id, plan_path, plan_sha256, settings, verdict, exit_code, started_at, finished_at, pid, host`
+const runCols = `id, parent_id, plan_path, plan_sha256, settings, verdict, exit_code, started_at, finished_at, pid, host, inputs`
 
 func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	var r Run
@@ -113,7 +118,7 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	var settings string
 	var exit sql.NullInt64
 	var started, finished sql.NullInt64
-	err := sc.Scan(&r.ID, &parent, &r.PlanPath, &r.PlanSHA256, &settings, &r.Verdict, &exit, &started, &finished, &r.PID, &r.Host)
+	err := sc.Scan(&r.ID, &parent, &r.PlanPath, &r.PlanSHA256, &settings, &r.Verdict, &exit, &started, &finished, &r.PID, &r.Host, &r.Inputs)
 	r.ParentID = parent.String
 	r.Settings = json.RawMessage(settings)
 	r.ExitCode = int(exit.Int64)

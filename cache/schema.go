@@ -117,6 +117,10 @@ CREATE TABLE events (
 	// commit_id = ''.
 	`ALTER TABLE boundaries ADD COLUMN commit_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE boundaries ADD COLUMN tree TEXT NOT NULL DEFAULT '';`,
+	// 4: runs.inputs, the digest of everything a run's unit identities are
+	// computed from (see Run.Inputs). Rows from before it read as "": such
+	// a run is never taken as up to date without a full resume.
+	`ALTER TABLE runs ADD COLUMN inputs TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this implloop writes.

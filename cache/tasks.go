@@ -131,3 +131,23 @@ func (j *Journal) Tasks(runID string) ([]Task, error) {
 	}
 	return out, rows.Err()
 }
+
+// TaskStatuses returns a run's tasks with only their id and status, in
+// plan order: what deciding a verdict needs, at a fraction of Tasks' cost
+// on a 1,000-task run.
+func (j *Journal) TaskStatuses(runID string) ([]Task, error) {
+	rows, err := j.query(`SELECT task_id, status FROM tasks WHERE run_id = ? ORDER BY ordinal, task_id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("tasks of %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []Task
+	for rows.Next() {
+		t := Task{RunID: runID}
+		if err := rows.Scan(&t.TaskID, &t.Status); err != nil {
+			return nil, fmt.Errorf("tasks of %s: %w", runID, err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}

@@ -23,7 +23,7 @@ func TestResumeTakesB0Once(t *testing.T) {
 	if base.Verdict != "DONE" {
 		t.Fatalf("base run: %s", base.Verdict)
 	}
-	out, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, Parent: base.RunID})
+	out, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, Parent: base.RunID, Full: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,10 @@ type Options struct {
 	RerunLost bool
 	// DryRun computes the work list and writes nothing.
 	DryRun bool
+	// Full plans a resume unit by unit even when plan, settings and tree
+	// are as the parent left them (see upToDate), which would otherwise
+	// be answered without a run. Tests of the full path set it.
+	Full bool
 	// Observer receives the event stream (nil: none).
 	Observer Observer
 	// Agent overrides the backend built from Settings (tests).
@@ -56,6 +60,13 @@ type Outcome struct {
 	// every task ended as it did in the parent: nothing changed since it.
 	NoOp          bool
 	ParentVerdict string
+	// UpToDate is set on a no-op resume decided without running it (see
+	// upToDate): plan, settings and tree are as the parent left them, so
+	// no run was journaled. RunID and ReportPath are then the parent's:
+	// its results stand, and a later resume continues from it.
+	UpToDate bool
+	// Headline is the verdict with its count, "DONE 12/12", when UpToDate.
+	Headline string
 	// Plan is the work list: per task replay or live and why (the resume
 	// plan; the whole answer of a dry run).
 	Plan []PlannedTask
@@ -155,6 +166,12 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	if o.DryRun {
 		return e.dryRun(ctx)
 	}
+	inputs := inputsDigest(sel, e.s)
+	if o.Parent != "" && !o.Reverify && !o.Full {
+		if out := e.upToDate(ctx, inputs); out != nil {
+			return out, nil
+		}
+	}
 
 	e.ag = o.Agent
 	if e.ag == nil {
@@ -214,7 +231,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	settings, _ := json.Marshal(e.s)
 	if err := e.j.CreateRun(&cache.Run{
 		ID: e.runID, ParentID: o.Parent, PlanPath: e.s.Plan, PlanSHA256: sel.PlanSHA256,
-		Settings: settings, StartedAt: start,
+		Settings: settings, StartedAt: start, Inputs: inputs,
 	}); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,10 @@ const (
 	EvBlocked      = "blocked"
 	EvTaskFinished = "task_finished"
 	EvRunFinished  = "run_finished"
+	// EvNothingChanged is the only event of a resume that found plan,
+	// settings and tree as its parent left them: no run is journaled, and
+	// the event's run_id is the parent's.
+	EvNothingChanged = "nothing_changed"
 )
 
 // Event is one record of the stream. Fields are omitted when they do not

@@ -88,7 +88,7 @@ func TestPlanAgreesWithRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, _ := rsRun(t, repo, rs, base.RunID, func(o *Options) { o.Reverify = tc.reverify })
+			out, _ := rsRun(t, repo, rs, base.RunID, func(o *Options) { o.Reverify, o.Full = tc.reverify, true })
 			rows := taskRows(t, openJournal(t, repo), out.RunID)
 			for _, p := range dry.Plan {
 				if w := tc.want[p.Task]; w != "" && p.Action != w {

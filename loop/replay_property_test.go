@@ -242,11 +242,28 @@ func (c *replayCase) calls() []string {
 func (c *replayCase) resume(parent string) *Outcome {
 	s := settingsFor(c.agent)
 	s.Verify = "test -f README"
-	out, err := Run(context.Background(), Options{Settings: s, RepoRoot: c.repo, Parent: parent})
+	var short *Outcome
+	if parent != "" {
+		var err error
+		short, err = Run(context.Background(), Options{Settings: s, RepoRoot: c.repo, Parent: parent})
+		if err != nil {
+			c.rt.Fatalf("resume (parent %q): %v", parent, err)
+		}
+		if !short.UpToDate {
+			checkJournal(c.tb, c.repo)
+			return short
+		}
+	}
+	out, err := Run(context.Background(), Options{Settings: s, RepoRoot: c.repo, Parent: parent, Full: true})
 	if err != nil {
 		c.rt.Fatalf("run (parent %q): %v", parent, err)
 	}
 	checkJournal(c.tb, c.repo)
+	// A resume answered without a run (nothing changed) must agree with
+	// the same resume planned in full, which the checks then look at.
+	if short != nil && (!out.NoOp || out.Verdict != short.Verdict) {
+		c.rt.Fatalf("answered as up to date (%s), but the full resume: NoOp=%v %s", short.Headline, out.NoOp, out.Verdict)
+	}
 	return out
 }
 

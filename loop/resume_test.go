@@ -462,12 +462,13 @@ func TestResumeBlockedStillFailing(t *testing.T) {
 }
 
 // The no-op resume says so and keeps the parent's verdict; --reverify
-// re-runs the gates and is not a no-op.
+// re-runs the gates and is not a no-op. (Planned in full: the answer
+// without a run is TestResumeUpToDate's.)
 func TestResumeNoOp(t *testing.T) {
 	s := rsBuiltin()
 	repo, parent := rsBase(t, rsPlan(3, "Shared context."), s)
-	out, rec := rsRun(t, repo, s, parent)
-	if !out.NoOp || out.ParentVerdict != "DONE" || out.Verdict != "DONE" {
+	out, rec := rsRun(t, repo, s, parent, func(o *Options) { o.Full = true })
+	if !out.NoOp || out.UpToDate || out.ParentVerdict != "DONE" || out.Verdict != "DONE" {
 		t.Errorf("no-op resume: NoOp=%v parent verdict %q verdict %q", out.NoOp, out.ParentVerdict, out.Verdict)
 	}
 	if got := rec.tasksWith(EvGate, "replayed"); len(got) != 3 {

@@ -194,6 +194,12 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 		if out.Report != nil {
 			fmt.Fprint(io.Out, renderReport(out))
 		}
+		if out.UpToDate {
+			fmt.Fprintf(io.Out, "implloop run %s: %s, and nothing changed since: no task ran, no run was journaled\n", out.ParentID, out.Headline)
+			if out.ReportPath != "" {
+				fmt.Fprintf(io.Out, "report: %s\n", out.ReportPath)
+			}
+		}
 	}
 	if out.Interrupted {
 		fmt.Fprintf(io.ErrOut, "implloop: interrupted; resume with: implloop resume --run %s\n", out.RunID)
