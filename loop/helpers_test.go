@@ -88,8 +88,8 @@ func startChild(t *testing.T, o Options) (*exec.Cmd, *strings.Builder) {
 
 // startAgentChild starts a run of o in another process and waits until its
 // agent, one that writes $LOG/agent.pid and then touches $LOG/marker, runs.
-// The agent runs in its own process group and outlives implloop's SIGKILL;
-// the test cleans it up.
+// The agent runs in its own process group, which dies with implloop (see
+// orphan_test.go); the test kills it anyway, for a failing test.
 func startAgentChild(t *testing.T, o Options, logDir string) (child *exec.Cmd, output *strings.Builder, agentPID int) {
 	t.Helper()
 	child, output = startChild(t, o)
