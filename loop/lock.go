@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/procgroup"
 )
 
@@ -190,4 +191,34 @@ func (l *Lock) Release() error {
 	}
 	l.f = nil
 	return err
+}
+
+// Running maps the id of every run that is running now, in any work tree
+// of the repository at repoRoot, to its pid: implloop's, or, when that
+// died, the pid of the agent or gate it left holding the lock. It reads
+// the lock files and nothing else (for read-only commands). After a kill -9
+// a lock file goes on naming its run until the next run takes the lock: a
+// pid of it reused by another process meanwhile reads as running.
+func Running(repoRoot string) (map[string]int, error) {
+	dirs, err := cache.StateDir(repoRoot)
+	if err != nil {
+		return nil, err
+	}
+	common := filepath.Dir(dirs.State)
+	paths, _ := filepath.Glob(filepath.Join(common, "worktrees", "*", filepath.Base(dirs.State), "lock"))
+	paths = append(paths, filepath.Join(dirs.State, "lock"))
+	running := map[string]int{}
+	for _, p := range paths {
+		h := ReadLockHolder(p)
+		switch {
+		case h.RunID == "":
+		case procgroup.Alive(h.PID):
+			running[h.RunID] = h.PID
+		default:
+			if pid := childRunning(h, p).PID; pid != 0 {
+				running[h.RunID] = pid
+			}
+		}
+	}
+	return running, nil
 }

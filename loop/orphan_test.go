@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,17 +29,42 @@ func killRun(t *testing.T, repo string, child *exec.Cmd) string {
 	return runs[0].ID
 }
 
-// waitGone waits up to d for every process of group pgid to be gone.
+// waitGone waits up to d for every process of group pgid to be gone (a
+// zombie counts as gone: it does no work and holds no files).
 func waitGone(t *testing.T, pgid int, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+	for {
+		left := groupMembers(pgid)
+		if len(left) == 0 {
 			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent group %d still has processes %v %s after implloop died", pgid, left, d)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("agent group %d still has processes %s after implloop died", pgid, d)
+}
+
+// groupMembers lists the live processes of group pgid, from /proc.
+func groupMembers(pgid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var pids []int
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		// After the command name: state, ppid, pgrp.
+		f := strings.Fields(s[i+1:])
+		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			pid, _ := strconv.Atoi(strings.Fields(s)[0])
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // TestKill9KillsAgent is issue 13's orphaned agent: implloop is SIGKILLed
