@@ -51,8 +51,10 @@ func Kill(pgid int) {
 }
 
 // watchdog is the group's watchdog: "ok" on stdin means implloop let the
-// group go itself; end of input without it means implloop died.
-const watchdog = `IFS= read -r x; [ "$x" = ok ] || kill -s KILL 0`
+// group go itself; end of input without it means implloop died. It ignores
+// the TERM that Terminate sends the group, so that it stays on guard
+// through the grace period (the KILL after it takes it too).
+const watchdog = `trap '' TERM INT HUP; IFS= read -r x; [ "$x" = ok ] || kill -s KILL 0`
 
 // Watch puts a watchdog into the group pgid that KILLs the group if this
 // process dies before stop is called (see the package doc). As a member,
