@@ -23,6 +23,19 @@ func withSubmodule(t *testing.T) repo {
 	return r
 }
 
+// nestedRepo makes a repository at dir (in another's work tree) with one
+// committed file.
+func nestedRepo(t *testing.T, dir, file, content string) *gittest.Repo {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n := gittest.At(t, dir)
+	n.Git("init", "-q")
+	n.Write(file, content)
+	n.Commit("nested")
+	return n
+}
+
 // TestCompareNested: work uncommitted inside a submodule or a nested
 // repository is judged by the same rules in there (boundary.Nested). What
 // was discarded is named in a concern, not blocked: the boundaries do not
@@ -61,13 +74,7 @@ func TestCompareNested(t *testing.T) {
 			if row.nested {
 				r = newRepo(t)
 				base(r)
-				if err := os.Mkdir(r.Path("sub"), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				n := gittest.At(t, r.Path("sub"))
-				n.Git("init", "-q")
-				n.Write("lib.txt", "lib base\n")
-				n.Commit("lib")
+				nestedRepo(t, r.Path("sub"), "lib.txt", "lib base\n")
 			} else {
 				r = withSubmodule(t)
 			}
@@ -117,13 +124,7 @@ func TestCompareNested(t *testing.T) {
 func TestCompareNestedTwoLevels(t *testing.T) {
 	t.Parallel()
 	r := withSubmodule(t)
-	if err := os.Mkdir(r.Path("sub/inner"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	inner := gittest.At(t, r.Path("sub/inner"))
-	inner.Git("init", "-q")
-	inner.Write("x.txt", "x base\n")
-	inner.Commit("x")
+	inner := nestedRepo(t, r.Path("sub/inner"), "x.txt", "x base\n")
 	inner.Write("x.txt", "x work\n")
 	ctx := context.Background()
 	prev, err := boundary.Take(ctx, r.Dir, boundary.WithRun("test"))

@@ -16,6 +16,7 @@ import (
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/identity"
 	"github.com/implloop/implloop/internal/gittest"
+	"github.com/implloop/implloop/internal/procgroup"
 )
 
 // childEnv makes the test binary act as a minimal implloop: it runs
@@ -268,21 +269,7 @@ func waitFile(t testing.TB, path string, d time.Duration) {
 }
 
 // alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
-}
+func alive(pid int) bool { return procgroup.Alive(pid) }
 
 func readPID(t testing.TB, path string) int {
 	t.Helper()

@@ -29,6 +29,21 @@ func killRun(t *testing.T, repo string, child *exec.Cmd) string {
 	return runs[0].ID
 }
 
+// firstCallAgent is a fake agent (fakeAgent) whose first call runs first,
+// says it runs as startAgentChild expects (agent.pid, marker) and runs
+// then; every call, the first included, ends with rest.
+func firstCallAgent(t *testing.T, first, then, rest string) (path, logDir string) {
+	return fakeAgent(t, `
+if [ ! -f "$LOG/marker" ]; then
+	`+first+`
+	echo $$ > "$LOG/agent.pid"
+	touch "$LOG/marker"
+	`+then+`
+	:
+fi
+`+rest)
+}
+
 // waitGone waits up to d for every process of group pgid to be gone (a
 // zombie counts as gone: it does no work and holds no files).
 func waitGone(t *testing.T, pgid int, d time.Duration) {
@@ -73,11 +88,7 @@ func groupMembers(pgid int) []int {
 // sleep) dies with implloop, so b.txt gets the line once, from the resume.
 func TestKill9KillsAgent(t *testing.T) {
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(1)})
-	agentPath, logDir := fakeAgent(t, `
-if [ ! -f "$LOG/marker" ]; then
-	echo $$ > "$LOG/agent.pid"
-	touch "$LOG/marker"
-fi
+	agentPath, logDir := firstCallAgent(t, "", "", `
 sleep 3
 echo line >> b.txt`)
 	s := settingsFor(agentPath)
@@ -106,15 +117,9 @@ echo line >> b.txt`)
 // the run and the pid, until it is gone.
 func TestResumeRefusedWhileAgentRuns(t *testing.T) {
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(1)})
-	agentPath, logDir := fakeAgent(t, `
-if [ ! -f "$LOG/marker" ]; then
+	agentPath, logDir := firstCallAgent(t, `
 	setsid sleep 60 &
-	echo $! > "$LOG/escaped.pid"
-	echo $$ > "$LOG/agent.pid"
-	touch "$LOG/marker"
-	sleep 60
-fi
-echo line >> b.txt`)
+	echo $! > "$LOG/escaped.pid"`, "sleep 60", "echo line >> b.txt")
 	s := settingsFor(agentPath)
 	child, _, _ := startAgentChild(t, Options{Settings: s, RepoRoot: repo}, logDir)
 	escaped := readPID(t, filepath.Join(logDir, "escaped.pid"))
