@@ -29,11 +29,15 @@ func Alive(pid int) bool {
 }
 
 // Holding lists the processes (of those this user may inspect) that have
-// the file at path open, sorted: who keeps an inherited lock alive.
+// the file at path open while someone holds an flock on it, sorted: who
+// keeps an inherited lock alive.
 func Holding(path string) []int {
 	want, err := os.Stat(path)
 	if err != nil {
 		return nil
+	}
+	if st, ok := want.Sys().(*syscall.Stat_t); ok && !flocked(st.Ino) {
+		return nil // nobody holds a lock on it: no need to look at every process
 	}
 	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
 	seen := map[int]bool{}
@@ -50,4 +54,22 @@ func Holding(path string) []int {
 	}
 	sort.Ints(pids)
 	return pids
+}
+
+// flocked reports whether /proc/locks lists an flock on inode ino (any
+// device: a cheap filter before Holding's scan, which compares files).
+func flocked(ino uint64) bool {
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return true // cannot tell: scan
+	}
+	suffix := ":" + strconv.FormatUint(ino, 10)
+	for _, line := range strings.Split(string(b), "\n") {
+		// 1: FLOCK  ADVISORY  WRITE 7947 fe:00:9978027 0 EOF
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[1] == "FLOCK" && strings.HasSuffix(f[5], suffix) {
+			return true
+		}
+	}
+	return false
 }
