@@ -20,12 +20,16 @@
 // TERM to the whole group and KILL after a grace period; when the agent
 // exits, anything it left in its group is killed, and pipes held open by a
 // stray grandchild are closed after a bound, so a call always returns.
+// When implloop itself dies, the group dies with it (a parent-death signal
+// and a watchdog, internal/procgroup), and what escaped the group still
+// holds the run's lock (Request.Hold).
 package agent
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -44,6 +48,14 @@ type Request struct {
 	// same object the prompt carries. The builtin agent reads the task from
 	// it; external agents get it through IMPLLOOP_CONTEXT_FILE instead.
 	Context []byte
+	// Hold is a file every process of an external agent inherits: the
+	// run's lock (loop.Lock), which then lives while any of them does, so
+	// that a resume cannot start beside an agent its dead implloop left
+	// behind. nil: none.
+	Hold *os.File
+	// Started, when set, is called with an external agent's pid as soon
+	// as it runs (the lock file names it for that resume's message).
+	Started func(pid int)
 }
 
 // Result is what a call reported. Zero figures mean "not reported".

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -24,6 +25,10 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("agent %s: not started: %w", name, err)
 	}
+	// The parent-death signal is tied to the thread that starts the agent:
+	// keep this goroutine on it until the agent is reaped (procgroup).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if cmd.Err != nil {
 		return Result{}, fmt.Errorf("agent %s: %w", name, cmd.Err)
@@ -31,6 +36,9 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	cmd.Dir = req.Dir
 	cmd.Env = mergeEnv(os.Environ(), req.Env)
 	cmd.SysProcAttr = procgroup.Attr()
+	if req.Hold != nil {
+		cmd.ExtraFiles = []*os.File{req.Hold}
+	}
 
 	// Our own pipes rather than exec's: exec.Cmd.Wait would wait for a
 	// grandchild that keeps stdout open, and we want to kill the group
@@ -73,6 +81,15 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	outW.Close()
 	errW.Close()
 	pgid := cmd.Process.Pid
+	// Without a watchdog (no /bin/sh) the parent-death signal and the
+	// lock are still there.
+	stopWatch := func() {}
+	if stop, err := procgroup.Watch(pgid); err == nil {
+		stopWatch = stop
+	}
+	if req.Started != nil {
+		req.Started(pgid)
+	}
 
 	parser := newParser()
 	stdout := &sink{dst: orDiscard(req.Stdout), tap: parser}
@@ -110,6 +127,7 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	}
 	// The agent is gone; whatever it left behind in its group goes too.
 	procgroup.Kill(pgid)
+	stopWatch()
 	waitErr := wait()
 
 	drained := make(chan struct{})

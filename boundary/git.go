@@ -430,3 +430,20 @@ func quoteCPath(p string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// nestedHead is the commit checked out in the repository whose work tree
+// is dir (a submodule or a nested repository: dir holds its own .git),
+// and whether there is one.
+func (g *gitRepo) nestedHead(dir string) (string, bool) {
+	if _, err := os.Lstat(filepath.Join(dir, ".git")); err != nil {
+		return "", false
+	}
+	cmd := exec.CommandContext(g.ctx, g.gitPath, "-C", dir, "rev-parse", "--verify", "-q", "HEAD")
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	out, err := cmd.Output()
+	id := strings.TrimSpace(string(out))
+	if err != nil || !isHexID(id) {
+		return "", false
+	}
+	return id, true
+}

@@ -121,6 +121,12 @@ func (r *restorer) one(l LostContent, force bool) RestoreResult {
 	if err != nil {
 		return fail("reading current content: %v", err)
 	}
+	if cur.Mode == ModeDir && (l.Lost.Mode == ModeGitlink || l.Base.Mode == ModeGitlink) {
+		// A submodule's content is the commit checked out in it.
+		if head, ok := r.g.nestedHead(full); ok {
+			cur = Blob{Hash: head, Mode: ModeGitlink}
+		}
+	}
 	lostRaw := l.Lost
 	if l.Raw != "" {
 		lostRaw.Hash = l.Raw
@@ -128,6 +134,12 @@ func (r *restorer) one(l LostContent, force bool) RestoreResult {
 	if cur.Same(lostRaw) || cur.Same(l.Lost) {
 		res.Action = RestoreUnchanged
 		return res
+	}
+	if l.Lost.Mode == ModeGitlink {
+		// Checking a commit out could throw away what is uncommitted in
+		// the submodule: that is the user's call, so say which commit.
+		return fail("a submodule, at %s now: implloop does not check submodules out; to restore it: git -C %s checkout %s",
+			describe(cur), shellQuote(l.Path), l.Lost.Hash)
 	}
 	safe := cur.Same(l.Base)
 	if !safe && cur.Present() && cur.Mode.normalize() != ModeSymlink && cur.Mode != ModeDir {
@@ -159,8 +171,6 @@ func (r *restorer) one(l LostContent, force bool) RestoreResult {
 		}
 		res.Action = RestoreRemoved
 		return res
-	case ModeGitlink:
-		return fail("a submodule: check out commit %s in it with git", l.Lost.Hash)
 	case ModeRegular, ModeExecutable, ModeSymlink:
 		if err := r.write(full, l, m); err != nil {
 			return fail("%v", err)
@@ -315,6 +325,8 @@ func describe(b Blob) string {
 		return "absent"
 	case b.Mode == ModeDir:
 		return "a directory"
+	case b.Mode == ModeGitlink:
+		return fmt.Sprintf("commit %.12s", b.Hash)
 	case b.Hash == "":
 		return "mode " + b.Mode.String()
 	}
@@ -357,4 +369,12 @@ func hashFile(newHash func() hash.Hash, path string) (string, error) {
 		return "", fmt.Errorf("%s changed size while being read", path)
 	}
 	return fmt.Sprintf("%x", h.Sum(nil)), nil
+}
+
+// shellQuote quotes p for a command line a person copies, when it needs it.
+func shellQuote(p string) string {
+	if p != "" && strings.Trim(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./") == "" {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }

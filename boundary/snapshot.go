@@ -27,6 +27,15 @@
 // checked out in it. An absent path has no id and mode 0.
 //
 // Paths are bytes, exactly as git stores them (any bytes but NUL).
+//
+// # Submodules and nested repositories
+//
+// A submodule, or a repository nested in the work tree, is one 160000
+// entry of the tree: the commit checked out in it. What is uncommitted
+// inside it is recorded by a snapshot of its own ([Nested], taken
+// read-only, so nothing is written to it) when git status finds modified
+// or untracked content in it, when it is a gitlink of the dirty set, or
+// when the previous boundary had uncommitted work in it.
 package boundary
 
 import (
@@ -201,6 +210,11 @@ type Snapshot struct {
 	// the index afresh.
 	indexFP   string
 	indexDiff []Change
+	// Nested holds the snapshots of the submodules and nested
+	// repositories with uncommitted work inside (and of those that had
+	// some at the previous boundary), in path order: see [Nested]. Not
+	// journaled: a snapshot rebuilt by Load has none.
+	Nested []Nested `json:"nested,omitempty"`
 	// Problems lists what could not be determined (a HEAD tree go-git could
 	// not read, a submodule without commits); the guard treats the paths
 	// involved as unverified instead of guessing.

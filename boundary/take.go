@@ -253,6 +253,9 @@ func (t *taker) take() (Snapshot, error) {
 			snap.Tracked[path] = b
 		}
 	}
+	if snap.Nested, err = t.nested(entries); err != nil {
+		return Snapshot{}, err
+	}
 	snap.Problems = append(snap.Problems, t.problems...)
 	return snap, nil
 }

@@ -3,6 +3,7 @@ package boundary
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -231,6 +232,38 @@ func TestTakeSubmoduleAndNestedRepo(t *testing.T) {
 	if n.Status != StatusUntracked || n.Worktree.Hash != nestedHead || n.Worktree.Mode != ModeGitlink {
 		t.Errorf("nested: %+v", n)
 	}
+	// What is uncommitted inside the submodule is in its nested snapshot;
+	// the nested repository has nothing uncommitted, so it has none.
+	if len(clean.Nested) != 0 || len(s.Nested) != 1 {
+		t.Fatalf("nested snapshots: clean %+v, now %+v; want sub's only", clean.Nested, s.Nested)
+	}
+	if ns := s.Nested[0]; ns.Path != "sub" || !ns.Submodule || ns.Head != moved || len(ns.Paths) != 1 ||
+		ns.Paths[0].Path != "untracked-inside.txt" || ns.Paths[0].Status != StatusUntracked {
+		t.Errorf("sub's nested snapshot: %+v", ns)
+	}
+	// Taking it wrote nothing into the submodule's repository.
+	before := listTree(t, filepath.Join(r.dir, ".git", "modules"))
+	r.take()
+	if after := listTree(t, filepath.Join(r.dir, ".git", "modules")); after != before {
+		t.Errorf("a read-only Take changed the submodule's git directory:\n%s\n---\n%s", before, after)
+	}
+}
+
+// listTree lists every file under dir with its size and modification time.
+func listTree(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 func TestTakeLinkedWorktree(t *testing.T) {

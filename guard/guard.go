@@ -54,6 +54,21 @@
 // while its file is still on disk, is not a loss: boundary.Take finds it on
 // disk and keeps it in the snapshot (KeptIgnored), so it compares as
 // untouched, with an "ignored" concern.
+//
+// # Submodules and nested repositories
+//
+// The outer tree records a submodule (or a repository nested in the work
+// tree) as the commit checked out in it: work uncommitted inside it is
+// invisible there. The snapshots carry the nested repositories' own dirty
+// sets (boundary.Nested), and Compare applies the same rules inside each
+// one that had uncommitted work at the earlier boundary. What was
+// discarded in there is a "submodule" concern naming the repository and
+// the paths with what they were ("sub: ... discarded: lib.txt (modified),
+// new.txt (untracked)"), and so is a nested repository that is gone. Not a
+// block: the boundaries keep a submodule's commit, not its work tree, so
+// restore could not repair it. A submodule moved to another commit is a
+// change of the outer path like any other: undoing that blocks, and
+// restore names the commit to check out.
 package guard
 
 import (
@@ -122,6 +137,10 @@ const (
 	// it still holds its content on disk: nothing lost, the boundaries
 	// keep following it (boundary.Snapshot.KeptIgnored).
 	ConcernIgnored ConcernKind = "ignored"
+	// Uncommitted work inside a submodule or nested repository was
+	// discarded (or the repository is gone). The boundaries record a
+	// submodule's commit, not its work tree: it cannot be restored.
+	ConcernSubmodule ConcernKind = "submodule"
 )
 
 // Concern is worth a look but does not block.
@@ -271,6 +290,7 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 		v.Concerns = append(v.Concerns, Concern{Kind: ConcernIgnored, Path: p,
 			Message: fmt.Sprintf("%s is ignored now; its content is still on disk and implloop keeps it in its boundaries", p)})
 	}
+	v.Concerns = append(v.Concerns, nestedConcerns(prev, cur)...)
 	for _, e := range cur.Paths {
 		if e.Status == boundary.StatusConflicted {
 			v.Concerns = append(v.Concerns, Concern{Kind: ConcernConflicted, Path: e.Path,
@@ -278,6 +298,62 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 		}
 	}
 	return v
+}
+
+// nestedConcerns applies the rules inside each submodule or nested
+// repository that had uncommitted work at the earlier boundary
+// (boundary.Nested), and names what of it was discarded there. Only a
+// concern: the boundaries do not keep that work, so a block could not be
+// repaired with restore.
+func nestedConcerns(prev, cur boundary.Snapshot) []Concern {
+	var out []Concern
+	for _, pn := range prev.Nested {
+		if len(pn.Paths) == 0 {
+			continue
+		}
+		what := "nested repository "
+		if pn.Submodule {
+			what = "submodule "
+		}
+		cn, ok := cur.NestedAt(pn.Path)
+		if !ok {
+			out = append(out, Concern{Kind: ConcernSubmodule, Path: pn.Path, Message: fmt.Sprintf(
+				"%s%s: it had uncommitted work (%s) and is no longer a repository there", what, pn.Path, dirtyList(pn.Snapshot, pn.PathNames()))})
+			continue
+		}
+		nv := Compare(pn.Snapshot, cn.Snapshot)
+		if len(nv.Lost) > 0 {
+			lost := make([]string, len(nv.Lost))
+			for i, l := range nv.Lost {
+				lost[i] = l.Path
+			}
+			out = append(out, Concern{Kind: ConcernSubmodule, Path: pn.Path, Message: fmt.Sprintf(
+				"%s%s: uncommitted work in it was discarded: %s (implloop keeps a submodule's commit, not its uncommitted files: restore cannot bring them back)",
+				what, pn.Path, dirtyList(pn.Snapshot, lost))})
+		}
+		for _, c := range nv.Concerns {
+			if c.Kind == ConcernSubmodule {
+				// One level down: its path is relative to this one.
+				c.Message = strings.Replace(c.Message, " "+c.Path+": ", " "+pn.Path+"/"+c.Path+": ", 1)
+				c.Path = pn.Path + "/" + c.Path
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// dirtyList names paths of s's dirty set with their status there:
+// "lib.txt (modified), new.txt (untracked)".
+func dirtyList(s boundary.Snapshot, paths []string) string {
+	parts := make([]string, len(paths))
+	for i, p := range paths {
+		parts[i] = p
+		if e, ok := s.Lookup(p); ok {
+			parts[i] += " (" + string(e.Status) + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // headConcern is the concern a HEAD move with nothing lost raises.
@@ -429,10 +505,20 @@ func (l *locator) elsewhere(path string, w boundary.Blob) (string, bool) {
 }
 
 // sameState reports whether HEAD and every dirty path's content are exactly
-// as they were.
+// as they were, inside nested repositories too.
 func sameState(prev, cur boundary.Snapshot) bool {
 	if prev.Head != cur.Head || len(prev.Paths) != len(cur.Paths) {
 		return false
+	}
+	for _, pn := range prev.Nested {
+		if cn, ok := cur.NestedAt(pn.Path); !ok && len(pn.Paths) > 0 || ok && !sameState(pn.Snapshot, cn.Snapshot) {
+			return false
+		}
+	}
+	for _, cn := range cur.Nested {
+		if _, ok := prev.NestedAt(cn.Path); !ok && len(cn.Paths) > 0 {
+			return false
+		}
 	}
 	for i := range prev.Paths {
 		a, b := prev.Paths[i], cur.Paths[i]

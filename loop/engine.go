@@ -99,6 +99,7 @@ type engine struct {
 	art     map[string]string // task id -> identity of its final unit in this run
 	here    map[string]bool   // task id -> in range and not skipped (runsHere)
 	obs     Observer
+	lock    *Lock // the work tree's; its descriptor goes to every agent and gate
 
 	sawLive      bool                        // a unit was dispatched
 	sawLiveGate  bool                        // a gate ran live
@@ -208,6 +209,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	defer lock.Release()
+	e.lock = lock
 
 	e.j, err = cache.Open(o.RepoRoot)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -75,9 +76,13 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 // runGate runs cmd with sh -c in dir, with env added to the environment. The
 // output is streamed to out (a blob) and its tail kept for feedback. A gate
-// that outlives timeout is killed with its process group.
-func runGate(ctx context.Context, dir, cmd string, env map[string]string, timeout time.Duration, out io.Writer) (GateResult, error) {
+// that outlives timeout is killed with its process group, and so is a gate
+// whose implloop dies; lk's descriptor is inherited (Lock).
+func runGate(ctx context.Context, lk *Lock, dir, cmd string, env map[string]string, timeout time.Duration, out io.Writer) (GateResult, error) {
 	start := time.Now()
+	// The parent-death signal is tied to the starting thread (procgroup).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -90,6 +95,9 @@ func runGate(ctx context.Context, dir, cmd string, env map[string]string, timeou
 		c.Env = append(c.Env, k+"="+env[k])
 	}
 	c.SysProcAttr = procgroup.Attr()
+	if f := lk.File(); f != nil {
+		c.ExtraFiles = []*os.File{f}
+	}
 	tb := &tailBuffer{max: 64 * 1024}
 	w := io.Writer(tb)
 	if out != nil {
@@ -100,6 +108,12 @@ func runGate(ctx context.Context, dir, cmd string, env map[string]string, timeou
 	if err := c.Start(); err != nil {
 		return GateResult{}, fmt.Errorf("gate %q: %w", cmd, err)
 	}
+	stopWatch := func() {}
+	if stop, err := procgroup.Watch(c.Process.Pid); err == nil {
+		stopWatch = stop
+	}
+	lk.SetChild("gate", c.Process.Pid)
+	defer lk.SetChild("", 0)
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -112,6 +126,7 @@ func runGate(ctx context.Context, dir, cmd string, env map[string]string, timeou
 	close(done)
 	// Whatever the gate left behind in its group dies with it.
 	procgroup.Kill(c.Process.Pid)
+	stopWatch()
 	res := GateResult{Command: cmd, Output: tb.buf, Duration: time.Since(start)}
 	if ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

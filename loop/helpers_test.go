@@ -16,6 +16,7 @@ import (
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/identity"
 	"github.com/implloop/implloop/internal/gittest"
+	"github.com/implloop/implloop/internal/procgroup"
 )
 
 // childEnv makes the test binary act as a minimal implloop: it runs
@@ -88,8 +89,8 @@ func startChild(t *testing.T, o Options) (*exec.Cmd, *strings.Builder) {
 
 // startAgentChild starts a run of o in another process and waits until its
 // agent, one that writes $LOG/agent.pid and then touches $LOG/marker, runs.
-// The agent runs in its own process group and outlives implloop's SIGKILL;
-// the test cleans it up.
+// The agent runs in its own process group, which dies with implloop (see
+// orphan_test.go); the test kills it anyway, for a failing test.
 func startAgentChild(t *testing.T, o Options, logDir string) (child *exec.Cmd, output *strings.Builder, agentPID int) {
 	t.Helper()
 	child, output = startChild(t, o)
@@ -268,21 +269,7 @@ func waitFile(t testing.TB, path string, d time.Duration) {
 }
 
 // alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
-}
+func alive(pid int) bool { return procgroup.Alive(pid) }
 
 func readPID(t testing.TB, path string) int {
 	t.Helper()

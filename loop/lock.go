@@ -6,17 +6,28 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/procgroup"
 )
 
 // Lock is the work tree's lock ($(git rev-parse --git-dir)/implloop/lock):
 // one run or resume per work tree at a time. It is an advisory flock on
-// the file, so the kernel releases it when the holder dies (even by kill
-// -9): a stale lock of a dead process is taken over without any guessing
-// about pids. The file's content names the holder for the error message.
+// the file, so the kernel releases it when the last descriptor of it goes,
+// without any guessing about pids. The run's agents and gates inherit a
+// descriptor ([Lock.File]): after a kill -9 of implloop the lock lives on
+// while anything it started does (its process group is killed with it,
+// internal/procgroup, but a process can leave its group), and a resume
+// refuses with [ErrChildRunning] instead of running the same task beside
+// it. The file's content names the holder, and the agent or gate it runs
+// now, for the error messages and 'implloop runs'.
 type Lock struct {
-	f *os.File
+	mu     sync.Mutex
+	f      *os.File
+	holder LockHolder
 }
 
 // LockHolder is what the lock file says about the run holding it.
@@ -24,6 +35,10 @@ type LockHolder struct {
 	RunID   string    `json:"run_id"`
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
+	// Child is the agent or gate the run is waiting for ("" between
+	// them), ChildPID its pid (and process group).
+	Child    string `json:"child,omitempty"`
+	ChildPID int    `json:"child_pid,omitempty"`
 }
 
 // ErrLocked is returned when another implloop process holds the lock.
@@ -41,6 +56,28 @@ func (e *ErrLocked) Error() string {
 		e.Holder.RunID, e.Holder.PID, e.Path, e.Holder.Started.Format(time.RFC3339))
 }
 
+// ErrChildRunning is returned when the implloop that holds the lock is
+// dead but an agent (or gate) it started still runs and holds the lock.
+type ErrChildRunning struct {
+	RunID string
+	Child string // "agent" or "gate"
+	PID   int    // a live process holding the lock; 0 when none could be named
+	Path  string // the lock file, as a message shows it
+}
+
+func (e *ErrChildRunning) Error() string {
+	if e.PID == 0 {
+		return fmt.Sprintf("run %s's %s, or a process it started, is still running and holds this work tree's lock (%s); wait for it or kill it",
+			e.RunID, e.Child, e.Path)
+	}
+	return fmt.Sprintf("run %s's %s (pid %d) is still running; wait for it or kill it", e.RunID, e.Child, e.PID)
+}
+
+// orphanWait is how long AcquireLock gives a dead holder's agent to die
+// (its watchdog KILLs its group as soon as it sees implloop gone) before
+// it refuses with ErrChildRunning.
+const orphanWait = 2 * time.Second
+
 // AcquireLock takes the lock in dir (cache.Dirs.Lock) for runID.
 func AcquireLock(dir, runID string, now time.Time) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -51,28 +88,100 @@ func AcquireLock(dir, runID string, now time.Time) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			var h LockHolder
-			if b, rerr := os.ReadFile(path); rerr == nil {
-				_ = json.Unmarshal(b, &h)
-			}
+	deadline := time.Now().Add(orphanWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		h := ReadLockHolder(path)
+		if h.PID == 0 || procgroup.Alive(h.PID) {
+			f.Close()
 			return nil, &ErrLocked{Holder: h, Path: path}
 		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, childRunning(h, path)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	b, _ := json.Marshal(LockHolder{RunID: runID, PID: os.Getpid(), Started: now.UTC()})
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt(append(b, '\n'), 0)
-	}
-	return &Lock{f: f}, nil
+	l := &Lock{f: f, holder: LockHolder{RunID: runID, PID: os.Getpid(), Started: now.UTC()}}
+	l.write()
+	return l, nil
 }
 
-// Release gives the lock up. The file stays (removing it would race with a
-// process that has it open and is about to lock it).
+// childRunning names what holds the lock of h's dead implloop: the child
+// it journaled if that lives, else any process with the lock file open.
+func childRunning(h LockHolder, path string) *ErrChildRunning {
+	e := &ErrChildRunning{RunID: h.RunID, Child: h.Child, Path: path}
+	if e.Child == "" {
+		e.Child = "agent"
+	}
+	if procgroup.Alive(h.ChildPID) {
+		e.PID = h.ChildPID
+	} else if pids := procgroup.Holding(path); len(pids) > 0 {
+		e.PID = pids[0]
+	}
+	return e
+}
+
+// ReadLockHolder reads the lock file at path; the zero holder when it is
+// empty (released) or unreadable.
+func ReadLockHolder(path string) LockHolder {
+	var h LockHolder
+	if b, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(b, &h)
+	}
+	return h
+}
+
+func (l *Lock) write() {
+	b, _ := json.Marshal(l.holder)
+	if err := l.f.Truncate(0); err == nil {
+		_, _ = l.f.WriteAt(append(b, '\n'), 0)
+	}
+}
+
+// File is the lock's descriptor for an agent or gate to inherit; nil for
+// a nil Lock (a dry run, a test without one).
+func (l *Lock) File() *os.File {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f
+}
+
+// SetChild records in the lock file the agent or gate the run now waits
+// for (kind "" and pid 0 once it is over).
+func (l *Lock) SetChild(kind string, pid int) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return
+	}
+	l.holder.Child, l.holder.ChildPID = kind, pid
+	l.write()
+}
+
+// Release gives the lock up, also for the processes that inherited its
+// descriptor (it is one open file). The file stays (removing it would race
+// with a process that has it open and is about to lock it).
 func (l *Lock) Release() error {
-	if l == nil || l.f == nil {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
 		return nil
 	}
 	_ = l.f.Truncate(0)
@@ -82,4 +191,34 @@ func (l *Lock) Release() error {
 	}
 	l.f = nil
 	return err
+}
+
+// Running maps the id of every run that is running now, in any work tree
+// of the repository at repoRoot, to its pid: implloop's, or, when that
+// died, the pid of the agent or gate it left holding the lock. It reads
+// the lock files and nothing else (for read-only commands). After a kill -9
+// a lock file goes on naming its run until the next run takes the lock: a
+// pid of it reused by another process meanwhile reads as running.
+func Running(repoRoot string) (map[string]int, error) {
+	dirs, err := cache.StateDir(repoRoot)
+	if err != nil {
+		return nil, err
+	}
+	common := filepath.Dir(dirs.State)
+	paths, _ := filepath.Glob(filepath.Join(common, "worktrees", "*", filepath.Base(dirs.State), "lock"))
+	paths = append(paths, filepath.Join(dirs.State, "lock"))
+	running := map[string]int{}
+	for _, p := range paths {
+		h := ReadLockHolder(p)
+		switch {
+		case h.RunID == "":
+		case procgroup.Alive(h.PID):
+			running[h.RunID] = h.PID
+		default:
+			if pid := childRunning(h, p).PID; pid != 0 {
+				running[h.RunID] = pid
+			}
+		}
+	}
+	return running, nil
 }

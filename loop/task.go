@@ -332,7 +332,7 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 		return GateResult{}, err
 	}
 	env := e.protocolEnv(t, attempt, "gate", "", "")
-	g, err := runGate(ctx, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w)
+	g, err := runGate(ctx, e.lock, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w)
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = e.goneWithJournal(cerr)
 	}
@@ -419,7 +419,9 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	res, runErr := e.ag.Run(ctx, agent.Request{
 		Prompt: u.Prompt, Context: u.Context, Dir: e.o.RepoRoot, Env: env, Model: e.s.Model,
 		Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
+		Hold: e.lock.File(), Started: func(pid int) { e.lock.SetChild("agent", pid) },
 	})
+	e.lock.SetChild("", 0)
 	_ = stdout.Close()
 	_ = stderr.Close()
 	// Interrupted only when the call was cut short: an agent that had

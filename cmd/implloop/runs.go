@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/loop"
 	"github.com/spf13/cobra"
 )
 
@@ -14,7 +16,7 @@ func newRunsCmd(io *ioStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:               "runs",
 		Short:             "List the runs journaled in this repository, newest first",
-		Long:              "List the runs journaled in this repository, newest first. Read-only." + "\n\n" + exitStatusHelp(),
+		Long:              "List the runs journaled in this repository, newest first. Read-only. A run whose implloop (or the agent it left behind) is alive shows as RUNNING with its pid; one that died as UNFINISHED: resume it." + "\n\n" + exitStatusHelp(),
 		Args:              exactArgs(0, "no arguments"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -39,18 +41,30 @@ func newRunsCmd(io *ioStreams) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			running, err := loop.Running(root)
+			if err != nil {
+				return err
+			}
+			state := func(r cache.Run) (string, int) {
+				if pid, ok := running[r.ID]; ok && !r.Finished() {
+					return "RUNNING", pid
+				}
+				return runVerdict(r.Verdict, r.Finished()), 0
+			}
 			if asJSON {
 				type row struct {
 					ID         string     `json:"id"`
 					Parent     string     `json:"parent,omitempty"`
 					Plan       string     `json:"plan"`
 					Verdict    string     `json:"verdict"`
+					PID        int        `json:"pid,omitempty"` // while RUNNING
 					StartedAt  time.Time  `json:"started_at"`
 					FinishedAt *time.Time `json:"finished_at,omitempty"`
 				}
 				rows := []row{}
 				for _, r := range runs {
-					x := row{ID: r.ID, Parent: r.ParentID, Plan: r.PlanPath, Verdict: runVerdict(r.Verdict, r.Finished()), StartedAt: r.StartedAt}
+					x := row{ID: r.ID, Parent: r.ParentID, Plan: r.PlanPath, StartedAt: r.StartedAt}
+					x.Verdict, x.PID = state(r)
 					if r.Finished() {
 						f := r.FinishedAt
 						x.FinishedAt = &f
@@ -72,7 +86,11 @@ func newRunsCmd(io *ioStreams) *cobra.Command {
 				if parent == "" {
 					parent = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, parent, r.PlanPath, runVerdict(r.Verdict, r.Finished()),
+				verdict, pid := state(r)
+				if pid != 0 {
+					verdict = fmt.Sprintf("%s (pid %d)", verdict, pid)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, parent, r.PlanPath, verdict,
 					r.StartedAt.Local().Format("2006-01-02 15:04:05"), fin)
 			}
 			return tw.Flush()
@@ -82,8 +100,9 @@ func newRunsCmd(io *ioStreams) *cobra.Command {
 	return cmd
 }
 
-// runVerdict names an unfinished run's state: it is running, or it died
-// (kill -9, a crash) and can be resumed.
+// runVerdict is a run's verdict as the journal has it: an unfinished run
+// is running (runs tells, from the lock files) or died (kill -9, a crash)
+// and can be resumed.
 func runVerdict(v string, finished bool) string {
 	if !finished || v == "" {
 		return "UNFINISHED"
