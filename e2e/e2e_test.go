@@ -22,6 +22,7 @@ import (
 
 	"github.com/implloop/implloop/internal/fakeclaude"
 	"github.com/implloop/implloop/internal/gittest"
+	"github.com/implloop/implloop/internal/scripted"
 )
 
 // claudeResult is the part of `claude -p --output-format json` a test reads.
@@ -203,7 +204,7 @@ func TestClaudeDirect(t *testing.T) {
 	if got := res.usage(); got != sum {
 		t.Errorf("printed usage %+v, server reported in sum %+v", got, sum)
 	}
-	if wantCost := sum.CostUSD(fakeclaude.PriceSonnet45); !fakeclaude.CostEqual(res.TotalCostUSD, wantCost) {
+	if wantCost := sum.CostUSD(fakeclaude.PriceSonnet45); !scripted.CostEqual(res.TotalCostUSD, wantCost) {
 		t.Errorf("total_cost_usd = %v, want %v (server usage at the Sonnet 4.5 price)", res.TotalCostUSD, wantCost)
 	}
 	if bySession := srv.UsageBySession(); len(bySession) != 1 || bySession[res.SessionID] != sum {
@@ -281,7 +282,7 @@ func TestClaudeTasks(t *testing.T) {
 		if res.usage() != mine {
 			t.Errorf("task %d: printed usage %+v, server reported in sum %+v", i+1, res.usage(), mine)
 		}
-		if want := mine.CostUSD(fakeclaude.PriceSonnet45); !fakeclaude.CostEqual(res.TotalCostUSD, want) {
+		if want := mine.CostUSD(fakeclaude.PriceSonnet45); !scripted.CostEqual(res.TotalCostUSD, want) {
 			t.Errorf("task %d: total_cost_usd %v, want %v", i+1, res.TotalCostUSD, want)
 		}
 		total = total.Add(res.usage())
@@ -296,7 +297,7 @@ func TestClaudeTasks(t *testing.T) {
 	if total != srv.Usage() {
 		t.Errorf("printed usage summed over tasks %+v, server total %+v", total, srv.Usage())
 	}
-	if want := srv.Usage().CostUSD(fakeclaude.PriceSonnet45); !fakeclaude.CostEqual(totalCost, want) {
+	if want := srv.Usage().CostUSD(fakeclaude.PriceSonnet45); !scripted.CostEqual(totalCost, want) {
 		t.Errorf("printed cost summed over tasks %v, want %v", totalCost, want)
 	}
 	var reads int

@@ -12,6 +12,7 @@ import (
 
 	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/internal/fakeclaude"
+	"github.com/implloop/implloop/internal/scripted"
 )
 
 // newClaudePreset builds the agent package's claude preset as implloop
@@ -77,7 +78,7 @@ func TestClaudePreset(t *testing.T) {
 	if got != sum {
 		t.Errorf("Result usage %+v, server reported in sum %+v", got, sum)
 	}
-	if want := sum.CostUSD(fakeclaude.PriceSonnet45); !fakeclaude.CostEqual(res.CostUSD, want) {
+	if want := sum.CostUSD(fakeclaude.PriceSonnet45); !scripted.CostEqual(res.CostUSD, want) {
 		t.Errorf("Result.CostUSD = %v, want %v", res.CostUSD, want)
 	}
 	if _, ok := srv.UsageBySession()[res.SessionID]; !ok || res.SessionID == "" {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/implloop/implloop/internal/fakeclaude"
 	"github.com/implloop/implloop/internal/gittest"
+	"github.com/implloop/implloop/internal/scripted"
 )
 
 // The plan of TestRunPlanClaude: three tasks, each asking for a file in a
@@ -39,7 +40,7 @@ const e2ePlan = "# Plan: e2e\n\n" +
 // buildImplloop builds ./cmd/implloop into a temp dir.
 func buildImplloop(t *testing.T) string {
 	t.Helper()
-	root, err := fakeclaude.ModuleRoot()
+	root, err := scripted.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestRunPlanClaude(t *testing.T) {
 	if rep.Totals.Live.Units != 3 || rep.Totals.Live.usage() != sum {
 		t.Errorf("report totals %+v, want 3 live units and the server's sums %+v", rep.Totals.Live, sum)
 	}
-	if !fakeclaude.CostEqual(rep.Totals.Live.CostUSD, wantCost) {
+	if !scripted.CostEqual(rep.Totals.Live.CostUSD, wantCost) {
 		t.Errorf("report cost %v, want %v (Claude Code's per-call cost of the server's usage, summed)", rep.Totals.Live.CostUSD, wantCost)
 	}
 	if rep.Totals.Saved != (reportFigures{}) {
@@ -164,7 +165,7 @@ func TestRunPlanClaude(t *testing.T) {
 		if task.Live.Units != 1 || task.Live.usage() != u {
 			t.Errorf("task %d: live %+v, its Claude Code session reported %+v", i+1, task.Live, u)
 		}
-		if want := u.CostUSD(fakeclaude.PriceSonnet45); !fakeclaude.CostEqual(task.Live.CostUSD, want) {
+		if want := u.CostUSD(fakeclaude.PriceSonnet45); !scripted.CostEqual(task.Live.CostUSD, want) {
 			t.Errorf("task %d: cost %v, want %v", i+1, task.Live.CostUSD, want)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/implloop/implloop/internal/scripted"
 )
 
 // post sends body to the server and returns the response.
@@ -271,7 +273,7 @@ func TestRequestHelpers(t *testing.T) {
 	if r.Prompt() != "Do it.\n\n```json\n{\"example\": true}\n```\n\n````json\n"+string(ctxJSON)+"\n````\n" {
 		t.Errorf("Prompt %q", r.Prompt())
 	}
-	if got := FileOps(r.TaskText()); !reflect.DeepEqual(got, []FileOp{{"a.go", "package a\n"}, {"out/f1.txt", "hello world\n"}}) {
+	if got := scripted.FileOps(r.TaskText()); !reflect.DeepEqual(got, []scripted.FileOp{{Path: "a.go", Content: "package a\n"}, {Path: "out/f1.txt", Content: "hello world\n"}}) {
 		t.Errorf("FileOps %+v", got)
 	}
 	if r.Turn() != 1 || len(r.ToolUses()) != 1 || r.ToolResults()[0].Text != "File created" || r.ToolResults()[0].ToolUseID != "t1" {
@@ -279,25 +281,6 @@ func TestRequestHelpers(t *testing.T) {
 	}
 	if r.IsAgentTurn() {
 		t.Errorf("no method, no tools: not an agent turn")
-	}
-}
-
-func TestFileOps(t *testing.T) {
-	for _, tc := range []struct {
-		text string
-		want []FileOp
-	}{
-		{"nothing here", nil},
-		{"WRITE a.txt", []FileOp{{"a.txt", "\n"}}},
-		{"  WRITE dir/b.txt two words  ", []FileOp{{"dir/b.txt", "two words\n"}}},
-		{"~~~~ path=x.md\n```\ninner\n```\n~~~~\n", []FileOp{{"x.md", "```\ninner\n```\n"}}},
-		{"```go\nWRITE not/this\n```\n", nil},
-		{"```txt path=e.txt\n```\n", []FileOp{{"e.txt", ""}}},
-		{"```txt path=open.txt\nno close", []FileOp{{"open.txt", "no close\n"}}}, // CommonMark: an unclosed fence runs to the end
-	} {
-		if got := FileOps(tc.text); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("FileOps(%q) = %+v, want %+v", tc.text, got, tc.want)
-		}
 	}
 }
 

@@ -20,11 +20,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/implloop/implloop/internal/scripted"
 )
 
 // Handler decides the answer to one Messages call. It may be called from
@@ -105,52 +106,25 @@ func (s *Server) Close() {
 }
 
 // Env is the environment that points Claude Code at this server, with home
-// as its HOME (a temp dir, so no user config or credentials are read).
+// as its HOME (a temp dir, so no user config or credentials are read), and
+// sends anything else it would fetch to the server too (see
+// scripted.IsolatedEnv).
 func (s *Server) Env(home string) map[string]string {
-	return map[string]string{
-		"ANTHROPIC_BASE_URL":                       s.URL(),
-		"ANTHROPIC_API_KEY":                        "dummy",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-		"DISABLE_AUTOUPDATER":                      "1",
-		"DISABLE_TELEMETRY":                        "1",
-		"DISABLE_ERROR_REPORTING":                  "1",
-		// Anything that would leave the machine goes to this server instead
-		// (logged, refused, and visible in Calls as a CONNECT or an
-		// absolute URL): the tests touch nothing but loopback.
-		"HTTPS_PROXY":     s.URL(),
-		"HTTP_PROXY":      s.URL(),
-		"https_proxy":     s.URL(),
-		"http_proxy":      s.URL(),
-		"NO_PROXY":        "127.0.0.1,localhost",
-		"no_proxy":        "127.0.0.1,localhost",
-		"HOME":            home,
-		"XDG_CONFIG_HOME": home + "/.config",
-		"XDG_CACHE_HOME":  home + "/.cache",
-		"XDG_DATA_HOME":   home + "/.local/share",
-		"XDG_STATE_HOME":  home + "/.local/state",
-	}
+	env := scripted.IsolatedEnv(s.URL(), home)
+	env["ANTHROPIC_BASE_URL"] = s.URL()
+	env["ANTHROPIC_API_KEY"] = "dummy"
+	env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
+	env["DISABLE_AUTOUPDATER"] = "1"
+	env["DISABLE_TELEMETRY"] = "1"
+	env["DISABLE_ERROR_REPORTING"] = "1"
+	return env
 }
 
-// Environ is os.Environ() without any ANTHROPIC_*, CLAUDE*, or XDG_*
-// variable of the calling process, plus Env(home): a full environment for
-// exec.Cmd.Env.
+// Environ is os.Environ() without any ANTHROPIC_*, CLAUDE*, XDG_* or
+// OTEL_* variable of the calling process, plus Env(home): a full
+// environment for exec.Cmd.Env.
 func (s *Server) Environ(home string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "ANTHROPIC_") || strings.HasPrefix(name, "CLAUDE") ||
-			strings.HasPrefix(name, "XDG_") || strings.HasPrefix(name, "OTEL_") {
-			continue
-		}
-		if _, ok := s.Env(home)[name]; ok {
-			continue
-		}
-		out = append(out, kv)
-	}
-	for k, v := range s.Env(home) {
-		out = append(out, k+"="+v)
-	}
-	return out
+	return scripted.Environ(s.Env(home), "ANTHROPIC_", "CLAUDE")
 }
 
 // Calls returns a copy of every request's record, in arrival order.
@@ -236,7 +210,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.messages(w, req, &call)
 	case r.Method == http.MethodPost && path == "/v1/messages/count_tokens":
 		call.Status = http.StatusOK
-		_ = writeJSON(w, call.Status, obj{"input_tokens": len(body)/4 + 1})
+		_ = scripted.WriteJSON(w, call.Status, obj{"input_tokens": len(body)/4 + 1})
 	case r.Method == http.MethodHead || r.Method == http.MethodGet:
 		// Reachability probes and metadata fetches: an empty success.
 		call.Status = http.StatusOK
@@ -244,9 +218,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			s.logf("unknown %s %s (answered 200 {})", r.Method, r.URL)
 		}
 		if path == "/v1/models" {
-			_ = writeJSON(w, call.Status, obj{"data": []obj{}, "has_more": false, "first_id": nil, "last_id": nil})
+			_ = scripted.WriteJSON(w, call.Status, obj{"data": []obj{}, "has_more": false, "first_id": nil, "last_id": nil})
 		} else if r.Method == http.MethodGet {
-			_ = writeJSON(w, call.Status, obj{})
+			_ = scripted.WriteJSON(w, call.Status, obj{})
 		} else {
 			w.WriteHeader(call.Status)
 		}

@@ -1,0 +1,71 @@
+package scripted
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// SSE writes server-sent events to an answer, flushing after each.
+type SSE struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+// NewSSE starts an event stream: it sets the headers every streaming API
+// sends, plus extra, and writes status 200.
+func NewSSE(w http.ResponseWriter, extra map[string]string) SSE {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	for k, v := range extra {
+		h.Set(k, v)
+	}
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	return SSE{w, f}
+}
+
+// Event writes one event named name whose data is data as JSON.
+func (s SSE) Event(name string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+		return err
+	}
+	if s.f != nil {
+		s.f.Flush()
+	}
+	return nil
+}
+
+// Chunks splits s into about n pieces on rune boundaries (at least one
+// piece, possibly empty), so that streamed deltas really are partial.
+func Chunks(s string, n int) []string {
+	rs := []rune(s)
+	if len(rs) == 0 || n <= 1 {
+		return []string{s}
+	}
+	size := (len(rs) + n - 1) / n
+	var out []string
+	for len(rs) > 0 {
+		k := min(size, len(rs))
+		out = append(out, string(rs[:k]))
+		rs = rs[k:]
+	}
+	return out
+}
+
+// WriteJSON answers with status and v as a JSON body.
+func WriteJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err = w.Write(b)
+	return err
+}
