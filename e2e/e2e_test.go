@@ -217,16 +217,31 @@ func TestClaudeDirect(t *testing.T) {
 	}
 }
 
-// clearAgentEnv unsets the calling process's ANTHROPIC_* and CLAUDE*
-// variables for the test, so only the server's environment reaches the CLI.
-func clearAgentEnv(t *testing.T) {
+// clearAgentEnv unsets the calling process's variables whose names start
+// with one of prefixes (ANTHROPIC_, CLAUDE; OPENAI_, CODEX_) for the test,
+// so that only the server's environment reaches the CLI.
+func clearAgentEnv(t *testing.T, prefixes ...string) {
 	for _, kv := range os.Environ() {
 		name, val, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "ANTHROPIC_") || strings.HasPrefix(name, "CLAUDE") {
-			t.Setenv(name, val) // restores it when the test ends
-			os.Unsetenv(name)
+		for _, p := range prefixes {
+			if strings.HasPrefix(name, p) {
+				t.Setenv(name, val) // restores it when the test ends
+				os.Unsetenv(name)
+				break
+			}
 		}
 	}
+}
+
+// onPath makes a temp dir holding a symlink named name to bin, for the
+// front of PATH: how implloop's presets find the CLI under test.
+func onPath(t *testing.T, name, bin string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Symlink(bin, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // TestClaudeTasks runs the tasks of e2ePlan one `claude -p` each, with

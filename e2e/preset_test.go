@@ -33,12 +33,8 @@ func newClaudePreset(t *testing.T) agent.Agent {
 // sums of what the server reported per call.
 func TestClaudePreset(t *testing.T) {
 	bin := fakeclaude.CLI(t)
-	pathDir := t.TempDir()
-	if err := os.Symlink(bin, filepath.Join(pathDir, "claude")); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", pathDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	clearAgentEnv(t)
+	t.Setenv("PATH", onPath(t, "claude", bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	clearAgentEnv(t, "ANTHROPIC_", "CLAUDE")
 
 	repo := newRepo(t)
 	home := t.TempDir()

@@ -78,10 +78,6 @@ func TestRunPlanClaude(t *testing.T) {
 	r.Git("add", "plan.md")
 	r.Git("commit", "-q", "-m", "plan")
 	home := t.TempDir()
-	pathDir := t.TempDir()
-	if err := os.Symlink(bin, filepath.Join(pathDir, "claude")); err != nil {
-		t.Fatal(err)
-	}
 
 	rec, h := newRecorder(fakeclaude.WriteTask)
 	srv := fakeclaude.New(t, h)
@@ -91,15 +87,7 @@ func TestRunPlanClaude(t *testing.T) {
 	defer cancel()
 	cmd := groupCommand(ctx, implloop, "run", "plan.md", "--agent", "claude", "--model", fakeclaude.Model)
 	cmd.Dir = repo
-	env := srv.Environ(home)
-	for i, kv := range env {
-		if strings.HasPrefix(kv, "PATH=") {
-			env[i] = "PATH=" + pathDir + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
-		}
-	}
-	cmd.Env = append(env,
-		"GIT_AUTHOR_NAME=e2e", "GIT_AUTHOR_EMAIL=e2e@example.invalid",
-		"GIT_COMMITTER_NAME=e2e", "GIT_COMMITTER_EMAIL=e2e@example.invalid")
+	cmd.Env = runEnv(srv.Environ(home), onPath(t, "claude", bin))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	began := time.Now()
@@ -130,18 +118,7 @@ func TestRunPlanClaude(t *testing.T) {
 	}
 	sum := srv.Usage()
 
-	matches, _ := filepath.Glob(filepath.Join(repo, ".git", "implloop", "runs", "*", "report.json"))
-	if len(matches) != 1 {
-		t.Fatalf("want one .git/implloop/runs/*/report.json, found %v", matches)
-	}
-	raw, err := os.ReadFile(matches[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep runReport
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatalf("report.json: %v\n%s", err, raw)
-	}
+	rep, raw := readReport(t, repo)
 	if rep.Outcome.Verdict != "DONE" || rep.ExitCode != 0 {
 		t.Errorf("report verdict %q exit %d, want DONE 0", rep.Outcome.Verdict, rep.ExitCode)
 	}
@@ -174,6 +151,20 @@ func TestRunPlanClaude(t *testing.T) {
 	}
 }
 
+// runEnv is env with pathDir at the front of PATH and a git identity, for
+// `implloop run`.
+func runEnv(env []string, pathDir string) []string {
+	env = append([]string(nil), env...)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			env[i] = "PATH=" + pathDir + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
+		}
+	}
+	return append(env,
+		"GIT_AUTHOR_NAME=e2e", "GIT_AUTHOR_EMAIL=e2e@example.invalid",
+		"GIT_COMMITTER_NAME=e2e", "GIT_COMMITTER_EMAIL=e2e@example.invalid")
+}
+
 // sessionsInOrder lists the Claude Code session ids of the Messages calls
 // in the order of their first call.
 func sessionsInOrder(calls []fakeclaude.Call) []string {
@@ -189,6 +180,24 @@ func sessionsInOrder(calls []fakeclaude.Call) []string {
 	}
 	sort.Slice(out, func(i, j int) bool { return first[out[i]] < first[out[j]] })
 	return out
+}
+
+// readReport reads the one .git/implloop/runs/*/report.json of repo.
+func readReport(t *testing.T, repo string) (runReport, []byte) {
+	t.Helper()
+	matches, _ := filepath.Glob(filepath.Join(repo, ".git", "implloop", "runs", "*", "report.json"))
+	if len(matches) != 1 {
+		t.Fatalf("want one .git/implloop/runs/*/report.json, found %v", matches)
+	}
+	raw, err := os.ReadFile(matches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep runReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("report.json: %v\n%s", err, raw)
+	}
+	return rep, raw
 }
 
 // runReport is the part of .git/implloop/runs/<id>/report.json the test reads.
