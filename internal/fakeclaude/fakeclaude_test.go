@@ -1,7 +1,6 @@
 package fakeclaude
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"net/http"
@@ -45,27 +44,16 @@ type event struct {
 // readEvents parses a server-sent event stream.
 func readEvents(t *testing.T, resp *http.Response) []event {
 	t.Helper()
-	var out []event
-	var cur event
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			cur.name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.data); err != nil {
-				t.Fatalf("data line %q: %v", line, err)
-			}
-		case line == "":
-			if cur.name != "" {
-				if cur.data["type"] != cur.name {
-					t.Errorf("event %s carries type %v", cur.name, cur.data["type"])
-				}
-				out = append(out, cur)
-			}
-			cur = event{}
+	evs, err := scripted.ReadSSE(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]event, 0, len(evs))
+	for _, e := range evs {
+		if e.Data["type"] != e.Name {
+			t.Errorf("event %s carries type %v", e.Name, e.Data["type"])
 		}
+		out = append(out, event{e.Name, e.Data})
 	}
 	return out
 }

@@ -1,9 +1,12 @@
 package scripted
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 )
 
 // SSE writes server-sent events to an answer, flushing after each.
@@ -68,4 +71,35 @@ func WriteJSON(w http.ResponseWriter, status int, v any) error {
 	w.WriteHeader(status)
 	_, err = w.Write(b)
 	return err
+}
+
+// Event is one server-sent event as a client reads it back.
+type Event struct {
+	Name string
+	Data map[string]any
+}
+
+// ReadSSE reads an event stream to its end (for tests of the servers).
+func ReadSSE(r io.Reader) ([]Event, error) {
+	var out []Event
+	var cur Event
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			cur.Name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.Data); err != nil {
+				return out, fmt.Errorf("data line %q: %w", line, err)
+			}
+		case line == "":
+			if cur.Name != "" {
+				out = append(out, cur)
+			}
+			cur = Event{}
+		}
+	}
+	return out, sc.Err()
 }
