@@ -14,8 +14,6 @@ import (
 	"github.com/implloop/implloop/internal/scripted"
 )
 
-type obj2 = map[string]any
-
 // post sends body to the server and returns the response.
 func post(t *testing.T, s *Server, path string, body any) *http.Response {
 	t.Helper()
@@ -52,17 +50,17 @@ func events(t *testing.T, resp *http.Response) []scripted.Event {
 }
 
 // codexBody is a Responses request shaped like codex 0.169's first call.
-func codexBody(stream bool, input ...obj2) obj2 {
-	msg := func(role, text string) obj2 {
-		return obj2{"type": "message", "role": role, "content": []obj2{{"type": "input_text", "text": text}}}
+func codexBody(stream bool, input ...obj) obj {
+	msg := func(role, text string) obj {
+		return obj{"type": "message", "role": role, "content": []obj{{"type": "input_text", "text": text}}}
 	}
-	in := []obj2{
+	in := []obj{
 		msg("developer", "You are Codex."),
 		msg("user", "<environment_context>\n  <cwd>/repo/x</cwd>\n  <shell>bash</shell>\n</environment_context>"),
 		msg("user", "Carry out the task.\n\n```json\n{\"task\":{\"id\":\"1\",\"text\":\"WRITE out/a.txt hi\"}}\n```\n"),
 	}
-	return obj2{"model": Model, "stream": stream, "input": append(in, input...),
-		"tools": []obj2{{"type": "function", "name": "exec_command"}, {"type": "custom", "name": "apply_patch"}, {"type": "web_search"}}}
+	return obj{"model": Model, "stream": stream, "input": append(in, input...),
+		"tools": []obj{{"type": "function", "name": "exec_command"}, {"type": "custom", "name": "apply_patch"}, {"type": "web_search"}}}
 }
 
 func TestStreamingToolCalls(t *testing.T) {
@@ -179,7 +177,7 @@ func TestErrorsAndOtherRequests(t *testing.T) {
 	if resp.StatusCode != 500 || e.Error.Message != "boom" || e.Error.Type != "server_error" {
 		t.Errorf("%d %+v", resp.StatusCode, e)
 	}
-	if r := post(t, s, "/v1/models", obj2{}); r.StatusCode != http.StatusNotFound {
+	if r := post(t, s, "/v1/models", obj{}); r.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown endpoint: %d", r.StatusCode)
 	}
 	if r := post(t, s, "/v1/responses", "not an object"); r.StatusCode != http.StatusBadRequest {
@@ -191,12 +189,12 @@ func TestErrorsAndOtherRequests(t *testing.T) {
 }
 
 func TestTurnsAndWriteTask(t *testing.T) {
-	call := func(id string) obj2 {
-		return obj2{"type": "function_call", "name": ShellTool, "call_id": id, "arguments": `{"cmd":"x"}`}
+	call := func(id string) obj {
+		return obj{"type": "function_call", "name": ShellTool, "call_id": id, "arguments": `{"cmd":"x"}`}
 	}
-	out := func(id, text string) obj2 { return obj2{"type": "function_call_output", "call_id": id, "output": text} }
-	reasoning := obj2{"type": "reasoning", "summary": []obj2{}}
-	decode := func(items ...obj2) *Request {
+	out := func(id, text string) obj { return obj{"type": "function_call_output", "call_id": id, "output": text} }
+	reasoning := obj{"type": "reasoning", "summary": []obj{}}
+	decode := func(items ...obj) *Request {
 		b, _ := json.Marshal(codexBody(true, items...))
 		r := &Request{Method: http.MethodPost, Path: "/v1/responses", Body: b}
 		if err := r.decodeResponses(); err != nil {
@@ -205,15 +203,15 @@ func TestTurnsAndWriteTask(t *testing.T) {
 		return r
 	}
 	for _, tc := range []struct {
-		items []obj2
+		items []obj
 		turn  int
 		reply string
 	}{
 		{nil, 0, ""},
 		// Two calls of one answer (and its reasoning) are one turn.
-		{[]obj2{reasoning, call("a"), call("b"), out("a", "Process exited with code 0\n"), out("b", "Process exited with code 0\n")}, 1, "done"},
-		{[]obj2{call("a"), out("a", "Process exited with code 1\n")}, 1, "failed: "},
-		{[]obj2{call("a"), out("a", "Process exited with code 0\n"), call("b"), out("b", "exited with code 0")}, 2, "done"},
+		{[]obj{reasoning, call("a"), call("b"), out("a", "Process exited with code 0\n"), out("b", "Process exited with code 0\n")}, 1, "done"},
+		{[]obj{call("a"), out("a", "Process exited with code 1\n")}, 1, "failed: "},
+		{[]obj{call("a"), out("a", "Process exited with code 0\n"), call("b"), out("b", "exited with code 0")}, 2, "done"},
 	} {
 		r := decode(tc.items...)
 		if r.Turn() != tc.turn {
