@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/internal/fakeopenai"
 	"github.com/implloop/implloop/internal/gittest"
 	"github.com/implloop/implloop/internal/scripted"
@@ -168,23 +167,13 @@ func TestCodexDirect(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := groupCommand(ctx, bin, "exec", "--json", "--sandbox", "workspace-write", "-m", fakeopenai.Model, "-")
-	cmd.Dir = repo
-	cmd.Env = srv.Environ(home)
-	cmd.Stdin = strings.NewReader("Create out/hello.txt holding one line: hello from codex, and patched.txt\n")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	began := time.Now()
-	err := cmd.Run()
-	t.Logf("codex exec took %v; stdout:\n%s\nstderr:\n%s", time.Since(began).Round(time.Millisecond), stdout.Bytes(), stderr.Bytes())
-	t.Logf("server traffic:\n%s", srv.Summary())
-	if err != nil {
-		t.Fatalf("codex exec: %v", err)
-	}
+	cmd.Dir, cmd.Env = repo, srv.Environ(home)
+	stdout, _ := runLogged(t, cmd, "Create out/hello.txt holding one line: hello from codex, and patched.txt\n", srv.Summary)
 
 	var thread, text string
 	var printed codexUsage
 	var commands, patches, turns int
-	for _, ev := range parseCodexEvents(t, stdout.Bytes()) {
+	for _, ev := range parseCodexEvents(t, stdout) {
 		switch {
 		case ev.Type == "thread.started":
 			thread = ev.ThreadID
@@ -242,28 +231,7 @@ func TestCodexPreset(t *testing.T) {
 	home := t.TempDir()
 	srv := fakeopenai.New(t, fakeopenai.WriteTask)
 
-	a, err := agent.New("codex", agent.Options{})
-	if err != nil {
-		t.Fatalf("agent.New(\"codex\"): %v", err)
-	}
-	if err := a.Check(); err != nil {
-		t.Fatalf("Check: %v", err)
-	}
-	prompt := "Carry out the task in the attached context.\n\n" +
-		"```json\n" + `{"task":{"id":"1","title":"First file","text":"### Task 1: First file\n\nWRITE out/f1.txt hello\n","index":1,"count":1},"attempt":1}` + "\n```\n"
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	began := time.Now()
-	res, err := a.Run(ctx, agent.Request{
-		Prompt: []byte(prompt), Dir: repo, Env: srv.Env(home), Model: fakeopenai.Model,
-		Timeout: 2 * time.Minute, Stdout: &stdout, Stderr: &stderr,
-	})
-	t.Logf("preset run took %v; result %+v\nstdout: %s\nstderr: %s", time.Since(began).Round(time.Millisecond), res, stdout.Bytes(), stderr.Bytes())
-	t.Logf("server traffic:\n%s", srv.Summary())
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	res := runPreset(t, "codex", repo, srv.Env(home), fakeopenai.Model, srv.Summary)
 	if res.ExitCode != 0 || res.IsError || res.Text != "done" {
 		t.Errorf("result = %+v, want exit 0, no error, text \"done\"", res)
 	}
@@ -313,15 +281,7 @@ func TestRunPlanCodex(t *testing.T) {
 	defer cancel()
 	cmd := groupCommand(ctx, implloop, "run", "plan.md", "--agent", "codex", "--model", fakeopenai.Model)
 	cmd.Dir, cmd.Env = repo, env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	began := time.Now()
-	err := cmd.Run()
-	t.Logf("implloop run took %v\nstdout:\n%s\nstderr:\n%s", time.Since(began).Round(time.Millisecond), stdout.Bytes(), stderr.Bytes())
-	t.Logf("server traffic:\n%s", srv.Summary())
-	if err != nil {
-		t.Fatalf("implloop run: %v (want exit 0, DONE)", err)
-	}
+	runLogged(t, cmd, "", srv.Summary)
 	checkFiles(t, map[string]string{
 		filepath.Join(repo, "out", "f1.txt"): "hello\n",
 		filepath.Join(repo, "out", "f2.txt"): "second file\nit's quoted\n",

@@ -79,6 +79,25 @@ func groupCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// runLogged runs cmd (from groupCommand) with stdin, logs how long it took,
+// its output and the server's traffic, and fails the test unless it exited
+// 0. It returns what the command wrote.
+func runLogged(t *testing.T, cmd *exec.Cmd, stdin string, traffic func() string) (stdout, stderr []byte) {
+	t.Helper()
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	began := time.Now()
+	err := cmd.Run()
+	what := strings.Join(append([]string{filepath.Base(cmd.Path)}, cmd.Args[1:min(2, len(cmd.Args))]...), " ")
+	t.Logf("%s took %v\nstdout:\n%s\nstderr:\n%s", what, time.Since(began).Round(time.Millisecond), out.Bytes(), errb.Bytes())
+	t.Logf("server traffic:\n%s", traffic())
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return out.Bytes(), errb.Bytes()
+}
+
 // checkWrites asserts that every Write the server asked for came back as a
 // successful tool_result of Claude Code's own Write tool, and that the
 // files hold what was asked: the file on disk is Claude Code's doing.
@@ -178,21 +197,11 @@ func TestClaudeDirect(t *testing.T) {
 	defer cancel()
 	cmd := groupCommand(ctx, bin, "-p", "--output-format", "json",
 		"--permission-mode", "acceptEdits", "--model", fakeclaude.Model)
-	cmd.Dir = repo
-	cmd.Env = srv.Environ(home)
-	cmd.Stdin = strings.NewReader("Create out/hello.txt holding one line: hello from claude\n")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	began := time.Now()
-	err := cmd.Run()
-	t.Logf("claude -p took %v; stdout: %s; stderr: %s", time.Since(began).Round(time.Millisecond), stdout.Bytes(), stderr.Bytes())
-	t.Logf("server traffic:\n%s", srv.Summary())
-	if err != nil {
-		t.Fatalf("claude -p: %v", err)
-	}
+	cmd.Dir, cmd.Env = repo, srv.Environ(home)
+	stdout, _ := runLogged(t, cmd, "Create out/hello.txt holding one line: hello from claude\n", srv.Summary)
 
 	var res claudeResult
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+	if err := json.Unmarshal(stdout, &res); err != nil {
 		t.Fatalf("stdout is not one JSON result: %v", err)
 	}
 	if res.Type != "result" || res.Subtype != "success" || res.IsError || res.Result != "done" || res.NumTurns != 2 {

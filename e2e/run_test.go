@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -86,18 +85,9 @@ func TestRunPlanClaude(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := groupCommand(ctx, implloop, "run", "plan.md", "--agent", "claude", "--model", fakeclaude.Model)
-	cmd.Dir = repo
-	cmd.Env = runEnv(srv.Environ(home), onPath(t, "claude", bin))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	began := time.Now()
-	err := cmd.Run()
-	t.Logf("implloop run took %v\nstdout:\n%s\nstderr:\n%s", time.Since(began).Round(time.Millisecond), stdout.Bytes(), stderr.Bytes())
-	t.Logf("server traffic:\n%s", srv.Summary())
-	if err != nil {
-		t.Fatalf("implloop run: %v (want exit 0, DONE)", err)
-	}
-	if !strings.Contains(stdout.String()+stderr.String(), "DONE") {
+	cmd.Dir, cmd.Env = repo, runEnv(srv.Environ(home), onPath(t, "claude", bin))
+	stdout, stderr := runLogged(t, cmd, "", srv.Summary)
+	if !strings.Contains(string(stdout)+string(stderr), "DONE") {
 		t.Errorf("the output does not say DONE")
 	}
 	checkWrites(t, rec.all(), map[string]string{

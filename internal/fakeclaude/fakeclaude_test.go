@@ -1,7 +1,6 @@
 package fakeclaude
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -15,25 +14,7 @@ import (
 
 // post sends body to the server and returns the response.
 func post(t *testing.T, s *Server, path string, body any, header map[string]string) *http.Response {
-	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequest(http.MethodPost, s.URL()+path, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return scripted.PostJSON(t, s.URL()+path, body, header)
 }
 
 type event struct {

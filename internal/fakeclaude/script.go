@@ -41,12 +41,7 @@ func (r *Request) TaskText() string { return scripted.TaskText(r.Prompt()) }
 // Request.Turn(), 0 for the first call of a prompt) with turns[n], and
 // every turn past the last with Reply("done").
 func Turns(turns ...Handler) Handler {
-	return func(r *Request) Response {
-		if n := r.Turn(); n < len(turns) {
-			return turns[n](r)
-		}
-		return Reply("done")
-	}
+	return scripted.Turns(Handler(func(*Request) Response { return Reply("done") }), turns...)
 }
 
 // WriteTask is an agent Handler that carries out the FileOps of the

@@ -17,11 +17,8 @@ package fakeclaude
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -66,15 +63,9 @@ type Call struct {
 
 // Server is a running fake Messages API on 127.0.0.1.
 type Server struct {
-	t     testing.TB
-	srv   *httptest.Server
+	*scripted.Recorder[Call]
 	agent Handler
 	opts  Options
-
-	mu    sync.Mutex
-	seq   int
-	ids   int
-	calls []Call
 }
 
 // New starts a server whose agent turns are answered by h, and closes it
@@ -90,19 +81,9 @@ func NewWith(t testing.TB, h Handler, opts Options) *Server {
 	if opts.Usage == nil {
 		opts.Usage = DefaultUsage
 	}
-	s := &Server{t: t, agent: h, opts: opts}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve)) // binds 127.0.0.1:0
-	t.Cleanup(s.Close)
+	s := &Server{Recorder: &scripted.Recorder[Call]{}, agent: h, opts: opts}
+	s.Start(t, "fakeclaude", s.serve)
 	return s
-}
-
-// URL is the base URL, e.g. "http://127.0.0.1:41234", for ANTHROPIC_BASE_URL.
-func (s *Server) URL() string { return s.srv.URL }
-
-// Close stops the server. It is safe to call more than once.
-func (s *Server) Close() {
-	s.srv.CloseClientConnections()
-	s.srv.Close()
 }
 
 // Env is the environment that points Claude Code at this server, with home
@@ -125,13 +106,6 @@ func (s *Server) Env(home string) map[string]string {
 // environment for exec.Cmd.Env.
 func (s *Server) Environ(home string) []string {
 	return scripted.Environ(s.Env(home), "ANTHROPIC_", "CLAUDE")
-}
-
-// Calls returns a copy of every request's record, in arrival order.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
 }
 
 // Usage sums the usage reported over all Messages calls.
@@ -181,25 +155,10 @@ func (s *Server) Summary() string {
 	return b.String()
 }
 
-func (s *Server) nextID(prefix string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ids++
-	return fmt.Sprintf("%s_fake%06d", prefix, s.ids)
-}
-
-func (s *Server) logf(format string, args ...any) {
-	defer func() { _ = recover() }() // logging after the test ended panics
-	s.t.Logf("fakeclaude: "+format, args...)
-}
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, in scripted.Incoming) Call {
 	began := time.Now()
-	body, _ := io.ReadAll(r.Body)
-	s.mu.Lock()
-	s.seq++
-	req := &Request{Seq: s.seq, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
-	s.mu.Unlock()
+	body := in.Body
+	req := &Request{Seq: in.Seq, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	call := Call{Seq: req.Seq, Method: r.Method, Path: req.Path, Query: req.Query,
 		UserAgent: r.UserAgent(), SessionID: r.Header.Get("X-Claude-Code-Session-Id")}
 
@@ -215,7 +174,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		// Reachability probes and metadata fetches: an empty success.
 		call.Status = http.StatusOK
 		if path != "" && path != "/v1" && path != "/v1/models" {
-			s.logf("unknown %s %s (answered 200 {})", r.Method, r.URL)
+			s.Logf("unknown %s %s (answered 200 {})", r.Method, r.URL)
 		}
 		if path == "/v1/models" {
 			_ = scripted.WriteJSON(w, call.Status, obj{"data": []obj{}, "has_more": false, "first_id": nil, "last_id": nil})
@@ -226,19 +185,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		call.Status = http.StatusNotFound
-		s.logf("unknown %s %s body=%.300q (answered 404)", r.Method, r.URL, body)
+		s.Logf("unknown %s %s body=%.300q (answered 404)", r.Method, r.URL, body)
 		_ = writeError(w, call.Status, "not_found_error", "fakeclaude: no such endpoint")
 	}
 	call.Duration = time.Since(began)
-	s.mu.Lock()
-	s.calls = append(s.calls, call)
-	s.mu.Unlock()
+	return call
 }
 
 func (s *Server) messages(w http.ResponseWriter, req *Request, call *Call) {
 	if err := req.decodeMessages(); err != nil {
 		call.Status = http.StatusBadRequest
-		s.logf("#%d bad Messages body: %v", req.Seq, err)
+		s.Logf("#%d bad Messages body: %v", req.Seq, err)
 		_ = writeError(w, call.Status, "invalid_request_error", err.Error())
 		return
 	}
@@ -249,9 +206,9 @@ func (s *Server) messages(w http.ResponseWriter, req *Request, call *Call) {
 	if call.Agent {
 		h = s.agent
 	}
-	resp, err := s.decide(h, req)
+	resp, err := scripted.Decide(func() Response { return h(req) })
 	if err != nil {
-		s.t.Errorf("fakeclaude: #%d handler: %v", req.Seq, err)
+		s.Errorf("#%d handler: %v", req.Seq, err)
 		call.Status = http.StatusInternalServerError
 		_ = writeError(w, call.Status, "api_error", err.Error())
 		return
@@ -262,7 +219,7 @@ func (s *Server) messages(w http.ResponseWriter, req *Request, call *Call) {
 		return
 	}
 	if len(resp.Content) == 0 {
-		s.logf("#%d the script gave no answer; replying with an empty end_turn text", req.Seq)
+		s.Logf("#%d the script gave no answer; replying with an empty end_turn text", req.Seq)
 		resp.Content = []Content{Text("(fakeclaude: no scripted answer)")}
 	}
 	u := resp.Usage
@@ -273,8 +230,8 @@ func (s *Server) messages(w http.ResponseWriter, req *Request, call *Call) {
 	if model == "" {
 		model = "claude-fake"
 	}
-	msgID := s.nextID("msg")
-	ids := func() string { return s.nextID("toolu") }
+	msgID := s.NextID("msg")
+	ids := func() string { return s.NextID("toolu") }
 	call.Status, call.Usage, call.StopReason = http.StatusOK, u, resp.stopReason()
 	if req.Stream {
 		err = writeStream(w, msgID, model, &resp, u, ids)
@@ -289,17 +246,8 @@ func (s *Server) messages(w http.ResponseWriter, req *Request, call *Call) {
 		}
 	}
 	if err != nil {
-		s.logf("#%d writing the answer: %v", req.Seq, err)
+		s.Logf("#%d writing the answer: %v", req.Seq, err)
 	}
-}
-
-func (s *Server) decide(h Handler, req *Request) (resp Response, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	return h(req), nil
 }
 
 // DefaultSide answers Messages calls that are not agent turns: a short

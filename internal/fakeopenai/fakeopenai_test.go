@@ -1,7 +1,6 @@
 package fakeopenai
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -14,25 +13,9 @@ import (
 	"github.com/implloop/implloop/internal/scripted"
 )
 
-// post sends body to the server and returns the response.
+// post sends body to the server as codex would, in thread-1.
 func post(t *testing.T, s *Server, path string, body any) *http.Response {
-	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequest(http.MethodPost, s.URL()+path, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Session-Id", "thread-1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return scripted.PostJSON(t, s.URL()+path, body, map[string]string{"Session-Id": "thread-1"})
 }
 
 func events(t *testing.T, resp *http.Response) []scripted.Event {

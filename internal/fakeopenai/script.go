@@ -10,12 +10,7 @@ import (
 // for the first call of a prompt) with turns[n], and every turn past the
 // last with Reply("done").
 func Turns(turns ...Handler) Handler {
-	return func(r *Request) Response {
-		if n := r.Turn(); n < len(turns) {
-			return turns[n](r)
-		}
-		return Reply("done")
-	}
+	return scripted.Turns(Handler(func(*Request) Response { return Reply("done") }), turns...)
 }
 
 // WriteTask is a Handler that carries out the scripted.FileOps of the

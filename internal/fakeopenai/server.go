@@ -17,13 +17,10 @@ package fakeopenai
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,15 +59,9 @@ type Call struct {
 
 // Server is a running fake Responses API on 127.0.0.1.
 type Server struct {
-	t     testing.TB
-	srv   *httptest.Server
+	*scripted.Recorder[Call]
 	agent Handler
 	opts  Options
-
-	mu    sync.Mutex
-	seq   int
-	ids   int
-	calls []Call
 }
 
 // New starts a server whose calls are answered by h, and closes it when
@@ -83,19 +74,9 @@ func NewWith(t testing.TB, h Handler, opts Options) *Server {
 	if opts.Usage == nil {
 		opts.Usage = DefaultUsage
 	}
-	s := &Server{t: t, agent: h, opts: opts}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve)) // binds 127.0.0.1:0
-	t.Cleanup(s.Close)
+	s := &Server{Recorder: &scripted.Recorder[Call]{}, agent: h, opts: opts}
+	s.Start(t, "fakeopenai", s.serve)
 	return s
-}
-
-// URL is the base URL, e.g. "http://127.0.0.1:41234".
-func (s *Server) URL() string { return s.srv.URL }
-
-// Close stops the server. It is safe to call more than once.
-func (s *Server) Close() {
-	s.srv.CloseClientConnections()
-	s.srv.Close()
 }
 
 // APIKeyEnv is the variable codex reads the API key from (the provider's
@@ -150,10 +131,10 @@ stream_max_retries = 0
 func (s *Server) Env(home string) map[string]string {
 	codexHome := filepath.Join(home, ".codex")
 	if err := os.MkdirAll(codexHome, 0o755); err != nil {
-		s.t.Fatalf("fakeopenai: %v", err)
+		s.Fatalf("%v", err)
 	}
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(s.Config()), 0o644); err != nil {
-		s.t.Fatalf("fakeopenai: %v", err)
+		s.Fatalf("%v", err)
 	}
 	env := scripted.IsolatedEnv(s.URL(), home)
 	env["CODEX_HOME"] = codexHome
@@ -166,13 +147,6 @@ func (s *Server) Env(home string) map[string]string {
 // exec.Cmd.Env.
 func (s *Server) Environ(home string) []string {
 	return scripted.Environ(s.Env(home), "OPENAI_", "CODEX_")
-}
-
-// Calls returns a copy of every request's record, in arrival order.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
 }
 
 // Usage sums the usage reported over all Responses calls.
@@ -232,25 +206,10 @@ func (s *Server) Summary() string {
 	return b.String()
 }
 
-func (s *Server) nextID(prefix string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ids++
-	return fmt.Sprintf("%s_fake%06d", prefix, s.ids)
-}
-
-func (s *Server) logf(format string, args ...any) {
-	defer func() { _ = recover() }() // logging after the test ended panics
-	s.t.Logf("fakeopenai: "+format, args...)
-}
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, in scripted.Incoming) Call {
 	began := time.Now()
-	body, _ := io.ReadAll(r.Body)
-	s.mu.Lock()
-	s.seq++
-	req := &Request{Seq: s.seq, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
-	s.mu.Unlock()
+	body := in.Body
+	req := &Request{Seq: in.Seq, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	call := Call{Seq: req.Seq, Method: r.Method, Path: req.Path, Query: req.Query,
 		UserAgent: r.UserAgent(), SessionID: r.Header.Get("Session-Id")}
 
@@ -262,26 +221,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		// machine and came through the proxy variables) is refused, and
 		// shows in Calls.
 		call.Status = http.StatusNotFound
-		s.logf("unknown %s %s body=%.300q (answered 404)", r.Method, r.URL, body)
+		s.Logf("unknown %s %s body=%.300q (answered 404)", r.Method, r.URL, body)
 		_ = writeError(w, call.Status, "fakeopenai: no such endpoint")
 	}
 	call.Duration = time.Since(began)
-	s.mu.Lock()
-	s.calls = append(s.calls, call)
-	s.mu.Unlock()
+	return call
 }
 
 func (s *Server) responses(w http.ResponseWriter, req *Request, call *Call) {
 	if err := req.decodeResponses(); err != nil {
 		call.Status = http.StatusBadRequest
-		s.logf("#%d bad Responses body: %v", req.Seq, err)
+		s.Logf("#%d bad Responses body: %v", req.Seq, err)
 		_ = writeError(w, call.Status, err.Error())
 		return
 	}
 	call.Agent, call.Stream, call.Model, call.Tools = req.IsAgentTurn(), req.Stream, req.Model, len(req.Tools)
-	resp, err := s.decide(req)
+	resp, err := scripted.Decide(func() Response { return s.agent(req) })
 	if err != nil {
-		s.t.Errorf("fakeopenai: #%d handler: %v", req.Seq, err)
+		s.Errorf("#%d handler: %v", req.Seq, err)
 		call.Status = http.StatusInternalServerError
 		_ = writeError(w, call.Status, err.Error())
 		return
@@ -292,16 +249,16 @@ func (s *Server) responses(w http.ResponseWriter, req *Request, call *Call) {
 		return
 	}
 	if len(resp.Output) == 0 {
-		s.logf("#%d the script gave no answer; replying with an empty message", req.Seq)
+		s.Logf("#%d the script gave no answer; replying with an empty message", req.Seq)
 		resp.Output = []Output{Text("(fakeopenai: no scripted answer)")}
 	}
 	u := resp.Usage
 	if u.IsZero() {
 		u = s.opts.Usage(req, &resp)
 	}
-	a, err := newAnswer(s.nextID("resp"), req.Model, &resp, s.nextID)
+	a, err := newAnswer(s.NextID("resp"), req.Model, &resp, s.NextID)
 	if err != nil {
-		s.t.Errorf("fakeopenai: #%d answer: %v", req.Seq, err)
+		s.Errorf("#%d answer: %v", req.Seq, err)
 		call.Status = http.StatusInternalServerError
 		_ = writeError(w, call.Status, err.Error())
 		return
@@ -320,15 +277,6 @@ func (s *Server) responses(w http.ResponseWriter, req *Request, call *Call) {
 		err = a.writeWhole(w, u)
 	}
 	if err != nil {
-		s.logf("#%d writing the answer: %v", req.Seq, err)
+		s.Logf("#%d writing the answer: %v", req.Seq, err)
 	}
-}
-
-func (s *Server) decide(req *Request) (resp Response, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	return s.agent(req), nil
 }

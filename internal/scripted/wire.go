@@ -2,11 +2,13 @@ package scripted
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"testing"
 )
 
 // SSE writes server-sent events to an answer, flushing after each.
@@ -102,4 +104,28 @@ func ReadSSE(r io.Reader) ([]Event, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// PostJSON posts body as JSON to url with the extra header fields, for
+// tests of the servers; the answer's body is closed when the test ends.
+func PostJSON(t testing.TB, url string, body any, header map[string]string) *http.Response {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
 }
