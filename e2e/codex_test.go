@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/internal/fakeopenai"
-	"github.com/implloop/implloop/internal/gittest"
 	"github.com/implloop/implloop/internal/scripted"
 )
 
@@ -268,11 +267,7 @@ const codexPlan = "# Plan: e2e codex\n\n" +
 func TestRunPlanCodex(t *testing.T) {
 	implloop := buildImplloop(t)
 	bin := fakeopenai.CLI(t)
-	repo := newRepo(t)
-	r := gittest.At(t, repo)
-	r.Write("plan.md", codexPlan)
-	r.Git("add", "plan.md")
-	r.Git("commit", "-q", "-m", "plan")
+	repo := newPlanRepo(t, codexPlan)
 	home := t.TempDir()
 	srv := fakeopenai.New(t, fakeopenai.WriteTask)
 	env := runEnv(srv.Environ(home), onPath(t, "codex", bin))

@@ -68,6 +68,17 @@ func newRepo(t *testing.T) string {
 	return dir
 }
 
+// newPlanRepo is newRepo with plan committed as plan.md.
+func newPlanRepo(t *testing.T, plan string) string {
+	t.Helper()
+	repo := newRepo(t)
+	r := gittest.At(t, repo)
+	r.Write("plan.md", plan)
+	r.Git("add", "plan.md")
+	r.Git("commit", "-q", "-m", "plan")
+	return repo
+}
+
 // groupCommand is exec.CommandContext in a process group of its own, so
 // that a timeout kills the command and everything it started, and Wait
 // returns even when a grandchild still holds the output pipes.

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/internal/fakeclaude"
-	"github.com/implloop/implloop/internal/gittest"
 	"github.com/implloop/implloop/internal/scripted"
 )
 
@@ -71,11 +70,7 @@ func TestRunPlanClaude(t *testing.T) {
 	}
 	bin := fakeclaude.CLI(t)
 
-	repo := newRepo(t)
-	r := gittest.At(t, repo)
-	r.Write("plan.md", e2ePlan)
-	r.Git("add", "plan.md")
-	r.Git("commit", "-q", "-m", "plan")
+	repo := newPlanRepo(t, e2ePlan)
 	home := t.TempDir()
 
 	rec, h := newRecorder(fakeclaude.WriteTask)
