@@ -114,24 +114,16 @@ func (s *Server) Usage() Usage { return SumUsage(s.Calls()) }
 // UsageBySession sums the reported usage per X-Claude-Code-Session-Id
 // ("" for calls without the header).
 func (s *Server) UsageBySession() map[string]Usage {
-	out := map[string]Usage{}
-	for _, c := range s.Calls() {
-		if c.Messages && c.Status == http.StatusOK {
-			out[c.SessionID] = out[c.SessionID].Add(c.Usage)
-		}
-	}
-	return out
+	return scripted.UsageBySession[Usage](s.Calls())
 }
 
 // SumUsage sums the reported usage of the Messages calls in calls.
-func SumUsage(calls []Call) Usage {
-	var u Usage
-	for _, c := range calls {
-		if c.Messages && c.Status == http.StatusOK {
-			u = u.Add(c.Usage)
-		}
-	}
-	return u
+func SumUsage(calls []Call) Usage { return scripted.SumUsage[Usage](calls) }
+
+// Counted is the call's reported usage and session; it counts when it is
+// a Messages call answered 200.
+func (c Call) Counted() (Usage, string, bool) {
+	return c.Usage, c.SessionID, c.Messages && c.Status == http.StatusOK
 }
 
 // Summary is a one-line-per-call account of the traffic, for test logs.

@@ -153,25 +153,17 @@ func (s *Server) Environ(home string) []string {
 func (s *Server) Usage() Usage { return SumUsage(s.Calls()) }
 
 // SumUsage sums the reported usage of the Responses calls in calls.
-func SumUsage(calls []Call) Usage {
-	var u Usage
-	for _, c := range calls {
-		if c.Responses && c.Status == http.StatusOK {
-			u = u.Add(c.Usage)
-		}
-	}
-	return u
+func SumUsage(calls []Call) Usage { return scripted.SumUsage[Usage](calls) }
+
+// Counted is the call's reported usage and session; it counts when it is
+// a Responses call answered 200.
+func (c Call) Counted() (Usage, string, bool) {
+	return c.Usage, c.SessionID, c.Responses && c.Status == http.StatusOK
 }
 
 // UsageBySession sums the reported usage per codex session (thread) id.
 func (s *Server) UsageBySession() map[string]Usage {
-	out := map[string]Usage{}
-	for _, c := range s.Calls() {
-		if c.Responses && c.Status == http.StatusOK {
-			out[c.SessionID] = out[c.SessionID].Add(c.Usage)
-		}
-	}
-	return out
+	return scripted.UsageBySession[Usage](s.Calls())
 }
 
 // Sessions lists the session ids of the Responses calls in the order of

@@ -114,3 +114,36 @@ func Turns[R interface{ Turn() int }, A any, H ~func(R) A](done H, turns ...H) H
 		return done(r)
 	}
 }
+
+// Counted is a server's record of one call, as the usage sums read it.
+type Counted[U any] interface {
+	// Counted returns the usage the server reported for the call, the
+	// session it belongs to, and whether it counts at all (a model API
+	// call answered 200).
+	Counted() (u U, session string, ok bool)
+}
+
+// Adder is a usage type: figures that add up field by field.
+type Adder[U any] interface{ Add(U) U }
+
+// SumUsage sums the usage of the calls that count.
+func SumUsage[U Adder[U], C Counted[U]](calls []C) U {
+	var sum U
+	for _, c := range calls {
+		if u, _, ok := c.Counted(); ok {
+			sum = sum.Add(u)
+		}
+	}
+	return sum
+}
+
+// UsageBySession sums the usage of the calls that count, per session.
+func UsageBySession[U Adder[U], C Counted[U]](calls []C) map[string]U {
+	out := map[string]U{}
+	for _, c := range calls {
+		if u, session, ok := c.Counted(); ok {
+			out[session] = out[session].Add(u)
+		}
+	}
+	return out
+}
