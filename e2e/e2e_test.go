@@ -1,9 +1,10 @@
 //go:build e2e
 
-// Package e2e drives the real Claude Code CLI against fakeclaude, a
-// scripted Messages API server on loopback: directly, through the agent
-// package's claude preset, and through `implloop run`. Run it with
-// `make e2e` (which installs the pinned CLI first) or
+// Package e2e drives real agent CLIs against scripted model API servers on
+// loopback: Claude Code against fakeclaude (the Messages API) and the
+// OpenAI Codex CLI against fakeopenai (the Responses API), each directly,
+// through the agent package's preset, and through `implloop run`. Run it
+// with `make e2e` (which installs the pinned CLIs first) or
 // `go test -tags e2e -count=1 ./e2e/...`.
 package e2e
 
