@@ -333,6 +333,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 // named one (the default backend, exec, needs a command line).
 func (e *engine) resumeFrontMatter() error {
 	s, err := ResumeFrontMatter(e.s, e.sel.FrontMatter)
+	if se := (*SettingError)(nil); errors.As(err, &se) {
+		return err // a usage error, whichever source the value came from
+	}
 	if err != nil {
 		return &PlanError{Path: e.s.Plan, Diagnostics: []string{err.Error()}}
 	}
