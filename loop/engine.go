@@ -232,6 +232,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	e.emit(Event{Type: EvRunStarted, ParentID: o.Parent, Plan: e.s.Plan, PlanSHA: sel.PlanSHA256, Count: len(sel.Tasks)})
+	e.warnUnsetEnv()
 	if from := e.j.MovedFrom(); from != "" {
 		e.emit(Event{Type: EvJournalMoved, Message: fmt.Sprintf("moved the journal from %s/ to %s/ (implloop now keeps its state in the git directory)",
 			dirs.Shown(from), dirs.Shown(e.j.Dir()))})
@@ -419,6 +420,17 @@ func (e *engine) emit(ev Event) {
 		return
 	}
 	e.obs.Event(ev)
+}
+
+// warnUnsetEnv warns of each --env variable (flag, front matter or
+// inherited) that is not set: the agent runs without it, which is seldom
+// what a declared dependency meant.
+func (e *engine) warnUnsetEnv() {
+	for _, n := range e.s.Env {
+		if _, ok := os.LookupEnv(n); !ok {
+			e.emit(Event{Type: EvWarning, Message: fmt.Sprintf("--env %s is not set in the environment: the agent runs without it (its name still joins every unit's identity)", n)})
+		}
+	}
 }
 
 // unitParams are the run parameters WorkList needs for task t.
