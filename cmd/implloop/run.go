@@ -251,6 +251,7 @@ func verdictExit(v string) int {
 // loopError adds hints to the loop's errors.
 func loopError(err error) error {
 	var locked *loop.ErrLocked
+	var orphan *loop.ErrChildRunning
 	var planErr *loop.PlanError
 	var rangeErr *loop.RangeError
 	var emptyRange *extractor.EmptyRangeError
@@ -267,6 +268,12 @@ func loopError(err error) error {
 		return usagef("pick an agent: --agent claude|codex|gemini|opencode|builtin, or --agent-cmd 'your command' (or agent: in the plan's front matter)", "no agent given")
 	case errors.As(err, &locked):
 		return errorf("wait for it to finish, or stop it (Ctrl-C) first", "%s", err)
+	case errors.As(err, &orphan):
+		hint := "its implloop is gone; once it exits, resume again"
+		if orphan.PID > 0 {
+			hint = fmt.Sprintf("its implloop is gone; wait for it to exit, or stop it (kill %d), then resume again", orphan.PID)
+		}
+		return errorf(hint, "%s", err)
 	case errors.Is(err, loop.ErrBlockedFile):
 		return errorf("read BLOCKED.md, fix the cause, then remove it: rm BLOCKED.md", "%s: a blocked run is waiting for a repair", err)
 	case errors.As(err, &planErr):
