@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
 )
@@ -107,21 +107,8 @@ func parseNameStatus(out []byte) []staged {
 // gitOutput runs a read-only git command in root. --no-optional-locks
 // keeps git from refreshing the index, so check writes nothing.
 func gitOutput(ctx context.Context, root string, args ...string) ([]byte, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	c := exec.CommandContext(ctx, "git", append([]string{"--no-optional-locks"}, args...)...)
-	c.Dir = root
-	var stderr bytes.Buffer
-	c.Stderr = &stderr
-	out, err := c.Output()
-	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err() // killed because the command was cancelled
-		}
-		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return out, nil
+	out, _, err := gitcmd.Run(ctx, gitcmd.Options{Dir: root}, append([]string{"--no-optional-locks"}, args...)...)
+	return out, err
 }
 
 func checkRun(o *checkOptions) error {

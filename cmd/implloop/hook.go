@@ -2,14 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/spf13/cobra"
 )
 
@@ -95,13 +96,10 @@ is not implloop's is left alone; uninstalling twice is fine.
 // core.hooksPath (relative to the worktree root) when set, else the
 // common git dir's hooks/ (shared by linked worktrees).
 func hooksDir(root string) (string, error) {
-	c := exec.Command("git", "config", "--get", "core.hooksPath")
-	c.Dir = root
-	out, err := c.Output()
-	var ee *exec.ExitError
+	out, err := gitcmd.Output(context.Background(), root, "config", "--get", "core.hooksPath")
 	switch {
-	case err == nil && strings.TrimSpace(string(out)) != "":
-		p := strings.TrimSpace(string(out))
+	case err == nil && strings.TrimSpace(out) != "":
+		p := strings.TrimSpace(out)
 		if p == "~" || strings.HasPrefix(p, "~/") {
 			home, err := os.UserHomeDir()
 			if err != nil {
@@ -113,16 +111,13 @@ func hooksDir(root string) (string, error) {
 			p = filepath.Join(root, p)
 		}
 		return filepath.Clean(p), nil
-	case err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1):
-		return "", fmt.Errorf("git config --get core.hooksPath: %w", err)
+	case err != nil && gitcmd.ExitCode(err) != 1: // 1: not set
+		return "", fmt.Errorf("core.hooksPath: %w", err)
 	}
-	c = exec.Command("git", "rev-parse", "--git-common-dir")
-	c.Dir = root
-	out, err = c.Output()
+	common, err := gitcmd.Output(context.Background(), root, "rev-parse", "--git-common-dir")
 	if err != nil {
-		return "", fmt.Errorf("git rev-parse --git-common-dir: %w", err)
+		return "", err
 	}
-	common := strings.TrimSpace(string(out))
 	if !filepath.IsAbs(common) {
 		common = filepath.Join(root, common)
 	}

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
 )
@@ -149,16 +148,14 @@ func runRun(ctx context.Context, o *runOptions) error {
 
 // repoRoot is the git worktree around dir.
 func repoRoot(dir string) (string, error) {
-	if _, err := exec.LookPath("git"); err != nil {
-		return "", errorf("install git, then try again", "git is not installed (not found on PATH)")
+	if _, err := gitcmd.Path(); err != nil {
+		return "", errorf("install git, then try again", "%s", gitcmd.ErrNotInstalled)
 	}
-	c := exec.Command("git", "rev-parse", "--show-toplevel")
-	c.Dir = dir
-	out, err := c.Output()
+	top, err := gitcmd.Output(context.Background(), dir, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return "", errorf("run implloop inside a git repository (git init, then commit your starting point)", "%s is not inside a git repository", dir)
 	}
-	return strings.TrimSpace(string(out)), nil
+	return top, nil
 }
 
 // runLoop runs or resumes, with signal handling, progress output and the
