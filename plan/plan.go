@@ -87,9 +87,19 @@ type Form string
 
 const (
 	FormNone      Form = ""          // no tasks
+	FormTodos     Form = "todos"     // front matter "todos:" (Cursor plans)
 	FormHeadings  Form = "headings"  // "### Task 3: Title" headings
+	FormXML       Form = "xml"       // <task> ... </task> blocks
 	FormChecklist Form = "checklist" // top-level "- [ ] ..." items
+	FormNumbered  Form = "numbered"  // "1. ..." items under a Tasks heading
+	FormTable     Form = "table"     // one task per table row
+	FormSections  Form = "sections"  // "## Phase 1", "### 12.1 — Title" headings
 )
+
+// Options change how a plan is read.
+type Options struct {
+	Form Form // read the tasks in this form only (FormNone: choose)
+}
 
 // Plan is a parsed plan file.
 type Plan struct {
@@ -98,8 +108,10 @@ type Plan struct {
 	Size        int            // bytes
 	FrontMatter map[string]any // nil when the plan has none
 	BodyStart   int            // offset of the first byte after BOM and front matter
-	Preamble    string         // exact bytes from BodyStart to the first task
+	Preamble    string         // exact bytes from BodyStart to the first task (all the body for FormTodos)
+	Trailer     string         // exact bytes after the last task when they hold more than blank lines and breaks
 	Form        Form
+	Reading     Reading // how the tasks were read
 	Tasks       []Task
 }
 
@@ -120,6 +132,7 @@ type Task struct {
 	Verify   string   `json:"verify,omitempty"`   // the first ```verify block's content, LF line endings
 	Section  string   `json:"section,omitempty"`  // checklist tasks: the closest heading above, level 2 or deeper ("Phase 1: Setup")
 	Level    int      `json:"level,omitempty"`    // heading level of a heading task; 0 for checklist tasks
+	Labels   []string `json:"labels,omitempty"`   // spec-kit markers after the id ("P", "US1"), out of the title
 
 	explicitID bool
 }
@@ -187,12 +200,15 @@ func Errors(ds []Diagnostic) []Diagnostic {
 // when the file could not be read at all (missing, unreadable, a directory,
 // over [MaxSize]); the diagnostics then hold the same finding, so a linter
 // can print diagnostics alone. The plan is nil exactly when err is.
-func ReadFile(path string) (*Plan, []Diagnostic, error) {
+func ReadFile(path string) (*Plan, []Diagnostic, error) { return ReadFileWith(path, Options{}) }
+
+// ReadFileWith is ReadFile with options.
+func ReadFileWith(path string, opts Options) (*Plan, []Diagnostic, error) {
 	src, err := readLimited(path)
 	if err != nil {
 		return nil, []Diagnostic{{Path: path, Severity: SeverityError, Message: err.Error()}}, err
 	}
-	p, ds := Parse(path, src)
+	p, ds := ParseWith(path, src, opts)
 	return p, ds, nil
 }
 
