@@ -5,20 +5,33 @@
 //
 // # Task forms
 //
-// A plan is CommonMark with GFM task lists, parsed with goldmark. The first
-// of these forms present in a plan defines its tasks:
+// A plan is CommonMark with GFM task lists, parsed with goldmark. Each
+// convention people write plans in has a reader; [Forms] lists them in
+// order of precedence, and the first that finds tasks defines them unless
+// it leaves more text between its tasks than in them, when a later one
+// that does better wins ([Plan.Reading] says which, and lint warns when
+// another reading was plausible). [Options.Form] or front matter "form:"
+// forces one. The two classic forms:
 //
 //  1. Task headings: a heading (at the top level of the document, not inside
 //     a list or a block quote) whose text starts "Task N", "Step N" or a
 //     spec-kit id "T001", optionally followed by ":", ".", ")" or a dash and
 //     a title: "### Task 3: Add login", "## Task 10 — Retry", "## Step 2.
-//     Wire it up". N may be dotted ("Task 3.2"). Emphasis around the label
-//     is allowed ("## **Task 3:** Add login").
+//     Wire it up". N may be dotted ("Task 3.2") or carry a letter prefix
+//     ("Task S1.1"). Emphasis around the label is allowed ("## **Task 3:**
+//     Add login"); so is a checkbox before it ("#### [ ] T-001: Title").
 //  2. Checklist tasks: top-level list items with a task marker ("- [ ]",
 //     "- [x]", "- [X]"), optionally with an id: "- [ ] 3. Title",
-//     "- [ ] 3.2 Title", "- [ ] T001 [P] [US1] Title", "- [ ] Task 3: Title";
-//     Kiro's optional marker "- [ ]* 2. Title" sets [Task.Optional].
-//  3. Otherwise the plan has no tasks: a lint error, not a guess.
+//     "- [ ] 3.2 Title", "- [ ] T001 [P] [US1] Title", "- [ ] Task 3: Title",
+//     "- [ ] **P0-1: Title**"; Kiro's optional marker "- [ ]* 2. Title" sets
+//     [Task.Optional]. Items under an aside heading ("Definition of done",
+//     "Completed") are context while other items exist; "1.1" right after
+//     "1." is folded into it.
+//
+// The others: front matter todos (Cursor), <task> blocks, numbered lists
+// under a heading naming the work, table rows with an id column, and
+// numbered or phase section headings. docs/plan-format.md has them all.
+// Otherwise the plan has no tasks: a lint error, not a guess.
 //
 // Fenced and indented code, HTML blocks and block quotes are never scanned
 // for tasks (the markdown parser says what is code, not a regular
@@ -56,7 +69,9 @@
 //
 // # Everything else
 //
-// Everything between the front matter and the first task is the preamble.
+// Everything between the front matter and the first task is the preamble;
+// text after the last task that is more than blank lines is the
+// [Plan.Trailer], context like the preamble.
 // Optional YAML front matter ("---" on the first line, closed by "---" or
 // "...") holds plan-level settings; see [FrontMatterKeys]. Front matter over
 // [MaxFrontMatter] or using YAML aliases ("*name") is an error and is not
