@@ -411,14 +411,14 @@ func (r *parseState) abs(pos int) int { return pos + r.base }
 
 // heading is a top-level heading.
 type heading struct {
-	node    *ast.Heading
-	level   int
-	start   int // offset of its first line
-	end     int // offset just past its last line (the underline of a setext heading)
-	title   string
-	label   label
-	isTask  bool // a classic task label: "Task N", "Step N", "T001"
-	box     int  // 1 for a "[ ]" before the label, 2 for "[x]"
+	node   *ast.Heading
+	level  int
+	start  int // offset of its first line
+	end    int // offset just past its last line (the underline of a setext heading)
+	title  string
+	label  label
+	isTask bool // a classic task label: "Task N", "Step N", "T001"
+	box    int  // 1 for a "[ ]" before the label, 2 for "[x]"
 }
 
 // topBlocks are the document's top-level blocks the readers look at.
@@ -476,7 +476,7 @@ func (r *parseState) blockLines(n ast.Node) ([2]int, bool) {
 	first := r.lineOf(r.abs(pos))
 	last := first
 	if lines.Len() > 0 {
-		last = r.lineOf(r.abs(lines.At(lines.Len()-1).Start))
+		last = r.lineOf(r.abs(lines.At(lines.Len() - 1).Start))
 	}
 	if _, fenced := n.(*ast.FencedCodeBlock); fenced {
 		last++ // the closing fence
