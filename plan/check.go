@@ -13,6 +13,9 @@ import (
 func (r *parseState) check(doc ast.Node) {
 	r.checkFences(doc)
 	if len(r.tasks) == 0 {
+		if r.plan.Reading.Forced != "" {
+			return // findTasks said which form found nothing
+		}
 		r.diag(1, 1, SeverityError, `no tasks: write task headings ("### Task 1: Title") or top-level checklist items ("- [ ] Title")`)
 		r.reportNestedChecklist(doc)
 		return

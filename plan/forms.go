@@ -153,6 +153,9 @@ func (r *parseState) findTasks(doc ast.Node) {
 		}
 		r.noteLegacy(top, &chosen)
 	}
+	if len(chosen.tasks) == 0 {
+		chosen = reading{}
+	}
 	r.tasks = chosen.tasks
 	r.plan.Form = chosen.form
 	r.plan.Reading.Form = chosen.form

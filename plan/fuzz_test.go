@@ -54,3 +54,42 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzForms runs every reader, forced in turn, on the same input: each
+// must keep the span invariants, and a forced form that finds nothing
+// must say so. The seeds are the small plans of each convention.
+func FuzzForms(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "forms", "*.md"))
+	for _, file := range files {
+		if b, err := os.ReadFile(file); err == nil {
+			f.Add(b)
+		}
+	}
+	for _, s := range []string{
+		"<task>\n",
+		"<task id=\"a\">x</task>\n<task>",
+		"| ID | T |\n|--|--|\n| 1 | a |\n| 1 | b |\n",
+		"| # |\n|-|\n| S1 |\n",
+		"---\ntodos:\n  - id: a\n  - 3\n  - id: a\n---\n",
+		"---\ntodos: []\nform: todos\n---\n",
+		"## Tasks\n1. a\n\n```\n2. b\n```\n3. c\n",
+		"### 1. a\n### 1.1 b\n## Phase 2\n",
+		"#### [ ] x\n#### [x]\n",
+		"- [ ] 1. a\n- [ ] 1.1 b\n- [ ] 1.1.1 c\n- [ ] 10 d\n",
+		"```markdown\n```bash\n```\n```\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		for _, form := range append([]Form{FormNone}, Forms...) {
+			p, ds := ParseWith("fuzz.md", src, Options{Form: form})
+			checkInvariants(t, src, p)
+			if len(p.Tasks) == 0 && len(src) <= MaxSize && !HasErrors(ds) {
+				t.Fatalf("form %q: no tasks and no error", form)
+			}
+			if form != FormNone && len(p.Tasks) > 0 && p.Form != form {
+				t.Fatalf("forced form %q, read as %q", form, p.Form)
+			}
+		}
+	})
+}

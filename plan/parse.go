@@ -154,10 +154,19 @@ func Parse(path string, src []byte) (*Plan, []Diagnostic) { return ParseWith(pat
 
 // ParseWith is Parse with options.
 func ParseWith(path string, src []byte, opts Options) (*Plan, []Diagnostic) {
-	sum := sha256.Sum256(src)
-	p := &Plan{Path: path, SHA256: hex.EncodeToString(sum[:]), Size: len(src)}
+	p := &Plan{Path: path, Size: len(src)}
+	// Hashing a large plan takes as long as a good part of parsing it, and
+	// needs nothing from the parse: do it beside.
+	sum := make(chan [sha256.Size]byte, 1)
+	if len(src) >= parallelHashSize {
+		go func() { sum <- sha256.Sum256(src) }()
+	} else {
+		sum <- sha256.Sum256(src)
+	}
 	r := &parseState{path: path, src: src, plan: p, opts: opts}
 	r.parse()
+	digest := <-sum
+	p.SHA256 = hex.EncodeToString(digest[:])
 	r.summarizeOmitted()
 	sort.SliceStable(r.diags, func(i, j int) bool {
 		a, b := r.diags[i], r.diags[j]
@@ -168,6 +177,10 @@ func ParseWith(path string, src []byte, opts Options) (*Plan, []Diagnostic) {
 	})
 	return p, r.diags
 }
+
+// parallelHashSize is the size from which Parse hashes the plan in a
+// goroutine of its own.
+const parallelHashSize = 1 << 20
 
 type parseState struct {
 	opts  Options
@@ -767,9 +780,12 @@ func (r *parseState) numberTasks() {
 
 // finishTasks fills texts and lines, and decides checked and empty.
 func (r *parseState) finishTasks() {
+	// One copy of the file that every text is a substring of: a plan of
+	// many tasks would otherwise make as many allocations.
+	text := string(r.src)
 	for i := range r.tasks {
 		t := &r.tasks[i]
-		t.Text = string(r.src[t.Start:t.End])
+		t.Text = text[t.Start:t.End]
 		t.Line = r.lineOf(t.Start) + 1
 		t.EndLine = r.lineOf(t.End-1) + 1
 		t.hasBody = t.headEnd < t.End && !isBlank(r.src[t.headEnd:t.End])
@@ -778,13 +794,13 @@ func (r *parseState) finishTasks() {
 		}
 	}
 	if len(r.tasks) == 0 || r.plan.Form == FormTodos {
-		r.plan.Preamble = string(r.body)
+		r.plan.Preamble = text[r.base:]
 		return
 	}
-	r.plan.Preamble = string(r.src[r.base:r.tasks[0].Start])
+	r.plan.Preamble = text[r.base:r.tasks[0].Start]
 	last := r.tasks[len(r.tasks)-1].End
 	if r.hasText(last, len(r.src)) {
-		r.plan.Trailer = string(r.src[last:])
+		r.plan.Trailer = text[last:]
 	}
 }
 

@@ -138,31 +138,31 @@ func isDelimiterRow(row []byte) bool {
 func (r *parseState) readXML(top topBlocks) reading {
 	rd := reading{form: FormXML}
 	code := 0
-	first := r.lineOf(r.base)
-	for l := first; l < len(r.lines); l++ {
+	for l := r.lineOf(r.base); l < len(r.lines); l++ {
+		if !r.lineStartsWith(l, "<task") {
+			continue
+		}
+		at := r.lines[l] + bytes.Index(r.src[r.lines[l]:], []byte("<task"))
+		if next := at + len("<task"); next >= len(r.src) || (r.src[next] != ' ' && r.src[next] != '>') {
+			continue
+		}
 		for code < len(top.code) && top.code[code][1] < l {
 			code++
 		}
 		if code < len(top.code) && top.code[code][0] <= l {
 			continue
 		}
-		line := bytes.TrimLeft(lineText(r.src, r.lines, l), " \t")
-		if !bytes.HasPrefix(line, []byte("<task")) || len(line) < 6 || (line[5] != ' ' && line[5] != '>') {
-			continue
-		}
+		// The closing tag: on the opening line, or starting a later one.
 		last := l
-		for ; last < len(r.lines); last++ {
-			if bytes.Contains(lineText(r.src, r.lines, last), []byte("</task>")) {
-				break
+		if !bytes.Contains(lineText(r.src, r.lines, l), []byte("</task>")) {
+			for last = l + 1; last < len(r.lines)-1 && !r.lineStartsWith(last, "</task>"); last++ {
 			}
-		}
-		if last == len(r.lines) {
-			last--
 		}
 		t := taskBuild{}
 		t.Start, t.End = r.lines[l], r.lineEnd(last)
 		t.headEnd = r.lineEnd(l)
-		block := string(r.src[t.Start:t.End])
+		block := r.src[t.Start:t.End]
+		opener := string(r.src[at:t.headEnd])
 		name := between(block, "<name>", "</name>")
 		if name == "" {
 			name = between(block, "<title>", "</title>")
@@ -170,31 +170,41 @@ func (r *parseState) readXML(top topBlocks) reading {
 		if lab := parseLabel(name, true); lab.kind != labelNone {
 			t.ID, t.Title, t.explicitID, t.kind = lab.id, lab.title, true, lab.kind
 		} else {
-			t.Title = strings.TrimSpace(name)
-			if id := between(string(line), `id="`, `"`); id != "" {
+			t.Title = name
+			if id := between([]byte(opener), `id="`, `"`); id != "" {
 				t.ID, t.explicitID = id, true
 			}
 		}
-		t.Checked = strings.Contains(string(line), `status="done"`) || strings.Contains(string(line), `status="complete`)
+		t.Checked = strings.Contains(opener, `status="done"`) || strings.Contains(opener, `status="complete`)
 		rd.tasks = append(rd.tasks, t)
 		l = last
 	}
 	return rd
 }
 
+// lineStartsWith reports whether 0-based line l, after its indentation,
+// starts with prefix.
+func (r *parseState) lineStartsWith(l int, prefix string) bool {
+	i := r.lines[l]
+	for i < len(r.src) && (r.src[i] == ' ' || r.src[i] == '\t') {
+		i++
+	}
+	return len(r.src)-i >= len(prefix) && string(r.src[i:i+len(prefix)]) == prefix
+}
+
 // between returns the text of s between the first open and the close
 // after it, or "".
-func between(s, open, close string) string {
-	i := strings.Index(s, open)
+func between(s []byte, open, close string) string {
+	i := bytes.Index(s, []byte(open))
 	if i < 0 {
 		return ""
 	}
 	s = s[i+len(open):]
-	j := strings.Index(s, close)
+	j := bytes.Index(s, []byte(close))
 	if j < 0 {
 		return ""
 	}
-	return strings.TrimSpace(s[:j])
+	return string(bytes.TrimSpace(s[:j]))
 }
 
 // readTodos reads the tasks a Cursor plan lists in its front matter:
