@@ -93,3 +93,11 @@ func TestFormGoldens(t *testing.T) {
 	t.Parallel()
 	compareGoldens(t, filepath.Join("testdata", "forms"), 15)
 }
+
+// TestWildPlans reads real plans from public repositories (see
+// testdata/plans/wild/SOURCES) and compares each reading with the golden
+// file a person reviewed.
+func TestWildPlans(t *testing.T) {
+	t.Parallel()
+	compareGoldens(t, filepath.Join("..", "testdata", "plans", "wild"), 8)
+}
