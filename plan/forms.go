@@ -190,7 +190,11 @@ func (r *parseState) noteLegacy(top topBlocks, chosen *reading) {
 	if chosen.form == FormHeadings && slices.ContainsFunc(top.hs, func(h heading) bool { return h.isTask }) {
 		return
 	}
-	if chosen.form == FormChecklist || chosen.form == FormNone {
+	if chosen.form == FormChecklist {
+		r.noteSections(top, chosen)
+		return
+	}
+	if chosen.form == FormNone {
 		return
 	}
 	var items []checkItem
@@ -203,6 +207,26 @@ func (r *parseState) noteLegacy(top topBlocks, chosen *reading) {
 	line := r.lineOf(chosen.tasks[0].Start) + 1
 	chosen.warn(line, "read %d %s as the tasks; the plan's %d checklist items are not tasks here (--form checklist reads them instead)",
 		len(chosen.tasks), formWhat[chosen.form], len(items))
+}
+
+// noteSections warns when a checklist was read but the plan also has
+// numbered or phase section headings that hold none of its items (an
+// ExecPlan's "Progress" boxes before its "Milestone 1..3"): either could
+// be the work.
+func (r *parseState) noteSections(top topBlocks, chosen *reading) {
+	secs := r.readSections(top)
+	if len(secs.tasks) < 2 {
+		return
+	}
+	for _, s := range secs.tasks {
+		for _, t := range chosen.tasks {
+			if t.Start >= s.Start && t.Start < s.End {
+				return // the sections group the items: one reading
+			}
+		}
+	}
+	chosen.warn(r.lineOf(secs.tasks[0].Start)+1, "read %d checklist items as the tasks; the plan's %d section headings (%q, ...) hold none of them and could be the tasks too (--form sections reads them instead)",
+		len(chosen.tasks), len(secs.tasks), clip(secs.tasks[0].Title, 60))
 }
 
 // orphanShare is the share of the text between a reading's first task

@@ -91,7 +91,7 @@ func compareGoldens(t *testing.T, dir string, minPlans int) {
 // TestFormGoldens covers the conventions of issue 14, one small plan each.
 func TestFormGoldens(t *testing.T) {
 	t.Parallel()
-	compareGoldens(t, filepath.Join("testdata", "forms"), 15)
+	compareGoldens(t, filepath.Join("testdata", "forms"), 18)
 }
 
 // TestWildPlans reads real plans from public repositories (see
@@ -99,5 +99,5 @@ func TestFormGoldens(t *testing.T) {
 // file a person reviewed.
 func TestWildPlans(t *testing.T) {
 	t.Parallel()
-	compareGoldens(t, filepath.Join("..", "testdata", "plans", "wild"), 8)
+	compareGoldens(t, filepath.Join("..", "testdata", "plans", "wild"), 12)
 }

@@ -216,6 +216,9 @@ func (r *parseState) readNumbered(top topBlocks) reading {
 		}
 		items = append(items, its...)
 	}
+	if len(items) == 0 {
+		items = r.brokenNumberedList(top)
+	}
 	ids := map[string]bool{}
 	dup := false
 	for i, item := range items {
@@ -246,6 +249,41 @@ func (r *parseState) readNumbered(top topBlocks) reading {
 		}
 	}
 	return rd
+}
+
+// brokenNumberedList finds a numbered list that paragraphs at the left
+// margin broke into one list per item ("1. Consolidate ...", prose, "2.
+// Make ...", prose): top-level ordered lists, outside asides, each
+// starting where the one before ended. The longest such run of at least
+// three items over at least two lists is returned.
+func (r *parseState) brokenNumberedList(top topBlocks) []*ast.ListItem {
+	sections := sectionIndex{hs: top.hs}
+	var best, run []*ast.ListItem
+	lists, next := 0, -1
+	for _, l := range top.lists {
+		if !l.IsOrdered() || l.Pos() < 0 {
+			continue
+		}
+		if _, aside, _ := sections.at(r.abs(l.Pos())); aside {
+			continue
+		}
+		if l.Start != next {
+			run, lists = nil, 0
+		}
+		n := 0
+		for it := l.FirstChild(); it != nil; it = it.NextSibling() {
+			if item, ok := it.(*ast.ListItem); ok && item.Pos() >= 0 {
+				run = append(run, item)
+				n++
+			}
+		}
+		lists++
+		next = l.Start + n
+		if lists >= 2 && len(run) >= 3 && len(run) > len(best) {
+			best = append(best[:0:0], run...)
+		}
+	}
+	return best
 }
 
 // itemRest is the first line of a list item after its marker.
