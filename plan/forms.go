@@ -84,7 +84,7 @@ type reading struct {
 	tasks   []taskBuild
 	notes   []string
 	pending []pendingDiag // diagnostics that apply only if this reading is chosen
-	weak    bool          // a last resort: only asides ("Definition of done") were found
+	weak    bool          // a last resort: only asides ("Definition of done"), or any numbered list
 }
 
 type pendingDiag struct {
@@ -132,7 +132,9 @@ func (r *parseState) findTasks(doc ast.Node) {
 			case len(rd.tasks) == 0:
 				continue
 			case rd.weak:
-				weak = rd
+				if weak.form == FormNone {
+					weak = rd
+				}
 				continue
 			}
 			share := r.orphanShare(rd.tasks)

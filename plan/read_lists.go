@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -219,6 +220,11 @@ func (r *parseState) readNumbered(top topBlocks) reading {
 	if len(items) == 0 {
 		items = r.brokenNumberedList(top)
 	}
+	if len(items) == 0 {
+		// Any numbered list of two or more items, when no other form
+		// finds tasks: a plan of plain numbered steps.
+		items, rd.weak = r.firstNumberedList(top), true
+	}
 	ids := map[string]bool{}
 	dup := false
 	for i, item := range items {
@@ -284,6 +290,38 @@ func (r *parseState) brokenNumberedList(top topBlocks) []*ast.ListItem {
 		}
 	}
 	return best
+}
+
+// firstNumberedList returns the items of the first top-level ordered list
+// of at least two items outside asides, when the list is most of the
+// plan: a numbered list among sections of prose is one part of a
+// document, and reading it as the plan would leave the rest undone.
+func (r *parseState) firstNumberedList(top topBlocks) []*ast.ListItem {
+	sections := sectionIndex{hs: top.hs}
+	for _, l := range top.lists {
+		if !l.IsOrdered() || l.Pos() < 0 || l.ChildCount() < 2 {
+			continue
+		}
+		if _, aside, _ := sections.at(r.abs(l.Pos())); aside {
+			continue
+		}
+		var its []*ast.ListItem
+		for it := l.FirstChild(); it != nil; it = it.NextSibling() {
+			if item, ok := it.(*ast.ListItem); ok && item.Pos() >= 0 {
+				its = append(its, item)
+			}
+		}
+		start := r.lineStartOf(r.abs(l.Pos()))
+		end := len(r.src)
+		if next := l.NextSibling(); next != nil && next.Pos() >= 0 {
+			end = r.lineStartOf(r.abs(next.Pos()))
+		}
+		if 2*(end-start) < len(bytes.TrimSpace(r.body)) {
+			return nil
+		}
+		return its
+	}
+	return nil
 }
 
 // itemRest is the first line of a list item after its marker.
