@@ -91,7 +91,7 @@ func compareGoldens(t *testing.T, dir string, minPlans int) {
 // TestFormGoldens covers the conventions of issue 14, one small plan each.
 func TestFormGoldens(t *testing.T) {
 	t.Parallel()
-	compareGoldens(t, filepath.Join("testdata", "forms"), 19)
+	compareGoldens(t, filepath.Join("testdata", "forms"), 20)
 }
 
 // TestWildPlans reads real plans from public repositories (see

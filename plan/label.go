@@ -196,7 +196,7 @@ func codeBoundary(after, opener string) bool {
 			return true
 		}
 		r, _ := utf8.DecodeRuneInString(t)
-		return strings.HasPrefix(t, "-") || strings.HasPrefix(t, ":") || r == '–' || r == '—'
+		return strings.HasPrefix(t, "-") || strings.HasPrefix(t, ":") || strings.HasPrefix(t, "|") || r == '–' || r == '—' || r == '·'
 	}
 	r, _ := utf8.DecodeRuneInString(after)
 	return r == '–' || r == '—'
@@ -273,7 +273,7 @@ func skipSeparator(s, opener string) (title string, closed bool) {
 	case strings.HasPrefix(s, ":"), strings.HasPrefix(s, "."), strings.HasPrefix(s, ")"):
 		s = s[1:]
 	default:
-		s = strings.TrimLeft(s, "-–—")
+		s = strings.TrimLeft(s, "-–—·|")
 	}
 	s = strings.TrimLeft(s, " \t")
 	closeEm()
