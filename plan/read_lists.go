@@ -19,12 +19,18 @@ var asideWords = []string{
 
 // isAside reports whether a heading's title names a section of checks or
 // a log rather than work: "Definition of done", "## Completed", "QA
-// improvements checklist", "Testing checklist".
+// improvements checklist", "Testing checklist". The title must start
+// with one of asideWords (after its number) or end in "checklist" or
+// "summary" (a recap of the work, not the work): a spec-kit "Phase 8:
+// Polish & Verification" is work.
 func isAside(title string) bool {
 	t := strings.ToLower(strings.Trim(title, " *_#:`"))
 	t = strings.TrimLeft(t, "0123456789.) ")
+	if strings.HasSuffix(t, " checklist") || strings.HasSuffix(t, " summary") {
+		return true
+	}
 	for _, w := range asideWords {
-		if t == w || strings.HasPrefix(t, w+" ") || strings.HasSuffix(t, " "+w) || strings.HasPrefix(t, w+":") {
+		if t == w || strings.HasPrefix(t, w+" ") || strings.HasPrefix(t, w+":") {
 			return true
 		}
 	}
@@ -188,8 +194,9 @@ func (r *parseState) dropLoneCodes(ts []taskBuild) {
 
 // readNumbered reads the items of top-level ordered lists as tasks when
 // the list sits under a heading that names the work ("## Tasks", "###
-// Task breakdown", "## Implementation steps") or every item starts with a
-// bold title ("1. **Reorganize the file layout**"). Lists under an aside
+// Task breakdown", "## Implementation steps") or, under no heading but
+// the plan's title, every item starts with a bold title ("1.
+// **Reorganize the file layout**"). Lists under an aside
 // heading are left out. A task's span runs to the next task or heading,
 // so code that broke the list stays with its item.
 func (r *parseState) readNumbered(top topBlocks) reading {
@@ -212,7 +219,11 @@ func (r *parseState) readNumbered(top topBlocks) reading {
 				bold = bold && strings.HasPrefix(r.itemRest(item), "**")
 			}
 		}
-		if len(its) == 0 || !(nearest != nil && isTaskish(nearest.title) && (len(its) >= 2 || len(items) > 0) || bold && len(its) >= 2) {
+		// Bold-titled items are the plan's steps only when no section
+		// heading frames them: under "### KZG bundling issue" they are
+		// that section's options.
+		bareBold := bold && len(its) >= 2 && (nearest == nil || nearest.level == 1)
+		if len(its) == 0 || !(nearest != nil && isTaskish(nearest.title) && (len(its) >= 2 || len(items) > 0) || bareBold) {
 			continue
 		}
 		items = append(items, its...)
