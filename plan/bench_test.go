@@ -60,36 +60,41 @@ func BenchmarkParseChecklist(b *testing.B) {
 	benchmarkParse(b, genChecklist(5000, 2090), FormChecklist, 5000)
 }
 
+// genRepeated builds a plan of n tasks: head, then for each task what
+// open writes, filler repeated until the task is about size bytes, and
+// what close writes.
+func genRepeated(head string, n, size int, open func(b *strings.Builder, i int), filler string, close func(b *strings.Builder, i int)) []byte {
+	var b strings.Builder
+	b.Grow(n * (size + 200))
+	b.WriteString(head)
+	for i := 1; i <= n; i++ {
+		start := b.Len()
+		open(&b, i)
+		for b.Len()-start < size {
+			b.WriteString(filler)
+		}
+		close(&b, i)
+	}
+	return []byte(b.String())
+}
+
 // genNumbered builds a numbered-list plan under a "## Tasks" heading: n
 // items with a bold title, indented prose and code, about size bytes each.
 func genNumbered(n, size int) []byte {
-	var b strings.Builder
-	b.WriteString("# Plan\n\nContext.\n\n## Tasks\n\n")
-	for i := 1; i <= n; i++ {
-		start := b.Len()
-		fmt.Fprintf(&b, "%d. **Component number %d**\n", i, i)
-		for b.Len()-start < size {
-			b.WriteString("   Edit `internal/c/c.go` so that the handler validates its input and returns a typed error.\n\n")
-			b.WriteString("   ```go\n   func Thing() error { return nil }\n   ```\n\n")
-		}
-	}
-	return []byte(b.String())
+	return genRepeated("# Plan\n\nContext.\n\n## Tasks\n\n", n, size,
+		func(b *strings.Builder, i int) { fmt.Fprintf(b, "%d. **Component number %d**\n", i, i) },
+		"   Edit `internal/c/c.go` so that the handler validates its input and returns a typed error.\n\n"+
+			"   ```go\n   func Thing() error { return nil }\n   ```\n\n",
+		func(*strings.Builder, int) {})
 }
 
 // genSections builds a plan of numbered headings ("### 12.1 — Title"), each
 // ending in a status checkbox: the reading that must give way.
 func genSections(n, size int) []byte {
-	var b strings.Builder
-	b.WriteString("# Fixes\n\n")
-	for i := 1; i <= n; i++ {
-		start := b.Len()
-		fmt.Fprintf(&b, "### %d.%d — Fix number %d\n\n", i/10+1, i%10+1, i)
-		for b.Len()-start < size {
-			b.WriteString("Handle a trailing comma in `parseArgs` (`cmd/parse.go`) and add a test for it, with the CRLF fixture.\n\n")
-		}
-		fmt.Fprintf(&b, "- [x] **%d.%d COMPLETE**\n\n", i/10+1, i%10+1)
-	}
-	return []byte(b.String())
+	return genRepeated("# Fixes\n\n", n, size,
+		func(b *strings.Builder, i int) { fmt.Fprintf(b, "### %d.%d — Fix number %d\n\n", i/10+1, i%10+1, i) },
+		"Handle a trailing comma in `parseArgs` (`cmd/parse.go`) and add a test for it, with the CRLF fixture.\n\n",
+		func(b *strings.Builder, i int) { fmt.Fprintf(b, "- [x] **%d.%d COMPLETE**\n\n", i/10+1, i%10+1) })
 }
 
 // genTable builds a table of n stories with a Depends column.
@@ -108,19 +113,16 @@ func genTable(n int) []byte {
 // and numbered steps separated by blank lines (so that, as in real plans,
 // most of the text is markdown between HTML lines).
 func genXML(n, size int) []byte {
-	var b strings.Builder
-	b.WriteString("# Phase 1\n\n<tasks>\n\n")
-	for i := 1; i <= n; i++ {
-		start := b.Len()
-		fmt.Fprintf(&b, "<task type=\"auto\">\n  <name>Task %d: Component %d</name>\n  <files>src/api/c%d.ts</files>\n  <action>\n", i, i, i)
-		for b.Len()-start < size {
-			b.WriteString("Add the handler in `src/api/thing.ts`; validate the body and return 400 on a bad field.\n\n")
-			b.WriteString("1. **Parse** the request with `zod` and keep the schema next to the route.\n2. Return the created row as JSON.\n\n")
-		}
-		b.WriteString("  </action>\n  <verify>npm test -- thing</verify>\n</task>\n\n")
-	}
-	b.WriteString("</tasks>\n")
-	return []byte(b.String())
+	src := genRepeated("# Phase 1\n\n<tasks>\n\n", n, size,
+		func(b *strings.Builder, i int) {
+			fmt.Fprintf(b, "<task type=\"auto\">\n  <name>Task %d: Component %d</name>\n  <files>src/api/c%d.ts</files>\n  <action>\n", i, i, i)
+		},
+		"Add the handler in `src/api/thing.ts`; validate the body and return 400 on a bad field.\n\n"+
+			"1. **Parse** the request with `zod` and keep the schema next to the route.\n2. Return the created row as JSON.\n\n",
+		func(b *strings.Builder, _ int) {
+			b.WriteString("  </action>\n  <verify>npm test -- thing</verify>\n</task>\n\n")
+		})
+	return append(src, "</tasks>\n"...)
 }
 
 // The new forms, each against goldmark+GFM on the same bytes.

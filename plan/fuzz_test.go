@@ -11,15 +11,8 @@ import (
 // overlapping, text byte-exact. The seeds are the example and broken plans
 // and a few shapes that are easy to get wrong.
 func FuzzParse(f *testing.F) {
-	for _, pattern := range []string{"*.md", "broken/*.md"} {
-		files, _ := filepath.Glob(filepath.Join("..", "testdata", "plans", pattern))
-		for _, file := range files {
-			if b, err := os.ReadFile(file); err == nil {
-				f.Add(b)
-			}
-		}
-	}
-	for _, s := range []string{
+	addFileSeeds(f, filepath.Join("..", "testdata", "plans", "*.md"), filepath.Join("..", "testdata", "plans", "broken", "*.md"))
+	addSeeds(f,
 		"",
 		"- [ ]",
 		"- [ ]*",
@@ -35,9 +28,7 @@ func FuzzParse(f *testing.F) {
 		"1. [ ] ordered\n",
 		"- [ ] a\n[ref]: /url\n",
 		"## Task 1: a\n\n```verify\n```\n```verify\nx\n```\n",
-	} {
-		f.Add([]byte(s))
-	}
+	)
 	f.Fuzz(func(t *testing.T, src []byte) {
 		if len(src) < 1<<16 {
 			assertSameStructure(t, src)
@@ -59,13 +50,8 @@ func FuzzParse(f *testing.F) {
 // must keep the span invariants, and a forced form that finds nothing
 // must say so. The seeds are the small plans of each convention.
 func FuzzForms(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "forms", "*.md"))
-	for _, file := range files {
-		if b, err := os.ReadFile(file); err == nil {
-			f.Add(b)
-		}
-	}
-	for _, s := range []string{
+	addFileSeeds(f, filepath.Join("testdata", "forms", "*.md"))
+	addSeeds(f,
 		"<task>\n",
 		"<task id=\"a\">x</task>\n<task>",
 		"| ID | T |\n|--|--|\n| 1 | a |\n| 1 | b |\n",
@@ -77,9 +63,7 @@ func FuzzForms(f *testing.F) {
 		"#### [ ] x\n#### [x]\n",
 		"- [ ] 1. a\n- [ ] 1.1 b\n- [ ] 1.1.1 c\n- [ ] 10 d\n",
 		"```markdown\n```bash\n```\n```\n",
-	} {
-		f.Add([]byte(s))
-	}
+	)
 	f.Fuzz(func(t *testing.T, src []byte) {
 		for _, form := range append([]Form{FormNone}, Forms...) {
 			p, ds := ParseWith("fuzz.md", src, Options{Form: form})
@@ -92,4 +76,23 @@ func FuzzForms(f *testing.F) {
 			}
 		}
 	})
+}
+
+// addFileSeeds adds the files matching each pattern to f's corpus.
+func addFileSeeds(f *testing.F, patterns ...string) {
+	for _, pattern := range patterns {
+		files, _ := filepath.Glob(pattern)
+		for _, file := range files {
+			if b, err := os.ReadFile(file); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+}
+
+// addSeeds adds each string to f's corpus.
+func addSeeds(f *testing.F, seeds ...string) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
 }
