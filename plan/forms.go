@@ -314,12 +314,13 @@ func (r *parseState) headingTasks(rd *reading, hs []heading, isTask func(h *head
 }
 
 // readHeadings reads task headings: "### Task 3: Title", "## Step 2",
-// "## T001 Title", "### Task S1.1: Title", a family of at least two code
-// ids at one level ("## S01: Title", "## S02: ..."), and headings that
-// start with a checkbox ("#### [ ] T-001: Title").
+// "## T001 Title", "### Task S1.1: Title", code ids with a title when at
+// least two headings of one level have them ("## S01: Title", "##
+// QA.1: ..."; one alone, "## V2: Migration", is a section name), and
+// headings that start with a checkbox ("#### [ ] T-001: Title").
 func (r *parseState) readHeadings(top topBlocks) reading {
 	rd := reading{form: FormHeadings}
-	families := map[string]int{}
+	families := map[int]int{}
 	for _, h := range top.hs {
 		if h.label.kind == labelCode {
 			families[codeFamily(h)]++
@@ -331,12 +332,8 @@ func (r *parseState) readHeadings(top topBlocks) reading {
 	return rd
 }
 
-// codeFamily is what code-id headings of one family share: the level and
-// the letters of the id ("S" for S01 and S02 at level 3).
-func codeFamily(h heading) string {
-	i := strings.IndexAny(h.label.id, "-0123456789")
-	return fmt.Sprintf("%d/%s", h.level, h.label.id[:max(i, 0)])
-}
+// codeFamily is what code-id headings of one family share: their level.
+func codeFamily(h heading) int { return h.level }
 
 // readSections reads numbered section headings when nothing else names
 // the tasks: "## Phase 1 — Scaffold", "### 12.1 — Fix the parser",

@@ -14,7 +14,7 @@ const (
 	labelStep              // "Step 3"
 	labelSpecKit           // "T003"
 	labelNumber            // "3." or "3.2" (checklist items, numbered sections)
-	labelCode              // "S01:", "P0-1:", "T-001:" (a family of at least two)
+	labelCode              // "S01:", "P0-1:", "T-001:", "SYNC.1:" (two or more at one heading level)
 	labelPhase             // "Phase 2", "Milestone 3" (section headings)
 )
 
@@ -152,8 +152,9 @@ func wordID(s string) int {
 }
 
 // codeID returns the length of a code id at the start of s: one to five
-// capital letters, an optional dash, a number, and optionally more
-// numbers after dots or dashes ("S01", "P0-1", "T-001", "US2.3"); or 0.
+// capital letters, an optional dash or dot, a number, and optionally more
+// numbers after dots or dashes ("S01", "P0-1", "T-001", "US2.3",
+// "SYNC.1"); or 0.
 func codeID(s string) int {
 	i := 0
 	for i < len(s) && i < 5 && 'A' <= s[i] && s[i] <= 'Z' {
@@ -162,7 +163,7 @@ func codeID(s string) int {
 	if i == 0 || i == len(s) {
 		return 0
 	}
-	if s[i] == '-' {
+	if s[i] == '-' || s[i] == '.' {
 		i++
 	}
 	if i == len(s) || !isDigit(s[i]) {
