@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin/implloop
 PKGS     := ./...
 # Packages that start goroutines run under the race detector too.
-RACE_PKGS := $(foreach d,identity unit agent loop cache watch,$(if $(wildcard $(d)/*.go),./$(d)/...))
+RACE_PKGS := $(foreach d,identity unit agent loop cache watch plan,$(if $(wildcard $(d)/*.go),./$(d)/...))
 FUZZTIME ?= 10s
 
 .PHONY: all build test race demo bench fuzz lint e2e clean docs man

@@ -60,14 +60,18 @@ type Request struct {
 
 // Result is what a call reported. Zero figures mean "not reported".
 //
-// Token figures follow one convention across backends: InputTokens are the
-// input tokens not served from a cache, CacheRead the cached ones (so
-// InputTokens+CacheRead is the whole prompt), CacheWrite the tokens written
-// to a prompt cache, and OutputTokens include reasoning tokens.
+// Token figures follow one convention across backends, Anthropic's: the
+// three input columns are disjoint. InputTokens are the input tokens
+// neither read from nor written to a prompt cache, CacheRead the ones read
+// from it, CacheWrite the ones written to it (so their sum is the whole
+// prompt), and OutputTokens include reasoning tokens. A CLI that counts
+// cached tokens inside its input figure (codex, Gemini CLI) is split
+// accordingly; docs/agents.md gives each preset's rule.
 type Result struct {
 	ExitCode     int
 	Text         string // the final result text, when the agent reports one
 	IsError      bool
+	Error        string `json:",omitempty"` // the error message the agent reported, if any
 	InputTokens  int64
 	OutputTokens int64
 	CacheRead    int64

@@ -3,12 +3,15 @@ package agent
 // geminiPreset is Google's Gemini CLI (npm @google/gemini-cli; checked
 // against 0.61.0's --help, its source and a run):
 //
-//	gemini --output-format json --approval-mode auto_edit --skip-trust [-m M]
+//	gemini --output-format stream-json --approval-mode auto_edit --skip-trust [-m M]
 //
 // With stdin not a terminal, Gemini CLI runs headless and takes stdin as
 // the prompt (its -p text would be appended to stdin, so none is given).
-// --output-format json prints one object: session_id, response, stats
-// (per-model tokens: prompt, candidates, cached, thoughts) and error.
+// --output-format stream-json prints JSON lines (init, message, tool_use,
+// tool_result, error) ending with a result record whose stats hold the
+// session's tokens, on failure too: status "error", error.message and the
+// calls paid before it. (--output-format json writes its failure object to
+// stderr with no stats, so a failed call looked free.)
 // auto_edit approves its edit tools without asking. --skip-trust trusts
 // the repository for this session only: headless Gemini CLI otherwise
 // exits (code 55) in a folder the user never trusted interactively, and an
@@ -22,7 +25,7 @@ func geminiPreset() preset {
 		bin:  "gemini",
 		pkg:  "@google/gemini-cli",
 		args: func(model string) []string {
-			return withModel([]string{"--output-format", "json", "--approval-mode", "auto_edit", "--skip-trust"}, "-m", model)
+			return withModel([]string{"--output-format", "stream-json", "--approval-mode", "auto_edit", "--skip-trust"}, "-m", model)
 		},
 	}
 }

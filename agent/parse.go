@@ -44,15 +44,17 @@ type parser struct {
 	last    *record // the last type:"result" line
 	session string  // the latest session id seen on any line
 
-	codex codexSums
-	oc    opencodeSums
+	codex  codexSums
+	oc     opencodeSums
+	gemini geminiText
 }
 
 type codexSums struct {
-	seen                  bool
-	input, cached, output int64
-	text                  string
-	failed                bool
+	seen                              bool
+	input, cached, cacheWrite, output int64
+	text                              string
+	failed                            bool
+	errText                           string
 }
 
 type opencodeSums struct {
@@ -61,6 +63,15 @@ type opencodeSums struct {
 	cost                                 float64
 	text                                 string
 	failed                               bool
+	errText                              string
+}
+
+// geminiText is the assistant text of Gemini CLI's stream-json, which its
+// result record does not repeat: the message deltas since the last tool
+// call (the json output's response is the last turn's text, too).
+type geminiText struct {
+	text     []byte
+	lastType string
 }
 
 func newParser() *parser { return &parser{} }
@@ -135,6 +146,8 @@ type record struct {
 	Response     *string         `json:"response"`  // gemini
 	Stats        *geminiStats    `json:"stats"`     // gemini
 	Status       string          `json:"status"`    // gemini stream-json
+	Role         string          `json:"role"`      // gemini stream-json message
+	Content      *string         `json:"content"`   // gemini stream-json message
 	Error        json.RawMessage `json:"error"`
 }
 
@@ -143,7 +156,8 @@ type usage struct {
 	OutputTokens      int64 `json:"output_tokens"`
 	CacheRead         int64 `json:"cache_read_input_tokens"`
 	CacheWrite        int64 `json:"cache_creation_input_tokens"`
-	CachedInputTokens int64 `json:"cached_input_tokens"` // codex: part of input_tokens
+	CachedInputTokens int64 `json:"cached_input_tokens"`      // codex: part of input_tokens
+	CacheWriteInput   int64 `json:"cache_write_input_tokens"` // codex: part of input_tokens
 }
 
 type item struct {
@@ -178,10 +192,12 @@ type geminiStats struct {
 			Candidates int64  `json:"candidates"`
 			Cached     int64  `json:"cached"`
 			Thoughts   int64  `json:"thoughts"`
+			Tool       int64  `json:"tool"`
 		} `json:"tokens"`
 	} `json:"models"`
 	InputTokens  *int64 `json:"input_tokens"`
 	OutputTokens int64  `json:"output_tokens"`
+	TotalTokens  int64  `json:"total_tokens"`
 	Cached       int64  `json:"cached"`
 	Input        *int64 `json:"input"`
 }
@@ -200,6 +216,7 @@ func (p *parser) handleLine(line []byte) {
 			p.session = s
 		}
 	}
+	p.gemini.add(&r)
 	switch r.Type {
 	case "result":
 		p.last = &r
@@ -208,10 +225,12 @@ func (p *parser) handleLine(line []byte) {
 		if r.Usage != nil {
 			p.codex.input += r.Usage.InputTokens
 			p.codex.cached += r.Usage.CachedInputTokens
+			p.codex.cacheWrite += r.Usage.CacheWriteInput
 			p.codex.output += r.Usage.OutputTokens
 		}
 	case "turn.failed":
 		p.codex.seen, p.codex.failed = true, true
+		p.codex.errText = errorText(r.Error)
 	case "item.completed":
 		if r.Item != nil && r.Item.Type == "agent_message" {
 			p.codex.text = r.Item.Text
@@ -238,6 +257,7 @@ func (p *parser) handleLine(line []byte) {
 		// come as turn.failed. Gemini's stream-json "error" is a warning.
 		if hasError(r.Error) {
 			p.oc.failed = true
+			p.oc.errText = errorText(r.Error)
 		}
 	}
 }
@@ -271,14 +291,23 @@ func (p *parser) result() Result {
 	}
 	switch {
 	case p.last != nil:
-		return fromResult(p.last, p.session)
+		res := fromResult(p.last, p.session)
+		if res.Text == "" && p.last.Stats != nil {
+			res.Text = string(p.gemini.text)
+		}
+		return res
 	case p.codex.seen:
+		// codex's input_tokens count the cached reads and the cache
+		// writes too (OpenAI style); output_tokens include the
+		// reasoning_output_tokens.
 		c := p.codex
 		return Result{
 			Text:         c.text,
 			IsError:      c.failed,
-			InputTokens:  max(0, c.input-c.cached),
+			Error:        c.errText,
+			InputTokens:  max(0, c.input-c.cached-c.cacheWrite),
 			CacheRead:    c.cached,
+			CacheWrite:   c.cacheWrite,
 			OutputTokens: c.output,
 			SessionID:    p.session,
 		}
@@ -287,6 +316,7 @@ func (p *parser) result() Result {
 		return Result{
 			Text:         o.text,
 			IsError:      o.failed,
+			Error:        o.errText,
 			InputTokens:  o.input,
 			OutputTokens: o.output,
 			CacheRead:    o.cacheRead,
@@ -305,7 +335,7 @@ func fromObject(r *record) (Result, bool) {
 		return fromResult(r, ""), true
 	}
 	if r.Type == "" && (r.Response != nil || r.Stats != nil || hasError(r.Error)) {
-		res := Result{SessionID: r.SessionID, IsError: hasError(r.Error)}
+		res := Result{SessionID: r.SessionID, IsError: hasError(r.Error), Error: errorText(r.Error)}
 		if r.Response != nil {
 			res.Text = *r.Response
 		}
@@ -321,7 +351,7 @@ func fromObject(r *record) (Result, bool) {
 // stream-json result (stats instead of usage). An empty result text is not
 // an error; only is_error (or an error status) is.
 func fromResult(r *record, session string) Result {
-	res := Result{IsError: r.IsError || r.Status == "error" || hasError(r.Error), SessionID: r.SessionID}
+	res := Result{IsError: r.IsError || r.Status == "error" || hasError(r.Error), SessionID: r.SessionID, Error: errorText(r.Error)}
 	if res.SessionID == "" {
 		res.SessionID = session
 	}
@@ -359,7 +389,9 @@ func addGeminiStats(res *Result, s *geminiStats) {
 		}
 		res.InputTokens += max(0, in)
 		res.CacheRead += t.Cached
-		res.OutputTokens += t.Candidates + t.Thoughts
+		// As stream-json counts them (its total less its prompt), so that
+		// both shapes give the same columns.
+		res.OutputTokens += t.Candidates + t.Thoughts + t.Tool
 	}
 	if counted || s.InputTokens == nil {
 		return
@@ -370,10 +402,80 @@ func addGeminiStats(res *Result, s *geminiStats) {
 	}
 	res.InputTokens = max(0, in)
 	res.CacheRead = s.Cached
-	res.OutputTokens = s.OutputTokens
+	// stream-json's output_tokens are the candidates only; the thoughts
+	// (and tool-use prompt tokens) are in total_tokens alone.
+	res.OutputTokens = max(s.OutputTokens, s.TotalTokens-*s.InputTokens)
 }
 
 func hasError(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 0 && !bytes.Equal(raw, []byte("null")) && !bytes.Equal(raw, []byte("false"))
+}
+
+// add follows Gemini CLI's stream-json: assistant message deltas append to
+// the text, which starts again after anything else (a tool call, its
+// result), so the text is the last turn's.
+func (g *geminiText) add(r *record) {
+	switch {
+	case r.Type == "message" && r.Role == "assistant" && r.Content != nil:
+		if g.lastType != "assistant" {
+			g.text = g.text[:0]
+		}
+		if len(g.text)+len(*r.Content) <= maxLine {
+			g.text = append(g.text, *r.Content...)
+		}
+		g.lastType = "assistant"
+	case r.Type == "tool_use" || r.Type == "tool_result" || r.Type == "message":
+		g.lastType = r.Type
+	}
+}
+
+// errorText is the message of an error field as the CLIs write it: a
+// string; an object with a message (Gemini CLI, codex), or with
+// data.message or a name (opencode).
+func errorText(raw json.RawMessage) string {
+	if !hasError(raw) {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o struct {
+		Message string `json:"message"`
+		Name    string `json:"name"`
+		Data    struct {
+			Message string `json:"message"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(raw, &o) != nil {
+		return ""
+	}
+	for _, m := range []string{o.Message, o.Data.Message, o.Name} {
+		if m != "" {
+			return m
+		}
+	}
+	return ""
+}
+
+// StderrError is the message of a JSON error object that ends an agent's
+// stderr: Gemini CLI's --output-format json writes its failure there
+// ({session_id, error}, pretty-printed after its log lines). "" when the
+// stderr ends otherwise.
+func StderrError(stderr []byte) string {
+	b := bytes.TrimSpace(stderr)
+	for i := len(b); i > 0; {
+		i = bytes.LastIndexByte(b[:i], '{')
+		if i < 0 {
+			break
+		}
+		if i == 0 || b[i-1] == '\n' {
+			var r record
+			if json.Unmarshal(b[i:], &r) == nil {
+				return errorText(r.Error)
+			}
+		}
+	}
+	return ""
 }

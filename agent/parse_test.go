@@ -36,7 +36,22 @@ var fixtureResults = map[string]Result{
 		Text: "I created textstats/words.go.", InputTokens: 3776, OutputTokens: 384, CacheRead: 21263,
 		SessionID: "c0ffee00-1234-4abc-8def-0123456789ab",
 	},
-	"gemini-stream.jsonl": {InputTokens: 200, OutputTokens: 100, CacheRead: 1000, SessionID: "gem-stream-1"},
+	"gemini-stream.jsonl": {Text: "Done.", InputTokens: 200, OutputTokens: 100, CacheRead: 1000, SessionID: "gem-stream-1"},
+	// codex-cli 0.169.0's five usage fields: input_tokens include the
+	// cached reads and the cache writes, output_tokens the reasoning.
+	"codex-cache-write.jsonl": {
+		Text: "Added textstats/words.go.", InputTokens: 13982, CacheRead: 6912, CacheWrite: 400, OutputTokens: 130,
+		SessionID: "019a7c2e-5b1d-7f30-9c4e-2f8a6d1b3e70",
+	},
+	// What the real gemini 0.61.0 printed (stream-json) when its second
+	// API call failed (HTTP 400 from a scripted server): the first call's
+	// tokens are in the error result's stats (prompt 1000 of which 600
+	// cached, candidates 20, thoughts 30, in total_tokens only).
+	"gemini-stream-error.jsonl": {
+		Text: "Listing first.", IsError: true, InputTokens: 400, CacheRead: 600, OutputTokens: 50,
+		Error:     `[API Error: {"error":{"code":400,"message":"scripted failure after one paid call","status":"INVALID_ARGUMENT"}}]`,
+		SessionID: "d4e50cc9-d7d6-4c24-98a5-de07010db1c0",
+	},
 	// Two steps summed; output = output + reasoning.
 	"opencode.jsonl": {
 		Text: "Wrote textstats/words.go.", InputTokens: 1250, OutputTokens: 136, CacheRead: 19200, CacheWrite: 300,
@@ -98,16 +113,16 @@ func TestParseOutputEdgeCases(t *testing.T) {
 		{"result amid log lines", "starting...\n{\"type\":\"result\",\"result\":\"r\",\"total_cost_usd\":1}\nwarning: foo\n",
 			Result{Text: "r", CostUSD: 1}},
 		{"codex failure", `{"type":"thread.started","thread_id":"t"}` + "\n" + `{"type":"turn.failed","error":{"message":"rate limited"}}` + "\n",
-			Result{IsError: true, SessionID: "t"}},
+			Result{IsError: true, Error: "rate limited", SessionID: "t"}},
 		{"codex survives reconnects", `{"type":"thread.started","thread_id":"t"}` + "\n" +
 			`{"type":"error","message":"Reconnecting... 2/5 (stream disconnected before completion)"}` + "\n" +
 			`{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":4,"output_tokens":3}}` + "\n",
 			Result{SessionID: "t", InputTokens: 6, CacheRead: 4, OutputTokens: 3}},
 		{"opencode session error", `{"type":"step_finish","sessionID":"s","part":{"cost":0.5,"tokens":{"input":1}}}` + "\n" +
 			`{"type":"error","sessionID":"s","error":{"name":"APIError","data":{"message":"overloaded"}}}` + "\n",
-			Result{IsError: true, SessionID: "s", InputTokens: 1, CostUSD: 0.5}},
+			Result{IsError: true, Error: "overloaded", SessionID: "s", InputTokens: 1, CostUSD: 0.5}},
 		{"gemini error object", `{"session_id":"s","error":{"type":"FatalAuthenticationError","message":"no key","code":41}}`,
-			Result{IsError: true, SessionID: "s"}},
+			Result{IsError: true, Error: "no key", SessionID: "s"}},
 		{"array without result", `[{"type":"system"}]`, Result{}},
 		{"broken json", `{"type":"result","result":`, Result{}},
 	} {
@@ -157,4 +172,21 @@ func FuzzParseOutput(f *testing.F) {
 			t.Fatalf("figures from output with no JSON: %+v", whole)
 		}
 	})
+}
+
+// What the real gemini 0.61.0 wrote to stderr with --output-format json
+// when its second call failed: log lines, then the error object.
+func TestStderrError(t *testing.T) {
+	want := `{"error":{"code":400,"message":"scripted failure after one paid call","status":"INVALID_ARGUMENT"}}`
+	if got := StderrError(readFixture(t, "gemini-error-stderr.txt")); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	for _, s := range []string{"", "plain\nlines\n", "{broken\n", "{\"error\":null}\n", "x {\"error\":\"inline\"}\n"} {
+		if got := StderrError([]byte(s)); got != "" {
+			t.Errorf("%q: got %q", s, got)
+		}
+	}
+	if got := StderrError([]byte("log\n{\"error\":\"plain string\"}\n")); got != "plain string" {
+		t.Errorf("got %q", got)
+	}
 }

@@ -58,7 +58,9 @@ func TestPresets(t *testing.T) {
 		{"claude", "claude.json", "", []string{"-p", "--output-format", "json", "--permission-mode", "acceptEdits"}},
 		{"codex", "codex.jsonl", "gpt-5-codex", []string{"exec", "--json", "--sandbox", "workspace-write", "-m", "gpt-5-codex", "-"}},
 		{"codex", "codex.jsonl", "", []string{"exec", "--json", "--sandbox", "workspace-write", "-"}},
-		{"gemini", "gemini.json", "gemini-2.5-pro", []string{"--output-format", "json", "--approval-mode", "auto_edit", "--skip-trust", "-m", "gemini-2.5-pro"}},
+		{"codex", "codex-cache-write.jsonl", "", []string{"exec", "--json", "--sandbox", "workspace-write", "-"}},
+		{"gemini", "gemini-stream.jsonl", "gemini-2.5-pro", []string{"--output-format", "stream-json", "--approval-mode", "auto_edit", "--skip-trust", "-m", "gemini-2.5-pro"}},
+		{"gemini", "gemini-stream-error.jsonl", "", []string{"--output-format", "stream-json", "--approval-mode", "auto_edit", "--skip-trust"}},
 		{"opencode", "opencode.jsonl", "anthropic/claude-sonnet-4-5", []string{"run", "--format", "json", "-m", "anthropic/claude-sonnet-4-5"}},
 	} {
 		t.Run(tc.name+"/"+tc.model, func(t *testing.T) {

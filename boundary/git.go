@@ -9,12 +9,13 @@ import (
 	"fmt"
 	"hash"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	git "github.com/go-git/go-git/v5"
+
+	"github.com/implloop/implloop/internal/gitcmd"
 )
 
 // Errors callers can recognise (with errors.Is) to add a hint.
@@ -22,22 +23,13 @@ var (
 	// ErrNotRepository: the directory is not inside a git working tree.
 	ErrNotRepository = errors.New("not a git repository")
 	// ErrGitNotFound: no git executable on PATH.
-	ErrGitNotFound = errors.New("git not found on PATH")
+	ErrGitNotFound = gitcmd.ErrNotInstalled
 	// ErrBareRepository: a bare repository has no worktree to snapshot.
 	ErrBareRepository = errors.New("bare repository (no worktree)")
 	// ErrRefused: Restore left at least one path alone because its current
 	// content is neither the lost content nor its base.
 	ErrRefused = errors.New("restore refused")
 )
-
-// gitBinary finds git on PATH.
-func gitBinary() (string, error) {
-	p, err := exec.LookPath("git")
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrGitNotFound, err)
-	}
-	return p, nil
-}
 
 // findRoot returns the worktree's top-level directory: the nearest ancestor
 // of dir (dir included) holding a .git directory or file, the same walk git
@@ -84,7 +76,6 @@ func openRepo(root string) (*git.Repository, error) {
 // gitRepo runs git in one work tree.
 type gitRepo struct {
 	ctx       context.Context
-	gitPath   string
 	root      string // the work tree's top level
 	gitDir    string // its git directory (per work tree), absolute
 	commonDir string // the repository's common directory, absolute
@@ -93,15 +84,14 @@ type gitRepo struct {
 
 // openGit finds the work tree containing dir and its git directories.
 func openGit(ctx context.Context, dir string) (*gitRepo, error) {
-	gitPath, err := gitBinary()
-	if err != nil {
+	if _, err := gitcmd.Path(); err != nil {
 		return nil, err
 	}
 	root, err := findRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	g := &gitRepo{ctx: ctx, gitPath: gitPath, root: root}
+	g := &gitRepo{ctx: ctx, root: root}
 	out, _, err := g.run(nil, nil, "rev-parse", "--absolute-git-dir", "--git-common-dir", "--show-object-format", "--is-bare-repository")
 	if err != nil {
 		return nil, err
@@ -125,53 +115,35 @@ func openGit(ctx context.Context, dir string) (*gitRepo, error) {
 // and stderr; a failure carries git's stderr, and "not a git repository"
 // becomes ErrNotRepository.
 func (g *gitRepo) run(env []string, stdin []byte, args ...string) ([]byte, []byte, error) {
-	cmd := exec.CommandContext(g.ctx, g.gitPath, args...)
-	cmd.Dir = g.root
-	// Never take an optional lock (the index refresh of a status) an
-	// agent's own git may be waiting for.
-	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
-	cmd.Env = append(cmd.Env, env...)
+	o := gitcmd.Options{Dir: g.root, Env: env}
 	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
+		o.Stdin = bytes.NewReader(stdin)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), stderr.Bytes(), gitError(g.ctx, g.root, args, err, stderr.Bytes())
+	stdout, stderr, err := gitcmd.Run(g.ctx, o, args...)
+	if err != nil {
+		return stdout, stderr, gitError(g.ctx, g.root, err, stderr)
 	}
-	return stdout.Bytes(), stderr.Bytes(), nil
+	return stdout, stderr, nil
 }
 
-func gitError(ctx context.Context, dir string, args []string, err error, stderr []byte) error {
+// gitError names the two failures callers recognise (not a repository, a
+// bare one) in a failed git's error.
+func gitError(ctx context.Context, dir string, err error, stderr []byte) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	msg := strings.TrimSpace(string(stderr))
+	msg := string(stderr)
 	if strings.Contains(msg, "not a git repository") {
 		return fmt.Errorf("%w: %s", ErrNotRepository, dir)
 	}
 	if strings.Contains(msg, "must be run in a work tree") {
 		return fmt.Errorf("%w: %s", ErrBareRepository, dir)
 	}
-	name := "git"
-	if len(args) > 0 {
-		name = "git " + args[0]
-	}
-	if msg != "" {
-		return fmt.Errorf("%s in %s: %w: %s", name, dir, err, msg)
-	}
-	return fmt.Errorf("%s in %s: %w", name, dir, err)
+	return err
 }
 
 // exitCode is the exit status of a failed git, -1 when it did not exit.
-func exitCode(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	return -1
-}
+func exitCode(err error) int { return gitcmd.ExitCode(err) }
 
 // head returns the commit HEAD points at ("" when unborn) and the branch
 // checked out ("" when detached). It reads HEAD and the ref files itself,
@@ -438,10 +410,7 @@ func (g *gitRepo) nestedHead(dir string) (string, bool) {
 	if _, err := os.Lstat(filepath.Join(dir, ".git")); err != nil {
 		return "", false
 	}
-	cmd := exec.CommandContext(g.ctx, g.gitPath, "-C", dir, "rev-parse", "--verify", "-q", "HEAD")
-	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
-	out, err := cmd.Output()
-	id := strings.TrimSpace(string(out))
+	id, err := gitcmd.Output(g.ctx, dir, "rev-parse", "--verify", "-q", "HEAD")
 	if err != nil || !isHexID(id) {
 		return "", false
 	}

@@ -1,8 +1,6 @@
 package boundary
 
 import (
-	"errors"
-	"os/exec"
 	"strings"
 )
 
@@ -132,8 +130,7 @@ func (t *taker) isAncestor(a, b string) (bool, error) {
 	if err == nil {
 		return true, nil
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() == 1 {
+	if exitCode(err) == 1 {
 		return false, nil
 	}
 	return false, err
@@ -142,8 +139,7 @@ func (t *taker) isAncestor(a, b string) (bool, error) {
 func (t *taker) mergeBase(a, b string) (string, error) {
 	out, err := t.gitOut("merge-base", a, b)
 	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+		if exitCode(err) == 1 {
 			return "", nil // no common history
 		}
 		return "", err

@@ -11,10 +11,11 @@ import (
 	"hash"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/implloop/implloop/internal/gitcmd"
 )
 
 // LostContent is one path whose content a task discarded, with what Restore
@@ -227,14 +228,10 @@ func (r *restorer) write(full string, l LostContent, mode Mode) error {
 
 // catFile streams `git cat-file args...` into w.
 func (r *restorer) catFile(w io.Writer, args ...string) error {
-	cmd := exec.CommandContext(r.ctx, r.g.gitPath, append([]string{"cat-file"}, args...)...)
-	cmd.Dir = r.root
-	cmd.Stdout = w
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	_, stderr, err := gitcmd.Run(r.ctx, gitcmd.Options{Dir: r.root, Stdout: w}, append([]string{"cat-file"}, args...)...)
+	if err != nil {
 		id := args[len(args)-1]
-		return fmt.Errorf("content %.12s is not in the object database: %w", id, gitError(r.ctx, r.root, []string{"cat-file"}, err, stderr.Bytes()))
+		return fmt.Errorf("content %.12s is not in the object database: %w", id, gitError(r.ctx, r.root, err, stderr))
 	}
 	return nil
 }

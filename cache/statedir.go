@@ -1,13 +1,14 @@
 package cache
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/implloop/implloop/internal/gitcmd"
 )
 
 // LegacyDir is where implloop kept all of its state before it moved into
@@ -47,16 +48,13 @@ func StateDir(repoRoot string) (Dirs, error) {
 	if err != nil {
 		return Dirs{}, err
 	}
-	cmd := exec.Command("git", "rev-parse", "--git-common-dir", "--git-dir")
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, _, err := gitcmd.Run(context.Background(), gitcmd.Options{Dir: root}, "rev-parse", "--git-common-dir", "--git-dir")
 	if err != nil {
-		if _, lerr := exec.LookPath("git"); lerr != nil {
-			return Dirs{}, fmt.Errorf("journal: git is not installed (not found on PATH): %w", lerr)
+		var ge *gitcmd.Error
+		if !errors.As(err, &ge) {
+			return Dirs{}, fmt.Errorf("journal: %w", err) // no git at all
 		}
-		return Dirs{}, fmt.Errorf("journal: %s: %w (%s)", root, ErrNotRepository, strings.TrimSpace(stderr.String()))
+		return Dirs{}, fmt.Errorf("journal: %s: %w (%s)", root, ErrNotRepository, ge.Stderr)
 	}
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	if len(lines) != 2 || lines[0] == "" || lines[1] == "" {

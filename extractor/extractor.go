@@ -31,7 +31,7 @@ type Task struct {
 type Selection struct {
 	PlanPath       string         // as given by the user
 	PlanSHA256     string         // hex sha256 of the raw plan bytes
-	Preamble       string         // text before the first task (LF line endings)
+	Preamble       string         // the shared context: text before the first task, then any text after the last (LF line endings)
 	PreambleSHA256 string         // hex sha256 of Preamble
 	FrontMatter    map[string]any // the plan's YAML front matter; nil when none
 	Count          int            // number of tasks in the whole plan
@@ -42,7 +42,10 @@ type Selection struct {
 // line endings turned into LF. A range that selects nothing is an
 // *EmptyRangeError naming the plan's ids.
 func Select(p *plan.Plan, r Range) (*Selection, error) {
-	pre := normalizeNewlines(p.Preamble)
+	// Text after the last task that is no task (an ExecPlan's "Validation",
+	// a plan's closing notes) is context as much as the text before the
+	// first: it travels, and is hashed, with it.
+	pre := normalizeNewlines(p.Preamble + p.Trailer)
 	s := &Selection{
 		PlanPath:       p.Path,
 		PlanSHA256:     p.SHA256,

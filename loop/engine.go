@@ -251,6 +251,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	e.emit(Event{Type: EvRunStarted, ParentID: o.Parent, Plan: e.s.Plan, PlanSHA: sel.PlanSHA256, Count: len(sel.Tasks)})
+	e.warnUnsetEnv()
 	if from := e.j.MovedFrom(); from != "" {
 		e.emit(Event{Type: EvJournalMoved, Message: fmt.Sprintf("moved the journal from %s/ to %s/ (implloop now keeps its state in the git directory)",
 			dirs.Shown(from), dirs.Shown(e.j.Dir()))})
@@ -352,6 +353,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 // named one (the default backend, exec, needs a command line).
 func (e *engine) resumeFrontMatter() error {
 	s, err := ResumeFrontMatter(e.s, e.sel.FrontMatter)
+	if se := (*SettingError)(nil); errors.As(err, &se) {
+		return err // a usage error, whichever source the value came from
+	}
 	if err != nil {
 		return &PlanError{Path: e.s.Plan, Diagnostics: []string{err.Error()}}
 	}
@@ -435,6 +439,17 @@ func (e *engine) emit(ev Event) {
 		return
 	}
 	e.obs.Event(ev)
+}
+
+// warnUnsetEnv warns of each --env variable (flag, front matter or
+// inherited) that is not set: the agent runs without it, which is seldom
+// what a declared dependency meant.
+func (e *engine) warnUnsetEnv() {
+	for _, n := range e.s.Env {
+		if _, ok := os.LookupEnv(n); !ok {
+			e.emit(Event{Type: EvWarning, Message: fmt.Sprintf("--env %s is not set in the environment: the agent runs without it (its name still joins every unit's identity)", n)})
+		}
+	}
 }
 
 // unitParams are the run parameters WorkList needs for task t.

@@ -11,6 +11,7 @@ import (
 const (
 	EvRunStarted   = "run_started"
 	EvJournalMoved = "journal_moved"
+	EvWarning      = "warning"
 	EvResumePlan   = "resume_plan"
 	EvTaskStarted  = "task_started"
 	EvUnitStarted  = "unit_started"

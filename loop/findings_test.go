@@ -242,16 +242,16 @@ func TestBadEnvNameRefusedBeforeRun(t *testing.T) {
 	writeFile(t, filepath.Join(repo, "plan.md"), rsPlan(1, "Shared."))
 	bad := s
 	bad.Env = []string{"1BAD"}
-	var envErr *EnvNameError
-	if _, err := Run(context.Background(), Options{Settings: bad, RepoRoot: repo}); !errors.As(err, &envErr) || envErr.Name != "1BAD" {
-		t.Fatalf("run with --env 1BAD: %v, want an EnvNameError", err)
+	var envErr *SettingError
+	if _, err := Run(context.Background(), Options{Settings: bad, RepoRoot: repo}); !errors.As(err, &envErr) || envErr.Flag != "env" || !strings.Contains(envErr.Msg, "1BAD") {
+		t.Fatalf("run with --env 1BAD: %v, want a SettingError for --env", err)
 	}
 	if _, err := os.Stat(filepath.Join(repo, ".git", "implloop")); err == nil {
 		t.Fatal("a refused run wrote .git/implloop")
 	}
 	base, _ := rsRun(t, repo, s, "")
 	if _, err := Run(context.Background(), Options{Settings: bad, RepoRoot: repo, Parent: base.RunID}); !errors.As(err, &envErr) {
-		t.Fatalf("resume with --env 1BAD: %v, want an EnvNameError", err)
+		t.Fatalf("resume with --env 1BAD: %v, want a SettingError", err)
 	}
 	runs, err := openJournal(t, repo).ListRuns()
 	if err != nil || len(runs) != 1 {

@@ -1,7 +1,9 @@
 package loop
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -44,11 +46,16 @@ func ApplyFrontMatter(s Settings, fm map[string]any, given func(flag string) boo
 		}
 		s.FrontMatter = append(s.FrontMatter, key)
 		switch key {
+		// The two keys pick the backend together, as the two flags do
+		// (Settings.Validate refuses a preset with a command line).
 		case "agent":
 			s.Agent = str(v)
+			if _, both := fm["agent_cmd"]; !both && s.Agent != "exec" {
+				s.AgentCmd = ""
+			}
 		case "agent_cmd":
 			s.AgentCmd = str(v)
-			if !given("agent") {
+			if _, both := fm["agent"]; !both && !given("agent") {
 				s.Agent = "exec"
 			}
 		case "model":
@@ -90,7 +97,19 @@ func ApplyFrontMatter(s Settings, fm map[string]any, given func(flag string) boo
 			}
 		}
 	}
-	return s, s.Validate()
+	if err := s.Validate(); err != nil {
+		var se *SettingError
+		if errors.As(err, &se) {
+			for key, flag := range frontMatterFlags {
+				if flag == se.Flag && slices.Contains(s.FrontMatter, key) {
+					se.From = "set by " + key + " in the plan's front matter"
+					se.Hint = "fix " + key + " in the plan's front matter (or pass --" + flag + ", which wins over it)"
+				}
+			}
+		}
+		return s, err
+	}
+	return s, nil
 }
 
 // frontMatterFlags maps the front-matter keys that are run settings to the

@@ -2,7 +2,10 @@ package loop
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -57,38 +60,179 @@ func DefaultSettings() Settings {
 	}
 }
 
-// Validate checks settings that come from the user.
+// Validate checks settings, whichever source they came from: flags, the
+// plan's front matter, or a parent run's journal (see [Inherit]). `run` and
+// `resume` refuse the same values with the same words. The error is a
+// *SettingError.
 func (s Settings) Validate() error {
+	if s.AgentCmd != "" && s.Agent != "exec" {
+		// --agent-cmd is the exec backend's command; a preset would
+		// silently ignore it and run something else than was asked for.
+		return &SettingError{Flag: "agent-cmd",
+			Msg:  fmt.Sprintf("--agent %s and --agent-cmd both given", s.Agent),
+			Hint: "--agent-cmd runs your command with the exec backend: drop --agent " + s.Agent + " (or drop --agent-cmd to run " + s.Agent + ")"}
+	}
 	if s.MaxAttempts < 1 {
-		return fmt.Errorf("--max-attempts must be at least 1, got %d", s.MaxAttempts)
+		return &SettingError{Flag: "max-attempts", Msg: fmt.Sprintf("--max-attempts must be at least 1, got %d", s.MaxAttempts),
+			Hint: "give --max-attempts 1 or more"}
 	}
 	if s.OnBlocked != "stop" && s.OnBlocked != "continue" {
-		return fmt.Errorf("--on-blocked must be stop or continue, got %q", s.OnBlocked)
+		return &SettingError{Flag: "on-blocked", Msg: fmt.Sprintf("--on-blocked must be stop or continue, got %q", s.OnBlocked),
+			Hint: "give --on-blocked stop or --on-blocked continue"}
 	}
 	if s.PlanContext != "task" && s.PlanContext != "full" {
-		return fmt.Errorf("--plan-context must be task or full, got %q", s.PlanContext)
+		return &SettingError{Flag: "plan-context", Msg: fmt.Sprintf("--plan-context must be task or full, got %q", s.PlanContext),
+			Hint: "give --plan-context task or --plan-context full"}
 	}
 	if s.Timeout < 0 {
-		return fmt.Errorf("--timeout must not be negative")
+		return &SettingError{Flag: "timeout", Msg: "--timeout must not be negative", Hint: "give a duration like 20m, or 0 for no limit"}
 	}
 	for _, n := range s.Env {
-		if !identity.ValidEnvName(n) {
-			return &EnvNameError{Name: n}
+		if err := checkEnvName(n); err != nil {
+			return err
+		}
+	}
+	for k := range s.Params {
+		if k == "" {
+			return &SettingError{Flag: "param", Msg: "--param with an empty name", Hint: "write --param as name=value"}
 		}
 	}
 	return nil
 }
 
-// EnvNameError is an --env entry that is not a variable name (the rule
-// identity.ValidEnvName applies to every unit's preimage).
-type EnvNameError struct{ Name string }
-
-func (e *EnvNameError) Error() string {
-	name := e.Name
-	if k, _, ok := strings.Cut(name, "="); ok {
-		name = k + "=..." // a value is never echoed
+// checkEnvName refuses an --env entry that is not a variable name (the rule
+// identity.ValidEnvName applies to every unit's preimage). A value is never
+// echoed: NAME=secret prints as NAME=....
+func checkEnvName(n string) error {
+	if identity.ValidEnvName(n) {
+		return nil
 	}
-	return fmt.Sprintf("--env %q is not a variable name (letters, digits and _, not starting with a digit)", name)
+	shown := n
+	if k, _, ok := strings.Cut(n, "="); ok {
+		shown = k + "=..."
+	}
+	if n == "" || shown != n {
+		return &SettingError{Flag: "env", Msg: fmt.Sprintf("--env %q: expected a variable name", shown),
+			Hint: "--env takes a variable's NAME; its value is read from the environment and never stored"}
+	}
+	return &SettingError{Flag: "env", Msg: fmt.Sprintf("--env %q: not a variable name", shown),
+		Hint: "--env takes a variable's NAME: letters, digits and _, not starting with a digit"}
+}
+
+// ParseParams reads --param values, each name=value, into a map; nil for
+// none.
+func ParseParams(list []string) (map[string]string, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, p := range list {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, &SettingError{Flag: "param", Msg: fmt.Sprintf("--param %q: expected name=value", p), Hint: "write --param as name=value"}
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// SettingError is a run setting implloop refuses (a usage error): which
+// flag sets it, what is wrong, what to do, and where the value came from
+// when it was not a flag on this command line.
+type SettingError struct {
+	Flag string // the flag that sets it: "param", "agent-cmd"
+	Msg  string // what is wrong, naming the flag
+	Hint string // what to do next
+	From string // "" for a flag; "inherited from run X"; "set by KEY in the plan's front matter"
+}
+
+func (e *SettingError) Error() string {
+	if e.From == "" {
+		return e.Msg
+	}
+	return e.Msg + ": " + e.From
+}
+
+// settingFlags are the flags that set a run setting, each with how it
+// applies the value given (g) over the settings s; given reports which
+// flags were given.
+var settingFlags = []struct {
+	name  string
+	apply func(s, g *Settings, given func(string) bool)
+}{
+	{"agent", func(s, g *Settings, given func(string) bool) {
+		// --agent and --agent-cmd pick the backend together: a preset
+		// given alone drops an inherited command line, and both given are
+		// kept for Validate to refuse, as run does.
+		s.Agent = g.Agent
+		if !given("agent-cmd") && g.Agent != "exec" {
+			s.AgentCmd = ""
+		}
+	}},
+	{"agent-cmd", func(s, g *Settings, given func(string) bool) {
+		s.AgentCmd = g.AgentCmd
+		if !given("agent") {
+			s.Agent = "exec"
+		}
+	}},
+	{"model", func(s, g *Settings, _ func(string) bool) { s.Model = g.Model }},
+	{"verify", func(s, g *Settings, _ func(string) bool) { s.Verify = g.Verify }},
+	{"task-range", func(s, g *Settings, _ func(string) bool) { s.TaskRange = g.TaskRange }},
+	{"max-attempts", func(s, g *Settings, _ func(string) bool) { s.MaxAttempts = g.MaxAttempts }},
+	{"timeout", func(s, g *Settings, _ func(string) bool) { s.Timeout = g.Timeout }},
+	{"on-blocked", func(s, g *Settings, _ func(string) bool) { s.OnBlocked = g.OnBlocked }},
+	{"env", func(s, g *Settings, _ func(string) bool) { s.Env = g.Env }},
+	{"param", func(s, g *Settings, _ func(string) bool) { s.Params = g.Params }},
+	{"plan-context", func(s, g *Settings, _ func(string) bool) { s.PlanContext = g.PlanContext }},
+	{"include-checked", func(s, g *Settings, _ func(string) bool) { s.IncludeChecked = g.IncludeChecked }},
+}
+
+// SettingFlags are the names of the flags that set a run setting (the ones
+// [Settings.Flags] records).
+func SettingFlags() []string {
+	out := make([]string, len(settingFlags))
+	for i, sf := range settingFlags {
+		out[i] = sf.name
+	}
+	return out
+}
+
+// Inherit is the settings of a resume: the parent's (journaled by run
+// parentID) with the flags given on the resume's command line applied over
+// them. given holds the flags' values, given.Flags names the ones given.
+// Both are validated: a bad flag is refused as a flag, a bad inherited value
+// says it was inherited and how to replace it.
+func Inherit(parent Settings, parentID string, given Settings) (Settings, error) {
+	if err := given.Validate(); err != nil {
+		return given, err
+	}
+	isGiven := func(name string) bool { return slices.Contains(given.Flags, name) }
+	s := parent
+	for _, sf := range settingFlags {
+		if isGiven(sf.name) {
+			sf.apply(&s, &given, isGiven)
+			s.Flags = addFlag(s.Flags, sf.name)
+		}
+	}
+	if err := s.Validate(); err != nil {
+		var se *SettingError
+		if errors.As(err, &se) {
+			se.From = "inherited from run " + parentID
+			se.Hint = "pass --" + se.Flag + " again with the value you mean (it replaces the inherited one)"
+		}
+		return s, err
+	}
+	return s, nil
+}
+
+// addFlag adds name to the sorted set flags.
+func addFlag(flags []string, name string) []string {
+	if slices.Contains(flags, name) {
+		return flags
+	}
+	flags = append(append([]string(nil), flags...), name)
+	sort.Strings(flags)
+	return flags
 }
 
 // Duration is a time.Duration that reads and writes as "30m0s" in JSON.

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -445,10 +446,13 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 		failure = fmt.Sprintf("the agent was killed after the %s timeout", time.Duration(e.s.Timeout))
 	case runErr != nil:
 		failure = "the agent could not run: " + runErr.Error()
+	case res.ExitCode != 0 && res.Error != "":
+		// The error the agent reported says it better than stderr.
+		failure = fmt.Sprintf("the agent exited with status %d: %s", res.ExitCode, res.Error)
 	case res.ExitCode != 0:
 		failure = fmt.Sprintf("the agent exited with status %d%s", res.ExitCode, e.stderrTail(stderr.Hash()))
 	case res.IsError:
-		failure = "the agent reported an error: " + firstLine(res.Text)
+		failure = "the agent reported an error: " + firstLine(cmp.Or(res.Error, res.Text))
 	}
 	if failure != "" {
 		o.Status, o.Error = cache.UnitFailed, failure
@@ -473,7 +477,7 @@ func (e *engine) stderrTail(hash string) string {
 	// The first line stands alone (block reasons and progress show only
 	// it): it ends with the last line of stderr, the rest follows.
 	t := tail(b, 2048)
-	last := lastLine(t)
+	last := cmp.Or(agent.StderrError([]byte(t)), lastLine(t))
 	if strings.TrimSpace(t) == strings.TrimSpace(last) {
 		return ": " + strings.TrimSpace(last)
 	}

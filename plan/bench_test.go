@@ -57,24 +57,99 @@ func genChecklist(n, size int) []byte {
 
 // BenchmarkParseChecklist is BenchmarkParse for the checklist form.
 func BenchmarkParseChecklist(b *testing.B) {
-	benchmarkParse(b, genChecklist(5000, 2090))
+	benchmarkParse(b, genChecklist(5000, 2090), FormChecklist, 5000)
 }
+
+// genRepeated builds a plan of n tasks: head, then for each task what
+// open writes, filler repeated until the task is about size bytes, and
+// what close writes.
+func genRepeated(head string, n, size int, open func(b *strings.Builder, i int), filler string, close func(b *strings.Builder, i int)) []byte {
+	var b strings.Builder
+	b.Grow(n * (size + 200))
+	b.WriteString(head)
+	for i := 1; i <= n; i++ {
+		start := b.Len()
+		open(&b, i)
+		for b.Len()-start < size {
+			b.WriteString(filler)
+		}
+		close(&b, i)
+	}
+	return []byte(b.String())
+}
+
+// genNumbered builds a numbered-list plan under a "## Tasks" heading: n
+// items with a bold title, indented prose and code, about size bytes each.
+func genNumbered(n, size int) []byte {
+	return genRepeated("# Plan\n\nContext.\n\n## Tasks\n\n", n, size,
+		func(b *strings.Builder, i int) { fmt.Fprintf(b, "%d. **Component number %d**\n", i, i) },
+		"   Edit `internal/c/c.go` so that the handler validates its input and returns a typed error.\n\n"+
+			"   ```go\n   func Thing() error { return nil }\n   ```\n\n",
+		func(*strings.Builder, int) {})
+}
+
+// genSections builds a plan of numbered headings ("### 12.1 — Title"), each
+// ending in a status checkbox: the reading that must give way.
+func genSections(n, size int) []byte {
+	return genRepeated("# Fixes\n\n", n, size,
+		func(b *strings.Builder, i int) { fmt.Fprintf(b, "### %d.%d — Fix number %d\n\n", i/10+1, i%10+1, i) },
+		"Handle a trailing comma in `parseArgs` (`cmd/parse.go`) and add a test for it, with the CRLF fixture.\n\n",
+		func(b *strings.Builder, i int) { fmt.Fprintf(b, "- [x] **%d.%d COMPLETE**\n\n", i/10+1, i%10+1) })
+}
+
+// genTable builds a table of n stories with a Depends column.
+func genTable(n int) []byte {
+	var b strings.Builder
+	b.WriteString("# Stories\n\n| ID | Story | Role | Depends |\n|----|-------|------|---------|\n")
+	b.WriteString("| S00001 | The first story | Developer | none |\n")
+	for i := 2; i <= n; i++ {
+		fmt.Fprintf(&b, "| **S%05d** | Story number %d: the protocol view shows every message with its timing, sender and the decoded payload, %s | Developer | S%05d |\n", i, i, strings.Repeat("x", 70), max(i-1, 1))
+	}
+	return []byte(b.String())
+}
+
+// genXML builds n <task> blocks of about size bytes, in the shape GSD
+// planners write them: tags on their own lines, an <action> of paragraphs
+// and numbered steps separated by blank lines (so that, as in real plans,
+// most of the text is markdown between HTML lines).
+func genXML(n, size int) []byte {
+	src := genRepeated("# Phase 1\n\n<tasks>\n\n", n, size,
+		func(b *strings.Builder, i int) {
+			fmt.Fprintf(b, "<task type=\"auto\">\n  <name>Task %d: Component %d</name>\n  <files>src/api/c%d.ts</files>\n  <action>\n", i, i, i)
+		},
+		"Add the handler in `src/api/thing.ts`; validate the body and return 400 on a bad field.\n\n"+
+			"1. **Parse** the request with `zod` and keep the schema next to the route.\n2. Return the created row as JSON.\n\n",
+		func(b *strings.Builder, _ int) {
+			b.WriteString("  </action>\n  <verify>npm test -- thing</verify>\n</task>\n\n")
+		})
+	return append(src, "</tasks>\n"...)
+}
+
+// The new forms, each against goldmark+GFM on the same bytes.
+func BenchmarkParseNumbered(b *testing.B) {
+	benchmarkParse(b, genNumbered(5000, 2090), FormNumbered, 5000)
+}
+func BenchmarkParseSections(b *testing.B) {
+	benchmarkParse(b, genSections(5000, 2090), FormSections, 5000)
+}
+func BenchmarkParseTable(b *testing.B) { benchmarkParse(b, genTable(50000), FormTable, 50000) }
+func BenchmarkParseXML(b *testing.B)   { benchmarkParse(b, genXML(5000, 2090), FormXML, 5000) }
 
 // BenchmarkParse parses a generated 10 MiB, 5,000-task plan. MB/s is the
 // figure to watch (target: at least 50); x-goldmark-gfm is how many times
 // faster Parse is than a plain goldmark parse of the same bytes with the
 // GFM extensions, timed in the same run so that a busy machine slows both.
 func BenchmarkParse(b *testing.B) {
-	benchmarkParse(b, genPlan(5000, 2090))
+	benchmarkParse(b, genPlan(5000, 2090), FormHeadings, 5000)
 }
 
-func benchmarkParse(b *testing.B, src []byte) {
+func benchmarkParse(b *testing.B, src []byte, form Form, tasks int) {
 	if len(src) < 10<<20 {
 		b.Fatalf("generated plan is %d bytes, want at least 10 MiB", len(src))
 	}
 	p, ds := Parse("bench.md", src)
-	if len(p.Tasks) != 5000 || HasErrors(ds) {
-		b.Fatalf("generated plan: %d tasks, diagnostics %v", len(p.Tasks), ds)
+	if len(p.Tasks) != tasks || p.Form != form || HasErrors(ds) {
+		b.Fatalf("generated plan: %d tasks in form %q, diagnostics %v", len(p.Tasks), p.Form, ds[:min(len(ds), 5)])
 	}
 	ref := goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser()
 	var ours, theirs time.Duration

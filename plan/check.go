@@ -13,6 +13,9 @@ import (
 func (r *parseState) check(doc ast.Node) {
 	r.checkFences(doc)
 	if len(r.tasks) == 0 {
+		if r.plan.Reading.Forced != "" {
+			return // findTasks said which form found nothing
+		}
 		r.diag(1, 1, SeverityError, `no tasks: write task headings ("### Task 1: Title") or top-level checklist items ("- [ ] Title")`)
 		r.reportNestedChecklist(doc)
 		return
@@ -238,6 +241,41 @@ func (r *parseState) checkFences(doc ast.Node) {
 			return
 		}
 		r.diag(open+1, 1, SeverityWarning, "fenced code block is never closed: everything after line %d is code, tasks included", open+1)
+	}
+}
+
+// checkNestedFence warns about a fenced block that holds the opening of
+// another fence of the same kind ("```markdown" around a "```bash"
+// example): CommonMark closes the outer block at the inner one's closing
+// fence, so what follows (the rest of the example, often the task's later
+// steps) is no longer code and may end the task early.
+func (r *parseState) checkNestedFence(fc *ast.FencedCodeBlock) {
+	lines := fc.Lines()
+	if fc.Pos() < 0 || lines.Len() == 0 {
+		return
+	}
+	open := r.lineOf(r.abs(fc.Pos()))
+	opener := bytes.TrimLeft(lineText(r.src, r.lines, open), " ")
+	c, width := opener[0], 0
+	for width < len(opener) && opener[width] == c {
+		width++
+	}
+	for i := 0; i < lines.Len(); i++ {
+		seg := lines.At(i)
+		t := bytes.TrimLeft(seg.Value(r.body), " ")
+		n := 0
+		for n < len(t) && t[n] == c {
+			n++
+		}
+		if n < width || len(bytes.TrimSpace(t[n:])) == 0 {
+			continue
+		}
+		inner := r.lineOf(r.abs(seg.Start)) + 1
+		closing := r.lineOf(r.abs(lines.At(lines.Len()-1).Start)) + 2
+		r.diag(open+1, 1, SeverityWarning,
+			"fenced block opened here holds another fence (line %d), so it closes at line %d, the inner block's end; the lines after it are not code and may fall outside the task: open the outer block with a longer fence (%s)",
+			inner, closing, strings.Repeat(string(c), width+1))
+		return
 	}
 }
 

@@ -101,8 +101,12 @@ tokens:
 	return found, none
 }
 
-// isDepID reports whether s looks like a task id: "3", "3.2", "T012".
+// isDepID reports whether s looks like a task id: "3", "3.2", "T012",
+// "S01", "P0-1".
 func isDepID(s string) bool {
+	if n := codeID(s); n > 0 && n == len(s) {
+		return true
+	}
 	if len(s) > 1 && s[0] == 'T' {
 		for i := 1; i < len(s); i++ {
 			if !isDigit(s[i]) {

@@ -38,6 +38,28 @@ var FrontMatterKeys = []FrontMatterKey{
 	{"plan_context", "scalar", "how much of the plan each prompt carries", isScalar},
 	{"env", "list of variable names", "environment variables passed through to the agent", isNameList},
 	{"params", "mapping", "user parameters handed to the agent", isMapping},
+	{"form", "task form name", "read the tasks in this form only (" + FormNames() + ")", isFormName},
+	{"todos", "list of mappings", "the tasks, as Cursor plans list them (id, content, status, dependencies)", isList},
+	{"name", "string", "the plan's name (Cursor plans write it)", isString},
+	{"overview", "string", "what the plan does (Cursor plans write it)", isString},
+}
+
+func isFormName(v any) string {
+	s, ok := v.(string)
+	if !ok {
+		return "must be a task form name (" + FormNames() + ")"
+	}
+	if _, err := ParseForm(s); err != nil {
+		return "must be a task form name (" + FormNames() + ")"
+	}
+	return ""
+}
+
+func isList(v any) string {
+	if _, ok := v.([]any); ok {
+		return ""
+	}
+	return "must be a list"
 }
 
 func frontMatterKey(name string) *FrontMatterKey {

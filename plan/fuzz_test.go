@@ -11,15 +11,8 @@ import (
 // overlapping, text byte-exact. The seeds are the example and broken plans
 // and a few shapes that are easy to get wrong.
 func FuzzParse(f *testing.F) {
-	for _, pattern := range []string{"*.md", "broken/*.md"} {
-		files, _ := filepath.Glob(filepath.Join("..", "testdata", "plans", pattern))
-		for _, file := range files {
-			if b, err := os.ReadFile(file); err == nil {
-				f.Add(b)
-			}
-		}
-	}
-	for _, s := range []string{
+	addFileSeeds(f, filepath.Join("..", "testdata", "plans", "*.md"), filepath.Join("..", "testdata", "plans", "broken", "*.md"))
+	addSeeds(f,
 		"",
 		"- [ ]",
 		"- [ ]*",
@@ -35,9 +28,7 @@ func FuzzParse(f *testing.F) {
 		"1. [ ] ordered\n",
 		"- [ ] a\n[ref]: /url\n",
 		"## Task 1: a\n\n```verify\n```\n```verify\nx\n```\n",
-	} {
-		f.Add([]byte(s))
-	}
+	)
 	f.Fuzz(func(t *testing.T, src []byte) {
 		if len(src) < 1<<16 {
 			assertSameStructure(t, src)
@@ -53,4 +44,55 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("no tasks and no error")
 		}
 	})
+}
+
+// FuzzForms runs every reader, forced in turn, on the same input: each
+// must keep the span invariants, and a forced form that finds nothing
+// must say so. The seeds are the small plans of each convention.
+func FuzzForms(f *testing.F) {
+	addFileSeeds(f, filepath.Join("testdata", "forms", "*.md"))
+	addSeeds(f,
+		"<task>\n",
+		"<task id=\"a\">x</task>\n<task>",
+		"| ID | T |\n|--|--|\n| 1 | a |\n| 1 | b |\n",
+		"| # |\n|-|\n| S1 |\n",
+		"---\ntodos:\n  - id: a\n  - 3\n  - id: a\n---\n",
+		"---\ntodos: []\nform: todos\n---\n",
+		"## Tasks\n1. a\n\n```\n2. b\n```\n3. c\n",
+		"### 1. a\n### 1.1 b\n## Phase 2\n",
+		"#### [ ] x\n#### [x]\n",
+		"- [ ] 1. a\n- [ ] 1.1 b\n- [ ] 1.1.1 c\n- [ ] 10 d\n",
+		"```markdown\n```bash\n```\n```\n",
+	)
+	f.Fuzz(func(t *testing.T, src []byte) {
+		for _, form := range append([]Form{FormNone}, Forms...) {
+			p, ds := ParseWith("fuzz.md", src, Options{Form: form})
+			checkInvariants(t, src, p)
+			if len(p.Tasks) == 0 && len(src) <= MaxSize && !HasErrors(ds) {
+				t.Fatalf("form %q: no tasks and no error", form)
+			}
+			if form != FormNone && len(p.Tasks) > 0 && p.Form != form {
+				t.Fatalf("forced form %q, read as %q", form, p.Form)
+			}
+		}
+	})
+}
+
+// addFileSeeds adds the files matching each pattern to f's corpus.
+func addFileSeeds(f *testing.F, patterns ...string) {
+	for _, pattern := range patterns {
+		files, _ := filepath.Glob(pattern)
+		for _, file := range files {
+			if b, err := os.ReadFile(file); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+}
+
+// addSeeds adds each string to f's corpus.
+func addSeeds(f *testing.F, seeds ...string) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
 }

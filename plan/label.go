@@ -13,7 +13,9 @@ const (
 	labelTask              // "Task 3"
 	labelStep              // "Step 3"
 	labelSpecKit           // "T003"
-	labelNumber            // "3." or "3.2" (checklist items only)
+	labelNumber            // "3." or "3.2" (checklist items, numbered sections)
+	labelCode              // "S01:", "P0-1:", "T-001:", "SYNC.1:" (two or more at one heading level)
+	labelPhase             // "Phase 2", "Milestone 3" (section headings)
 )
 
 // label is the id part of a task heading or item: "Task 3:" in "Task 3:
@@ -22,12 +24,20 @@ type label struct {
 	kind  labelKind
 	id    string
 	title string
+	tags  []string // spec-kit's "[P]", "[US1]" after the id, without brackets
 }
 
 // parseLabel reads a task label at the start of s. bare allows a bare
 // number ("3. Title", "3.2 Title"), which is an id in a checklist item but
 // not in a heading ("## 1. Introduction" is not a task).
-func parseLabel(s string, bare bool) label {
+func parseLabel(s string, bare bool) label { return parseLabelWith(s, bare, false) }
+
+// phaseWords start the labels of section headings: "## Phase 2 — Auth".
+var phaseWords = []string{"phase", "milestone", "stage", "sprint", "part", "epic", "iteration", "wave", "chunk"}
+
+// parseLabelWith is parseLabel that also reads the label of a section
+// heading ("Phase 2", "Milestone 3") when phases is set.
+func parseLabelWith(s string, bare, phases bool) label {
 	s = strings.TrimSpace(s)
 	rest, opener := stripOpeningEmphasis(s)
 
@@ -45,17 +55,32 @@ func parseLabel(s string, bare bool) label {
 			return label{}
 		}
 		r = strings.TrimPrefix(r, "#")
-		n := dottedNumber(r)
+		n := wordID(r)
 		if n == 0 {
 			return label{}
 		}
 		id, after = r[:n], r[n:]
+	case phases && phaseWord(rest) > 0:
+		w := phaseWord(rest)
+		r := strings.TrimLeft(rest[w:], " \t")
+		n := wordID(r)
+		if n == 0 || len(r) == len(rest)-w {
+			return label{}
+		}
+		kind, id, after = labelPhase, r[:n], r[n:]
 	case len(rest) > 1 && rest[0] == 'T' && isDigit(rest[1]):
 		n := 1
 		for n < len(rest) && isDigit(rest[n]) {
 			n++
 		}
 		kind, id, after = labelSpecKit, rest[:n], rest[n:]
+	case codeID(rest) > 0:
+		n := codeID(rest)
+		id, after = rest[:n], rest[n:]
+		if !codeBoundary(after, opener) {
+			return label{}
+		}
+		kind = labelCode
 	case bare && len(rest) > 0 && isDigit(rest[0]):
 		n := dottedNumber(rest)
 		id, after = rest[:n], rest[n:]
@@ -77,8 +102,108 @@ func parseLabel(s string, bare bool) label {
 		// "**Step 1: Write the test**": the emphasis closes after the title.
 		title = strings.TrimSpace(strings.TrimSuffix(title, opener))
 	}
-	return label{kind: kind, id: id, title: title}
+	title, tags := splitTags(title)
+	return label{kind: kind, id: id, title: title, tags: tags}
 }
+
+// splitTags takes spec-kit's markers ("[P] [US1] Create the model") off
+// the front of a title: short bracketed words, kept without brackets.
+func splitTags(title string) (string, []string) {
+	var tags []string
+	for strings.HasPrefix(title, "[") {
+		end := strings.IndexByte(title, ']')
+		tag := ""
+		if end > 0 {
+			tag = title[1:end]
+		}
+		if tag == "" || len(tag) > 16 || strings.ContainsAny(tag, " \t[") || tag == "x" || tag == "X" {
+			break
+		}
+		tags = append(tags, tag)
+		title = strings.TrimLeft(title[end+1:], " \t")
+	}
+	return title, tags
+}
+
+// phaseWord returns the length of a phase word ("Phase", "milestone") at
+// the start of s, followed by a space, or 0.
+func phaseWord(s string) int {
+	for _, w := range phaseWords {
+		if hasWordPrefixFold(s, w) && len(s) > len(w) && (s[len(w)] == ' ' || s[len(w)] == '\t') {
+			return len(w)
+		}
+	}
+	return 0
+}
+
+// wordID returns the length of the id after "Task " or "Phase ": a dotted
+// number ("3", "3.2") with an optional prefix of up to three letters
+// ("S1.1", "A2"), or 0.
+func wordID(s string) int {
+	i := 0
+	for i < len(s) && i < 3 && isLetter(s[i]) {
+		i++
+	}
+	n := dottedNumber(s[i:])
+	if n == 0 {
+		return 0
+	}
+	return i + n
+}
+
+// codeID returns the length of a code id at the start of s: one to five
+// capital letters, an optional dash or dot, a number, and optionally more
+// numbers after dots or dashes ("S01", "P0-1", "T-001", "US2.3",
+// "SYNC.1"); or 0.
+func codeID(s string) int {
+	i := 0
+	for i < len(s) && i < 5 && 'A' <= s[i] && s[i] <= 'Z' {
+		i++
+	}
+	if i == 0 || i == len(s) {
+		return 0
+	}
+	if s[i] == '-' || s[i] == '.' {
+		i++
+	}
+	if i == len(s) || !isDigit(s[i]) {
+		return 0
+	}
+	for {
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+		if i+1 < len(s) && (s[i] == '.' || s[i] == '-') && isDigit(s[i+1]) {
+			i++
+			continue
+		}
+		return i
+	}
+}
+
+// codeBoundary reports whether a code id is followed by a separator that
+// makes it a label ("S01: Title", "**P0-1** Title"), not a word ("S3
+// bucket").
+func codeBoundary(after, opener string) bool {
+	if after == "" || (opener != "" && strings.HasPrefix(after, opener)) {
+		return true
+	}
+	switch after[0] {
+	case ':', ')':
+		return true
+	case '.', ' ', '\t':
+		t := strings.TrimLeft(after[1:], " \t")
+		if after[0] == '.' {
+			return true
+		}
+		r, _ := utf8.DecodeRuneInString(t)
+		return strings.HasPrefix(t, "-") || strings.HasPrefix(t, ":") || strings.HasPrefix(t, "|") || r == '–' || r == '—' || r == '·'
+	}
+	r, _ := utf8.DecodeRuneInString(after)
+	return r == '–' || r == '—'
+}
+
+func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 
 // stripOpeningEmphasis removes a leading "**", "__", "*" or "_".
 func stripOpeningEmphasis(s string) (string, string) {
@@ -149,7 +274,7 @@ func skipSeparator(s, opener string) (title string, closed bool) {
 	case strings.HasPrefix(s, ":"), strings.HasPrefix(s, "."), strings.HasPrefix(s, ")"):
 		s = s[1:]
 	default:
-		s = strings.TrimLeft(s, "-–—")
+		s = strings.TrimLeft(s, "-–—·|")
 	}
 	s = strings.TrimLeft(s, " \t")
 	closeEm()

@@ -150,11 +150,23 @@ var utf8BOM = []byte("\xEF\xBB\xBF")
 // only). It never fails: problems are diagnostics, and the returned plan
 // holds whatever could be read (no tasks at all for a binary or oversized
 // file).
-func Parse(path string, src []byte) (*Plan, []Diagnostic) {
-	sum := sha256.Sum256(src)
-	p := &Plan{Path: path, SHA256: hex.EncodeToString(sum[:]), Size: len(src)}
-	r := &parseState{path: path, src: src, plan: p}
+func Parse(path string, src []byte) (*Plan, []Diagnostic) { return ParseWith(path, src, Options{}) }
+
+// ParseWith is Parse with options.
+func ParseWith(path string, src []byte, opts Options) (*Plan, []Diagnostic) {
+	p := &Plan{Path: path, Size: len(src)}
+	// Hashing a large plan takes as long as a good part of parsing it, and
+	// needs nothing from the parse: do it beside.
+	sum := make(chan [sha256.Size]byte, 1)
+	if len(src) >= parallelHashSize {
+		go func() { sum <- sha256.Sum256(src) }()
+	} else {
+		sum <- sha256.Sum256(src)
+	}
+	r := &parseState{path: path, src: src, plan: p, opts: opts}
 	r.parse()
+	digest := <-sum
+	p.SHA256 = hex.EncodeToString(digest[:])
 	r.summarizeOmitted()
 	sort.SliceStable(r.diags, func(i, j int) bool {
 		a, b := r.diags[i], r.diags[j]
@@ -166,7 +178,13 @@ func Parse(path string, src []byte) (*Plan, []Diagnostic) {
 	return p, r.diags
 }
 
+// parallelHashSize is the size from which Parse hashes the plan in a
+// goroutine of its own.
+const parallelHashSize = 1 << 20
+
 type parseState struct {
+	opts  Options
+	fm    [2]int // offsets of the front matter's content, when it has some
 	path  string
 	src   []byte
 	base  int    // offset of body in src
@@ -319,6 +337,7 @@ func (r *parseState) parse() {
 		start = len(utf8BOM)
 	}
 	if content, end, ok, opened := splitFrontMatter(src, start); ok {
+		r.fm = content
 		r.plan.FrontMatter = parseFrontMatter(src[content[0]:content[1]], r.lineOf(content[0])+1, r.diag)
 		if r.plan.FrontMatter == nil {
 			r.plan.FrontMatter = map[string]any{}
@@ -405,30 +424,45 @@ func (r *parseState) abs(pos int) int { return pos + r.base }
 
 // heading is a top-level heading.
 type heading struct {
-	node    *ast.Heading
-	level   int
-	start   int // offset of its first line
-	end     int // offset just past its last line (the underline of a setext heading)
-	title   string
-	label   label
-	isTask  bool
-	section bool // may name a section
+	node   *ast.Heading
+	level  int
+	start  int // offset of its first line
+	end    int // offset just past its last line (the underline of a setext heading)
+	title  string
+	label  label
+	isTask bool // a classic task label: "Task N", "Step N", "T001"
+	box    int  // 1 for a "[ ]" before the label, 2 for "[x]"
+}
+
+// topBlocks are the document's top-level blocks the readers look at.
+type topBlocks struct {
+	hs     []heading
+	lists  []*ast.List
+	tables []ast.Node // paragraphs whose first line starts with "|"
+	code   [][2]int   // 0-based first and last lines of code blocks
 }
 
 // collectTop makes one pass over the document's top-level blocks: it
-// returns the headings and the lists, and records the lines of thematic
-// breaks.
-func (r *parseState) collectTop(doc ast.Node) ([]heading, []*ast.List) {
-	var hs []heading
-	var lists []*ast.List
+// returns the headings, lists, table-like paragraphs and code blocks, and
+// records the lines of thematic breaks.
+func (r *parseState) collectTop(doc ast.Node) topBlocks {
+	var top topBlocks
 	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
 		switch n := n.(type) {
 		case *ast.Heading:
 			if h, ok := r.topHeading(n); ok {
-				hs = append(hs, h)
+				top.hs = append(top.hs, h)
 			}
 		case *ast.List:
-			lists = append(lists, n)
+			top.lists = append(top.lists, n)
+		case *rawParagraph, *ast.Paragraph:
+			if l := n.Lines(); l.Len() > 1 && r.body[l.At(0).Start] == '|' {
+				top.tables = append(top.tables, n)
+			}
+		case *ast.FencedCodeBlock, *ast.CodeBlock:
+			if span, ok := r.blockLines(n); ok {
+				top.code = append(top.code, span)
+			}
 		case *ast.ThematicBreak:
 			if n.Pos() >= 0 {
 				if r.breakLines == nil {
@@ -438,7 +472,29 @@ func (r *parseState) collectTop(doc ast.Node) ([]heading, []*ast.List) {
 			}
 		}
 	}
-	return hs, lists
+	return top
+}
+
+// blockLines returns the 0-based first and last lines of a code block,
+// fences included.
+func (r *parseState) blockLines(n ast.Node) ([2]int, bool) {
+	pos := n.Pos()
+	lines := n.Lines()
+	if pos < 0 && lines.Len() > 0 {
+		pos = lines.At(0).Start
+	}
+	if pos < 0 {
+		return [2]int{}, false
+	}
+	first := r.lineOf(r.abs(pos))
+	last := first
+	if lines.Len() > 0 {
+		last = r.lineOf(r.abs(lines.At(lines.Len() - 1).Start))
+	}
+	if _, fenced := n.(*ast.FencedCodeBlock); fenced {
+		last++ // the closing fence
+	}
+	return [2]int{first, last}, true
 }
 
 func (r *parseState) topHeading(n *ast.Heading) (heading, bool) {
@@ -466,8 +522,19 @@ func (r *parseState) topHeading(n *ast.Heading) (heading, bool) {
 		lastLine++
 	}
 	h.end = r.lineEnd(lastLine)
-	h.label = parseLabel(h.title, false)
-	h.isTask = h.label.kind != labelNone
+	title := h.title
+	if len(title) >= 3 && title[0] == '[' && title[2] == ']' && strings.ContainsRune(" xX", rune(title[1])) {
+		h.box = 1
+		if title[1] != ' ' {
+			h.box = 2
+		}
+		title = title[3:]
+	}
+	h.label = parseLabelWith(title, true, true)
+	switch h.label.kind {
+	case labelTask, labelStep, labelSpecKit:
+		h.isTask = true
+	}
 	return h, true
 }
 
@@ -567,103 +634,6 @@ func (r *parseState) listTasks(list *ast.List, items []checkItem) []checkItem {
 	return items
 }
 
-// findTasks decides the plan's form and the tasks' spans, ids and titles.
-func (r *parseState) findTasks(doc ast.Node) {
-	hs, lists := r.collectTop(doc)
-	hasTaskHeading := false
-	for _, h := range hs {
-		if h.isTask {
-			hasTaskHeading = true
-			break
-		}
-	}
-
-	if hasTaskHeading {
-		r.plan.Form = FormHeadings
-		curEnd := -1
-		var cur *taskBuild
-		for i, h := range hs {
-			if h.start < curEnd {
-				if h.isTask && h.label.kind == cur.kind {
-					r.diag(r.lineOf(h.start)+1, 1, SeverityWarning,
-						"heading %q is nested under task %s (level %d inside level %d) and is part of it, not a task; use the same heading level for every task",
-						h.title, cur.ID, h.level, cur.Level)
-				}
-				continue
-			}
-			if !h.isTask {
-				continue
-			}
-			end := len(r.src)
-			for _, next := range hs[i+1:] {
-				if next.level <= h.level {
-					end = next.start
-					break
-				}
-			}
-			t := taskBuild{kind: h.label.kind, headEnd: h.end}
-			t.ID = h.label.id
-			t.explicitID = true
-			t.Title = h.label.title
-			t.Start = h.start
-			t.End = r.trimEnd(h.start, end, true)
-			t.Level = h.level
-			r.tasks = append(r.tasks, t)
-			cur = &r.tasks[len(r.tasks)-1]
-			curEnd = end
-		}
-		// Checklist items outside every task are not tasks: say so. Lists
-		// inside tasks hold steps and need no look.
-		var stray []checkItem
-		for _, l := range lists {
-			if l.Pos() >= 0 && r.taskAt(r.abs(l.Pos())) < 0 {
-				stray = r.listTasks(l, stray)
-			}
-		}
-		for _, it := range stray {
-			r.diag(r.lineOf(it.start)+1, 1, SeverityWarning,
-				"checklist item outside every task heading is not a task (this plan's tasks are its %q headings)", exampleHeading(r.tasks[0]))
-		}
-		return
-	}
-
-	var items []checkItem
-	for _, l := range lists {
-		items = r.listTasks(l, items)
-	}
-
-	if len(items) == 0 {
-		return
-	}
-	r.plan.Form = FormChecklist
-	hi, section := 0, ""
-	for _, it := range items {
-		for ; hi < len(hs) && hs[hi].start < it.start; hi++ {
-			if hs[hi].level >= 2 { // a level-1 heading is the plan's title
-				section = hs[hi].title
-			}
-		}
-		rest := it.first[3:] // after "[ ]"
-		t := taskBuild{}
-		if len(rest) > 0 && rest[0] == '*' {
-			t.Optional = true
-			rest = rest[1:]
-		}
-		lab := parseLabel(string(rest), true)
-		t.kind = lab.kind
-		if lab.kind != labelNone {
-			t.ID, t.Title, t.explicitID = lab.id, lab.title, true
-		} else {
-			t.Title = strings.TrimSpace(string(rest))
-		}
-		t.Checked = it.box.IsChecked
-		t.Start, t.End = it.start, it.end
-		t.headEnd = r.lineEnd(r.lineOf(it.start))
-		t.Section = section
-		r.tasks = append(r.tasks, t)
-	}
-}
-
 func exampleHeading(t taskBuild) string {
 	switch t.kind {
 	case labelStep:
@@ -696,6 +666,7 @@ func (r *parseState) scanTaskContents(doc ast.Node) {
 			if line, stray := r.scanVerify(n); stray {
 				strayVerify = append(strayVerify, line)
 			}
+			r.checkNestedFence(n)
 		case *ast.ListItem:
 			r.countStep(n)
 		}
@@ -809,9 +780,12 @@ func (r *parseState) numberTasks() {
 
 // finishTasks fills texts and lines, and decides checked and empty.
 func (r *parseState) finishTasks() {
+	// One copy of the file that every text is a substring of: a plan of
+	// many tasks would otherwise make as many allocations.
+	text := string(r.src)
 	for i := range r.tasks {
 		t := &r.tasks[i]
-		t.Text = string(r.src[t.Start:t.End])
+		t.Text = text[t.Start:t.End]
 		t.Line = r.lineOf(t.Start) + 1
 		t.EndLine = r.lineOf(t.End-1) + 1
 		t.hasBody = t.headEnd < t.End && !isBlank(r.src[t.headEnd:t.End])
@@ -819,9 +793,24 @@ func (r *parseState) finishTasks() {
 			t.Checked = true
 		}
 	}
-	if len(r.tasks) > 0 {
-		r.plan.Preamble = string(r.src[r.base:r.tasks[0].Start])
-	} else {
-		r.plan.Preamble = string(r.body)
+	if len(r.tasks) == 0 || r.plan.Form == FormTodos {
+		r.plan.Preamble = text[r.base:]
+		return
 	}
+	r.plan.Preamble = text[r.base:r.tasks[0].Start]
+	last := r.tasks[len(r.tasks)-1].End
+	if r.hasText(last, len(r.src)) {
+		r.plan.Trailer = text[last:]
+	}
+}
+
+// hasText reports whether src[from:to], which starts at a line start,
+// holds a line that is neither blank nor a thematic break.
+func (r *parseState) hasText(from, to int) bool {
+	for l := r.lineOf(from); l < len(r.lines) && r.lines[l] < to; l++ {
+		if !isBlank(lineText(r.src, r.lines, l)) && !r.breakLines[l] {
+			return true
+		}
+	}
+	return false
 }

@@ -5,20 +5,33 @@
 //
 // # Task forms
 //
-// A plan is CommonMark with GFM task lists, parsed with goldmark. The first
-// of these forms present in a plan defines its tasks:
+// A plan is CommonMark with GFM task lists, parsed with goldmark. Each
+// convention people write plans in has a reader; [Forms] lists them in
+// order of precedence, and the first that finds tasks defines them unless
+// it leaves more text between its tasks than in them, when a later one
+// that does better wins ([Plan.Reading] says which, and lint warns when
+// another reading was plausible). [Options.Form] or front matter "form:"
+// forces one. The two classic forms:
 //
 //  1. Task headings: a heading (at the top level of the document, not inside
 //     a list or a block quote) whose text starts "Task N", "Step N" or a
 //     spec-kit id "T001", optionally followed by ":", ".", ")" or a dash and
 //     a title: "### Task 3: Add login", "## Task 10 — Retry", "## Step 2.
-//     Wire it up". N may be dotted ("Task 3.2"). Emphasis around the label
-//     is allowed ("## **Task 3:** Add login").
+//     Wire it up". N may be dotted ("Task 3.2") or carry a letter prefix
+//     ("Task S1.1"). Emphasis around the label is allowed ("## **Task 3:**
+//     Add login"); so is a checkbox before it ("#### [ ] T-001: Title").
 //  2. Checklist tasks: top-level list items with a task marker ("- [ ]",
 //     "- [x]", "- [X]"), optionally with an id: "- [ ] 3. Title",
-//     "- [ ] 3.2 Title", "- [ ] T001 [P] [US1] Title", "- [ ] Task 3: Title";
-//     Kiro's optional marker "- [ ]* 2. Title" sets [Task.Optional].
-//  3. Otherwise the plan has no tasks: a lint error, not a guess.
+//     "- [ ] 3.2 Title", "- [ ] T001 [P] [US1] Title", "- [ ] Task 3: Title",
+//     "- [ ] **P0-1: Title**"; Kiro's optional marker "- [ ]* 2. Title" sets
+//     [Task.Optional]. Items under an aside heading ("Definition of done",
+//     "Completed") are context while other items exist; "1.1" right after
+//     "1." is folded into it.
+//
+// The others: front matter todos (Cursor), <task> blocks, numbered lists
+// under a heading naming the work, table rows with an id column, and
+// numbered or phase section headings. docs/plan-format.md has them all.
+// Otherwise the plan has no tasks: a lint error, not a guess.
 //
 // Fenced and indented code, HTML blocks and block quotes are never scanned
 // for tasks (the markdown parser says what is code, not a regular
@@ -56,7 +69,9 @@
 //
 // # Everything else
 //
-// Everything between the front matter and the first task is the preamble.
+// Everything between the front matter and the first task is the preamble;
+// text after the last task that is more than blank lines is the
+// [Plan.Trailer], context like the preamble.
 // Optional YAML front matter ("---" on the first line, closed by "---" or
 // "...") holds plan-level settings; see [FrontMatterKeys]. Front matter over
 // [MaxFrontMatter] or using YAML aliases ("*name") is an error and is not
@@ -87,9 +102,19 @@ type Form string
 
 const (
 	FormNone      Form = ""          // no tasks
+	FormTodos     Form = "todos"     // front matter "todos:" (Cursor plans)
 	FormHeadings  Form = "headings"  // "### Task 3: Title" headings
+	FormXML       Form = "xml"       // <task> ... </task> blocks
 	FormChecklist Form = "checklist" // top-level "- [ ] ..." items
+	FormNumbered  Form = "numbered"  // "1. ..." items under a Tasks heading
+	FormTable     Form = "table"     // one task per table row
+	FormSections  Form = "sections"  // "## Phase 1", "### 12.1 — Title" headings
 )
+
+// Options change how a plan is read.
+type Options struct {
+	Form Form // read the tasks in this form only (FormNone: choose)
+}
 
 // Plan is a parsed plan file.
 type Plan struct {
@@ -98,8 +123,10 @@ type Plan struct {
 	Size        int            // bytes
 	FrontMatter map[string]any // nil when the plan has none
 	BodyStart   int            // offset of the first byte after BOM and front matter
-	Preamble    string         // exact bytes from BodyStart to the first task
+	Preamble    string         // exact bytes from BodyStart to the first task (all the body for FormTodos)
+	Trailer     string         // exact bytes after the last task when they hold more than blank lines and breaks
 	Form        Form
+	Reading     Reading // how the tasks were read
 	Tasks       []Task
 }
 
@@ -120,6 +147,7 @@ type Task struct {
 	Verify   string   `json:"verify,omitempty"`   // the first ```verify block's content, LF line endings
 	Section  string   `json:"section,omitempty"`  // checklist tasks: the closest heading above, level 2 or deeper ("Phase 1: Setup")
 	Level    int      `json:"level,omitempty"`    // heading level of a heading task; 0 for checklist tasks
+	Labels   []string `json:"labels,omitempty"`   // spec-kit markers after the id ("P", "US1"), out of the title
 
 	explicitID bool
 }
@@ -187,12 +215,15 @@ func Errors(ds []Diagnostic) []Diagnostic {
 // when the file could not be read at all (missing, unreadable, a directory,
 // over [MaxSize]); the diagnostics then hold the same finding, so a linter
 // can print diagnostics alone. The plan is nil exactly when err is.
-func ReadFile(path string) (*Plan, []Diagnostic, error) {
+func ReadFile(path string) (*Plan, []Diagnostic, error) { return ReadFileWith(path, Options{}) }
+
+// ReadFileWith is ReadFile with options.
+func ReadFileWith(path string, opts Options) (*Plan, []Diagnostic, error) {
 	src, err := readLimited(path)
 	if err != nil {
 		return nil, []Diagnostic{{Path: path, Severity: SeverityError, Message: err.Error()}}, err
 	}
-	p, ds := Parse(path, src)
+	p, ds := ParseWith(path, src, opts)
 	return p, ds, nil
 }
 

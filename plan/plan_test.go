@@ -22,6 +22,12 @@ type fataler interface {
 func checkInvariants(t fataler, src []byte, p *Plan) {
 	t.Helper()
 	prevEnd := p.BodyStart
+	if p.Form == FormTodos { // the tasks are in the front matter, the body is context
+		prevEnd = 0
+		if p.Preamble != string(src[p.BodyStart:]) {
+			t.Fatalf("todos: the preamble is not the whole body")
+		}
+	}
 	for i, tk := range p.Tasks {
 		if tk.Ordinal != i+1 {
 			t.Fatalf("task %d: ordinal %d", i, tk.Ordinal)
@@ -48,7 +54,7 @@ func checkInvariants(t fataler, src []byte, p *Plan) {
 			t.Fatalf("task %s: lines %d-%d, want %d-%d", tk.ID, tk.Line, tk.EndLine, wantLine, wantEnd)
 		}
 	}
-	if len(p.Tasks) > 0 && p.Preamble != string(src[p.BodyStart:p.Tasks[0].Start]) {
+	if len(p.Tasks) > 0 && p.Form != FormTodos && p.Preamble != string(src[p.BodyStart:p.Tasks[0].Start]) {
 		t.Fatalf("preamble is not the bytes before the first task")
 	}
 }
@@ -158,8 +164,8 @@ Depends on: 1
 			form: FormChecklist,
 			want: []taskWant{
 				{"T001", "Create project structure", 5, 5, true, nil},
-				{"T002", "[P] [US1] Create model in src/models/user.py", 6, 6, false, nil},
-				{"T003", "[US1] Implement service (depends on T001, T002)", 10, 10, false, []string{"T001", "T002"}},
+				{"T002", "Create model in src/models/user.py", 6, 6, false, nil},
+				{"T003", "Implement service (depends on T001, T002)", 10, 10, false, []string{"T001", "T002"}},
 			},
 		},
 		{
@@ -292,7 +298,12 @@ func TestParseLabel(t *testing.T) {
 		{"Step 2", false, labelStep, "2", ""},
 		{"Task 3.2: Sub", false, labelTask, "3.2", "Sub"},
 		{"Task #4: Hash", false, labelTask, "4", "Hash"},
-		{"T001 [P] [US1] Create", false, labelSpecKit, "T001", "[P] [US1] Create"},
+		{"T001 [P] [US1] Create", false, labelSpecKit, "T001", "Create"},
+		{"T-001: Create the project", false, labelCode, "T-001", "Create the project"},
+		{"**P0-1: Remove test data**", false, labelCode, "P0-1", "Remove test data"},
+		{"S3 bucket policy", false, labelNone, "", ""},
+		{"Task S1.1: Create the secrets module", false, labelTask, "S1.1", "Create the secrets module"},
+		{"12.1 — Fix the parser", true, labelNumber, "12.1", "Fix the parser"},
 		{"T012: Model", false, labelSpecKit, "T012", "Model"},
 		{"**Step 1: Write the test**", false, labelStep, "1", "Write the test"},
 		{"**Task 1:** Do **X**", false, labelTask, "1", "Do **X**"},
@@ -366,7 +377,7 @@ var examples = map[string]struct {
 	"crlf.md":          {FormHeadings, []string{"1", "2"}},
 	"checklist.md":     {FormChecklist, []string{"1", "2", "3", "4", "5", "6"}},
 	"kiro-tasks.md":    {FormChecklist, []string{"1", "2", "3", "4", "5", "6", "7"}},
-	"kiro-flat.md":     {FormChecklist, []string{"1", "2", "2.1", "2.2", "3", "4"}},
+	"kiro-flat.md":     {FormChecklist, []string{"1", "2", "3", "4"}},
 	"speckit-tasks.md": {FormChecklist, speckitIDs(24)},
 }
 

@@ -55,7 +55,7 @@ It is git's own blame along the run's boundary chain
 				return errorf("blame works on runs started by this implloop or later", "run %s has no boundary commits to blame from", run.ID)
 			}
 			if err != nil {
-				return errorf("FILE must be a file of the repository, at the run's last boundary or in the work tree now", "blame %s: %v", args[0], err)
+				return errorf("FILE must be a file of the repository, at the run's last boundary or in the work tree now", "blame %s: %w", args[0], err)
 			}
 			if asJSON {
 				b, err := json.MarshalIndent(bl, "", "  ")

@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
 )
@@ -22,6 +23,7 @@ import (
 type checkOptions struct {
 	io    *ioStreams
 	globs []string
+	ctx   context.Context // nil: not cancelled
 }
 
 func newCheckCmd(io *ioStreams) *cobra.Command {
@@ -63,6 +65,7 @@ EXIT STATUS
 					return usagef("--plans takes a path.Match pattern such as 'docs/*.md'", "--plans %q: %v", g, err)
 				}
 			}
+			o.ctx = cmd.Context()
 			return checkRun(o)
 		},
 	}
@@ -79,8 +82,8 @@ type staged struct {
 // stagedChanges lists what a commit would record: the index against HEAD
 // (against the empty tree before the first commit). Renames are listed as
 // a deletion and an addition, so a file moved into .implloop/ is seen.
-func stagedChanges(root string) ([]staged, error) {
-	out, err := gitOutput(root, "diff", "--cached", "--name-status", "-z", "--no-renames", "--no-ext-diff")
+func stagedChanges(ctx context.Context, root string) ([]staged, error) {
+	out, err := gitOutput(ctx, root, "diff", "--cached", "--name-status", "-z", "--no-renames", "--no-ext-diff")
 	if err != nil {
 		return nil, err
 	}
@@ -103,16 +106,9 @@ func parseNameStatus(out []byte) []staged {
 
 // gitOutput runs a read-only git command in root. --no-optional-locks
 // keeps git from refreshing the index, so check writes nothing.
-func gitOutput(root string, args ...string) ([]byte, error) {
-	c := exec.Command("git", append([]string{"--no-optional-locks"}, args...)...)
-	c.Dir = root
-	var stderr bytes.Buffer
-	c.Stderr = &stderr
-	out, err := c.Output()
-	if err != nil {
-		return nil, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return out, nil
+func gitOutput(ctx context.Context, root string, args ...string) ([]byte, error) {
+	out, _, err := gitcmd.Run(ctx, gitcmd.Options{Dir: root}, append([]string{"--no-optional-locks"}, args...)...)
+	return out, err
 }
 
 func checkRun(o *checkOptions) error {
@@ -120,9 +116,9 @@ func checkRun(o *checkOptions) error {
 	if err != nil {
 		return err
 	}
-	changes, err := stagedChanges(root)
+	changes, err := stagedChanges(o.ctx, root)
 	if err != nil {
-		return errorf("", "%s", err)
+		return errorf("", "%w", err)
 	}
 	w := o.io.ErrOut
 	refused := 0
@@ -167,9 +163,9 @@ func checkRun(o *checkOptions) error {
 		if !journaled && !matchesAny(o.globs, c.path) {
 			continue
 		}
-		src, err := gitOutput(root, "cat-file", "blob", ":"+c.path)
+		src, err := gitOutput(o.ctx, root, "cat-file", "blob", ":"+c.path)
 		if err != nil {
-			return errorf("", "read the staged %s: %s", c.path, err)
+			return errorf("", "read the staged %s: %w", c.path, err)
 		}
 		_, diags := plan.Parse(c.path, src)
 		printDiagnostics(o.io.Out, diags)

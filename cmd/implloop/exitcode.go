@@ -83,6 +83,25 @@ func exitWith(code int) error {
 	return &exitCodeError{code: code}
 }
 
+// interruptedError is an error that came after SIGINT or SIGTERM: the
+// command failed because it was stopped.
+type interruptedError struct{ err error }
+
+func (e *interruptedError) Error() string        { return e.err.Error() }
+func (e *interruptedError) Unwrap() error        { return e.err }
+func (e *interruptedError) Is(target error) bool { return target == context.Canceled }
+
+// interrupted marks err as the outcome of a signal (exit 130), unless it
+// already carries its own exit code or is a usage error.
+func interrupted(err error) error {
+	var ec *exitCodeError
+	var ue *usageError
+	if errors.As(err, &ec) || errors.As(err, &ue) {
+		return err
+	}
+	return &interruptedError{err: err}
+}
+
 // exitCodeFor decides the exit code of an error and prints it to stderr in
 // the `implloop: error: ...` / `implloop: hint: ...` form.
 func exitCodeFor(err error, stderr io.Writer) int {

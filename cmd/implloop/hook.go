@@ -2,14 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/spf13/cobra"
 )
 
@@ -95,13 +96,10 @@ is not implloop's is left alone; uninstalling twice is fine.
 // core.hooksPath (relative to the worktree root) when set, else the
 // common git dir's hooks/ (shared by linked worktrees).
 func hooksDir(root string) (string, error) {
-	c := exec.Command("git", "config", "--get", "core.hooksPath")
-	c.Dir = root
-	out, err := c.Output()
-	var ee *exec.ExitError
+	out, err := gitcmd.Output(context.Background(), root, "config", "--get", "core.hooksPath")
 	switch {
-	case err == nil && strings.TrimSpace(string(out)) != "":
-		p := strings.TrimSpace(string(out))
+	case err == nil && strings.TrimSpace(out) != "":
+		p := strings.TrimSpace(out)
 		if p == "~" || strings.HasPrefix(p, "~/") {
 			home, err := os.UserHomeDir()
 			if err != nil {
@@ -113,16 +111,13 @@ func hooksDir(root string) (string, error) {
 			p = filepath.Join(root, p)
 		}
 		return filepath.Clean(p), nil
-	case err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1):
-		return "", fmt.Errorf("git config --get core.hooksPath: %w", err)
+	case err != nil && gitcmd.ExitCode(err) != 1: // 1: not set
+		return "", fmt.Errorf("core.hooksPath: %w", err)
 	}
-	c = exec.Command("git", "rev-parse", "--git-common-dir")
-	c.Dir = root
-	out, err = c.Output()
+	common, err := gitcmd.Output(context.Background(), root, "rev-parse", "--git-common-dir")
 	if err != nil {
-		return "", fmt.Errorf("git rev-parse --git-common-dir: %w", err)
+		return "", err
 	}
-	common := strings.TrimSpace(string(out))
 	if !filepath.IsAbs(common) {
 		common = filepath.Join(root, common)
 	}
@@ -168,7 +163,7 @@ func hookPaths(io *ioStreams) (hook, chained string, err error) {
 	}
 	dir, err := hooksDir(root)
 	if err != nil {
-		return "", "", errorf("", "%s", err)
+		return "", "", errorf("", "%w", err)
 	}
 	hook = filepath.Join(dir, "pre-commit")
 	return hook, hook + chainedSuffix, nil
@@ -185,7 +180,7 @@ func hookInstall(io *ioStreams, force bool) error {
 	_, err = os.Lstat(hook)
 	existing := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return errorf("", "%v", err)
+		return errorf("", "%w", err)
 	}
 	var cur []byte
 	if existing {
@@ -208,7 +203,7 @@ func hookInstall(io *ioStreams, force bool) error {
 				"%s is not implloop's, and %s already exists: refusing to chain over it", hook, chained)
 		}
 		if err := os.Rename(hook, chained); err != nil {
-			return errorf("", "keep the existing hook: %v", err)
+			return errorf("", "keep the existing hook: %w", err)
 		}
 		if err := writeHook(hook, want); err != nil {
 			// Put the user's hook back rather than leave none.
@@ -220,7 +215,7 @@ func hookInstall(io *ioStreams, force bool) error {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
-		return errorf("", "create the hooks directory: %v", err)
+		return errorf("", "create the hooks directory: %w", err)
 	}
 	if err := writeHook(hook, want); err != nil {
 		return err
@@ -233,18 +228,18 @@ func hookInstall(io *ioStreams, force bool) error {
 func writeHook(path string, b []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), ".pre-commit.implloop-*")
 	if err != nil {
-		return errorf("", "write the hook: %v", err)
+		return errorf("", "write the hook: %w", err)
 	}
 	tmp := f.Name()
 	_, werr := f.Write(b)
 	cerr := f.Close()
 	if err := errors.Join(werr, cerr, os.Chmod(tmp, 0o755)); err != nil {
 		os.Remove(tmp)
-		return errorf("", "write the hook %s: %v", path, err)
+		return errorf("", "write the hook %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return errorf("", "write the hook %s: %v", path, err)
+		return errorf("", "write the hook %s: %w", path, err)
 	}
 	return nil
 }
@@ -266,7 +261,7 @@ func hookUninstall(io *ioStreams) error {
 		}
 		if hasChained {
 			if err := os.Rename(chained, hook); err != nil {
-				return errorf("", "restore %s: %v", chained, err)
+				return errorf("", "restore %s: %w", chained, err)
 			}
 			fmt.Fprintf(io.ErrOut, "implloop: no implloop hook at %s; restored the chained hook there\n", hook)
 			return nil
@@ -274,7 +269,7 @@ func hookUninstall(io *ioStreams) error {
 		fmt.Fprintf(io.ErrOut, "implloop: no pre-commit hook at %s; nothing to do\n", hook)
 		return nil
 	case err != nil:
-		return errorf("", "read %s: %v", hook, err)
+		return errorf("", "read %s: %w", hook, err)
 	case !isOurHook(cur):
 		fmt.Fprintf(io.ErrOut, "implloop: the pre-commit hook at %s is not implloop's; leaving it alone\n", hook)
 		if hasChained {
@@ -284,13 +279,13 @@ func hookUninstall(io *ioStreams) error {
 	}
 	if hasChained {
 		if err := os.Rename(chained, hook); err != nil {
-			return errorf("", "restore %s: %v", chained, err)
+			return errorf("", "restore %s: %w", chained, err)
 		}
 		fmt.Fprintf(io.ErrOut, "implloop: removed implloop's pre-commit hook; restored the previous hook at %s\n", hook)
 		return nil
 	}
 	if err := os.Remove(hook); err != nil {
-		return errorf("", "remove %s: %v", hook, err)
+		return errorf("", "remove %s: %w", hook, err)
 	}
 	fmt.Fprintf(io.ErrOut, "implloop: removed the pre-commit hook at %s\n", hook)
 	return nil

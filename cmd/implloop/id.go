@@ -1,11 +1,10 @@
 package main
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/gitcmd"
 )
 
 type idOptions struct {
@@ -149,14 +149,8 @@ func idProjectDir(opts *idOptions) (string, error) {
 		return dir, nil
 	}
 	wd := opts.io.workingDir
-	var out bytes.Buffer
-	cmd := exec.Command("git", "rev-parse", "--show-toplevel")
-	cmd.Dir = wd
-	cmd.Stdout = &out
-	if cmd.Run() == nil {
-		if top := strings.TrimSpace(out.String()); top != "" {
-			return top, nil
-		}
+	if top, err := gitcmd.Output(context.Background(), wd, "rev-parse", "--show-toplevel"); err == nil && top != "" {
+		return top, nil
 	}
 	return wd, nil
 }

@@ -12,6 +12,7 @@ type lintOptions struct {
 	io     *ioStreams
 	paths  []string
 	strict bool
+	form   formFlag
 }
 
 func newLintCmd(io *ioStreams) *cobra.Command {
@@ -34,6 +35,10 @@ file over 32 MiB, a file that cannot be read, front matter that is not valid
 YAML or holds a value of the wrong type. Warnings: unknown front matter keys,
 forward dependencies, ids out of order, and other things worth a look.
 
+On stderr, one line per plan says how its tasks were read (the form and
+the count) with notes on what was left out; a warning says when another
+reading was plausible, and --form forces one (see docs/plan-format.md).
+
 Exit 0 when no plan has an error, 1 when one does; with --strict, warnings
 fail too.
 
@@ -51,14 +56,22 @@ fail too.
 		},
 	}
 	cmd.Flags().BoolVar(&opts.strict, "strict", false, "fail on warnings too")
+	opts.form.register(cmd)
 	return cmd
 }
 
 func lintRun(opts *lintOptions) error {
+	popts, err := opts.form.options("lint")
+	if err != nil {
+		return err
+	}
 	errs, warns := 0, 0
 	for _, path := range opts.paths {
-		_, diags, _ := plan.ReadFile(path) // an unreadable file is a diagnostic too
+		p, diags, _ := plan.ReadFileWith(path, popts) // an unreadable file is a diagnostic too
 		printDiagnostics(opts.io.Out, diags)
+		if p != nil {
+			printReading(opts.io.ErrOut, "implloop: lint: ", p)
+		}
 		n := len(plan.Errors(diags))
 		errs += n
 		warns += len(diags) - n

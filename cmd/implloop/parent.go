@@ -19,7 +19,7 @@ func resumeSettings(parent *cache.Run, planPath string) (loop.Settings, error) {
 	s := loop.DefaultSettings()
 	if len(parent.Settings) > 0 {
 		if err := json.Unmarshal(parent.Settings, &s); err != nil {
-			return s, errorf("", "run %s: settings in the journal: %v", parent.ID, err)
+			return s, errorf("", "run %s: settings in the journal: %w", parent.ID, err)
 		}
 	}
 	if planPath != "" {

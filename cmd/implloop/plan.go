@@ -19,6 +19,7 @@ type planOptions struct {
 	path      string
 	json      bool
 	taskRange string
+	form      formFlag
 }
 
 func newPlanCmd(io *ioStreams) *cobra.Command {
@@ -36,6 +37,10 @@ func newPlanCmdWith(io *ioStreams, runF func(*planOptions) error) *cobra.Command
 the preamble's sha256, and for every task its id, title, line range, whether
 it is checked, and the sha256 of its text (CRLF turned into LF), which is
 what a run's identity covers. Diagnostics go to stderr; see 'implloop lint'.
+
+The "tasks" line says how the tasks were read (the form and the count),
+with a note for what was left out; --form forces a form (see
+docs/plan-format.md for the forms and their precedence).
 
 It only reads the plan: nothing is written anywhere.
 
@@ -59,6 +64,7 @@ Ids compare by their numeric part, so 10:13 also selects T010 to T013, and
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON instead of a table")
 	cmd.Flags().StringVar(&opts.taskRange, "task-range", "", "only these tasks (10:13, 10:, :5, 7, T010:T013)")
 	_ = cmd.RegisterFlagCompletionFunc("task-range", completeTaskRange(io, planArg))
+	opts.form.register(cmd)
 	return cmd
 }
 
@@ -68,6 +74,8 @@ type planJSON struct {
 	SHA256         string         `json:"sha256"`
 	PreambleSHA256 string         `json:"preamble_sha256"`
 	Form           string         `json:"form"`
+	Reading        string         `json:"reading"`
+	Notes          []string       `json:"notes,omitempty"`
 	Count          int            `json:"count"`
 	Range          string         `json:"range,omitempty"`
 	FrontMatter    map[string]any `json:"front_matter,omitempty"`
@@ -83,6 +91,7 @@ type taskJSON struct {
 	Checked    bool     `json:"checked"`
 	Optional   bool     `json:"optional,omitempty"`
 	Section    string   `json:"section,omitempty"`
+	Labels     []string `json:"labels,omitempty"`
 	Deps       []string `json:"deps,omitempty"`
 	Verify     string   `json:"verify,omitempty"`
 	TextSHA256 string   `json:"text_sha256"`
@@ -93,7 +102,11 @@ func planRun(opts *planOptions) error {
 	if err != nil {
 		return usagef("run 'implloop plan --help' for the task range forms", "%s", err)
 	}
-	p, diags, err := plan.ReadFile(opts.path)
+	popts, err := opts.form.options("plan")
+	if err != nil {
+		return err
+	}
+	p, diags, err := plan.ReadFileWith(opts.path, popts)
 	if err != nil {
 		return errorf("check the path; a plan is a markdown file of at most 32 MiB", "%s: %s", opts.path, err)
 	}
@@ -119,6 +132,8 @@ func planRun(opts *planOptions) error {
 		SHA256:         sel.PlanSHA256,
 		PreambleSHA256: sel.PreambleSHA256,
 		Form:           string(p.Form),
+		Reading:        p.Reading.String(),
+		Notes:          p.Reading.Notes,
 		Count:          sel.Count,
 		Range:          r.String(),
 		FrontMatter:    p.FrontMatter,
@@ -129,7 +144,7 @@ func planRun(opts *planOptions) error {
 		out.Tasks = append(out.Tasks, taskJSON{
 			ID: t.ID, Ordinal: t.Ordinal, Title: t.Title,
 			Line: t.Line, EndLine: t.EndLine, Checked: t.Checked,
-			Optional: pt.Optional, Section: pt.Section,
+			Optional: pt.Optional, Section: pt.Section, Labels: pt.Labels,
 			Deps: t.Deps, Verify: t.Verify,
 			TextSHA256: extractor.SHA256Hex(t.Text),
 		})
@@ -142,7 +157,7 @@ func planRun(opts *planOptions) error {
 			return err
 		}
 	} else {
-		printPlanTable(opts.io.Out, &out, len(sel.Preamble))
+		printPlanTable(opts.io.Out, &out, len(sel.Preamble), p.Reading.Source())
 	}
 	if failed {
 		return exitWith(exitError)
@@ -150,7 +165,7 @@ func planRun(opts *planOptions) error {
 	return nil
 }
 
-func printPlanTable(w io.Writer, p *planJSON, preambleBytes int) {
+func printPlanTable(w io.Writer, p *planJSON, preambleBytes int, source string) {
 	fmt.Fprintf(w, "plan      %s\n", p.Path)
 	fmt.Fprintf(w, "sha256    %s\n", p.SHA256)
 	fmt.Fprintf(w, "preamble  %s (%d bytes)\n", p.PreambleSHA256, preambleBytes)
@@ -158,7 +173,11 @@ func printPlanTable(w io.Writer, p *planJSON, preambleBytes int) {
 	if p.Range != "" {
 		tasks = fmt.Sprintf("%d of %d (range %s)", len(p.Tasks), p.Count, p.Range)
 	}
-	fmt.Fprintf(w, "tasks     %s, form %s\n\n", tasks, p.Form)
+	fmt.Fprintf(w, "tasks     %s, form %s (%s)\n", tasks, p.Form, source)
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "note      %s\n", n)
+	}
+	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tLINES\tDONE\tDEPS\tTEXT SHA256\tTITLE")

@@ -113,6 +113,8 @@ func (p *progress) Event(e loop.Event) {
 		fmt.Fprintf(w, "implloop: run %s%s: %s, %d task(s), plan sha256 %.12s\n", e.RunID, parent, e.Plan, e.Count, e.PlanSHA)
 	case loop.EvJournalMoved:
 		fmt.Fprintf(w, "implloop: %s\n", e.Message)
+	case loop.EvWarning:
+		fmt.Fprintf(w, "implloop: warning: %s\n", e.Message)
 	case loop.EvResumePlan:
 		fmt.Fprint(w, formatPlan(e.Tasks, false))
 	case loop.EvBoundary:

@@ -1,19 +1,33 @@
 package main
 
 import (
+	"context"
 	"errors"
-	"sort"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
 )
 
-func newResumeCmd(io *ioStreams) *cobra.Command {
+// resumeOptions are what `resume` was asked: the run to resume, the plan
+// path if given, the settings its flags give (Flags names them) and the
+// flags that are not settings.
+type resumeOptions struct {
+	io       *ioStreams
+	runRef   string
+	planPath string
+	given    loop.Settings
+	flags    *runFlags
+}
+
+func newResumeCmd(io *ioStreams) *cobra.Command { return newResumeCmdWith(io, resumeRun) }
+
+// newResumeCmdWith takes the function that does the work, so a test can
+// check flag parsing and validation alone.
+func newResumeCmdWith(io *ioStreams, runF func(context.Context, *resumeOptions) error) *cobra.Command {
 	f := &runFlags{}
-	var runRef, planPath string
+	o := &resumeOptions{io: io, flags: f}
 	cmd := &cobra.Command{
 		Use:   "resume [--run ID]",
 		Short: "Start a new run from a run's journal: replay what is unchanged, run the rest live",
@@ -60,38 +74,16 @@ remove it.
 		Args:              exactArgs(0, "no arguments (use --run ID)"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root, err := repoRoot(io.workingDir)
+			given, err := f.settings(cmd.Flags())
 			if err != nil {
 				return err
 			}
-			j, parent, err := openRunWith(io, []string{runRef}, openUpgrading)
-			if err != nil {
-				return err
-			}
-			j.Close()
-			plan := ""
-			if planPath != "" {
-				plan = journalPlanPath(root, io.workingDir, planPath)
-			}
-			s, err := resumeSettings(parent, plan)
-			if err != nil {
-				return err
-			}
-			s = overrideSettings(s, cmd.Flags(), f)
-			if err := s.Validate(); err != nil {
-				var envErr *loop.EnvNameError
-				if errors.As(err, &envErr) && !cmd.Flags().Changed("env") {
-					// Inherited: every resume of that run would fail the same way.
-					return usagef("pass --env again with the names you mean (it replaces the inherited list)",
-						"%s: inherited from run %s", err, parent.ID)
-				}
-				return usagef("run 'implloop resume --help' for the accepted values", "%s", err)
-			}
-			return runLoop(cmd.Context(), io, s, parent.ID, f)
+			o.given = given
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&runRef, "run", "", "the run to resume: an id or a unique prefix (default: the latest run)")
-	cmd.Flags().StringVar(&planPath, "plan", "", "the plan file (default: the parent's)")
+	cmd.Flags().StringVar(&o.runRef, "run", "", "the run to resume: an id or a unique prefix (default: the latest run)")
+	cmd.Flags().StringVar(&o.planPath, "plan", "", "the plan file (default: the parent's)")
 	cmd.Flags().BoolVar(&f.reverify, "reverify", false, "re-run the gates of replayed tasks live")
 	cmd.Flags().BoolVar(&f.rerunLost, "rerun-lost", false, "run tasks whose work is no longer in the tree live, instead of writing it back")
 	addRunFlags(cmd.Flags(), f)
@@ -112,59 +104,29 @@ func openUpgrading(root string) (*cache.Journal, error) {
 	return j, err
 }
 
-// settingFlags are the flags that set a run setting, each with how it
-// applies the value given (g) over the settings s. Order matters: a given
-// --agent-cmd comes after --agent and wins.
-var settingFlags = []struct {
-	name  string
-	apply func(s, g *loop.Settings)
-}{
-	{"agent", func(s, g *loop.Settings) { s.Agent = g.Agent }},
-	{"agent-cmd", func(s, g *loop.Settings) { s.AgentCmd, s.Agent = g.AgentCmd, "exec" }},
-	{"model", func(s, g *loop.Settings) { s.Model = g.Model }},
-	{"verify", func(s, g *loop.Settings) { s.Verify = g.Verify }},
-	{"task-range", func(s, g *loop.Settings) { s.TaskRange = g.TaskRange }},
-	{"max-attempts", func(s, g *loop.Settings) { s.MaxAttempts = g.MaxAttempts }},
-	{"timeout", func(s, g *loop.Settings) { s.Timeout = g.Timeout }},
-	{"on-blocked", func(s, g *loop.Settings) { s.OnBlocked = g.OnBlocked }},
-	{"env", func(s, g *loop.Settings) { s.Env = g.Env }},
-	{"param", func(s, g *loop.Settings) { s.Params = g.Params }},
-	{"plan-context", func(s, g *loop.Settings) { s.PlanContext = g.PlanContext }},
-	{"include-checked", func(s, g *loop.Settings) { s.IncludeChecked = g.IncludeChecked }},
-}
-
-// overrideSettings applies the flags the user gave again over the parent's
-// settings.
-func overrideSettings(s loop.Settings, fs *pflag.FlagSet, f *runFlags) loop.Settings {
-	g, _ := f.settings() // validated below by the caller
-	for _, sf := range settingFlags {
-		if fs.Changed(sf.name) {
-			sf.apply(&s, &g)
-			s.Flags = addFlag(s.Flags, sf.name)
-		}
+// resumeRun resumes o.runRef with the parent's settings and the given flags
+// over them (loop.Inherit validates both).
+func resumeRun(ctx context.Context, o *resumeOptions) error {
+	root, err := repoRoot(o.io.workingDir)
+	if err != nil {
+		return err
 	}
-	return s
-}
-
-// addFlag adds name to the sorted set flags.
-func addFlag(flags []string, name string) []string {
-	for _, f := range flags {
-		if f == name {
-			return flags
-		}
+	j, parent, err := openRunWith(o.io, []string{o.runRef}, openUpgrading)
+	if err != nil {
+		return err
 	}
-	flags = append(append([]string(nil), flags...), name)
-	sort.Strings(flags)
-	return flags
-}
-
-// givenFlags are the run settings given as flags on this command line.
-func givenFlags(fs *pflag.FlagSet) []string {
-	var out []string
-	for _, sf := range settingFlags {
-		if fs.Changed(sf.name) {
-			out = addFlag(out, sf.name)
-		}
+	j.Close()
+	plan := ""
+	if o.planPath != "" {
+		plan = journalPlanPath(root, o.io.workingDir, o.planPath)
 	}
-	return out
+	inherited, err := resumeSettings(parent, plan)
+	if err != nil {
+		return err
+	}
+	s, err := loop.Inherit(inherited, parent.ID, o.given)
+	if err != nil {
+		return loopError(err)
+	}
+	return runLoop(ctx, o.io, s, parent.ID, o.flags)
 }

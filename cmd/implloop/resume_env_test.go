@@ -64,7 +64,7 @@ func TestResumeBadEnv(t *testing.T) {
 	}
 	db.Close()
 	code, stderr := implloop("resume")
-	if code != exitUsage || !strings.Contains(stderr, `--env "1BAD" is not a variable name`) ||
+	if code != exitUsage || !strings.Contains(stderr, `--env "1BAD": not a variable name`) ||
 		!strings.Contains(stderr, "inherited from run r-") || !strings.Contains(stderr, "hint: pass --env again") {
 		t.Fatalf("resume inheriting --env 1BAD: exit %d\n%s", code, stderr)
 	}

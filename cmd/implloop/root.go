@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -74,12 +78,24 @@ changed, and says why.
 }
 
 // run executes the command line and returns the process exit code.
+//
+// SIGINT and SIGTERM cancel the context every command runs under; what
+// fails after that failed because of it (a git killed, a cancelled
+// context), so it exits 130, not 1. Once cancelled, the signals have their
+// default effect again: a second Ctrl-C stops a command that does not look
+// at its context (run and resume handle theirs themselves).
 func run(args []string, io *ioStreams) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
 	root := newRootCmd(io)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	if err != nil && isCobraUsageError(err) {
 		err = usagef("run 'implloop --help' for usage", "%s", err)
+	}
+	if err != nil && ctx.Err() != nil {
+		err = interrupted(err)
 	}
 	return exitCodeFor(err, io.ErrOut)
 }

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
+	"sort"
 	"syscall"
 	"time"
 
@@ -18,7 +17,7 @@ import (
 	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
-	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
 )
@@ -53,41 +52,42 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the work list (per task: replay or live, and why) and write nothing")
 }
 
-// settings returns the flags as settings, validated.
-func (f *runFlags) settings() (loop.Settings, error) {
+// settings returns the flags as settings, validated (loop.Settings.Validate,
+// the check every settings source goes through); Flags names the ones fs
+// was given.
+func (f *runFlags) settings(fs *pflag.FlagSet) (loop.Settings, error) {
 	s := f.s
 	s.Timeout = loop.Duration(f.timeout)
-	// --agent-cmd is the exec backend's command; a preset would silently
-	// ignore it and run something else than the user asked for.
-	if s.AgentCmd != "" && s.Agent != "exec" {
-		return s, usagef("--agent-cmd runs your command with the exec backend: drop --agent "+s.Agent+" (or drop --agent-cmd to run "+s.Agent+")",
-			"--agent %s and --agent-cmd both given", s.Agent)
+	params, err := loop.ParseParams(f.params)
+	if err != nil {
+		return s, loopError(err)
 	}
-	if len(f.params) > 0 {
-		s.Params = map[string]string{}
-		for _, p := range f.params {
-			k, v, ok := strings.Cut(p, "=")
-			if !ok || k == "" {
-				return s, usagef("write --param as name=value", "--param %q: expected name=value", p)
-			}
-			s.Params[k] = v
+	s.Params = params
+	for _, name := range loop.SettingFlags() {
+		if fs.Changed(name) {
+			s.Flags = append(s.Flags, name)
 		}
 	}
-	for _, n := range s.Env {
-		if strings.Contains(n, "=") || n == "" {
-			return s, usagef("--env takes a variable's NAME; its value is read from the environment and never stored", "--env %q: expected a variable name", n)
-		}
-		if !identity.ValidEnvName(n) {
-			return s, usagef("--env takes a variable's NAME: letters, digits and _, not starting with a digit", "--env %q: not a variable name", n)
-		}
-	}
+	sort.Strings(s.Flags)
 	if err := s.Validate(); err != nil {
-		return s, usagef("run 'implloop run --help' for the accepted values", "%s", err)
+		return s, loopError(err)
 	}
 	return s, nil
 }
 
-func newRunCmd(io *ioStreams) *cobra.Command {
+// runOptions are what `run` was asked: the settings from its flags (plan
+// included) and the flags that are not settings.
+type runOptions struct {
+	io       *ioStreams
+	settings loop.Settings
+	flags    *runFlags
+}
+
+func newRunCmd(io *ioStreams) *cobra.Command { return newRunCmdWith(io, runRun) }
+
+// newRunCmdWith takes the function that does the work, so a test can check
+// flag parsing and validation alone.
+func newRunCmdWith(io *ioStreams, runF func(context.Context, *runOptions) error) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   "run PLAN",
@@ -120,22 +120,12 @@ brings the work back.
 		Args:              exactArgs(1, "a PLAN file"),
 		ValidArgsFunction: completePlanFiles(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := f.settings()
+			s, err := f.settings(cmd.Flags())
 			if err != nil {
 				return err
 			}
 			s.Plan = args[0]
-			s.Flags = givenFlags(cmd.Flags())
-			// A missing plan is the first thing to say, before any flag
-			// that the plan's front matter might have supplied.
-			planFile := args[0]
-			if !filepath.IsAbs(planFile) {
-				planFile = filepath.Join(io.workingDir, planFile)
-			}
-			if _, err := plan.ReadBytes(planFile); err != nil {
-				return loopError(&loop.PlanReadError{Path: args[0], Err: err})
-			}
-			return runLoop(cmd.Context(), io, s, "", f)
+			return runF(cmd.Context(), &runOptions{io: io, settings: s, flags: f})
 		},
 	}
 	addRunFlags(cmd.Flags(), f)
@@ -143,18 +133,29 @@ brings the work back.
 	return cmd
 }
 
+func runRun(ctx context.Context, o *runOptions) error {
+	// A missing plan is the first thing to say, before any flag that the
+	// plan's front matter might have supplied.
+	planFile := o.settings.Plan
+	if !filepath.IsAbs(planFile) {
+		planFile = filepath.Join(o.io.workingDir, planFile)
+	}
+	if _, err := plan.ReadBytes(planFile); err != nil {
+		return loopError(&loop.PlanReadError{Path: o.settings.Plan, Err: err})
+	}
+	return runLoop(ctx, o.io, o.settings, "", o.flags)
+}
+
 // repoRoot is the git worktree around dir.
 func repoRoot(dir string) (string, error) {
-	if _, err := exec.LookPath("git"); err != nil {
-		return "", errorf("install git, then try again", "git is not installed (not found on PATH)")
+	if _, err := gitcmd.Path(); err != nil {
+		return "", errorf("install git, then try again", "%s", gitcmd.ErrNotInstalled)
 	}
-	c := exec.Command("git", "rev-parse", "--show-toplevel")
-	c.Dir = dir
-	out, err := c.Output()
+	top, err := gitcmd.Output(context.Background(), dir, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return "", errorf("run implloop inside a git repository (git init, then commit your starting point)", "%s is not inside a git repository", dir)
 	}
-	return strings.TrimSpace(string(out)), nil
+	return top, nil
 }
 
 // runLoop runs or resumes, with signal handling, progress output and the
@@ -247,22 +248,29 @@ func verdictExit(v string) int {
 // loopError adds hints to the loop's errors.
 func loopError(err error) error {
 	var locked *loop.ErrLocked
+	var orphan *loop.ErrChildRunning
 	var planErr *loop.PlanError
 	var rangeErr *loop.RangeError
 	var emptyRange *extractor.EmptyRangeError
 	var readErr *loop.PlanReadError
 	var checkErr *agent.CheckError
-	var envErr *loop.EnvNameError
+	var settingErr *loop.SettingError
 	var unknownAgent *loop.UnknownAgentError
 	switch {
-	case errors.As(err, &envErr):
-		return usagef("--env takes a variable's NAME: letters, digits and _, not starting with a digit", "%s", err)
+	case errors.As(err, &settingErr):
+		return usagef(settingErr.Hint, "%s", settingErr)
 	case errors.As(err, &unknownAgent):
 		return usagef("any other command works as an agent: --agent-cmd 'your command'", "--agent: %s", err)
 	case errors.Is(err, loop.ErrNoAgent):
 		return usagef("pick an agent: --agent claude|codex|gemini|opencode|builtin, or --agent-cmd 'your command' (or agent: in the plan's front matter)", "no agent given")
 	case errors.As(err, &locked):
 		return errorf("wait for it to finish, or stop it (Ctrl-C) first", "%s", err)
+	case errors.As(err, &orphan):
+		hint := "its implloop is gone; once it exits, resume again"
+		if orphan.PID > 0 {
+			hint = fmt.Sprintf("its implloop is gone; wait for it to exit, or stop it (kill %d), then resume again", orphan.PID)
+		}
+		return errorf(hint, "%s", err)
 	case errors.Is(err, loop.ErrBlockedFile):
 		return errorf("read BLOCKED.md, fix the cause, then remove it: rm BLOCKED.md", "%s: a blocked run is waiting for a repair", err)
 	case errors.As(err, &planErr):

@@ -1,14 +1,24 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/identity"
 )
 
 var update = os.Getenv("UPDATE_SCRIPTS") != ""
@@ -47,6 +57,10 @@ func TestScript(t *testing.T) {
 					ts.Fatalf("%s exited %d, want %d", args[1], got, want)
 				}
 			},
+			"snapshot":     cmdSnapshot,
+			"journalcheck": cmdJournalCheck,
+			"runid":        cmdRunID,
+			"waitfile":     cmdWaitFile,
 		},
 		Setup: func(env *testscript.Env) error {
 			// git needs an identity and must not read the developer's config.
@@ -62,4 +76,136 @@ func TestScript(t *testing.T) {
 			return os.MkdirAll(env.WorkDir+"/.home", 0o755)
 		},
 	})
+}
+
+// snapshot [-exclude PATTERN]... DIR FILE: writes to FILE one line per
+// entry under DIR (DIR included): its path, type, size, permissions,
+// modification time in nanoseconds, link target, and a regular file's
+// sha256. Two snapshots compared with cmp prove that nothing in between
+// wrote to DIR, not even a timestamp. PATTERN (filepath.Match) is matched
+// against an entry's path relative to DIR and against its base name; a
+// matching directory is skipped whole.
+func cmdSnapshot(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("usage: snapshot [-exclude PATTERN]... DIR FILE")
+	}
+	var excludes []string
+	fl := flag.NewFlagSet("snapshot", flag.ContinueOnError)
+	fl.Func("exclude", "skip entries matching `PATTERN`", func(p string) error {
+		excludes = append(excludes, p)
+		return nil
+	})
+	if err := fl.Parse(args); err != nil || fl.NArg() != 2 {
+		ts.Fatalf("usage: snapshot [-exclude PATTERN]... DIR FILE")
+	}
+	root := ts.MkAbs(fl.Arg(0))
+	var b strings.Builder
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		for _, x := range excludes {
+			if m, _ := filepath.Match(x, rel); m || matchBase(x, d.Name()) {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		var link, sum string
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			link, _ = os.Readlink(p)
+		case fi.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h := sha256.Sum256(data)
+			sum = hex.EncodeToString(h[:])
+		}
+		fmt.Fprintf(&b, "%s|%s|%d|%o|%d|%s|%s\n", rel, fi.Mode().Type(), fi.Size(), fi.Mode().Perm(), fi.ModTime().UnixNano(), link, sum)
+		return nil
+	})
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(fl.Arg(1)), []byte(b.String()), 0o644))
+}
+
+func matchBase(pattern, name string) bool {
+	m, _ := filepath.Match(pattern, name)
+	return m && !strings.Contains(pattern, "/")
+}
+
+// journalcheck: opens the journal of the repository around the current
+// directory and fails on any broken invariant (cache.(*Journal).Check, as
+// the Go tests' checkJournal does after every run). For scripts that kill,
+// interrupt or resume.
+func cmdJournalCheck(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: journalcheck")
+	}
+	j, err := cache.Open(ts.MkAbs("."))
+	if err != nil {
+		ts.Fatalf("journalcheck: %v", err)
+	}
+	defer j.Close()
+	problems, err := j.Check(identity.DigestCanonical)
+	ts.Check(err)
+	for _, p := range problems {
+		ts.Logf("journal invariant broken: %s", p)
+	}
+	if len(problems) > 0 {
+		ts.Fatalf("journalcheck: %d broken invariant(s)", len(problems))
+	}
+}
+
+// runid VAR [N]: sets VAR to the id of the newest run of the repository
+// around the current directory (N: the N-th newest, 1-based).
+func cmdRunID(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: runid VAR [N]")
+	}
+	n := 1
+	if len(args) == 2 {
+		var err error
+		if n, err = strconv.Atoi(args[1]); err != nil || n < 1 {
+			ts.Fatalf("runid: N must be a positive number")
+		}
+	}
+	j, err := cache.OpenReadOnly(ts.MkAbs("."))
+	if err != nil {
+		ts.Fatalf("runid: %v", err)
+	}
+	defer j.Close()
+	runs, err := j.ListRuns()
+	ts.Check(err)
+	if len(runs) < n {
+		ts.Fatalf("runid: %d run(s), want at least %d", len(runs), n)
+	}
+	ts.Setenv(args[0], runs[n-1].ID)
+}
+
+// waitfile [-timeout D] FILE: waits until FILE exists (default: 20s).
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	fl := flag.NewFlagSet("waitfile", flag.ContinueOnError)
+	timeout := fl.Duration("timeout", 20*time.Second, "how long to wait")
+	if err := fl.Parse(args); err != nil || fl.NArg() != 1 || neg {
+		ts.Fatalf("usage: waitfile [-timeout D] FILE")
+	}
+	path := ts.MkAbs(fl.Arg(0))
+	for deadline := time.Now().Add(*timeout); ; {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitfile: %s did not appear in %s", fl.Arg(0), *timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -62,11 +62,11 @@ func statusRun(ctx context.Context, opts *statusOptions) error {
 	snap, err := boundary.Take(ctx, opts.dir)
 	switch {
 	case errors.Is(err, boundary.ErrNotRepository):
-		return errorf("run implloop inside a git working tree ('git init' makes one)", "%v", err)
+		return errorf("run implloop inside a git working tree ('git init' makes one)", "%w", err)
 	case errors.Is(err, boundary.ErrGitNotFound):
-		return errorf("install git and make sure it is on PATH", "%v", err)
+		return errorf("install git and make sure it is on PATH", "%w", err)
 	case err != nil:
-		return errorf("", "status: %v", err)
+		return errorf("", "status: %w", err)
 	}
 	if opts.json {
 		enc := json.NewEncoder(opts.io.Out)

@@ -108,7 +108,7 @@ func watchRun(ctx context.Context, o *watchOptions) error {
 		return err
 	}
 	if err := s.Validate(); err != nil {
-		return errorf("", "run %s: %s", parent.ID, err)
+		return errorf("", "run %s: %w", parent.ID, err)
 	}
 	w, err := watch.New(loop.PlanFile(root, rel))
 	if err != nil {
@@ -191,8 +191,12 @@ func watchRun(ctx context.Context, o *watchOptions) error {
 		return errorf("", "watch: gave up after %s with %d preview(s)", o.giveUp, previews)
 	case errors.As(err, &de):
 		return errorf("start 'implloop watch' again with the plan's new path", "%s", err)
+	case sigCtx.Err() != nil:
+		// Ctrl-C (or the caller's cancel): how a watch ends, not an error.
+		fmt.Fprintln(o.io.ErrOut, "implloop watch: stopped")
+		return exitWith(exitInterrupted)
 	case err != nil:
-		return errorf("", "%s", err)
+		return errorf("", "%w", err)
 	case resume:
 		stopSignals() // the resume handles Ctrl-C itself
 		fmt.Fprintf(o.io.ErrOut, "implloop watch: the plan is quiet and lints clean: resuming run %s\n", parent.ID)
@@ -200,9 +204,6 @@ func watchRun(ctx context.Context, o *watchOptions) error {
 		rc.SilenceUsage, rc.SilenceErrors = true, true
 		rc.SetArgs([]string{"--run", parent.ID, "--plan", loop.PlanFile(root, rel)})
 		return rc.ExecuteContext(ctx)
-	case sigCtx.Err() != nil && ctx.Err() == nil:
-		fmt.Fprintln(o.io.ErrOut, "implloop watch: stopped")
-		return exitWith(exitInterrupted)
 	}
 	return nil
 }

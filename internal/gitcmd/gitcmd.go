@@ -1,0 +1,127 @@
+// Package gitcmd runs the git binary: the one place implloop starts a git
+// process. Callers give the directory, extra environment and arguments;
+// gitcmd finds git on PATH (ErrNotInstalled when it is not there), never
+// lets git take an optional lock (GIT_OPTIONAL_LOCKS=0: a status must not
+// refresh an index an agent's own git may be waiting for), and returns a
+// failure as an *Error that carries git's exit status and stderr. A
+// cancelled context wins over the error git died of.
+//
+// What a command means is the caller's business (the boundary package's
+// plumbing, the journal's state directory, a hook's path); this package
+// only runs it.
+package gitcmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// ErrNotInstalled is returned when there is no git on PATH.
+var ErrNotInstalled = errors.New("git is not installed (not found on PATH)")
+
+// Error is a git command that failed: it exited non-zero or could not
+// start.
+type Error struct {
+	Args []string // the arguments after "git"
+	Dir  string
+	// ExitCode is git's exit status, -1 when it did not exit.
+	ExitCode int
+	Stderr   string // trimmed
+	Err      error
+}
+
+func (e *Error) Error() string {
+	name := "git"
+	if len(e.Args) > 0 {
+		name += " " + e.Args[0]
+	}
+	if e.Dir != "" {
+		name += " in " + e.Dir
+	}
+	if e.Stderr != "" {
+		return fmt.Sprintf("%s: %v: %s", name, e.Err, e.Stderr)
+	}
+	return fmt.Sprintf("%s: %v", name, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Options are where and how a command runs.
+type Options struct {
+	Dir string
+	// Env is added to the environment (a later entry wins over an earlier
+	// one of the same name).
+	Env   []string
+	Stdin io.Reader
+	// Stdout, when set, receives the output instead of Run's return value.
+	Stdout io.Writer
+}
+
+// Path finds git on PATH.
+func Path() (string, error) {
+	p, err := exec.LookPath("git")
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrNotInstalled, err)
+	}
+	return p, nil
+}
+
+// Run runs git with args and returns what it wrote to stdout (unless
+// o.Stdout took it) and to stderr.
+func Run(ctx context.Context, o Options, args ...string) (stdout, stderr []byte, err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	path, err := Path()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = o.Dir
+	cmd.Env = append(append(os.Environ(), "GIT_OPTIONAL_LOCKS=0"), o.Env...)
+	cmd.Stdin = o.Stdin
+	var out, errb bytes.Buffer
+	cmd.Stdout = &out
+	if o.Stdout != nil {
+		cmd.Stdout = o.Stdout
+	}
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return out.Bytes(), errb.Bytes(), ctx.Err() // killed because the command was cancelled
+		}
+		code := -1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		return out.Bytes(), errb.Bytes(), &Error{Args: args, Dir: o.Dir, ExitCode: code, Stderr: strings.TrimSpace(errb.String()), Err: err}
+	}
+	return out.Bytes(), errb.Bytes(), nil
+}
+
+// Output runs git with args in dir and returns its stdout without the
+// trailing newline.
+func Output(ctx context.Context, dir string, args ...string) (string, error) {
+	out, _, err := Run(ctx, Options{Dir: dir}, args...)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(out), "\n"), nil
+}
+
+// ExitCode is the exit status of a failed git (an *Error in err's chain),
+// -1 when there is none.
+func ExitCode(err error) int {
+	var ge *Error
+	if errors.As(err, &ge) {
+		return ge.ExitCode
+	}
+	return -1
+}

@@ -1,0 +1,63 @@
+package gitcmd
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestOutputAndError(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Output(context.Background(), dir, "init", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	top, err := Output(context.Background(), dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := filepath.EvalSymlinks(dir); top != want {
+		t.Errorf("toplevel %q, want %q", top, want)
+	}
+	_, err = Output(context.Background(), dir, "rev-parse", "--verify", "no-such-ref")
+	var ge *Error
+	if !errors.As(err, &ge) || ge.ExitCode != 128 || ExitCode(err) != 128 || ge.Stderr == "" || ge.Dir != dir {
+		t.Fatalf("a failing git: %#v", err)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "git rev-parse in "+dir+": exit status 128: ") {
+		t.Errorf("message %q", msg)
+	}
+	if ExitCode(errors.New("other")) != -1 {
+		t.Error("ExitCode of a non-git error")
+	}
+}
+
+func TestOptions(t *testing.T) {
+	dir := t.TempDir()
+	var out strings.Builder
+	_, _, err := Run(context.Background(), Options{Dir: dir, Env: []string{"GIT_DIR=" + filepath.Join(dir, "x.git")}, Stdin: strings.NewReader("hello\n"), Stdout: &out},
+		"hash-object", "--stdin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out.String()); got != "ce013625030ba8dba906f756967f9e9ca394464a" {
+		t.Errorf("hash-object of hello: %q", got)
+	}
+}
+
+func TestNotInstalled(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	if _, err := Output(context.Background(), os.TempDir(), "version"); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("no git on PATH: %v", err)
+	}
+}
+
+func TestCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Output(ctx, t.TempDir(), "version"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}

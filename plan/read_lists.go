@@ -1,0 +1,368 @@
+package plan
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/yuin/goldmark/ast"
+)
+
+// asideWords name sections whose checklists are not the work: a log of
+// what is done, acceptance or quality checks, a definition of done. A
+// heading holding one of them (after its number) marks such a section.
+var asideWords = []string{
+	"completed", "done", "definition of done", "acceptance", "success criteria",
+	"exit criteria", "checklist", "qa", "quality", "verification", "validation",
+	"testing", "test plan", "review", "changelog", "status", "progress log",
+}
+
+// isAside reports whether a heading's title names a section of checks or
+// a log rather than work: "Definition of done", "## Completed", "QA
+// improvements checklist", "Testing checklist". The title must start
+// with one of asideWords (after its number) or end in "checklist" or
+// "summary" (a recap of the work, not the work): a spec-kit "Phase 8:
+// Polish & Verification" is work.
+func isAside(title string) bool {
+	t := strings.ToLower(strings.Trim(title, " *_#:`"))
+	t = strings.TrimLeft(t, "0123456789.) ")
+	if strings.HasSuffix(t, " checklist") || strings.HasSuffix(t, " summary") {
+		return true
+	}
+	for _, w := range asideWords {
+		if t == w || strings.HasPrefix(t, w+" ") || strings.HasPrefix(t, w+":") {
+			return true
+		}
+	}
+	return false
+}
+
+// taskishWords name a section that holds the work as a numbered list.
+var taskishWords = []string{"task", "step", "implementation", "todo", "to do", "to-do", "work", "changes", "plan", "milestone", "roadmap", "action", "breakdown"}
+
+func isTaskish(title string) bool {
+	t := strings.ToLower(title)
+	for _, w := range taskishWords {
+		if strings.Contains(t, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// sectionIndex walks headings in step with offsets that only grow: at
+// each offset it knows the closest heading above (level 2 or deeper) and
+// whether any heading above on the path to it is an aside.
+type sectionIndex struct {
+	hs    []heading
+	next  int
+	stack []heading // open headings, shallowest first
+}
+
+// at advances to offset off and returns the section title and whether it
+// is an aside.
+func (s *sectionIndex) at(off int) (section string, aside bool, nearest *heading) {
+	for ; s.next < len(s.hs) && s.hs[s.next].start < off; s.next++ {
+		h := s.hs[s.next]
+		for len(s.stack) > 0 && s.stack[len(s.stack)-1].level >= h.level {
+			s.stack = s.stack[:len(s.stack)-1]
+		}
+		s.stack = append(s.stack, h)
+	}
+	for i := len(s.stack) - 1; i >= 0; i-- {
+		h := s.stack[i]
+		if h.level >= 2 && section == "" { // a level-1 heading is the plan's title
+			section = h.title
+		}
+		if isAside(h.title) {
+			aside = true
+		}
+	}
+	if len(s.stack) > 0 {
+		nearest = &s.stack[len(s.stack)-1]
+	}
+	return section, aside, nearest
+}
+
+// readChecklist reads top-level checklist items. Items under an aside
+// heading ("Definition of done", "Completed") are not tasks while other
+// items are; items whose numbered id continues the item before ("1.1"
+// after "1.") are folded into it, as a reader would.
+func (r *parseState) readChecklist(top topBlocks) reading {
+	rd := reading{form: FormChecklist}
+	var items []checkItem
+	for _, l := range top.lists {
+		items = r.listTasks(l, items)
+	}
+	if len(items) == 0 {
+		return rd
+	}
+	sections := sectionIndex{hs: top.hs}
+	var all, kept []taskBuild
+	asides := map[string]int{}
+	for _, it := range items {
+		section, aside, _ := sections.at(it.start)
+		t := r.checklistTask(it)
+		t.Section = section
+		all = append(all, t)
+		if aside {
+			asides[section]++
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if len(kept) == 0 {
+		kept, rd.weak = all, true
+	} else {
+		for _, h := range top.hs {
+			if n := asides[h.title]; n > 0 {
+				rd.notes = append(rd.notes, fmt.Sprintf("%d checklist %s under %q (line %d) read as context, not tasks", n, pluralize(n, "item"), h.title, r.lineOf(h.start)+1))
+				delete(asides, h.title)
+			}
+		}
+	}
+	rd.tasks = r.foldSubtasks(&rd, kept)
+	r.dropLoneCodes(rd.tasks)
+	return rd
+}
+
+// checklistTask makes a task of one checklist item.
+func (r *parseState) checklistTask(it checkItem) taskBuild {
+	rest := it.first[3:] // after "[ ]"
+	t := taskBuild{}
+	if len(rest) > 0 && rest[0] == '*' {
+		t.Optional = true
+		rest = rest[1:]
+	}
+	lab := parseLabel(string(rest), true)
+	t.kind = lab.kind
+	if lab.kind != labelNone {
+		t.ID, t.Title, t.explicitID, t.Labels = lab.id, lab.title, true, lab.tags
+	} else {
+		t.Title = strings.TrimSpace(string(rest))
+	}
+	t.Checked = it.box.IsChecked
+	t.Start, t.End = it.start, it.end
+	t.headEnd = r.lineEnd(r.lineOf(it.start))
+	return t
+}
+
+// foldSubtasks folds an item whose id extends the id of the task before
+// it ("2.1" after "2") into that task: Kiro writes sub-tasks flat.
+func (r *parseState) foldSubtasks(rd *reading, ts []taskBuild) []taskBuild {
+	var out []taskBuild
+	folded := 0
+	for _, t := range ts {
+		if n := len(out); n > 0 && t.kind == labelNumber && out[n-1].explicitID &&
+			strings.HasPrefix(t.ID, out[n-1].ID+".") && !r.hasText(out[n-1].End, t.Start) {
+			p := &out[n-1]
+			p.End = t.End
+			p.Checked = p.Checked && t.Checked
+			folded++
+			continue
+		}
+		out = append(out, t)
+	}
+	if folded > 0 {
+		rd.notes = append(rd.notes, fmt.Sprintf("%d numbered sub-%s (\"1.1\" after \"1.\") folded into the task above", folded, pluralize(folded, "item")))
+	}
+	return out
+}
+
+// dropLoneCodes takes back a code id ("S3: bucket policy") that no other
+// task's id shares the letters of: one is a word, a family is a scheme.
+func (r *parseState) dropLoneCodes(ts []taskBuild) {
+	family := func(id string) string { return id[:strings.IndexAny(id, "-0123456789")] }
+	count := map[string]int{}
+	for _, t := range ts {
+		if t.kind == labelCode {
+			count[family(t.ID)]++
+		}
+	}
+	for i := range ts {
+		t := &ts[i]
+		if t.kind == labelCode && count[family(t.ID)] < 2 {
+			rd := r.lineOf(t.Start)
+			line := strings.TrimSpace(string(lineText(r.src, r.lines, rd)))
+			if j := strings.Index(line, "]"); j >= 0 {
+				line = strings.TrimSpace(strings.TrimPrefix(line[j+1:], "*"))
+			}
+			t.kind, t.ID, t.explicitID, t.Title, t.Labels = labelNone, "", false, line, nil
+		}
+	}
+}
+
+// readNumbered reads the items of top-level ordered lists as tasks when
+// the list sits under a heading that names the work ("## Tasks", "###
+// Task breakdown", "## Implementation steps") or, under no heading but
+// the plan's title, every item starts with a bold title ("1.
+// **Reorganize the file layout**"). Lists under an aside
+// heading are left out. A task's span runs to the next task or heading,
+// so code that broke the list stays with its item.
+func (r *parseState) readNumbered(top topBlocks) reading {
+	rd := reading{form: FormNumbered}
+	sections := sectionIndex{hs: top.hs}
+	var items []*ast.ListItem
+	for _, l := range top.lists {
+		if !l.IsOrdered() || l.Pos() < 0 {
+			continue
+		}
+		_, aside, nearest := sections.at(r.abs(l.Pos()))
+		if aside {
+			continue
+		}
+		var its []*ast.ListItem
+		bold := true
+		for it := l.FirstChild(); it != nil; it = it.NextSibling() {
+			if item, ok := it.(*ast.ListItem); ok && item.Pos() >= 0 {
+				its = append(its, item)
+				bold = bold && strings.HasPrefix(r.itemRest(item), "**")
+			}
+		}
+		// Bold-titled items are the plan's steps only when no section
+		// heading frames them: under "### KZG bundling issue" they are
+		// that section's options.
+		bareBold := bold && len(its) >= 2 && (nearest == nil || nearest.level == 1)
+		if len(its) == 0 || !(nearest != nil && isTaskish(nearest.title) && (len(its) >= 2 || len(items) > 0) || bareBold) {
+			continue
+		}
+		items = append(items, its...)
+	}
+	if len(items) == 0 {
+		items = r.brokenNumberedList(top)
+	}
+	if len(items) == 0 {
+		// Any numbered list of two or more items, when no other form
+		// finds tasks: a plan of plain numbered steps.
+		items, rd.weak = r.firstNumberedList(top), true
+	}
+	ids := map[string]bool{}
+	dup := false
+	for i, item := range items {
+		start := r.lineStartOf(r.abs(item.Pos()))
+		end := len(r.src)
+		if i+1 < len(items) {
+			end = r.lineStartOf(r.abs(items[i+1].Pos()))
+		}
+		for _, h := range top.hs {
+			if h.start > start && h.start < end {
+				end = h.start
+				break
+			}
+		}
+		t := taskBuild{kind: labelNumber}
+		t.ID = r.itemNumber(item)
+		dup = dup || ids[t.ID]
+		ids[t.ID] = true
+		t.Title = boldTitle(r.itemRest(item))
+		t.Start, t.End = start, r.trimEnd(start, end, true)
+		t.headEnd = r.lineEnd(r.lineOf(start))
+		t.explicitID = true
+		rd.tasks = append(rd.tasks, t)
+	}
+	if dup { // several lists numbered from 1: the ordinals are the ids
+		for i := range rd.tasks {
+			rd.tasks[i].ID, rd.tasks[i].explicitID = "", false
+		}
+	}
+	return rd
+}
+
+// brokenNumberedList finds a numbered list that paragraphs at the left
+// margin broke into one list per item ("1. Consolidate ...", prose, "2.
+// Make ...", prose): top-level ordered lists, outside asides, each
+// starting where the one before ended. The longest such run of at least
+// three items over at least two lists is returned.
+func (r *parseState) brokenNumberedList(top topBlocks) []*ast.ListItem {
+	sections := sectionIndex{hs: top.hs}
+	var best, run []*ast.ListItem
+	lists, next := 0, -1
+	for _, l := range top.lists {
+		if !l.IsOrdered() || l.Pos() < 0 {
+			continue
+		}
+		if _, aside, _ := sections.at(r.abs(l.Pos())); aside {
+			continue
+		}
+		if l.Start != next {
+			run, lists = nil, 0
+		}
+		n := 0
+		for it := l.FirstChild(); it != nil; it = it.NextSibling() {
+			if item, ok := it.(*ast.ListItem); ok && item.Pos() >= 0 {
+				run = append(run, item)
+				n++
+			}
+		}
+		lists++
+		next = l.Start + n
+		if lists >= 2 && len(run) >= 3 && len(run) > len(best) {
+			best = append(best[:0:0], run...)
+		}
+	}
+	return best
+}
+
+// firstNumberedList returns the items of the first top-level ordered list
+// of at least two items outside asides, when the list is most of the
+// plan: a numbered list among sections of prose is one part of a
+// document, and reading it as the plan would leave the rest undone.
+func (r *parseState) firstNumberedList(top topBlocks) []*ast.ListItem {
+	sections := sectionIndex{hs: top.hs}
+	for _, l := range top.lists {
+		if !l.IsOrdered() || l.Pos() < 0 || l.ChildCount() < 2 {
+			continue
+		}
+		if _, aside, _ := sections.at(r.abs(l.Pos())); aside {
+			continue
+		}
+		var its []*ast.ListItem
+		for it := l.FirstChild(); it != nil; it = it.NextSibling() {
+			if item, ok := it.(*ast.ListItem); ok && item.Pos() >= 0 {
+				its = append(its, item)
+			}
+		}
+		start := r.lineStartOf(r.abs(l.Pos()))
+		end := len(r.src)
+		if next := l.NextSibling(); next != nil && next.Pos() >= 0 {
+			end = r.lineStartOf(r.abs(next.Pos()))
+		}
+		if 2*(end-start) < len(bytes.TrimSpace(r.body)) {
+			return nil
+		}
+		return its
+	}
+	return nil
+}
+
+// itemRest is the first line of a list item after its marker.
+func (r *parseState) itemRest(item *ast.ListItem) string {
+	line := string(lineText(r.src, r.lines, r.lineOf(r.abs(item.Pos()))))
+	line = strings.TrimLeft(line, " \t")
+	i := strings.IndexAny(line, " \t")
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimSpace(line[i:])
+}
+
+// itemNumber is the number an ordered item is written with.
+func (r *parseState) itemNumber(item *ast.ListItem) string {
+	line := strings.TrimLeft(string(lineText(r.src, r.lines, r.lineOf(r.abs(item.Pos())))), " \t")
+	n := 0
+	for n < len(line) && isDigit(line[n]) {
+		n++
+	}
+	return strings.TrimLeft(line[:n], "0")
+}
+
+// boldTitle is the bold lead of an item ("**Reorganize** the files" →
+// "Reorganize"), else the line itself.
+func boldTitle(s string) string {
+	if strings.HasPrefix(s, "**") {
+		if end := strings.Index(s[2:], "**"); end > 0 {
+			return strings.TrimRight(strings.TrimSpace(s[2:2+end]), ":")
+		}
+	}
+	return s
+}
