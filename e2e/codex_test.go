@@ -21,24 +21,20 @@ import (
 
 // codexReported is what implloop's report and the codex preset's Result
 // must say for usage u that the server served to codex, under the
-// accounting rule docs/agents.md states for codex: input is input not
-// served from a cache (codex's input_tokens include the cached part, so it
-// is split off), cache read is the cached part, output includes reasoning
-// (OpenAI's output_tokens already do), and cost is what the agent reports:
-// codex reports none.
+// accounting rule docs/agents.md states for codex: codex's input_tokens
+// count the cached reads and the cache writes too (OpenAI style), so input
+// is input_tokens less both; cache read and cache write are
+// cached_input_tokens and cache_write_input_tokens; output is
+// output_tokens (reasoning is a part of it, not added); cost is what the
+// agent reports, and codex reports none. codex itself prints the
+// Responses API's figures under those names (codexPrinted).
 //
 // This is the one place that states the rule for the codex e2e tests.
-// Issue 13 item 3 changes it: main does not read codex's
-// cache_write_input_tokens yet, so the served cache writes are counted as
-// plain input and the cache-write column is 0. When that lands, TokensIn
-// becomes u.InputTokens - u.CachedTokens - u.CacheWriteTokens and
-// CacheWrite becomes u.CacheWriteTokens (if cache writes, like cache
-// reads, are split out of input_tokens).
 func codexReported(u fakeopenai.Usage) reportFigures {
 	return reportFigures{
-		TokensIn:   u.InputTokens - u.CachedTokens,
+		TokensIn:   u.InputTokens - u.CachedTokens - u.CacheWriteTokens,
 		CacheRead:  u.CachedTokens,
-		CacheWrite: 0,
+		CacheWrite: u.CacheWriteTokens,
 		TokensOut:  u.OutputTokens,
 		CostUSD:    0,
 	}
