@@ -51,8 +51,10 @@ man:
 clean:
 	rm -rf bin man
 
-# The real Claude Code CLI (pinned, installed from npm into .e2e/) against a
-# scripted Messages API server on loopback (internal/fakeclaude).
+# The real Claude Code and OpenAI Codex CLIs (pinned, installed from npm
+# into .e2e/) against scripted model API servers on loopback
+# (internal/fakeclaude, internal/fakeopenai).
 e2e:
 	@./scripts/install-claude.sh >/dev/null
+	@./scripts/install-codex.sh >/dev/null
 	$(GO) test -tags e2e -count=1 ./e2e/...

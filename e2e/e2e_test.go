@@ -1,9 +1,10 @@
 //go:build e2e
 
-// Package e2e drives the real Claude Code CLI against fakeclaude, a
-// scripted Messages API server on loopback: directly, through the agent
-// package's claude preset, and through `implloop run`. Run it with
-// `make e2e` (which installs the pinned CLI first) or
+// Package e2e drives real agent CLIs against scripted model API servers on
+// loopback: Claude Code against fakeclaude (the Messages API) and the
+// OpenAI Codex CLI against fakeopenai (the Responses API), each directly,
+// through the agent package's preset, and through `implloop run`. Run it
+// with `make e2e` (which installs the pinned CLIs first) or
 // `go test -tags e2e -count=1 ./e2e/...`.
 package e2e
 
@@ -22,6 +23,7 @@ import (
 
 	"github.com/implloop/implloop/internal/fakeclaude"
 	"github.com/implloop/implloop/internal/gittest"
+	"github.com/implloop/implloop/internal/scripted"
 )
 
 // claudeResult is the part of `claude -p --output-format json` a test reads.
@@ -67,6 +69,17 @@ func newRepo(t *testing.T) string {
 	return dir
 }
 
+// newPlanRepo is newRepo with plan committed as plan.md.
+func newPlanRepo(t *testing.T, plan string) string {
+	t.Helper()
+	repo := newRepo(t)
+	r := gittest.At(t, repo)
+	r.Write("plan.md", plan)
+	r.Git("add", "plan.md")
+	r.Git("commit", "-q", "-m", "plan")
+	return repo
+}
+
 // groupCommand is exec.CommandContext in a process group of its own, so
 // that a timeout kills the command and everything it started, and Wait
 // returns even when a grandchild still holds the output pipes.
@@ -76,6 +89,25 @@ func groupCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
+}
+
+// runLogged runs cmd (from groupCommand) with stdin, logs how long it took,
+// its output and the server's traffic, and fails the test unless it exited
+// 0. It returns what the command wrote.
+func runLogged(t *testing.T, cmd *exec.Cmd, stdin string, traffic func() string) (stdout, stderr []byte) {
+	t.Helper()
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	began := time.Now()
+	err := cmd.Run()
+	what := strings.Join(append([]string{filepath.Base(cmd.Path)}, cmd.Args[1:min(2, len(cmd.Args))]...), " ")
+	t.Logf("%s took %v\nstdout:\n%s\nstderr:\n%s", what, time.Since(began).Round(time.Millisecond), out.Bytes(), errb.Bytes())
+	t.Logf("server traffic:\n%s", traffic())
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return out.Bytes(), errb.Bytes()
 }
 
 // checkWrites asserts that every Write the server asked for came back as a
@@ -177,21 +209,11 @@ func TestClaudeDirect(t *testing.T) {
 	defer cancel()
 	cmd := groupCommand(ctx, bin, "-p", "--output-format", "json",
 		"--permission-mode", "acceptEdits", "--model", fakeclaude.Model)
-	cmd.Dir = repo
-	cmd.Env = srv.Environ(home)
-	cmd.Stdin = strings.NewReader("Create out/hello.txt holding one line: hello from claude\n")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	began := time.Now()
-	err := cmd.Run()
-	t.Logf("claude -p took %v; stdout: %s; stderr: %s", time.Since(began).Round(time.Millisecond), stdout.Bytes(), stderr.Bytes())
-	t.Logf("server traffic:\n%s", srv.Summary())
-	if err != nil {
-		t.Fatalf("claude -p: %v", err)
-	}
+	cmd.Dir, cmd.Env = repo, srv.Environ(home)
+	stdout, _ := runLogged(t, cmd, "Create out/hello.txt holding one line: hello from claude\n", srv.Summary)
 
 	var res claudeResult
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+	if err := json.Unmarshal(stdout, &res); err != nil {
 		t.Fatalf("stdout is not one JSON result: %v", err)
 	}
 	if res.Type != "result" || res.Subtype != "success" || res.IsError || res.Result != "done" || res.NumTurns != 2 {
@@ -203,7 +225,7 @@ func TestClaudeDirect(t *testing.T) {
 	if got := res.usage(); got != sum {
 		t.Errorf("printed usage %+v, server reported in sum %+v", got, sum)
 	}
-	if wantCost := sum.CostUSD(fakeclaude.PriceSonnet45); !fakeclaude.CostEqual(res.TotalCostUSD, wantCost) {
+	if wantCost := sum.CostUSD(fakeclaude.PriceSonnet45); !scripted.CostEqual(res.TotalCostUSD, wantCost) {
 		t.Errorf("total_cost_usd = %v, want %v (server usage at the Sonnet 4.5 price)", res.TotalCostUSD, wantCost)
 	}
 	if bySession := srv.UsageBySession(); len(bySession) != 1 || bySession[res.SessionID] != sum {
@@ -216,16 +238,31 @@ func TestClaudeDirect(t *testing.T) {
 	}
 }
 
-// clearAgentEnv unsets the calling process's ANTHROPIC_* and CLAUDE*
-// variables for the test, so only the server's environment reaches the CLI.
-func clearAgentEnv(t *testing.T) {
+// clearAgentEnv unsets the calling process's variables whose names start
+// with one of prefixes (ANTHROPIC_, CLAUDE; OPENAI_, CODEX_) for the test,
+// so that only the server's environment reaches the CLI.
+func clearAgentEnv(t *testing.T, prefixes ...string) {
 	for _, kv := range os.Environ() {
 		name, val, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "ANTHROPIC_") || strings.HasPrefix(name, "CLAUDE") {
-			t.Setenv(name, val) // restores it when the test ends
-			os.Unsetenv(name)
+		for _, p := range prefixes {
+			if strings.HasPrefix(name, p) {
+				t.Setenv(name, val) // restores it when the test ends
+				os.Unsetenv(name)
+				break
+			}
 		}
 	}
+}
+
+// onPath makes a temp dir holding a symlink named name to bin, for the
+// front of PATH: how implloop's presets find the CLI under test.
+func onPath(t *testing.T, name, bin string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Symlink(bin, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // TestClaudeTasks runs the tasks of e2ePlan one `claude -p` each, with
@@ -281,7 +318,7 @@ func TestClaudeTasks(t *testing.T) {
 		if res.usage() != mine {
 			t.Errorf("task %d: printed usage %+v, server reported in sum %+v", i+1, res.usage(), mine)
 		}
-		if want := mine.CostUSD(fakeclaude.PriceSonnet45); !fakeclaude.CostEqual(res.TotalCostUSD, want) {
+		if want := mine.CostUSD(fakeclaude.PriceSonnet45); !scripted.CostEqual(res.TotalCostUSD, want) {
 			t.Errorf("task %d: total_cost_usd %v, want %v", i+1, res.TotalCostUSD, want)
 		}
 		total = total.Add(res.usage())
@@ -296,7 +333,7 @@ func TestClaudeTasks(t *testing.T) {
 	if total != srv.Usage() {
 		t.Errorf("printed usage summed over tasks %+v, server total %+v", total, srv.Usage())
 	}
-	if want := srv.Usage().CostUSD(fakeclaude.PriceSonnet45); !fakeclaude.CostEqual(totalCost, want) {
+	if want := srv.Usage().CostUSD(fakeclaude.PriceSonnet45); !scripted.CostEqual(totalCost, want) {
 		t.Errorf("printed cost summed over tasks %v, want %v", totalCost, want)
 	}
 	var reads int

@@ -12,17 +12,45 @@ import (
 
 	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/internal/fakeclaude"
+	"github.com/implloop/implloop/internal/scripted"
 )
 
-// newClaudePreset builds the agent package's claude preset as implloop
-// does for `--agent claude`: it finds `claude` on PATH.
-func newClaudePreset(t *testing.T) agent.Agent {
+// presetPrompt is shaped like implloop's prompt for task 1 of a one-task
+// plan (instructions, then a fenced JSON context) whose task text asks for
+// out/f1.txt holding "hello".
+const presetPrompt = "Carry out the task in the attached context.\n\n" +
+	"```json\n" + `{"task":{"id":"1","title":"First file","text":"### Task 1: First file\n\nWRITE out/f1.txt hello\n","index":1,"count":1},"attempt":1}` + "\n```\n"
+
+// runPreset makes the agent package's preset name as implloop does for
+// `--agent name` (it finds the CLI on PATH), runs it once on presetPrompt
+// in repo with env added to the environment, logs the result, its output
+// and the server's traffic, and fails the test unless the call returned.
+func runPreset(t *testing.T, name, repo string, env map[string]string, model string, traffic func() string) agent.Result {
 	t.Helper()
-	a, err := agent.New("claude", agent.Options{})
+	a, err := agent.New(name, agent.Options{})
 	if err != nil {
-		t.Fatalf("agent.New(\"claude\"): %v", err)
+		t.Fatalf("agent.New(%q): %v", name, err)
 	}
-	return a
+	if a.Name() != name {
+		t.Errorf("Name() = %q", a.Name())
+	}
+	if err := a.Check(); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	began := time.Now()
+	res, err := a.Run(ctx, agent.Request{
+		Prompt: []byte(presetPrompt), Dir: repo, Env: env, Model: model,
+		Timeout: 2 * time.Minute, Stdout: &stdout, Stderr: &stderr,
+	})
+	t.Logf("%s preset run took %v; result %+v\nstdout: %s\nstderr: %s", name, time.Since(began).Round(time.Millisecond), res, stdout.Bytes(), stderr.Bytes())
+	t.Logf("server traffic:\n%s", traffic())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return res
 }
 
 // TestClaudePreset runs one call through the agent package's claude preset
@@ -32,40 +60,15 @@ func newClaudePreset(t *testing.T) agent.Agent {
 // sums of what the server reported per call.
 func TestClaudePreset(t *testing.T) {
 	bin := fakeclaude.CLI(t)
-	pathDir := t.TempDir()
-	if err := os.Symlink(bin, filepath.Join(pathDir, "claude")); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", pathDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	clearAgentEnv(t)
+	t.Setenv("PATH", onPath(t, "claude", bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	clearAgentEnv(t, "ANTHROPIC_", "CLAUDE")
 
 	repo := newRepo(t)
 	home := t.TempDir()
 	rec, h := newRecorder(fakeclaude.WriteTask)
 	srv := fakeclaude.New(t, h)
 
-	a := newClaudePreset(t)
-	if a.Name() != "claude" {
-		t.Errorf("Name() = %q", a.Name())
-	}
-	if err := a.Check(); err != nil {
-		t.Fatalf("Check: %v", err)
-	}
-	prompt := "Carry out the task in the attached context.\n\n" +
-		"```json\n" + `{"task":{"id":"1","title":"First file","text":"### Task 1: First file\n\nWRITE out/f1.txt hello\n","index":1,"count":1},"attempt":1}` + "\n```\n"
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	began := time.Now()
-	res, err := a.Run(ctx, agent.Request{
-		Prompt: []byte(prompt), Dir: repo, Env: srv.Env(home), Model: fakeclaude.Model,
-		Timeout: 2 * time.Minute, Stdout: &stdout, Stderr: &stderr,
-	})
-	t.Logf("preset run took %v; result %+v\nstdout: %s\nstderr: %s", time.Since(began).Round(time.Millisecond), res, stdout.Bytes(), stderr.Bytes())
-	t.Logf("server traffic:\n%s", srv.Summary())
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	res := runPreset(t, "claude", repo, srv.Env(home), fakeclaude.Model, srv.Summary)
 	if res.ExitCode != 0 || res.IsError || res.Text != "done" {
 		t.Errorf("result = %+v, want exit 0, no error, text \"done\"", res)
 	}
@@ -77,7 +80,7 @@ func TestClaudePreset(t *testing.T) {
 	if got != sum {
 		t.Errorf("Result usage %+v, server reported in sum %+v", got, sum)
 	}
-	if want := sum.CostUSD(fakeclaude.PriceSonnet45); !fakeclaude.CostEqual(res.CostUSD, want) {
+	if want := sum.CostUSD(fakeclaude.PriceSonnet45); !scripted.CostEqual(res.CostUSD, want) {
 		t.Errorf("Result.CostUSD = %v, want %v", res.CostUSD, want)
 	}
 	if _, ok := srv.UsageBySession()[res.SessionID]; !ok || res.SessionID == "" {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +15,7 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/internal/fakeclaude"
-	"github.com/implloop/implloop/internal/gittest"
+	"github.com/implloop/implloop/internal/scripted"
 )
 
 // The plan of TestRunPlanClaude: three tasks, each asking for a file in a
@@ -39,7 +38,7 @@ const e2ePlan = "# Plan: e2e\n\n" +
 // buildImplloop builds ./cmd/implloop into a temp dir.
 func buildImplloop(t *testing.T) string {
 	t.Helper()
-	root, err := fakeclaude.ModuleRoot()
+	root, err := scripted.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,16 +70,8 @@ func TestRunPlanClaude(t *testing.T) {
 	}
 	bin := fakeclaude.CLI(t)
 
-	repo := newRepo(t)
-	r := gittest.At(t, repo)
-	r.Write("plan.md", e2ePlan)
-	r.Git("add", "plan.md")
-	r.Git("commit", "-q", "-m", "plan")
+	repo := newPlanRepo(t, e2ePlan)
 	home := t.TempDir()
-	pathDir := t.TempDir()
-	if err := os.Symlink(bin, filepath.Join(pathDir, "claude")); err != nil {
-		t.Fatal(err)
-	}
 
 	rec, h := newRecorder(fakeclaude.WriteTask)
 	srv := fakeclaude.New(t, h)
@@ -89,26 +80,9 @@ func TestRunPlanClaude(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := groupCommand(ctx, implloop, "run", "plan.md", "--agent", "claude", "--model", fakeclaude.Model)
-	cmd.Dir = repo
-	env := srv.Environ(home)
-	for i, kv := range env {
-		if strings.HasPrefix(kv, "PATH=") {
-			env[i] = "PATH=" + pathDir + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
-		}
-	}
-	cmd.Env = append(env,
-		"GIT_AUTHOR_NAME=e2e", "GIT_AUTHOR_EMAIL=e2e@example.invalid",
-		"GIT_COMMITTER_NAME=e2e", "GIT_COMMITTER_EMAIL=e2e@example.invalid")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	began := time.Now()
-	err := cmd.Run()
-	t.Logf("implloop run took %v\nstdout:\n%s\nstderr:\n%s", time.Since(began).Round(time.Millisecond), stdout.Bytes(), stderr.Bytes())
-	t.Logf("server traffic:\n%s", srv.Summary())
-	if err != nil {
-		t.Fatalf("implloop run: %v (want exit 0, DONE)", err)
-	}
-	if !strings.Contains(stdout.String()+stderr.String(), "DONE") {
+	cmd.Dir, cmd.Env = repo, runEnv(srv.Environ(home), onPath(t, "claude", bin))
+	stdout, stderr := runLogged(t, cmd, "", srv.Summary)
+	if !strings.Contains(string(stdout)+string(stderr), "DONE") {
 		t.Errorf("the output does not say DONE")
 	}
 	checkWrites(t, rec.all(), map[string]string{
@@ -129,25 +103,14 @@ func TestRunPlanClaude(t *testing.T) {
 	}
 	sum := srv.Usage()
 
-	matches, _ := filepath.Glob(filepath.Join(repo, ".git", "implloop", "runs", "*", "report.json"))
-	if len(matches) != 1 {
-		t.Fatalf("want one .git/implloop/runs/*/report.json, found %v", matches)
-	}
-	raw, err := os.ReadFile(matches[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep runReport
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatalf("report.json: %v\n%s", err, raw)
-	}
+	rep, raw := readReport(t, repo)
 	if rep.Outcome.Verdict != "DONE" || rep.ExitCode != 0 {
 		t.Errorf("report verdict %q exit %d, want DONE 0", rep.Outcome.Verdict, rep.ExitCode)
 	}
 	if rep.Totals.Live.Units != 3 || rep.Totals.Live.usage() != sum {
 		t.Errorf("report totals %+v, want 3 live units and the server's sums %+v", rep.Totals.Live, sum)
 	}
-	if !fakeclaude.CostEqual(rep.Totals.Live.CostUSD, wantCost) {
+	if !scripted.CostEqual(rep.Totals.Live.CostUSD, wantCost) {
 		t.Errorf("report cost %v, want %v (Claude Code's per-call cost of the server's usage, summed)", rep.Totals.Live.CostUSD, wantCost)
 	}
 	if rep.Totals.Saved != (reportFigures{}) {
@@ -164,13 +127,27 @@ func TestRunPlanClaude(t *testing.T) {
 		if task.Live.Units != 1 || task.Live.usage() != u {
 			t.Errorf("task %d: live %+v, its Claude Code session reported %+v", i+1, task.Live, u)
 		}
-		if want := u.CostUSD(fakeclaude.PriceSonnet45); !fakeclaude.CostEqual(task.Live.CostUSD, want) {
+		if want := u.CostUSD(fakeclaude.PriceSonnet45); !scripted.CostEqual(task.Live.CostUSD, want) {
 			t.Errorf("task %d: cost %v, want %v", i+1, task.Live.CostUSD, want)
 		}
 	}
 	if t.Failed() {
 		t.Logf("report.json: %s", raw)
 	}
+}
+
+// runEnv is env with pathDir at the front of PATH and a git identity, for
+// `implloop run`.
+func runEnv(env []string, pathDir string) []string {
+	env = append([]string(nil), env...)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			env[i] = "PATH=" + pathDir + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
+		}
+	}
+	return append(env,
+		"GIT_AUTHOR_NAME=e2e", "GIT_AUTHOR_EMAIL=e2e@example.invalid",
+		"GIT_COMMITTER_NAME=e2e", "GIT_COMMITTER_EMAIL=e2e@example.invalid")
 }
 
 // sessionsInOrder lists the Claude Code session ids of the Messages calls
@@ -188,6 +165,24 @@ func sessionsInOrder(calls []fakeclaude.Call) []string {
 	}
 	sort.Slice(out, func(i, j int) bool { return first[out[i]] < first[out[j]] })
 	return out
+}
+
+// readReport reads the one .git/implloop/runs/*/report.json of repo.
+func readReport(t *testing.T, repo string) (runReport, []byte) {
+	t.Helper()
+	matches, _ := filepath.Glob(filepath.Join(repo, ".git", "implloop", "runs", "*", "report.json"))
+	if len(matches) != 1 {
+		t.Fatalf("want one .git/implloop/runs/*/report.json, found %v", matches)
+	}
+	raw, err := os.ReadFile(matches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep runReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("report.json: %v\n%s", err, raw)
+	}
+	return rep, raw
 }
 
 // runReport is the part of .git/implloop/runs/<id>/report.json the test reads.

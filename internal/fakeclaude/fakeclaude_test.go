@@ -1,8 +1,6 @@
 package fakeclaude
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -10,29 +8,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/implloop/implloop/internal/scripted"
 )
 
 // post sends body to the server and returns the response.
 func post(t *testing.T, s *Server, path string, body any, header map[string]string) *http.Response {
-	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequest(http.MethodPost, s.URL()+path, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return scripted.PostJSON(t, s.URL()+path, body, header)
 }
 
 type event struct {
@@ -43,27 +25,16 @@ type event struct {
 // readEvents parses a server-sent event stream.
 func readEvents(t *testing.T, resp *http.Response) []event {
 	t.Helper()
-	var out []event
-	var cur event
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			cur.name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.data); err != nil {
-				t.Fatalf("data line %q: %v", line, err)
-			}
-		case line == "":
-			if cur.name != "" {
-				if cur.data["type"] != cur.name {
-					t.Errorf("event %s carries type %v", cur.name, cur.data["type"])
-				}
-				out = append(out, cur)
-			}
-			cur = event{}
+	evs, err := scripted.ReadSSE(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]event, 0, len(evs))
+	for _, e := range evs {
+		if e.Data["type"] != e.Name {
+			t.Errorf("event %s carries type %v", e.Name, e.Data["type"])
 		}
+		out = append(out, event{e.Name, e.Data})
 	}
 	return out
 }
@@ -271,7 +242,7 @@ func TestRequestHelpers(t *testing.T) {
 	if r.Prompt() != "Do it.\n\n```json\n{\"example\": true}\n```\n\n````json\n"+string(ctxJSON)+"\n````\n" {
 		t.Errorf("Prompt %q", r.Prompt())
 	}
-	if got := FileOps(r.TaskText()); !reflect.DeepEqual(got, []FileOp{{"a.go", "package a\n"}, {"out/f1.txt", "hello world\n"}}) {
+	if got := scripted.FileOps(r.TaskText()); !reflect.DeepEqual(got, []scripted.FileOp{{Path: "a.go", Content: "package a\n"}, {Path: "out/f1.txt", Content: "hello world\n"}}) {
 		t.Errorf("FileOps %+v", got)
 	}
 	if r.Turn() != 1 || len(r.ToolUses()) != 1 || r.ToolResults()[0].Text != "File created" || r.ToolResults()[0].ToolUseID != "t1" {
@@ -279,25 +250,6 @@ func TestRequestHelpers(t *testing.T) {
 	}
 	if r.IsAgentTurn() {
 		t.Errorf("no method, no tools: not an agent turn")
-	}
-}
-
-func TestFileOps(t *testing.T) {
-	for _, tc := range []struct {
-		text string
-		want []FileOp
-	}{
-		{"nothing here", nil},
-		{"WRITE a.txt", []FileOp{{"a.txt", "\n"}}},
-		{"  WRITE dir/b.txt two words  ", []FileOp{{"dir/b.txt", "two words\n"}}},
-		{"~~~~ path=x.md\n```\ninner\n```\n~~~~\n", []FileOp{{"x.md", "```\ninner\n```\n"}}},
-		{"```go\nWRITE not/this\n```\n", nil},
-		{"```txt path=e.txt\n```\n", []FileOp{{"e.txt", ""}}},
-		{"```txt path=open.txt\nno close", []FileOp{{"open.txt", "no close\n"}}}, // CommonMark: an unclosed fence runs to the end
-	} {
-		if got := FileOps(tc.text); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("FileOps(%q) = %+v, want %+v", tc.text, got, tc.want)
-		}
 	}
 }
 

@@ -225,32 +225,3 @@ func (r *Request) Turn() int {
 	}
 	return n
 }
-
-// fencedJSON returns the bodies of the fenced blocks whose info string is
-// "json", honouring fence length (a longer fence may hold shorter runs).
-func fencedJSON(s string) []string {
-	lines := strings.Split(s, "\n")
-	var out []string
-	for i := 0; i < len(lines); i++ {
-		l := strings.TrimRight(lines[i], " \t\r")
-		n := len(l) - len(strings.TrimLeft(l, "`"))
-		if n < 3 || strings.TrimSpace(l[n:]) != "json" {
-			continue
-		}
-		fence := l[:n]
-		var body []string
-		j := i + 1
-		for ; j < len(lines); j++ {
-			t := strings.TrimRight(lines[j], " \t\r")
-			if strings.HasPrefix(t, fence) && strings.Trim(t, "`") == "" {
-				break
-			}
-			body = append(body, lines[j])
-		}
-		if j < len(lines) {
-			out = append(out, strings.Join(body, "\n"))
-		}
-		i = j
-	}
-	return out
-}

@@ -2,9 +2,10 @@ package fakeclaude
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/implloop/implloop/internal/scripted"
 )
 
 // Usage is the token usage the server reports for one call, in the
@@ -106,26 +107,6 @@ func DefaultUsage(req *Request, resp *Response) Usage {
 	}
 }
 
-// sse writes one server-sent event and flushes it.
-type sse struct {
-	w http.ResponseWriter
-	f http.Flusher
-}
-
-func (s sse) event(name string, data any) error {
-	b, err := json.Marshal(data)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
-		return err
-	}
-	if s.f != nil {
-		s.f.Flush()
-	}
-	return nil
-}
-
 type obj = map[string]any
 
 func (resp *Response) blocksJSON(ids func() string) []obj {
@@ -163,23 +144,17 @@ func usageJSON(u Usage) obj {
 // content_block_start / content_block_delta... / content_block_stop,
 // message_delta (stop_reason and the final usage), message_stop.
 func writeStream(w http.ResponseWriter, msgID, model string, resp *Response, u Usage, ids func() string) error {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("request-id", "req_"+msgID)
-	w.WriteHeader(http.StatusOK)
-	f, _ := w.(http.Flusher)
-	s := sse{w, f}
+	s := scripted.NewSSE(w, map[string]string{"request-id": "req_" + msgID})
 
 	start := usageJSON(u)
 	start["output_tokens"] = min(u.OutputTokens, 1)
-	if err := s.event("message_start", obj{"type": "message_start", "message": obj{
+	if err := s.Event("message_start", obj{"type": "message_start", "message": obj{
 		"id": msgID, "type": "message", "role": "assistant", "model": model,
 		"content": []obj{}, "stop_reason": nil, "stop_sequence": nil, "usage": start,
 	}}); err != nil {
 		return err
 	}
-	if err := s.event("ping", obj{"type": "ping"}); err != nil {
+	if err := s.Event("ping", obj{"type": "ping"}); err != nil {
 		return err
 	}
 	blocks := resp.blocksJSON(ids)
@@ -194,55 +169,38 @@ func writeStream(w http.ResponseWriter, msgID, model string, resp *Response, u U
 				return err
 			}
 			deltas = append(deltas, obj{"type": "input_json_delta", "partial_json": ""})
-			for _, part := range chunks(string(js), 3) {
+			for _, part := range scripted.Chunks(string(js), 3) {
 				deltas = append(deltas, obj{"type": "input_json_delta", "partial_json": part})
 			}
 		} else {
 			startBlock = obj{"type": "text", "text": ""}
-			for _, part := range chunks(c.Text, 2) {
+			for _, part := range scripted.Chunks(c.Text, 2) {
 				deltas = append(deltas, obj{"type": "text_delta", "text": part})
 			}
 		}
-		if err := s.event("content_block_start", obj{"type": "content_block_start", "index": i, "content_block": startBlock}); err != nil {
+		if err := s.Event("content_block_start", obj{"type": "content_block_start", "index": i, "content_block": startBlock}); err != nil {
 			return err
 		}
 		for _, d := range deltas {
-			if err := s.event("content_block_delta", obj{"type": "content_block_delta", "index": i, "delta": d}); err != nil {
+			if err := s.Event("content_block_delta", obj{"type": "content_block_delta", "index": i, "delta": d}); err != nil {
 				return err
 			}
 		}
-		if err := s.event("content_block_stop", obj{"type": "content_block_stop", "index": i}); err != nil {
+		if err := s.Event("content_block_stop", obj{"type": "content_block_stop", "index": i}); err != nil {
 			return err
 		}
 	}
-	if err := s.event("message_delta", obj{"type": "message_delta",
+	if err := s.Event("message_delta", obj{"type": "message_delta",
 		"delta": obj{"stop_reason": resp.stopReason(), "stop_sequence": nil},
 		"usage": usageJSON(u)}); err != nil {
 		return err
 	}
-	return s.event("message_stop", obj{"type": "message_stop"})
-}
-
-// chunks splits s into about n pieces on rune boundaries (at least one
-// piece, possibly empty), so deltas really are partial.
-func chunks(s string, n int) []string {
-	rs := []rune(s)
-	if len(rs) == 0 || n <= 1 {
-		return []string{s}
-	}
-	size := (len(rs) + n - 1) / n
-	var out []string
-	for len(rs) > 0 {
-		k := min(size, len(rs))
-		out = append(out, string(rs[:k]))
-		rs = rs[k:]
-	}
-	return out
+	return s.Event("message_stop", obj{"type": "message_stop"})
 }
 
 // writeMessage answers a non-streaming Messages call with the whole message.
 func writeMessage(w http.ResponseWriter, msgID, model string, resp *Response, u Usage, ids func() string) error {
-	return writeJSON(w, http.StatusOK, obj{
+	return scripted.WriteJSON(w, http.StatusOK, obj{
 		"id": msgID, "type": "message", "role": "assistant", "model": model,
 		"content": resp.blocksJSON(ids), "stop_reason": resp.stopReason(),
 		"stop_sequence": nil, "usage": usageJSON(u),
@@ -256,16 +214,5 @@ func writeError(w http.ResponseWriter, status int, typ, msg string) error {
 	if msg == "" {
 		msg = strings.ToLower(http.StatusText(status))
 	}
-	return writeJSON(w, status, obj{"type": "error", "error": obj{"type": typ, "message": msg}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, err = w.Write(b)
-	return err
+	return scripted.WriteJSON(w, status, obj{"type": "error", "error": obj{"type": typ, "message": msg}})
 }

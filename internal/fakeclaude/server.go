@@ -17,14 +17,12 @@ package fakeclaude
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/implloop/implloop/internal/scripted"
 )
 
 // Handler decides the answer to one Messages call. It may be called from
@@ -65,15 +63,9 @@ type Call struct {
 
 // Server is a running fake Messages API on 127.0.0.1.
 type Server struct {
-	t     testing.TB
-	srv   *httptest.Server
+	*scripted.Recorder[Call]
 	agent Handler
 	opts  Options
-
-	mu    sync.Mutex
-	seq   int
-	ids   int
-	calls []Call
 }
 
 // New starts a server whose agent turns are answered by h, and closes it
@@ -89,75 +81,31 @@ func NewWith(t testing.TB, h Handler, opts Options) *Server {
 	if opts.Usage == nil {
 		opts.Usage = DefaultUsage
 	}
-	s := &Server{t: t, agent: h, opts: opts}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve)) // binds 127.0.0.1:0
-	t.Cleanup(s.Close)
+	s := &Server{Recorder: &scripted.Recorder[Call]{}, agent: h, opts: opts}
+	s.Start(t, "fakeclaude", s.serve)
 	return s
 }
 
-// URL is the base URL, e.g. "http://127.0.0.1:41234", for ANTHROPIC_BASE_URL.
-func (s *Server) URL() string { return s.srv.URL }
-
-// Close stops the server. It is safe to call more than once.
-func (s *Server) Close() {
-	s.srv.CloseClientConnections()
-	s.srv.Close()
-}
-
 // Env is the environment that points Claude Code at this server, with home
-// as its HOME (a temp dir, so no user config or credentials are read).
+// as its HOME (a temp dir, so no user config or credentials are read), and
+// sends anything else it would fetch to the server too (see
+// scripted.IsolatedEnv).
 func (s *Server) Env(home string) map[string]string {
-	return map[string]string{
-		"ANTHROPIC_BASE_URL":                       s.URL(),
-		"ANTHROPIC_API_KEY":                        "dummy",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-		"DISABLE_AUTOUPDATER":                      "1",
-		"DISABLE_TELEMETRY":                        "1",
-		"DISABLE_ERROR_REPORTING":                  "1",
-		// Anything that would leave the machine goes to this server instead
-		// (logged, refused, and visible in Calls as a CONNECT or an
-		// absolute URL): the tests touch nothing but loopback.
-		"HTTPS_PROXY":     s.URL(),
-		"HTTP_PROXY":      s.URL(),
-		"https_proxy":     s.URL(),
-		"http_proxy":      s.URL(),
-		"NO_PROXY":        "127.0.0.1,localhost",
-		"no_proxy":        "127.0.0.1,localhost",
-		"HOME":            home,
-		"XDG_CONFIG_HOME": home + "/.config",
-		"XDG_CACHE_HOME":  home + "/.cache",
-		"XDG_DATA_HOME":   home + "/.local/share",
-		"XDG_STATE_HOME":  home + "/.local/state",
-	}
+	env := scripted.IsolatedEnv(s.URL(), home)
+	env["ANTHROPIC_BASE_URL"] = s.URL()
+	env["ANTHROPIC_API_KEY"] = "dummy"
+	env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
+	env["DISABLE_AUTOUPDATER"] = "1"
+	env["DISABLE_TELEMETRY"] = "1"
+	env["DISABLE_ERROR_REPORTING"] = "1"
+	return env
 }
 
-// Environ is os.Environ() without any ANTHROPIC_*, CLAUDE*, or XDG_*
-// variable of the calling process, plus Env(home): a full environment for
-// exec.Cmd.Env.
+// Environ is os.Environ() without any ANTHROPIC_*, CLAUDE*, XDG_* or
+// OTEL_* variable of the calling process, plus Env(home): a full
+// environment for exec.Cmd.Env.
 func (s *Server) Environ(home string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "ANTHROPIC_") || strings.HasPrefix(name, "CLAUDE") ||
-			strings.HasPrefix(name, "XDG_") || strings.HasPrefix(name, "OTEL_") {
-			continue
-		}
-		if _, ok := s.Env(home)[name]; ok {
-			continue
-		}
-		out = append(out, kv)
-	}
-	for k, v := range s.Env(home) {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
-
-// Calls returns a copy of every request's record, in arrival order.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
+	return scripted.Environ(s.Env(home), "ANTHROPIC_", "CLAUDE")
 }
 
 // Usage sums the usage reported over all Messages calls.
@@ -166,24 +114,16 @@ func (s *Server) Usage() Usage { return SumUsage(s.Calls()) }
 // UsageBySession sums the reported usage per X-Claude-Code-Session-Id
 // ("" for calls without the header).
 func (s *Server) UsageBySession() map[string]Usage {
-	out := map[string]Usage{}
-	for _, c := range s.Calls() {
-		if c.Messages && c.Status == http.StatusOK {
-			out[c.SessionID] = out[c.SessionID].Add(c.Usage)
-		}
-	}
-	return out
+	return scripted.UsageBySession[Usage](s.Calls())
 }
 
 // SumUsage sums the reported usage of the Messages calls in calls.
-func SumUsage(calls []Call) Usage {
-	var u Usage
-	for _, c := range calls {
-		if c.Messages && c.Status == http.StatusOK {
-			u = u.Add(c.Usage)
-		}
-	}
-	return u
+func SumUsage(calls []Call) Usage { return scripted.SumUsage[Usage](calls) }
+
+// Counted is the call's reported usage and session; it counts when it is
+// a Messages call answered 200.
+func (c Call) Counted() (Usage, string, bool) {
+	return c.Usage, c.SessionID, c.Messages && c.Status == http.StatusOK
 }
 
 // Summary is a one-line-per-call account of the traffic, for test logs.
@@ -207,25 +147,10 @@ func (s *Server) Summary() string {
 	return b.String()
 }
 
-func (s *Server) nextID(prefix string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ids++
-	return fmt.Sprintf("%s_fake%06d", prefix, s.ids)
-}
-
-func (s *Server) logf(format string, args ...any) {
-	defer func() { _ = recover() }() // logging after the test ended panics
-	s.t.Logf("fakeclaude: "+format, args...)
-}
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, in scripted.Incoming) Call {
 	began := time.Now()
-	body, _ := io.ReadAll(r.Body)
-	s.mu.Lock()
-	s.seq++
-	req := &Request{Seq: s.seq, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
-	s.mu.Unlock()
+	body := in.Body
+	req := &Request{Seq: in.Seq, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	call := Call{Seq: req.Seq, Method: r.Method, Path: req.Path, Query: req.Query,
 		UserAgent: r.UserAgent(), SessionID: r.Header.Get("X-Claude-Code-Session-Id")}
 
@@ -236,35 +161,33 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.messages(w, req, &call)
 	case r.Method == http.MethodPost && path == "/v1/messages/count_tokens":
 		call.Status = http.StatusOK
-		_ = writeJSON(w, call.Status, obj{"input_tokens": len(body)/4 + 1})
+		_ = scripted.WriteJSON(w, call.Status, obj{"input_tokens": len(body)/4 + 1})
 	case r.Method == http.MethodHead || r.Method == http.MethodGet:
 		// Reachability probes and metadata fetches: an empty success.
 		call.Status = http.StatusOK
 		if path != "" && path != "/v1" && path != "/v1/models" {
-			s.logf("unknown %s %s (answered 200 {})", r.Method, r.URL)
+			s.Logf("unknown %s %s (answered 200 {})", r.Method, r.URL)
 		}
 		if path == "/v1/models" {
-			_ = writeJSON(w, call.Status, obj{"data": []obj{}, "has_more": false, "first_id": nil, "last_id": nil})
+			_ = scripted.WriteJSON(w, call.Status, obj{"data": []obj{}, "has_more": false, "first_id": nil, "last_id": nil})
 		} else if r.Method == http.MethodGet {
-			_ = writeJSON(w, call.Status, obj{})
+			_ = scripted.WriteJSON(w, call.Status, obj{})
 		} else {
 			w.WriteHeader(call.Status)
 		}
 	default:
 		call.Status = http.StatusNotFound
-		s.logf("unknown %s %s body=%.300q (answered 404)", r.Method, r.URL, body)
+		s.Logf("unknown %s %s body=%.300q (answered 404)", r.Method, r.URL, body)
 		_ = writeError(w, call.Status, "not_found_error", "fakeclaude: no such endpoint")
 	}
 	call.Duration = time.Since(began)
-	s.mu.Lock()
-	s.calls = append(s.calls, call)
-	s.mu.Unlock()
+	return call
 }
 
 func (s *Server) messages(w http.ResponseWriter, req *Request, call *Call) {
 	if err := req.decodeMessages(); err != nil {
 		call.Status = http.StatusBadRequest
-		s.logf("#%d bad Messages body: %v", req.Seq, err)
+		s.Logf("#%d bad Messages body: %v", req.Seq, err)
 		_ = writeError(w, call.Status, "invalid_request_error", err.Error())
 		return
 	}
@@ -275,9 +198,9 @@ func (s *Server) messages(w http.ResponseWriter, req *Request, call *Call) {
 	if call.Agent {
 		h = s.agent
 	}
-	resp, err := s.decide(h, req)
+	resp, err := scripted.Decide(func() Response { return h(req) })
 	if err != nil {
-		s.t.Errorf("fakeclaude: #%d handler: %v", req.Seq, err)
+		s.Errorf("#%d handler: %v", req.Seq, err)
 		call.Status = http.StatusInternalServerError
 		_ = writeError(w, call.Status, "api_error", err.Error())
 		return
@@ -288,7 +211,7 @@ func (s *Server) messages(w http.ResponseWriter, req *Request, call *Call) {
 		return
 	}
 	if len(resp.Content) == 0 {
-		s.logf("#%d the script gave no answer; replying with an empty end_turn text", req.Seq)
+		s.Logf("#%d the script gave no answer; replying with an empty end_turn text", req.Seq)
 		resp.Content = []Content{Text("(fakeclaude: no scripted answer)")}
 	}
 	u := resp.Usage
@@ -299,8 +222,8 @@ func (s *Server) messages(w http.ResponseWriter, req *Request, call *Call) {
 	if model == "" {
 		model = "claude-fake"
 	}
-	msgID := s.nextID("msg")
-	ids := func() string { return s.nextID("toolu") }
+	msgID := s.NextID("msg")
+	ids := func() string { return s.NextID("toolu") }
 	call.Status, call.Usage, call.StopReason = http.StatusOK, u, resp.stopReason()
 	if req.Stream {
 		err = writeStream(w, msgID, model, &resp, u, ids)
@@ -315,17 +238,8 @@ func (s *Server) messages(w http.ResponseWriter, req *Request, call *Call) {
 		}
 	}
 	if err != nil {
-		s.logf("#%d writing the answer: %v", req.Seq, err)
+		s.Logf("#%d writing the answer: %v", req.Seq, err)
 	}
-}
-
-func (s *Server) decide(h Handler, req *Request) (resp Response, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	return h(req), nil
 }
 
 // DefaultSide answers Messages calls that are not agent turns: a short
