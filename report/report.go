@@ -113,6 +113,47 @@ type Report struct {
 	WallMS     int64     `json:"wall_ms"`
 	Tasks      []Task    `json:"tasks"`
 	Totals     Totals    `json:"totals"`
+
+	// For the HTML report (not in report.json): the attempts in the order
+	// they started, and the runs this one resumes, nearest first.
+	Attempts []Attempt  `json:"-"`
+	Lineage  []Ancestor `json:"-"`
+}
+
+// Attempt is one attempt of a task on the run's timeline: its units, then
+// its gate.
+type Attempt struct {
+	Task    string
+	Attempt int
+	// Lane is the worker that ran the attempt: 0 while tasks run one at a
+	// time. Parallel tasks will give each worker its lane.
+	Lane int
+	// Source is live when any unit of the attempt was dispatched, else
+	// replayed.
+	Source     string
+	Start, End time.Time
+	Live       Spend // what it spent
+	Saved      Spend // what replaying saved
+	Gate       *GateMark
+	// AgentError is why the agent call failed (no gate ran then).
+	AgentError string
+}
+
+// GateMark is an attempt's gate.
+type GateMark struct {
+	Command    string
+	Passed     bool
+	Replayed   bool
+	ExitCode   int
+	DurationMS int64
+	At         time.Time
+}
+
+// Ancestor is a run in a resume's lineage.
+type Ancestor struct {
+	ID        string
+	Verdict   string // "" when it never finished
+	StartedAt time.Time
 }
 
 // Task is one task's line in the report.
@@ -128,6 +169,11 @@ type Task struct {
 	BlockReason string        `json:"block_reason,omitempty"`
 	Concerns    []string      `json:"concerns,omitempty"`
 	LostPaths   bytepath.List `json:"lost_paths,omitempty"`
+
+	// For the HTML report: the last gate's output tail and where its whole
+	// output is (a file in the blob store; "" when not kept).
+	GateTail   string `json:"-"`
+	GateOutput string `json:"-"`
 }
 
 // Spend sums units: their count, tokens and cost.
@@ -226,7 +272,14 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		later(u.StartedAt)
 		later(u.FinishedAt)
 	}
+	r.Attempts = attempts(units, gates)
 	for _, g := range gates {
+		if t := byTask[g.TaskID]; t != nil {
+			t.GateTail, t.GateOutput = g.Feedback, ""
+			if p, err := j.Blobs().Path(g.Output); err == nil && g.Output != "" {
+				t.GateOutput = p
+			}
+		}
 		later(g.At)
 		if g.Command == cache.AgentFailed {
 			continue // no gate ran: the agent call failed
@@ -243,6 +296,15 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		r.EndedAt = last
 	}
 	r.WallMS = max(0, r.EndedAt.Sub(r.StartedAt).Milliseconds())
+	if run.ParentID != "" {
+		runs, err := j.Lineage(run.ParentID)
+		if err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+		for _, a := range runs {
+			r.Lineage = append(r.Lineage, Ancestor{ID: a.ID, Verdict: a.Verdict, StartedAt: a.StartedAt})
+		}
+	}
 	return r, nil
 }
 
