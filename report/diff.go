@@ -215,31 +215,35 @@ func unquoteGit(p string) string {
 
 // chromaCSS is the stylesheet of chroma's classes: GitHub's light style,
 // and its dark one on a screen whose reader asks for dark (paper stays
-// light).
-var chromaCSS = func() string {
+// light). styled is the set of classes it colours otherwise than plain
+// text: a span of another class would only add bytes.
+var chromaCSS, styled = func() (string, map[string]bool) {
 	var b bytes.Buffer
+	set := map[string]bool{}
 	f := chromahtml.New(chromahtml.WithClasses(true), chromahtml.WithCSSComments(false))
+	// The page's text colours (--fg) are GitHub's: a rule giving a class
+	// that colour colours nothing.
+	fg := map[string]string{"github": "#1f2328", "github-dark": "#e6edf3"}
 	for _, name := range []string{"github", "github-dark"} {
-		if name != "github" {
-			b.WriteString("@media screen and (prefers-color-scheme: dark) {\n")
-		}
-		if err := f.WriteCSS(&b, styles.Get(name)); err != nil {
+		st := styles.Get(name)
+		var css bytes.Buffer
+		if err := f.WriteCSS(&css, st); err != nil {
 			panic(err) // chroma's own styles: cannot fail
 		}
+		plain := "{ color: " + fg[name] + " }"
+		for _, line := range strings.Split(css.String(), "\n") {
+			class, rule, ok := strings.Cut(strings.TrimPrefix(line, ".chroma ."), " ")
+			if ok && strings.HasPrefix(line, ".chroma .") && class != "w" && rule != plain {
+				set[class] = true
+			}
+		}
 		if name != "github" {
+			b.WriteString("@media screen and (prefers-color-scheme: dark) {\n")
+			b.Write(css.Bytes())
 			b.WriteString("}\n")
+		} else {
+			b.Write(css.Bytes())
 		}
 	}
-	return b.String()
-}()
-
-// styled is the set of classes chromaCSS gives a rule.
-var styled = func() map[string]bool {
-	m := map[string]bool{}
-	for _, f := range strings.Fields(chromaCSS) {
-		if c, ok := strings.CutPrefix(f, "."); ok && f != ".chroma" {
-			m[c] = true
-		}
-	}
-	return m
+	return b.String(), set
 }()

@@ -308,7 +308,7 @@ type mark struct {
 }
 
 type tick struct {
-	X, Label string
+	X, Label, Anchor string
 }
 
 const (
@@ -413,7 +413,11 @@ func newTimeline(r *Report, x *Extras) timeline {
 	tl.Height = axisY + tlAxis
 	for i := 0; i <= 4; i++ {
 		at := start.Add(span * time.Duration(i) / 4)
-		tl.Ticks = append(tl.Ticks, tick{X: f(xOf(at)), Label: "+" + dur(at.Sub(start).Milliseconds())})
+		anchor := "start"
+		if i == 4 {
+			anchor = "end" // the last label ends at its line
+		}
+		tl.Ticks = append(tl.Ticks, tick{X: f(xOf(at)), Label: "+" + dur(at.Sub(start).Milliseconds()), Anchor: anchor})
 	}
 	return tl
 }

@@ -60,7 +60,11 @@ func attempts(units []cache.Unit, gates []cache.Gate) []Attempt {
 		}
 		a.Gate = &GateMark{Command: g.Command, Passed: g.Passed, Replayed: g.Replayed, ExitCode: g.ExitCode,
 			DurationMS: g.Duration.Milliseconds(), At: g.At}
-		span(a, g.At.Add(-g.Duration), g.At)
+		if g.Replayed {
+			span(a, g.At, g.At) // its duration was spent in the run it replays
+		} else {
+			span(a, g.At.Add(-g.Duration), g.At)
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
 	return out
