@@ -128,8 +128,8 @@ type Attempt struct {
 	// Lane is the worker that ran the attempt: 0 while tasks run one at a
 	// time. Parallel tasks will give each worker its lane.
 	Lane int
-	// Source is live when any unit of the attempt was dispatched, else
-	// replayed.
+	// Source is live when any unit of the attempt was dispatched (or,
+	// with no unit, its gate ran), else replayed.
 	Source     string
 	Start, End time.Time
 	Live       Spend // what it spent

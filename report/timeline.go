@@ -55,8 +55,8 @@ func attempts(units []cache.Unit, gates []cache.Gate) []Attempt {
 			a.AgentError = g.Feedback
 			continue
 		}
-		if !g.Replayed {
-			a.Source = string(cache.SourceLive)
+		if !g.Replayed && a.Live.Units+a.Saved.Units == 0 {
+			a.Source = string(cache.SourceLive) // a gate re-run alone
 		}
 		a.Gate = &GateMark{Command: g.Command, Passed: g.Passed, Replayed: g.Replayed, ExitCode: g.ExitCode,
 			DurationMS: g.Duration.Milliseconds(), At: g.At}
