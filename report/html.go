@@ -313,7 +313,7 @@ type tick struct {
 
 const (
 	tlGutter  = 64 // lane labels
-	tlLane    = 30
+	tlLane    = 34
 	tlBar     = 14
 	tlAxis    = 22
 	tlMinBarW = 2
@@ -376,7 +376,7 @@ func newTimeline(r *Report, x *Extras) timeline {
 		}
 		tl.Bars = append(tl.Bars, bar{Class: src, Task: a.Task, Attempt: a.Attempt, Lane: a.Lane, Title: title,
 			X: f(x0), Y: f(y), W: f(w), H: f(tlBar)})
-		cy := y + tlBar/2
+		cy := y + tlBar/2 // the bar's middle; gate marks sit under the bar
 		if g := a.Gate; g != nil {
 			class, verdict := "gate pass", "passed"
 			if !g.Passed {
@@ -387,7 +387,7 @@ func newTimeline(r *Report, x *Extras) timeline {
 				class += " replayed"
 				how = "replayed"
 			}
-			tl.Marks = append(tl.Marks, mark{Class: class, Shape: "circle", CX: f(x0 + w), CY: f(cy),
+			tl.Marks = append(tl.Marks, mark{Class: class, Shape: "circle", CX: f(x0 + w), CY: f(cy + tlBar/2 + 4),
 				Title: fmt.Sprintf("task %s attempt %d gate %s at %s (%s): %s", a.Task, a.Attempt, verdict, clock(g.At), how, g.Command)})
 		}
 		if lastOf[a.Task] != i {
@@ -411,10 +411,12 @@ func newTimeline(r *Report, x *Extras) timeline {
 	}
 	axisY := 8 + (maxLane+1)*tlLane
 	tl.Height = axisY + tlAxis
-	for i := 0; i <= 4; i++ {
-		at := start.Add(span * time.Duration(i) / 4)
+	// A tick every 200 pixels or so, however wide the run made it.
+	ticks := max(4, tl.Width/200)
+	for i := 0; i <= ticks; i++ {
+		at := start.Add(span * time.Duration(i) / time.Duration(ticks))
 		anchor := "start"
-		if i == 4 {
+		if i == ticks {
 			anchor = "end" // the last label ends at its line
 		}
 		tl.Ticks = append(tl.Ticks, tick{X: f(xOf(at)), Label: "+" + dur(at.Sub(start).Milliseconds()), Anchor: anchor})

@@ -155,6 +155,9 @@ func TestHTMLThousandTasks(t *testing.T) {
 	page := HTML(rep, x)
 	took := time.Since(start)
 	t.Logf("1,000 tasks: %d bytes in %v", len(page), took)
+	if dir := os.Getenv("IMPLLOOP_HTML_OUT"); dir != "" { // to look at it
+		f.must(os.WriteFile(filepath.Join(dir, "thousand.html"), page, 0o644))
+	}
 	if len(page) >= 5_000_000 {
 		t.Fatalf("the report is %d bytes, want under 5 MB", len(page))
 	}
