@@ -1,11 +1,22 @@
 // Package report builds a run's end report from the journal alone and
-// renders it for a terminal, as markdown and as JSON.
+// renders it for a terminal, as markdown, as JSON and as an HTML page.
 //
 // Every figure comes from journal rows: task rows for status, source,
 // attempts, duration, concerns and lost paths; unit rows for tokens and
 // cost; gate rows for gate counts; the run row for times. A replayed unit
 // cost nothing this time, so its tokens and cost are reported as "saved",
 // never added to the run's spend.
+//
+// # The HTML page
+//
+// [HTML] adds what people look at: the run as an SVG timeline (a lane per
+// worker, a bar per attempt coloured by where its work came from, gate,
+// block and concern marks), per task why it ran and its diff highlighted
+// by chroma, and the resume lineage. What the rows alone do not say (the
+// loop's reasons, the patches between boundary commits) comes in as
+// [Extras] from the loop. The page is one file with no fetches; every
+// text in it is untrusted and written by html/template; a 1,000-task run's
+// stays under [MaxHTMLSize].
 package report
 
 import (
