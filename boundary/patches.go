@@ -35,19 +35,16 @@ func Patches(ctx context.Context, repoDir string, pairs [][2]string, limit int) 
 	if err != nil {
 		return nil, err
 	}
-	var in bytes.Buffer
 	for _, p := range pairs {
 		if !isHexID(p[0]) || !isHexID(p[1]) {
 			return nil, fmt.Errorf("patches: boundary commits expected, got %q..%q", p[0], p[1])
 		}
-		// "<commit> <parent>": diff-tree diffs the parent against it.
-		fmt.Fprintf(&in, "%s %s\n", p[1], p[0])
 	}
 	args := []string{"diff-tree", "--stdin", "--always", "-r", "-p", "-M", "--no-color", "--no-ext-diff", "--no-textconv"}
 	cmd := exec.CommandContext(ctx, g.gitPath, args...)
 	cmd.Dir = g.root
 	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
-	cmd.Stdin = &in
+	cmd.Stdin = g.diffTreeInput(pairs)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

@@ -41,24 +41,12 @@ func TestBrowserReport(t *testing.T) {
 	t.Run("demo", func(t *testing.T) {
 		repo := demoRepo(t)
 		run(t, repo, bin, 0, "run", "plan.md", "--agent", "builtin", "--verify", "go test ./...")
-		page := strings.TrimSpace(run(t, repo, bin, 0, "show", "--html"))
-		doc := dumpDOM(t, chromium, page)
-		checkJSRan(t, doc)
+		page, doc := loadReport(t, chromium, repo, bin)
 		if got := text(find(doc, "title", "")[0]); !strings.HasPrefix(got, "implloop run r-") || !strings.HasSuffix(got, ": DONE 5/5") {
 			t.Errorf("title %q", got)
 		}
-		if n := len(find(doc, "g", "lane")); n != 1 {
-			t.Errorf("%d lanes, want 1", n)
-		}
-		if n := len(find(doc, "rect", "bar live")); n != 5 {
-			t.Errorf("%d live bars, want 5", n)
-		}
-		if n := len(find(doc, "circle", "gate pass")); n != 5 {
-			t.Errorf("%d passed gate marks, want 5", n)
-		}
-		if n := len(find(doc, "details", "task")); n != 5 {
-			t.Errorf("%d tasks, want 5", n)
-		}
+		checkCounts(t, doc, count{"g", "lane", 1}, count{"rect", "bar live", 5}, count{"circle", "gate pass", 5},
+			count{"details", "task", 5})
 		var paths []string
 		for _, f := range find(doc, "div", "file") {
 			paths = append(paths, attr(f, "data-path"))
@@ -82,27 +70,14 @@ func TestBrowserReport(t *testing.T) {
 		writeFile(t, agent, "#!/bin/sh\ncat >/dev/null\nprintf '%s\\n' '"+strings.ReplaceAll(hostileTitle, "'", `'"'"'`)+"' > \"out-$IMPLLOOP_TASK_ID.txt\"\n", 0o755)
 		gate := `if [ "$IMPLLOOP_TASK_ID" = 2 ]; then cat out-2.txt; exit 1; fi`
 		run(t, repo, bin, 3, "run", "plan.md", "--agent-cmd", agent, "--verify", gate, "--max-attempts", "2")
-		page := strings.TrimSpace(run(t, repo, bin, 0, "show", "--html"))
-		doc := dumpDOM(t, chromium, page)
-		checkJSRan(t, doc)
+		page, doc := loadReport(t, chromium, repo, bin)
 		if got := text(find(doc, "title", "")[0]); strings.Contains(got, pwned) || !strings.HasSuffix(got, ": PARTIAL 1/2") {
 			t.Errorf("title %q: the hostile content ran, or the verdict is wrong", got)
 		}
-		if n := len(find(doc, "img", "")); n != 0 {
-			t.Errorf("%d <img> elements: markup from the task made it into the page", n)
-		}
-		if n := len(find(doc, "script", "")); n != 1 {
-			t.Errorf("%d <script> elements, want the page's own", n)
-		}
-		if n := len(find(doc, "rect", "bar live")); n != 3 {
-			t.Errorf("%d live bars, want 3 (task 1, task 2 twice)", n)
-		}
-		if n := len(find(doc, "circle", "gate fail")); n != 2 {
-			t.Errorf("%d failed gate marks, want 2", n)
-		}
-		if n := len(find(doc, "path", "block")); n != 1 {
-			t.Errorf("%d block marks, want 1", n)
-		}
+		// No markup from the task: no <img>, only the page's own script;
+		// task 1's bar and task 2's two, their gates, task 2's block.
+		checkCounts(t, doc, count{"img", "", 0}, count{"script", "", 1}, count{"rect", "bar live", 3},
+			count{"circle", "gate fail", 2}, count{"path", "block", 1})
 		blocked := find(doc, "details", "task")
 		if len(blocked) != 2 || attr(blocked[1], "data-status") != "blocked" || !strings.Contains(text(blocked[1]), hostileTitle) {
 			t.Errorf("task 2 is not shown blocked with its title as text")
@@ -208,6 +183,33 @@ func dumpDOM(t *testing.T, chromium, page string) *html.Node {
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// loadReport rewrites the latest run's report.html with show --html and
+// loads it in Chromium: its path and the DOM Chromium ended with, script
+// on.
+func loadReport(t *testing.T, chromium string, repo *gittest.Repo, bin string) (string, *html.Node) {
+	t.Helper()
+	page := strings.TrimSpace(run(t, repo, bin, 0, "show", "--html"))
+	doc := dumpDOM(t, chromium, page)
+	checkJSRan(t, doc)
+	return page, doc
+}
+
+// count is how many elements named tag with class attribute class ("":
+// any) a page should have.
+type count struct {
+	tag, class string
+	want       int
+}
+
+func checkCounts(t *testing.T, doc *html.Node, counts ...count) {
+	t.Helper()
+	for _, c := range counts {
+		if n := len(find(doc, c.tag, c.class)); n != c.want {
+			t.Errorf("%d <%s class=%q> elements, want %d", n, c.tag, c.class, c.want)
+		}
+	}
 }
 
 // checkJSRan makes the other checks mean something: the page's own script

@@ -51,14 +51,21 @@ func TestHTMLSeed(t *testing.T) {
 	}
 }
 
+// newRun is a fixture on a new journal holding run r.
+func newRun(t *testing.T, r *cache.Run) fixture {
+	j, _ := newJournal(t)
+	f := fixture{t, j}
+	f.must(j.CreateRun(r))
+	return f
+}
+
 // hostile is content an agent, a plan or a work tree may hold.
 const hostile = `<script>document.title="pwned"</script><img src=x onerror="document.title='pwned'"></style></title></textarea><a href="javascript:document.title='pwned'">x</a>]]><!--`
 
 func TestHTMLHostileContentIsInert(t *testing.T) {
-	j, _ := newJournal(t)
-	f := fixture{t, j}
 	r := &cache.Run{ID: "r-20251130-080000-bad1", PlanPath: "plans/" + hostile + ".md", PlanSHA256: strings.Repeat("ab", 32), StartedAt: t0}
-	f.must(j.CreateRun(r))
+	f := newRun(t, r)
+	j := f.j
 	f.live(r.ID, "1", 1, 0, 5, 10, 1, 0.001, true)
 	f.must(j.PutGate(cache.Gate{RunID: r.ID, TaskID: "1", Attempt: 1, Command: "go test " + hostile, Passed: false, ExitCode: 1,
 		Feedback: "FAIL " + hostile + "\n", At: at(6), Duration: time.Second}))
@@ -113,10 +120,9 @@ func TestHTMLHostileContentIsInert(t *testing.T) {
 // every task, every bar, and diffs inlined while they fit (folded); the
 // rest name the command that prints them.
 func TestHTMLThousandTasks(t *testing.T) {
-	j, _ := newJournal(t)
-	f := fixture{t, j}
 	r := &cache.Run{ID: "r-20251130-090000-1000", PlanPath: "plan.md", PlanSHA256: strings.Repeat("cd", 32), StartedAt: t0}
-	f.must(j.CreateRun(r))
+	f := newRun(t, r)
+	j := f.j
 	const n = 1000
 	x := &Extras{Tasks: map[string]TaskExtras{}}
 	long := strings.Repeat("--- FAIL: TestSomething (0.01s)\n    thing_test.go:12: want 1, got 2\n", 200)
