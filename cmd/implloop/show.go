@@ -45,8 +45,8 @@ Read-only, except that --html writes report.html.
   # What task 3 did to the work tree, as a patch
   implloop show --task 3 --diff
 
-  # The latest run's report as a page, opened in a browser
-  xdg-open "$(implloop show --html)"
+  # The latest run's report as a page (open the path it prints in a browser)
+  implloop show --html
 
   # A given run's verdict and counts, and the paths its task 3 changed
   implloop show r-20261130-054012-3f9a --json | jq .outcome
