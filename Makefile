@@ -8,7 +8,7 @@ PKGS     := ./...
 RACE_PKGS := $(foreach d,identity unit agent loop cache watch plan,$(if $(wildcard $(d)/*.go),./$(d)/...))
 FUZZTIME ?= 10s
 
-.PHONY: all build test race demo bench fuzz lint e2e clean docs man
+.PHONY: all build test race demo bench fuzz lint e2e browser screenshots clean docs man
 
 all: build
 
@@ -37,6 +37,7 @@ lint:
 	$(GO) vet $(PKGS)
 	GOOS=darwin $(GO) vet $(PKGS)   # macOS users: it must at least build there
 	$(GO) vet -tags gendocs ./cmd/implloop   # the reference pages' generator
+	$(GO) vet -tags browser ./e2e/           # the report's browser tests
 
 # The generated docs: docs/cli/ (a page per command) and docs/identity.md.
 # Tests fail while either is stale.
@@ -54,7 +55,21 @@ clean:
 # The real Claude Code and OpenAI Codex CLIs (pinned, installed from npm
 # into .e2e/) against scripted model API servers on loopback
 # (internal/fakeclaude, internal/fakeopenai).
-e2e:
+e2e: browser
 	@./scripts/install-claude.sh >/dev/null
 	@./scripts/install-codex.sh >/dev/null
 	$(GO) test -tags e2e -count=1 ./e2e/...
+
+# The HTML report in headless Chromium (Debian's chromium package, which
+# scripts/install-chromium.sh installs when it is missing): the report.html
+# of real runs, their DOM read back, hostile task text checked inert. The
+# screenshots are kept in .e2e/artifacts/.
+browser:
+	@CHROMIUM=$$(./scripts/install-chromium.sh) && export CHROMIUM && mkdir -p .e2e/artifacts && \
+	  $(GO) test -tags browser -count=1 -run Browser -artifacts -outputdir $(CURDIR)/.e2e/artifacts ./e2e/
+
+# docs/report.png, the README's picture: the report of a real run of the
+# demo plan, taken by the browser test.
+screenshots:
+	@CHROMIUM=$$(./scripts/install-chromium.sh) && export CHROMIUM && \
+	  IMPLLOOP_SCREENSHOTS=$(CURDIR)/docs $(GO) test -tags browser -count=1 -run 'Browser/demo' ./e2e/

@@ -424,15 +424,7 @@ func Effects(ctx context.Context, repoDir string, pairs [][2]string) ([][]Change
 	if err != nil {
 		return nil, err
 	}
-	var in bytes.Buffer
-	for _, p := range pairs {
-		from := p[0]
-		if from == "" {
-			from = g.emptyTree()
-		}
-		fmt.Fprintf(&in, "%s %s\n", p[1], from)
-	}
-	raw, _, err := g.run(nil, in.Bytes(), "diff-tree", "--stdin", "--always", "-r", "-z", "--no-renames", "--no-ext-diff")
+	raw, _, err := g.run(nil, g.diffTreeInput(pairs).Bytes(), "diff-tree", "--stdin", "--always", "-r", "-z", "--no-renames", "--no-ext-diff")
 	if err != nil {
 		return nil, err
 	}
@@ -476,6 +468,20 @@ func Effects(ctx context.Context, repoDir string, pairs [][2]string) ([][]Change
 		raw = raw[end:]
 	}
 	return out, nil
+}
+
+// diffTreeInput is git diff-tree --stdin's input for pairs (from, to):
+// a line "<to> <from>" each, from "" standing for the empty tree.
+func (g *gitRepo) diffTreeInput(pairs [][2]string) *bytes.Buffer {
+	var in bytes.Buffer
+	for _, p := range pairs {
+		from := p[0]
+		if from == "" {
+			from = g.emptyTree()
+		}
+		fmt.Fprintf(&in, "%s %s\n", p[1], from)
+	}
+	return &in
 }
 
 // fileExists reports whether path is a regular file.

@@ -270,12 +270,18 @@ func (g *gitRepo) diffTree(env []string, a, b string, renames bool) ([]Change, e
 	// diff-tree reads the index although it compares two trees: at
 	// 100,000 files that is most of its time. A path that does not exist
 	// is an empty index to git.
-	env = append(env[:len(env):len(env)], "GIT_INDEX_FILE="+filepath.Join(g.gitDir, "implloop", "no-index", "index"))
+	env = append(env[:len(env):len(env)], "GIT_INDEX_FILE="+g.noIndex())
 	out, _, err := g.run(env, nil, append(args, a, b)...)
 	if err != nil {
 		return nil, err
 	}
 	return parseRaw(out)
+}
+
+// noIndex is an index file that does not exist (an empty index to git),
+// for commands that read the index although they only compare trees.
+func (g *gitRepo) noIndex() string {
+	return filepath.Join(g.gitDir, "implloop", "no-index", "index")
 }
 
 // diffIndex lists how the index differs from tree-ish a (staged renames

@@ -339,6 +339,16 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		// something Write cannot write into: the run still ends BLOCKED.
 		out.ReportPath, out.ReportErr = "", err
 	}
+	if out.ReportPath != "" {
+		// The HTML report reads the boundary commits even after an
+		// interrupt, for a little while; without it the run still ends
+		// as it did.
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), htmlReportTimeout)
+		if _, err := WriteHTMLReport(hctx, e.j, e.j.Root(), rep); err != nil {
+			e.emit(Event{Type: EvConcern, Message: "report.html was not written: " + err.Error()})
+		}
+		cancel()
+	}
 	e.emit(Event{Type: EvRunFinished, Verdict: out.Verdict, Done: intp(dec.Done), Count: len(sel.Tasks), Message: out.ReportPath})
 	return out, nil
 }

@@ -1,11 +1,22 @@
 // Package report builds a run's end report from the journal alone and
-// renders it for a terminal, as markdown and as JSON.
+// renders it for a terminal, as markdown, as JSON and as an HTML page.
 //
 // Every figure comes from journal rows: task rows for status, source,
 // attempts, duration, concerns and lost paths; unit rows for tokens and
 // cost; gate rows for gate counts; the run row for times. A replayed unit
 // cost nothing this time, so its tokens and cost are reported as "saved",
 // never added to the run's spend.
+//
+// # The HTML page
+//
+// [HTML] adds what people look at: the run as an SVG timeline (a lane per
+// worker, a bar per attempt coloured by where its work came from, gate,
+// block and concern marks), per task why it ran and its diff highlighted
+// by chroma, and the resume lineage. What the rows alone do not say (the
+// loop's reasons, the patches between boundary commits) comes in as
+// [Extras] from the loop. The page is one file with no fetches; every
+// text in it is untrusted and written by html/template; a 1,000-task run's
+// stays under [MaxHTMLSize].
 package report
 
 import (
@@ -113,6 +124,47 @@ type Report struct {
 	WallMS     int64     `json:"wall_ms"`
 	Tasks      []Task    `json:"tasks"`
 	Totals     Totals    `json:"totals"`
+
+	// For the HTML report (not in report.json): the attempts in the order
+	// they started, and the runs this one resumes, nearest first.
+	Attempts []Attempt  `json:"-"`
+	Lineage  []Ancestor `json:"-"`
+}
+
+// Attempt is one attempt of a task on the run's timeline: its units, then
+// its gate.
+type Attempt struct {
+	Task    string
+	Attempt int
+	// Lane is the worker that ran the attempt: 0 while tasks run one at a
+	// time. Parallel tasks will give each worker its lane.
+	Lane int
+	// Source is live when any unit of the attempt was dispatched (or,
+	// with no unit, its gate ran), else replayed.
+	Source     string
+	Start, End time.Time
+	Live       Spend // what it spent
+	Saved      Spend // what replaying saved
+	Gate       *GateMark
+	// AgentError is why the agent call failed (no gate ran then).
+	AgentError string
+}
+
+// GateMark is an attempt's gate.
+type GateMark struct {
+	Command    string
+	Passed     bool
+	Replayed   bool
+	ExitCode   int
+	DurationMS int64
+	At         time.Time
+}
+
+// Ancestor is a run in a resume's lineage.
+type Ancestor struct {
+	ID        string
+	Verdict   string // "" when it never finished
+	StartedAt time.Time
 }
 
 // Task is one task's line in the report.
@@ -128,6 +180,11 @@ type Task struct {
 	BlockReason string        `json:"block_reason,omitempty"`
 	Concerns    []string      `json:"concerns,omitempty"`
 	LostPaths   bytepath.List `json:"lost_paths,omitempty"`
+
+	// For the HTML report: the last gate's output tail and where its whole
+	// output is (a file in the blob store; "" when not kept).
+	GateTail   string `json:"-"`
+	GateOutput string `json:"-"`
 }
 
 // Spend sums units: their count, tokens and cost.
@@ -226,7 +283,14 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		later(u.StartedAt)
 		later(u.FinishedAt)
 	}
+	r.Attempts = attempts(units, gates)
 	for _, g := range gates {
+		if t := byTask[g.TaskID]; t != nil {
+			t.GateTail, t.GateOutput = g.Feedback, ""
+			if p, err := j.Blobs().Path(g.Output); err == nil && g.Output != "" {
+				t.GateOutput = p
+			}
+		}
 		later(g.At)
 		if g.Command == cache.AgentFailed {
 			continue // no gate ran: the agent call failed
@@ -243,6 +307,15 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		r.EndedAt = last
 	}
 	r.WallMS = max(0, r.EndedAt.Sub(r.StartedAt).Milliseconds())
+	if run.ParentID != "" {
+		runs, err := j.Lineage(run.ParentID)
+		if err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+		for _, a := range runs {
+			r.Lineage = append(r.Lineage, Ancestor{ID: a.ID, Verdict: a.Verdict, StartedAt: a.StartedAt})
+		}
+	}
 	return r, nil
 }
 

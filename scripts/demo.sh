@@ -39,3 +39,5 @@ echo "\$ implloop explain --task 3   # why it re-ran, field by field"
 "$bin" explain --task 3
 echo
 echo "== done; the demo repository is kept at $work"
+echo "== the resume's report as a page (timeline, why each task ran; its lineage links the first run's, with every diff):"
+"$bin" show --html

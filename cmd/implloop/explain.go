@@ -120,7 +120,7 @@ Read-only: it writes nothing.
 				if taskID != "" && t.Task != taskID {
 					continue
 				}
-				if t.Action == loop.ActionRestore || (t.Action == loop.ActionReplay && len(t.Reasons) > 0) || t.Action == loop.ActionGate {
+				if t.Explained() {
 					tasks = append(tasks, taskExplanation{Task: t.Task, Action: t.Action, Reasons: t.Reasons, Restored: dec.Restored[t.Task]})
 				}
 			}
@@ -171,7 +171,7 @@ func explainUnit(j *cache.Journal, lineage []string, u cache.Unit, byIdentity ma
 		return x
 	}
 	if len(lineage) == 0 {
-		x.Reason = "fresh run: never ran before"
+		x.Reason = loop.ReasonFresh
 		return x
 	}
 	c, ok, err := j.ClosestUnit(lineage, u.TaskID, u.Role, u.Attempt)

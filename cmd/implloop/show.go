@@ -15,10 +15,10 @@ import (
 )
 
 func newShowCmd(io *ioStreams) *cobra.Command {
-	var asJSON, diff, stat bool
+	var asJSON, diff, stat, asHTML bool
 	var taskID string
 	cmd := &cobra.Command{
-		Use:   "show [RUN] [--task ID [--diff] [--stat]]",
+		Use:   "show [RUN] [--task ID [--diff] [--stat] | --html]",
 		Short: "Print a run's end report, or what one task did to the tree",
 		Long: `Print a run's end report, rebuilt from the journal (default: the latest
 run). Every figure comes from journal rows: tasks done, replayed and live
@@ -31,7 +31,12 @@ prints it: --stat (the default), --diff (the patch), or both. --json gives
 the changed paths with their before and after blob ids and modes; a path
 that is not valid UTF-8 also comes as path_b64 (its bytes, base64).
 
-Read-only.
+With --html, (re)write the run's report.html beside its report.md and
+report.json (every run writes one when it ends) and print its path: one
+self-contained page to open in a browser, with the run's timeline, each
+task's diff and why it ran.
+
+Read-only, except that --html writes report.html.
 
 ` + exitStatusHelp(),
 		Example: `  # The end report of the latest run
@@ -39,6 +44,9 @@ Read-only.
 
   # What task 3 did to the work tree, as a patch
   implloop show --task 3 --diff
+
+  # The latest run's report as a page (open the path it prints in a browser)
+  implloop show --html
 
   # A given run's verdict and counts, and the paths its task 3 changed
   implloop show r-20261130-054012-3f9a --json | jq .outcome
@@ -48,6 +56,9 @@ Read-only.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if taskID == "" && (diff || stat) {
 				return usagef("add --task ID: --diff and --stat show one task's effect", "--diff and --stat need --task")
+			}
+			if asHTML && (taskID != "" || asJSON) {
+				return usagef("--html writes the whole run's page: drop --task and --json", "--html goes alone")
 			}
 			j, run, err := openRun(io, args)
 			if err != nil {
@@ -61,6 +72,18 @@ Read-only.
 			if err != nil {
 				return err
 			}
+			if asHTML {
+				root, err := repoRoot(io.workingDir)
+				if err != nil {
+					return err
+				}
+				path, err := loop.WriteHTMLReport(cmd.Context(), j, root, rep)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(io.Out, path)
+				return err
+			}
 			if asJSON {
 				_, err := io.Out.Write(report.JSON(rep))
 				return err
@@ -72,6 +95,7 @@ Read-only.
 	cmd.Flags().StringVar(&taskID, "task", "", "show what task `ID` did to the work tree in the run")
 	cmd.Flags().BoolVar(&diff, "diff", false, "with --task: print the task's patch")
 	cmd.Flags().BoolVar(&stat, "stat", false, "with --task: print the task's diffstat (the default)")
+	cmd.Flags().BoolVar(&asHTML, "html", false, "(re)write the run's report.html and print its path")
 	_ = cmd.RegisterFlagCompletionFunc("task", completeRunTasks(io, runArg))
 	return cmd
 }

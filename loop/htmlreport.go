@@ -1,0 +1,131 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/report"
+)
+
+// ReasonFresh is why a unit of a run with no parent ran live, in explain's
+// words.
+const ReasonFresh = "fresh run: never ran before"
+
+// Explained reports whether a resume planned the task otherwise than a
+// plain replay or live run (a restore, a gate re-run, a replay with a
+// remark): explain and the HTML report show those plan entries.
+func (p PlannedTask) Explained() bool {
+	return p.Action == ActionRestore || p.Action == ActionGate || (p.Action == ActionReplay && len(p.Reasons) > 0)
+}
+
+// WriteHTMLReport writes rep's report.html beside its report.md and
+// report.json (see ReportExtras) and returns its path.
+func WriteHTMLReport(ctx context.Context, j *cache.Journal, repoRoot string, rep *report.Report) (string, error) {
+	x, err := ReportExtras(ctx, j, repoRoot, rep.RunID)
+	if err != nil {
+		return "", err
+	}
+	return report.WriteHTML(j.Dir(), rep, x)
+}
+
+// ReportExtras are what run runID's HTML report adds to the journal's
+// rows: per task, why each unit ran (the loop's journaled words, as
+// explain prints them), what a resume restored, and its patch between the
+// boundary commits around it (read-only). A repository whose boundary
+// commits cannot be read leaves the diffs out and says why.
+func ReportExtras(ctx context.Context, j *cache.Journal, repoRoot, runID string) (*report.Extras, error) {
+	run, err := j.GetRun(runID)
+	if err != nil {
+		return nil, err
+	}
+	dec, err := DecisionsOf(j, runID)
+	if err != nil {
+		return nil, err
+	}
+	units, err := j.Units(runID)
+	if err != nil {
+		return nil, err
+	}
+	tasks := map[string]*report.TaskExtras{}
+	task := func(id string) *report.TaskExtras {
+		if tasks[id] == nil {
+			tasks[id] = &report.TaskExtras{}
+		}
+		return tasks[id]
+	}
+	for _, u := range units {
+		line := u.UnitID + " live"
+		switch why := dec.Unit[u.UnitID]; {
+		case u.Replayed():
+			line = fmt.Sprintf("%s replayed from %s:%s", u.UnitID, u.ReplayedFromRun, u.ReplayedFromUnit)
+		case len(why) > 0:
+			line += ": " + strings.Join(why, ", ")
+		case run.ParentID == "":
+			line += ": " + ReasonFresh
+		}
+		t := task(u.TaskID)
+		t.Why = append(t.Why, line)
+	}
+	for _, id := range dec.Order {
+		if p := dec.Planned[id]; p.Explained() {
+			t := task(id)
+			t.Why = append(t.Why, p.Action+": "+strings.Join(p.Reasons, "; "))
+			t.Restored = dec.Restored[id]
+		}
+	}
+	x := &report.Extras{Tasks: map[string]report.TaskExtras{}}
+	if err := addPatches(ctx, j, repoRoot, runID, task); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		x.DiffNote = "The diffs could not be read from the boundary commits: " + err.Error()
+	}
+	for id, t := range tasks {
+		x.Tasks[id] = *t
+	}
+	return x, nil
+}
+
+// addPatches reads each task's patch between the boundaries around its
+// last run in runID (taskBoundaries' rule), all in one git call.
+func addPatches(ctx context.Context, j *cache.Journal, repoRoot, runID string, task func(string) *report.TaskExtras) error {
+	bs, err := j.Boundaries(runID)
+	if err != nil {
+		return err
+	}
+	last := map[string]int{}
+	for i, b := range bs {
+		if i > 0 && b.AfterTask != "" {
+			last[b.AfterTask] = i
+		}
+	}
+	var ids []string
+	for id, i := range last {
+		if bs[i-1].Commit != "" && bs[i].Commit != "" {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int { return last[a] - last[b] })
+	pairs := make([][2]string, len(ids))
+	for k, id := range ids {
+		pairs[k] = [2]string{bs[last[id]-1].Commit, bs[last[id]].Commit}
+	}
+	patches, err := boundary.Patches(ctx, repoRoot, pairs, report.PatchLimit)
+	if err != nil {
+		return err
+	}
+	for k, id := range ids {
+		t := task(id)
+		t.HasEffect, t.Patch, t.PatchSize, t.PatchCut = true, patches[k].Text, patches[k].Size, patches[k].Truncated
+	}
+	return nil
+}
+
+// htmlReportTimeout bounds reading the diffs for report.html at the end of
+// a run, an interrupted one included.
+const htmlReportTimeout = 30 * time.Second

@@ -1,0 +1,437 @@
+package report
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/implloop/implloop/internal/bytepath"
+)
+
+// Extras are what the HTML report shows that the journal's rows alone do
+// not say. The loop supplies them: it owns the words of its decisions and
+// reads the boundary commits.
+type Extras struct {
+	Tasks map[string]TaskExtras
+	// DiffNote says why no task has a diff (the repository could not be
+	// read); "" normally.
+	DiffNote string
+}
+
+// TaskExtras are one task's.
+type TaskExtras struct {
+	// Why it ran live or replayed, in the words of `implloop explain`.
+	Why []string
+	// Restored lists the paths a resume wrote back from the boundary
+	// commits before it replayed the task: its bar is "restored".
+	Restored []string
+	// HasEffect: the task took a boundary of its own in the run, so Patch
+	// is its effect (empty when it changed nothing).
+	HasEffect bool
+	Patch     []byte
+	PatchSize int  // the whole patch's size
+	PatchCut  bool // Patch holds only its first PatchLimit bytes
+}
+
+// Size limits of the HTML report: a 1,000-task run's stays under
+// MaxHTMLSize and opens without freezing.
+const (
+	// PatchLimit is the most of one task's patch the report inlines.
+	PatchLimit = 64 << 10
+	// MaxHTMLSize bounds the report; diffs fill what the rest leaves,
+	// in task order, and the others name the command that prints them.
+	MaxHTMLSize = 5_000_000
+	// htmlHeadroom is kept free of diffs under MaxHTMLSize.
+	htmlHeadroom = 256 << 10
+	// Long texts (a gate's output tail, a block reason) keep their last
+	// (first) lines and name the file that has them all.
+	maxTextLines = 40
+	maxTextBytes = 4 << 10
+	// Diffs of a small run are unfolded; a longer one folds them all.
+	openDiffsUpTo = 12
+	// A run with few tasks shows every task unfolded; a longer one only
+	// the tasks that did not end done.
+	openTasksUpTo = 50
+)
+
+//go:embed report.html.tmpl
+var pageSource string
+
+var (
+	pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
+		"dur": dur, "lower": strings.ToLower, "stamp": stamp, "usd": usd, "commas": commas, "short": short,
+	}).Parse(pageSource))
+	diffTmpl = pageTmpl.Lookup("diff")
+)
+
+// HTMLPath is where WriteHTML puts a run's report.html.
+func HTMLPath(stateDir, runID string) string {
+	return filepath.Join(stateDir, "runs", runID, "report.html")
+}
+
+// WriteHTML stores the report as runs/<id>/report.html in the state
+// directory, beside report.md and report.json, replaced atomically, and
+// returns its path.
+func WriteHTML(stateDir string, r *Report, x *Extras) (string, error) {
+	md, _ := Paths(stateDir, r.RunID)
+	path := HTMLPath(stateDir, r.RunID)
+	b, err := htmlPage(r, x, md)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("write report: %w", err)
+	}
+	return path, writeAtomic(path, b)
+}
+
+// HTML is the report as one self-contained HTML page: inline CSS and SVG,
+// no script needed to read it (a few lines fold and unfold the diffs),
+// light and dark, printable. Every text from the journal, the plan, an
+// agent or the work tree goes through html/template: it is shown, never
+// run. x may be nil (no diffs, no reasons).
+func HTML(r *Report, x *Extras) []byte {
+	b, err := htmlPage(r, x, "report.md")
+	if err != nil { // our own templates over our own types
+		panic(err)
+	}
+	return b
+}
+
+func htmlPage(r *Report, x *Extras, mdPath string) ([]byte, error) {
+	if x == nil {
+		x = &Extras{}
+	}
+	p := newPage(r, x, mdPath)
+	// First without diffs: what the rest weighs is what the diffs may not.
+	var b bytes.Buffer
+	if err := pageTmpl.Execute(&b, p); err != nil {
+		return nil, err
+	}
+	budget := MaxHTMLSize - htmlHeadroom - b.Len()
+	if err := p.addDiffs(x, budget); err != nil {
+		return nil, err
+	}
+	b.Reset()
+	if err := pageTmpl.Execute(&b, p); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// page is what the template shows.
+type page struct {
+	R         *Report
+	ChromaCSS template.CSS
+	Verdict   string // lower case, a CSS class
+	Lineage   []ancestorView
+	Timeline  timeline
+	Tasks     []taskView
+	DiffNote  string
+	Fold      bool // diffs start folded
+}
+
+type ancestorView struct {
+	Ancestor
+	Href string
+}
+
+type taskView struct {
+	Task
+	Open        bool
+	Why         []string
+	Restored    []string
+	Lost        []string
+	Block       text
+	GateTail    text
+	Gate        *GateMark
+	AgentError  text
+	HasEffect   bool
+	Diff        template.HTML
+	DiffFiles   int
+	DiffAdd     int
+	DiffDel     int
+	DiffNote    string // why the diff is not (all) here
+	DiffCommand string
+	extra       TaskExtras
+}
+
+// text is a long text as shown: Cut when lines were left out, and where
+// the whole is.
+type text struct {
+	Text  string
+	Cut   int // lines left out
+	Whole string
+}
+
+// cutTail keeps s's last lines; cutHead its first.
+func cutTail(s, whole string) text { return cutText(s, whole, true) }
+func cutHead(s, whole string) text { return cutText(s, whole, false) }
+
+func cutText(s, whole string, tail bool) text {
+	s = strings.TrimRight(s, "\n")
+	lines := strings.Split(s, "\n")
+	n := len(lines)
+	if n > maxTextLines {
+		if tail {
+			lines = lines[n-maxTextLines:]
+		} else {
+			lines = lines[:maxTextLines]
+		}
+	}
+	out := strings.Join(lines, "\n")
+	if len(out) > maxTextBytes {
+		if tail {
+			out = out[len(out)-maxTextBytes:]
+		} else {
+			out = out[:maxTextBytes]
+		}
+		out = strings.ToValidUTF8(out, "")
+	}
+	t := text{Text: out}
+	if kept := strings.Count(out, "\n") + 1; kept < n || len(out) < len(s) {
+		t.Cut = max(1, n-kept)
+		t.Whole = whole
+	}
+	return t
+}
+
+func newPage(r *Report, x *Extras, mdPath string) *page {
+	p := &page{R: r, ChromaCSS: template.CSS(chromaCSS), Verdict: strings.ToLower(string(r.Outcome.Verdict)),
+		DiffNote: x.DiffNote, Fold: len(r.Tasks) > openDiffsUpTo}
+	for _, a := range r.Lineage {
+		// Sibling directories: runs/<id>/report.html. A run id is
+		// implloop's own (r-YYYYMMDD-...); html/template still checks
+		// the URL.
+		p.Lineage = append(p.Lineage, ancestorView{Ancestor: a, Href: "../" + a.ID + "/report.html"})
+	}
+	last := map[string]Attempt{}
+	for _, a := range r.Attempts {
+		last[a.Task] = a
+	}
+	for _, t := range r.Tasks {
+		e := x.Tasks[t.ID]
+		v := taskView{Task: t, Why: e.Why, Restored: e.Restored, HasEffect: e.HasEffect, extra: e,
+			Open:        len(r.Tasks) <= openTasksUpTo || (t.Status != "done" && t.Status != "skipped"),
+			DiffCommand: fmt.Sprintf("implloop show %s --task %s --diff", r.RunID, t.ID)}
+		for _, lp := range t.LostPaths {
+			v.Lost = append(v.Lost, bytepath.Display(lp))
+		}
+		if t.BlockReason != "" {
+			v.Block = cutHead(t.BlockReason, mdPath)
+		}
+		if a, ok := last[t.ID]; ok {
+			v.Gate = a.Gate
+			if a.AgentError != "" {
+				v.AgentError = cutTail(a.AgentError, mdPath)
+			}
+		}
+		if t.GateTail != "" && v.Gate != nil {
+			v.GateTail = cutTail(t.GateTail, t.GateOutput)
+		}
+		p.Tasks = append(p.Tasks, v)
+	}
+	p.Timeline = newTimeline(r, x)
+	return p
+}
+
+// addDiffs renders each task's patch while the budget lasts.
+func (p *page) addDiffs(x *Extras, budget int) error {
+	var b bytes.Buffer
+	for i := range p.Tasks {
+		v := &p.Tasks[i]
+		e := v.extra
+		if !e.HasEffect || len(e.Patch) == 0 {
+			continue
+		}
+		files := parsePatch(e.Patch, budget > 0)
+		for _, f := range files {
+			v.DiffAdd += f.Add
+			v.DiffDel += f.Del
+		}
+		v.DiffFiles = len(files)
+		if e.PatchCut {
+			v.DiffNote = fmt.Sprintf("cut at %s of %s", kib(len(e.Patch)), kib(e.PatchSize))
+		}
+		b.Reset()
+		if err := diffTmpl.Execute(&b, files); err != nil {
+			return err
+		}
+		if b.Len() > budget {
+			v.DiffNote = fmt.Sprintf("not included: the report keeps under %d MB", MaxHTMLSize/1_000_000)
+			budget = 0
+			continue
+		}
+		budget -= b.Len()
+		v.Diff = template.HTML(b.String()) // html/template wrote it
+	}
+	return nil
+}
+
+func kib(n int) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+// timeline is the SVG: a lane per worker, a bar per attempt, marks for
+// gates, blocks and concerns.
+type timeline struct {
+	Width, Height int
+	Lanes         []lane
+	Bars          []bar
+	Marks         []mark
+	Ticks         []tick
+}
+
+type lane struct {
+	ID    int
+	Label string
+	Y     int
+}
+
+type bar struct {
+	Class, Task, Title string
+	Attempt, Lane      int
+	X, Y, W, H         string
+}
+
+type mark struct {
+	Class, Title, Shape string // Shape: circle or path
+	CX, CY, D           string
+}
+
+type tick struct {
+	X, Label, Anchor string
+}
+
+const (
+	tlGutter  = 64 // lane labels
+	tlLane    = 34
+	tlBar     = 14
+	tlAxis    = 22
+	tlMinBarW = 2
+)
+
+func newTimeline(r *Report, x *Extras) timeline {
+	tl := timeline{Width: max(960, min(24000, tlGutter+6*len(r.Attempts)+20))}
+	if len(r.Attempts) == 0 {
+		return tl
+	}
+	start, end := r.StartedAt, r.EndedAt
+	for _, a := range r.Attempts {
+		if start.IsZero() || (!a.Start.IsZero() && a.Start.Before(start)) {
+			start = a.Start
+		}
+		if a.End.After(end) {
+			end = a.End
+		}
+	}
+	span := max(end.Sub(start), time.Millisecond)
+	inner := float64(tl.Width - tlGutter - 16)
+	xOf := func(t time.Time) float64 { return tlGutter + inner*float64(t.Sub(start))/float64(span) }
+	lanes := map[int]bool{}
+	maxLane := 0
+	for _, a := range r.Attempts {
+		lanes[a.Lane] = true
+		maxLane = max(maxLane, a.Lane)
+	}
+	for l := 0; l <= maxLane; l++ {
+		tl.Lanes = append(tl.Lanes, lane{ID: l, Label: fmt.Sprintf("lane %d", l+1), Y: 8 + l*tlLane})
+	}
+	tasks := map[string]Task{}
+	for _, t := range r.Tasks {
+		tasks[t.ID] = t
+	}
+	lastOf := map[string]int{}
+	for i, a := range r.Attempts {
+		lastOf[a.Task] = i
+	}
+	f := func(v float64) string { return fmt.Sprintf("%.1f", v) }
+	for i, a := range r.Attempts {
+		src := a.Source
+		if len(x.Tasks[a.Task].Restored) > 0 && src == "replayed" {
+			src = "restored"
+		}
+		x0, x1 := xOf(a.Start), xOf(a.End)
+		w := max(x1-x0, tlMinBarW)
+		y := float64(8 + a.Lane*tlLane + (tlLane-tlBar)/2)
+		t := tasks[a.Task]
+		title := fmt.Sprintf("task %s attempt %d (%s): %s\n%s – %s, %s", a.Task, a.Attempt, src, oneLine(t.Title),
+			clock(a.Start), clock(a.End), dur(a.End.Sub(a.Start).Milliseconds()))
+		if a.Live.Units > 0 {
+			title += fmt.Sprintf("\nspent %s, %s tokens in, %s out", usd(a.Live.CostUSD), commas(a.Live.TokensIn), commas(a.Live.TokensOut))
+		}
+		if a.Saved.Units > 0 {
+			title += fmt.Sprintf("\nreplayed: saved %s", usd(a.Saved.CostUSD))
+		}
+		if a.AgentError != "" {
+			title += "\nagent call failed: " + firstLine(a.AgentError)
+		}
+		tl.Bars = append(tl.Bars, bar{Class: src, Task: a.Task, Attempt: a.Attempt, Lane: a.Lane, Title: title,
+			X: f(x0), Y: f(y), W: f(w), H: f(tlBar)})
+		cy := y + tlBar/2 // the bar's middle; gate marks sit under the bar
+		if g := a.Gate; g != nil {
+			class, verdict := "gate pass", "passed"
+			if !g.Passed {
+				class, verdict = "gate fail", fmt.Sprintf("failed (exit %d)", g.ExitCode)
+			}
+			how := dur(g.DurationMS)
+			if g.Replayed {
+				class += " replayed"
+				how = "replayed"
+			}
+			tl.Marks = append(tl.Marks, mark{Class: class, Shape: "circle", CX: f(x0 + w), CY: f(cy + tlBar/2 + 4),
+				Title: fmt.Sprintf("task %s attempt %d gate %s at %s (%s): %s", a.Task, a.Attempt, verdict, clock(g.At), how, g.Command)})
+		}
+		if lastOf[a.Task] != i {
+			continue
+		}
+		top := y - 2
+		if t.BlockReason != "" || t.Status == "blocked" {
+			tl.Marks = append(tl.Marks, mark{Class: "block", Shape: "path",
+				D:     fmt.Sprintf("M%s %sl-5 -8h10z", f(x0+w), f(top)),
+				Title: fmt.Sprintf("task %s blocked: %s", a.Task, firstLine(t.BlockReason))})
+		}
+		if len(t.Concerns) > 0 || len(t.LostPaths) > 0 {
+			why := strings.Join(t.Concerns, "; ")
+			if len(t.LostPaths) > 0 {
+				why = strings.TrimPrefix(why+fmt.Sprintf("; %d path(s) lost", len(t.LostPaths)), "; ")
+			}
+			tl.Marks = append(tl.Marks, mark{Class: "concern", Shape: "path",
+				D:     fmt.Sprintf("M%s %sl4 -5l-4 -5l-4 5z", f(x0), f(top)),
+				Title: fmt.Sprintf("task %s guard: %s", a.Task, why)})
+		}
+	}
+	axisY := 8 + (maxLane+1)*tlLane
+	tl.Height = axisY + tlAxis
+	// A tick every 200 pixels or so, however wide the run made it.
+	ticks := max(4, tl.Width/200)
+	for i := 0; i <= ticks; i++ {
+		at := start.Add(span * time.Duration(i) / time.Duration(ticks))
+		anchor := "start"
+		if i == ticks {
+			anchor = "end" // the last label ends at its line
+		}
+		tl.Ticks = append(tl.Ticks, tick{X: f(xOf(at)), Label: "+" + dur(at.Sub(start).Milliseconds()), Anchor: anchor})
+	}
+	return tl
+}
+
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("15:04:05.000")
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
