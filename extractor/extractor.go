@@ -25,6 +25,7 @@ type Task struct {
 	Checked bool     `json:"checked"`  // `- [x]` in the plan
 	Deps    []string `json:"deps,omitempty"`
 	Verify  string   `json:"verify,omitempty"` // the task's own ```verify block
+	Labels  []string `json:"labels,omitempty"` // spec-kit markers ("P": may run in parallel with its neighbours)
 }
 
 // Selection is what the loop runs: the plan's facts and the tasks in range.
@@ -68,6 +69,7 @@ func Select(p *plan.Plan, r Range) (*Selection, error) {
 			Checked: t.Checked,
 			Deps:    slices.Clone(t.Deps),
 			Verify:  t.Verify,
+			Labels:  slices.Clone(t.Labels),
 		})
 	}
 	if len(s.Tasks) == 0 {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/implloop/implloop/agent"
@@ -128,6 +129,17 @@ type engine struct {
 	work       *workCheck
 	sawRestore bool                   // a task's work was written back from the boundaries
 	planned    map[string]PlannedTask // the resume plan, by task id
+
+	// --jobs (parallel.go): the calls made ahead, by unit identity; where
+	// the current wave ends; each task's latest wait (extractor.LatestWait).
+	early      map[string]*early
+	aheadSince map[string]time.Time // task id -> when its call made ahead started
+	inFlight   sync.WaitGroup       // the calls made ahead still running
+	wtMu       sync.Mutex           // git worktree add/remove, one at a time (they read each other's files)
+	slots      chan struct{}        // --jobs: one per call running
+	worktrees  string               // where this run's task worktrees go
+	waveEnd    int
+	latest     []int
 }
 
 // newEngine is an engine for o before its plan is read: o's clock and
@@ -184,6 +196,11 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	if err := e.ag.Check(); err != nil {
 		return nil, err
 	}
+	if e.s.Jobs > 1 {
+		if err := boundary.CheckMergeTree(ctx); err != nil {
+			return nil, err
+		}
+	}
 	// The agent CLI's version is recorded with the run's settings, never
 	// hashed: an agent update must not re-run every task (docs/identity.md).
 	e.s.AgentVersion = ""
@@ -216,6 +233,13 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	defer e.j.Close()
+	// Task worktrees a killed run left behind (--jobs): what ran in them
+	// was never journaled, so the tasks run again.
+	if dir, err := boundary.WorktreeDir(ctx, o.RepoRoot, e.runID); err == nil {
+		if _, err := os.Stat(filepath.Dir(dir)); err == nil {
+			_ = boundary.RemoveWorktrees(ctx, o.RepoRoot, filepath.Dir(dir))
+		}
+	}
 
 	out = &Outcome{RunID: e.runID, ParentID: o.Parent}
 	if o.Parent != "" {
@@ -280,11 +304,24 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		e.emit(Event{Type: EvResumePlan, Tasks: out.Plan})
 	}
 
-	interrupted := false
+	interrupted, stopping := false, false
+	defer e.endWaves(ctx)
 	for i := 0; i < len(sel.Tasks) && !e.resumeBlocked && e.journalGone == ""; {
 		if ctx.Err() != nil {
 			interrupted = true
 			break
+		}
+		// After a block that stops the run, the tasks of its wave whose
+		// calls were made ahead still settle: independent of it, and paid.
+		if stopping && !e.aheadPending(i) {
+			break
+		}
+		if err := e.startWave(ctx, i); err != nil {
+			if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+				interrupted = true
+				break
+			}
+			return nil, err
 		}
 		n, res, err := e.runTasks(ctx, i, out.Plan)
 		i += n
@@ -296,9 +333,10 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 			return nil, err
 		}
 		if res.status == cache.TaskBlocked && e.s.OnBlocked == "stop" {
-			break
+			stopping = true
 		}
 	}
+	e.endWaves(ctx)
 	if interrupted {
 		out.Interrupted = true
 		// Marks the running unit and the running task rows interrupted.

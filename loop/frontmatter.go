@@ -68,6 +68,12 @@ func ApplyFrontMatter(s Settings, fm map[string]any, given func(flag string) boo
 				return s, fmt.Errorf("front matter max_attempts: %w", err)
 			}
 			s.MaxAttempts = n
+		case "jobs":
+			n, err := strconv.Atoi(str(v))
+			if err != nil {
+				return s, fmt.Errorf("front matter jobs: %w", err)
+			}
+			s.Jobs = n
 		case "timeout":
 			d, err := parseTimeout(v)
 			if err != nil {
@@ -116,7 +122,7 @@ func ApplyFrontMatter(s Settings, fm map[string]any, given func(flag string) boo
 // flags that set the same thing.
 var frontMatterFlags = map[string]string{
 	"agent": "agent", "agent_cmd": "agent-cmd", "model": "model", "verify": "verify",
-	"max_attempts": "max-attempts", "timeout": "timeout", "on_blocked": "on-blocked",
+	"max_attempts": "max-attempts", "jobs": "jobs", "timeout": "timeout", "on_blocked": "on-blocked",
 	"plan_context": "plan-context", "env": "env", "params": "param",
 }
 
@@ -149,6 +155,8 @@ func ResumeFrontMatter(s Settings, fm map[string]any) (Settings, error) {
 			s.Verify = ""
 		case "max_attempts":
 			s.MaxAttempts = d.MaxAttempts
+		case "jobs":
+			s.Jobs = d.Jobs
 		case "timeout":
 			s.Timeout = d.Timeout
 		case "on_blocked":

@@ -200,7 +200,7 @@ func settingsFor(agentPath string) Settings {
 }
 
 // runIn runs the loop in-process on repo and checks the journal after.
-func runIn(t *testing.T, repo string, s Settings) *Outcome {
+func runIn(t testing.TB, repo string, s Settings) *Outcome {
 	t.Helper()
 	out, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo})
 	if err != nil {

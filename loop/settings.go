@@ -15,13 +15,17 @@ import (
 // Settings are the run flags. They are recorded with the run so that a
 // resume defaults to them.
 type Settings struct {
-	Plan           string            `json:"plan"`
-	Agent          string            `json:"agent"`
-	AgentCmd       string            `json:"agent_cmd,omitempty"`
-	Model          string            `json:"model,omitempty"`
-	Verify         string            `json:"verify,omitempty"`
-	TaskRange      string            `json:"task_range,omitempty"`
-	MaxAttempts    int               `json:"max_attempts"`
+	Plan        string `json:"plan"`
+	Agent       string `json:"agent"`
+	AgentCmd    string `json:"agent_cmd,omitempty"`
+	Model       string `json:"model,omitempty"`
+	Verify      string `json:"verify,omitempty"`
+	TaskRange   string `json:"task_range,omitempty"`
+	MaxAttempts int    `json:"max_attempts"`
+	// Jobs is how many tasks may run at once (--jobs); 0 and 1 mean one
+	// at a time. Never hashed: a task's identity is the same however many
+	// run beside it.
+	Jobs           int               `json:"jobs,omitempty"`
 	Timeout        Duration          `json:"timeout"`
 	OnBlocked      string            `json:"on_blocked"`
 	Env            []string          `json:"env,omitempty"`
@@ -44,6 +48,8 @@ type Settings struct {
 // Defaults for the settings a user did not give.
 const (
 	DefaultMaxAttempts = 3
+	// MaxJobs bounds --jobs: each job is an agent and a worktree.
+	MaxJobs            = 64
 	DefaultTimeout     = 30 * time.Minute
 	DefaultOnBlocked   = "stop"
 	DefaultPlanContext = "task"
@@ -75,6 +81,10 @@ func (s Settings) Validate() error {
 	if s.MaxAttempts < 1 {
 		return &SettingError{Flag: "max-attempts", Msg: fmt.Sprintf("--max-attempts must be at least 1, got %d", s.MaxAttempts),
 			Hint: "give --max-attempts 1 or more"}
+	}
+	if s.Jobs < 0 || s.Jobs > MaxJobs {
+		return &SettingError{Flag: "jobs", Msg: fmt.Sprintf("--jobs must be between 1 and %d, got %d", MaxJobs, s.Jobs),
+			Hint: "give --jobs 1 (one task at a time, the default) or more"}
 	}
 	if s.OnBlocked != "stop" && s.OnBlocked != "continue" {
 		return &SettingError{Flag: "on-blocked", Msg: fmt.Sprintf("--on-blocked must be stop or continue, got %q", s.OnBlocked),
@@ -179,6 +189,7 @@ var settingFlags = []struct {
 	{"verify", func(s, g *Settings, _ func(string) bool) { s.Verify = g.Verify }},
 	{"task-range", func(s, g *Settings, _ func(string) bool) { s.TaskRange = g.TaskRange }},
 	{"max-attempts", func(s, g *Settings, _ func(string) bool) { s.MaxAttempts = g.MaxAttempts }},
+	{"jobs", func(s, g *Settings, _ func(string) bool) { s.Jobs = g.Jobs }},
 	{"timeout", func(s, g *Settings, _ func(string) bool) { s.Timeout = g.Timeout }},
 	{"on-blocked", func(s, g *Settings, _ func(string) bool) { s.OnBlocked = g.OnBlocked }},
 	{"env", func(s, g *Settings, _ func(string) bool) { s.Env = g.Env }},

@@ -96,6 +96,9 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
 		return finish(cache.TaskPending)
 	}
+	if t0, ok := e.aheadSince[t.ID]; ok && t0.Before(ts.row.StartedAt) {
+		ts.row.StartedAt = t0 // its agent started ahead, with its wave
+	}
 	ts.row.Status = cache.TaskRunning
 	if err := e.j.PutTask(ts.row); err != nil {
 		return taskResult{}, err
@@ -377,7 +380,9 @@ func (e *engine) protocolEnv(t extractor.Task, attempt int, role, ctxFile, promp
 
 // dispatch runs one unit live: journaled running before the call, completed
 // or failed after. It returns a non-empty failure when the call did not
-// complete (non-zero exit, error result, timeout): the attempt failed.
+// complete (non-zero exit, error result, timeout): the attempt failed. A
+// call made ahead in a worktree (parallel.go) is journaled the same way at
+// this point, and its work merged into the work tree.
 func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit.Unit, reasons []string) (string, error) {
 	if e.held != nil {
 		return "", errNeedsLive
@@ -386,58 +391,77 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if err != nil {
 		return "", err
 	}
-	promptHash, err := e.j.PutBlob(u.Prompt)
+	ahead, err := e.takeEarly(u)
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(e.j.Dir(), "runs", e.runID, "units", strings.NewReplacer("/", "_", "~", "_").Replace(u.ID))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	ctxFile, promptFile := filepath.Join(dir, "context.json"), filepath.Join(dir, "prompt.md")
-	if err := os.WriteFile(ctxFile, u.Context, 0o644); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(promptFile, u.Prompt, 0o644); err != nil {
-		return "", err
+	var ctxFile, promptFile, promptHash string
+	if ahead == nil {
+		if ctxFile, promptFile, promptHash, err = unitFiles(e.j, e.runID, u); err != nil {
+			return "", err
+		}
+	} else {
+		promptHash = ahead.prompt
 	}
 	started := e.now()
+	if ahead != nil {
+		started = ahead.started
+	}
 	if err := e.j.StartUnit(cache.Unit{RunID: e.runID, UnitID: u.ID, TaskID: t.ID, Role: u.Role, Attempt: u.Attempt,
 		Identity: u.Identity, Preimage: canon, Prompt: promptHash, StartedAt: started}); err != nil {
 		return "", err
 	}
-	e.emit(Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks)})
+	ev := Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks)}
+	if ahead != nil {
+		ev.Message = "ran at the same time as the tasks of its wave, in its own worktree"
+	}
+	e.emit(ev)
 
-	stdout, err := e.j.NewBlobWriter()
-	if err != nil {
-		return "", err
-	}
-	stderr, err := e.j.NewBlobWriter()
-	if err != nil {
-		return "", err
-	}
-	env := e.protocolEnv(t, u.Attempt, u.Role, ctxFile, promptFile)
-	res, runErr := e.ag.Run(ctx, agent.Request{
-		Prompt: u.Prompt, Context: u.Context, Dir: e.o.RepoRoot, Env: env, Model: e.s.Model,
-		Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
-		Hold: e.lock.File(), Started: func(pid int) { e.lock.SetChild("agent", pid) },
-	})
-	e.lock.SetChild("", 0)
-	_ = stdout.Close()
-	_ = stderr.Close()
-	// Interrupted only when the call was cut short: an agent that had
-	// already exited when the signal came has a result, which is journaled
-	// (durable) before the run stops.
-	if runErr != nil && ctx.Err() != nil {
-		_ = e.j.MarkInterrupted(e.runID, u.ID, stdout.Hash(), stderr.Hash())
-		return "", context.Canceled
+	var res agent.Result
+	var runErr error
+	var outHash, errHash, mergeFailure string
+	if ahead != nil {
+		res, runErr, outHash, errHash = ahead.res, ahead.runErr, ahead.stdout, ahead.stderr
+		if runErr != nil && ctx.Err() != nil {
+			_ = e.j.MarkInterrupted(e.runID, u.ID, outHash, errHash)
+			return "", context.Canceled
+		}
+		if mergeFailure, err = e.mergeEarly(ctx, ahead); err != nil {
+			return "", err
+		}
+	} else {
+		stdout, err := e.j.NewBlobWriter()
+		if err != nil {
+			return "", err
+		}
+		stderr, err := e.j.NewBlobWriter()
+		if err != nil {
+			return "", err
+		}
+		env := e.protocolEnv(t, u.Attempt, u.Role, ctxFile, promptFile)
+		res, runErr = e.ag.Run(ctx, agent.Request{
+			Prompt: u.Prompt, Context: u.Context, Dir: e.o.RepoRoot, Env: env, Model: e.s.Model,
+			Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
+			Hold: e.lock.File(), Started: func(pid int) { e.lock.SetChild("agent", pid) },
+		})
+		e.lock.SetChild("", 0)
+		_ = stdout.Close()
+		_ = stderr.Close()
+		outHash, errHash = stdout.Hash(), stderr.Hash()
+		// Interrupted only when the call was cut short: an agent that had
+		// already exited when the signal came has a result, which is
+		// journaled (durable) before the run stops.
+		if runErr != nil && ctx.Err() != nil {
+			_ = e.j.MarkInterrupted(e.runID, u.ID, outHash, errHash)
+			return "", context.Canceled
+		}
 	}
 	resJSON, _ := json.Marshal(res)
 	resHash, err := e.j.PutBlob(resJSON)
 	if err != nil {
 		return "", err
 	}
-	o := cache.Outcome{Status: cache.UnitCompleted, Stdout: stdout.Hash(), Stderr: stderr.Hash(), Result: resHash,
+	o := cache.Outcome{Status: cache.UnitCompleted, Stdout: outHash, Stderr: errHash, Result: resHash,
 		TokensIn: res.InputTokens, TokensOut: res.OutputTokens, CacheRead: res.CacheRead, CacheWrite: res.CacheWrite,
 		CostUSD: res.CostUSD, ExitCode: res.ExitCode, FinishedAt: e.now()}
 	failure := ""
@@ -450,23 +474,49 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 		// The error the agent reported says it better than stderr.
 		failure = fmt.Sprintf("the agent exited with status %d: %s", res.ExitCode, res.Error)
 	case res.ExitCode != 0:
-		failure = fmt.Sprintf("the agent exited with status %d%s", res.ExitCode, e.stderrTail(stderr.Hash()))
+		failure = fmt.Sprintf("the agent exited with status %d%s", res.ExitCode, e.stderrTail(errHash))
 	case res.IsError:
 		failure = "the agent reported an error: " + firstLine(cmp.Or(res.Error, res.Text))
+	case mergeFailure != "":
+		failure = mergeFailure
 	}
 	if failure != "" {
 		o.Status, o.Error = cache.UnitFailed, failure
+	}
+	if ahead != nil {
+		o.FinishedAt = ahead.finished
 	}
 	if err := e.j.FinishUnit(e.runID, u.ID, o); err != nil {
 		return "", err
 	}
 	e.emit(Event{Type: EvUnitFinished, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live",
 		Status: string(o.Status), ExitCode: intp(res.ExitCode), TokensIn: res.InputTokens, TokensOut: res.OutputTokens,
-		CostUSD: res.CostUSD, Millis: e.now().Sub(started).Milliseconds(), Message: firstLine(failure)})
+		CostUSD: res.CostUSD, Millis: o.FinishedAt.Sub(started).Milliseconds(), Message: firstLine(failure)})
 	if ctx.Err() != nil {
 		return failure, context.Canceled
 	}
 	return failure, nil
+}
+
+// unitFiles writes unit u's context and prompt where its agent reads them
+// (IMPLLOOP_CONTEXT_FILE, IMPLLOOP_PROMPT_FILE) and stores the prompt in
+// j's blobs.
+func unitFiles(j *cache.Journal, runID string, u unit.Unit) (ctxFile, promptFile, promptHash string, err error) {
+	if promptHash, err = j.PutBlob(u.Prompt); err != nil {
+		return "", "", "", err
+	}
+	dir := filepath.Join(j.Dir(), "runs", runID, "units", strings.NewReplacer("/", "_", "~", "_").Replace(u.ID))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", "", err
+	}
+	ctxFile, promptFile = filepath.Join(dir, "context.json"), filepath.Join(dir, "prompt.md")
+	if err := os.WriteFile(ctxFile, u.Context, 0o644); err != nil {
+		return "", "", "", err
+	}
+	if err := os.WriteFile(promptFile, u.Prompt, 0o644); err != nil {
+		return "", "", "", err
+	}
+	return ctxFile, promptFile, promptHash, nil
 }
 
 func (e *engine) stderrTail(hash string) string {

@@ -35,8 +35,8 @@ var wantBroken = map[string][]string{
 		"frontmatter-invalid.md:2:1: error: front matter is not valid YAML: did not find expected ',' or ']'",
 	},
 	"frontmatter-unknown-key.md": {
-		"frontmatter-unknown-key.md:3:1: warning: unknown front matter key \"max_attempt\" (known: title, description, agent, agent_cmd, model, verify, max_attempts, timeout, on_blocked, plan_context, env, params, form, todos, name, overview)",
-		"frontmatter-unknown-key.md:4:1: warning: unknown front matter key \"agnet\" (known: title, description, agent, agent_cmd, model, verify, max_attempts, timeout, on_blocked, plan_context, env, params, form, todos, name, overview)",
+		"frontmatter-unknown-key.md:3:1: warning: unknown front matter key \"max_attempt\" (known: title, description, agent, agent_cmd, model, verify, max_attempts, jobs, timeout, on_blocked, plan_context, env, params, form, todos, name, overview)",
+		"frontmatter-unknown-key.md:4:1: warning: unknown front matter key \"agnet\" (known: title, description, agent, agent_cmd, model, verify, max_attempts, jobs, timeout, on_blocked, plan_context, env, params, form, todos, name, overview)",
 	},
 	"frontmatter-wrong-type.md": {
 		"frontmatter-wrong-type.md:2:1: error: front matter \"max_attempts\" must be a positive integer, got \"many\"",

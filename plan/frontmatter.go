@@ -33,6 +33,7 @@ var FrontMatterKeys = []FrontMatterKey{
 	{"model", "string", "model name passed to the agent", isString},
 	{"verify", "string", "the gate command run after every task without its own ```verify block", isString},
 	{"max_attempts", "positive integer", "attempts per task before it is BLOCKED", isPositiveInt},
+	{"jobs", "positive integer", "how many tasks may run at once (see \"Parallel tasks\")", isPositiveInt},
 	{"timeout", "duration (\"20m\") or seconds", "limit for one agent call", isDuration},
 	{"on_blocked", "string", "what a blocked task does to the run", isString},
 	{"plan_context", "scalar", "how much of the plan each prompt carries", isScalar},

@@ -79,22 +79,30 @@ type planJSON struct {
 	Count          int            `json:"count"`
 	Range          string         `json:"range,omitempty"`
 	FrontMatter    map[string]any `json:"front_matter,omitempty"`
-	Tasks          []taskJSON     `json:"tasks"`
+	// Waves is how many waves the tasks form for --jobs (see Wave).
+	Waves int        `json:"waves"`
+	Tasks []taskJSON `json:"tasks"`
 }
 
 type taskJSON struct {
-	ID         string   `json:"id"`
-	Ordinal    int      `json:"ordinal"`
-	Title      string   `json:"title"`
-	Line       int      `json:"line"`
-	EndLine    int      `json:"end_line"`
-	Checked    bool     `json:"checked"`
-	Optional   bool     `json:"optional,omitempty"`
-	Section    string   `json:"section,omitempty"`
-	Labels     []string `json:"labels,omitempty"`
-	Deps       []string `json:"deps,omitempty"`
-	Verify     string   `json:"verify,omitempty"`
-	TextSHA256 string   `json:"text_sha256"`
+	ID       string   `json:"id"`
+	Ordinal  int      `json:"ordinal"`
+	Title    string   `json:"title"`
+	Line     int      `json:"line"`
+	EndLine  int      `json:"end_line"`
+	Checked  bool     `json:"checked"`
+	Optional bool     `json:"optional,omitempty"`
+	Section  string   `json:"section,omitempty"`
+	Labels   []string `json:"labels,omitempty"`
+	Deps     []string `json:"deps,omitempty"`
+	// After is what the task waits for before it may start (the tasks it
+	// depends on, by the rule in docs/plan-format.md, "Parallel tasks").
+	After []string `json:"after,omitempty"`
+	// Wave is the 1-based wave the task starts in when tasks may run at
+	// once (--jobs 2 or more): the tasks of one wave run together.
+	Wave       int    `json:"wave"`
+	Verify     string `json:"verify,omitempty"`
+	TextSHA256 string `json:"text_sha256"`
 }
 
 func planRun(opts *planOptions) error {
@@ -139,13 +147,21 @@ func planRun(opts *planOptions) error {
 		FrontMatter:    p.FrontMatter,
 		Tasks:          make([]taskJSON, 0, len(sel.Tasks)),
 	}
+	after, waves := extractor.After(sel.Tasks), extractor.Waves(sel.Tasks)
+	out.Waves = len(waves)
+	wave := map[string]int{}
+	for i, w := range waves {
+		for _, t := range w {
+			wave[t.ID] = i + 1
+		}
+	}
 	for _, t := range sel.Tasks {
 		pt := byOrdinal[t.Ordinal]
 		out.Tasks = append(out.Tasks, taskJSON{
 			ID: t.ID, Ordinal: t.Ordinal, Title: t.Title,
 			Line: t.Line, EndLine: t.EndLine, Checked: t.Checked,
 			Optional: pt.Optional, Section: pt.Section, Labels: pt.Labels,
-			Deps: t.Deps, Verify: t.Verify,
+			Deps: t.Deps, After: after[t.ID], Wave: wave[t.ID], Verify: t.Verify,
 			TextSHA256: extractor.SHA256Hex(t.Text),
 		})
 	}
@@ -177,6 +193,9 @@ func printPlanTable(w io.Writer, p *planJSON, preambleBytes int, source string) 
 	for _, n := range p.Notes {
 		fmt.Fprintf(w, "note      %s\n", n)
 	}
+	if p.Waves < len(p.Tasks) {
+		fmt.Fprintf(w, "waves     %s (with --jobs 2 or more, the tasks of a wave run at once)\n", wavesLine(p.Tasks))
+	}
 	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -197,6 +216,22 @@ func printPlanTable(w io.Writer, p *planJSON, preambleBytes int, source string) 
 		fmt.Fprintf(tw, "%s\t%d-%d\t%s\t%s\t%s\t%s\n", t.ID, t.Line, t.EndLine, done, deps, t.TextSHA256[:12], oneLine(title))
 	}
 	tw.Flush()
+}
+
+// wavesLine shows the waves as "1 | 2 3 4 | 5".
+func wavesLine(tasks []taskJSON) string {
+	var b strings.Builder
+	for i, t := range tasks {
+		switch {
+		case i == 0:
+		case t.Wave != tasks[i-1].Wave:
+			b.WriteString(" | ")
+		default:
+			b.WriteByte(' ')
+		}
+		b.WriteString(t.ID)
+	}
+	return b.String()
 }
 
 // oneLine keeps a title on one table row.

@@ -42,6 +42,7 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.s.Verify, "verify", "", "gate command run with sh -c after each attempt (a task's own verify block wins)")
 	fs.StringVar(&f.s.TaskRange, "task-range", "", "tasks to run: 10:13, 10:, :5, 7, T010:T013 (default: all)")
 	fs.IntVar(&f.s.MaxAttempts, "max-attempts", d.MaxAttempts, "live attempts per task before it is blocked")
+	fs.IntVar(&f.s.Jobs, "jobs", 1, "how many tasks may run at once, each in its own worktree (see 'Parallel tasks' in docs/plan-format.md)")
 	fs.DurationVar(&f.timeout, "timeout", time.Duration(d.Timeout), "per agent call and per gate; the agent's process group is killed after it (0: no limit)")
 	fs.StringVar(&f.s.OnBlocked, "on-blocked", d.OnBlocked, "after a blocked task: stop, or continue with the next tasks (those depending on it stay pending)")
 	fs.StringArrayVar(&f.s.Env, "env", nil, "NAME of an environment variable the agent depends on (repeatable; its name, never its value, joins the identity)")

@@ -1,0 +1,215 @@
+package boundary
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/implloop/implloop/internal/gitcmd"
+)
+
+// Worktrees for tasks that run at once (--jobs): each runs in a linked
+// worktree checked out at a boundary commit, and what it did comes back to
+// the main work tree as a three-way merge of trees (git merge-tree), written
+// only over the paths the merge changes.
+
+// MinMergeTreeGit is the oldest git whose `merge-tree --write-tree` the
+// merge needs.
+const MinMergeTreeGit = "2.38"
+
+// CheckMergeTree returns an error naming the git version when git is older
+// than MinMergeTreeGit.
+func CheckMergeTree(ctx context.Context) error {
+	v, err := gitcmd.Output(ctx, "", "version")
+	if err != nil {
+		return err
+	}
+	major, minor, ok := gitVersion(v)
+	if !ok {
+		return nil // an unknown format: let merge-tree say what it can do
+	}
+	if major < 2 || major == 2 && minor < 38 {
+		return fmt.Errorf("tasks run at once need git %s or later (git merge-tree --write-tree); this is %s", MinMergeTreeGit, strings.TrimSpace(v))
+	}
+	return nil
+}
+
+// gitVersion reads "git version 2.39.5" (or "2.39.5.windows.1").
+func gitVersion(s string) (major, minor int, ok bool) {
+	f := strings.Fields(s)
+	if len(f) < 3 {
+		return 0, 0, false
+	}
+	parts := strings.SplitN(f[2], ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	a, err1 := strconv.Atoi(parts[0])
+	b, err2 := strconv.Atoi(parts[1])
+	return a, b, err1 == nil && err2 == nil
+}
+
+// WorktreeDir is where AddWorktree puts task worktrees of run, in the git
+// directory of the work tree around repoDir (out of reach of the user's
+// tools, like the rest of implloop's state).
+func WorktreeDir(ctx context.Context, repoDir, run string) (string, error) {
+	if err := checkRunID(run); err != nil {
+		return "", err
+	}
+	g, err := openGit(ctx, repoDir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(stateDir(g.gitDir), "worktrees", run), nil
+}
+
+// AddWorktree checks commit out, detached, into a new linked worktree at
+// path. The user's hooks do not run.
+func AddWorktree(ctx context.Context, repoDir, path, commit string) error {
+	g, err := openGit(ctx, repoDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	if _, _, err := g.run(nil, nil, "-c", "core.hooksPath=/dev/null", "worktree", "add", "-q", "--detach", "--force", path, commit); err != nil {
+		return fmt.Errorf("worktree for %.12s: %w", commit, err)
+	}
+	return nil
+}
+
+// RemoveWorktrees removes every task worktree under dir (a WorktreeDir, or
+// its parent for every run's) and forgets them: after a task, and after a
+// crash, by the next run.
+func RemoveWorktrees(ctx context.Context, repoDir, dir string) error {
+	g, err := openGit(ctx, repoDir)
+	if err != nil {
+		return err
+	}
+	var errs []string
+	entries, _ := os.ReadDir(dir)
+	for _, en := range entries {
+		p := filepath.Join(dir, en.Name())
+		if _, err := os.Stat(filepath.Join(p, ".git")); err != nil {
+			if sub, _ := os.ReadDir(p); len(sub) > 0 {
+				// A run's directory of task worktrees.
+				if err := RemoveWorktrees(ctx, repoDir, p); err != nil {
+					errs = append(errs, err.Error())
+				}
+				continue
+			}
+		}
+		if _, _, err := g.run(nil, nil, "worktree", "remove", "--force", "--force", p); err != nil {
+			if rerr := os.RemoveAll(p); rerr != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	_ = os.Remove(dir)
+	if _, _, err := g.run(nil, nil, "worktree", "prune"); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("removing task worktrees: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// WorktreeTree is the tree of everything in the worktree at path, as a
+// boundary records it (git add -A into the worktree's own index: implloop
+// owns that index), whatever the task committed there.
+func WorktreeTree(ctx context.Context, path string) (string, error) {
+	excl := []string{":(top,exclude,literal)BLOCKED.md", ":(top,exclude,literal).implloop"}
+	if _, err := gitcmd.Output(ctx, path, append([]string{"-c", "core.hooksPath=/dev/null", "add", "-A", "--ignore-errors", "--", ":/"}, excl...)...); err != nil {
+		return "", fmt.Errorf("worktree %s: %w", path, err)
+	}
+	id, err := gitcmd.Output(ctx, path, "write-tree")
+	if err != nil {
+		return "", fmt.Errorf("worktree %s: %w", path, err)
+	}
+	return strings.TrimSpace(id), nil
+}
+
+// RemoveWorktree removes the task worktree at path and forgets it.
+func RemoveWorktree(ctx context.Context, repoDir, path string) error {
+	g, err := openGit(ctx, repoDir)
+	if err != nil {
+		return err
+	}
+	if _, _, err := g.run(nil, nil, "worktree", "remove", "--force", "--force", path); err != nil {
+		if rerr := os.RemoveAll(path); rerr != nil {
+			return err
+		}
+		_, _, _ = g.run(nil, nil, "worktree", "prune")
+	}
+	return nil
+}
+
+// Merge is the outcome of MergeInto.
+type Merge struct {
+	Tree      string   // the merged tree (with conflicts: git's, with markers)
+	Conflicts []string // paths that did not merge cleanly; nothing was written
+	// Refused are paths the merge changes that the work tree no longer
+	// held as ours had them (changed meanwhile): left alone.
+	Refused []string
+	Written []string // paths written (or removed) in the work tree
+}
+
+// MergeInto merges into ours (a boundary commit: the work tree as it is)
+// the work a task did in a worktree started at base (a boundary commit):
+// theirs is the worktree's tree. It is git's three-way merge of commits
+// (merge-tree --write-tree; base is their merge base). When it merges
+// cleanly, the paths in which the result differs from ours are written
+// into the work tree, each only where the work tree still holds ours'
+// content (Restore's rule); on a conflict nothing is written.
+func MergeInto(ctx context.Context, repoDir, base, ours, theirs string) (Merge, error) {
+	g, err := openGit(ctx, repoDir)
+	if err != nil {
+		return Merge{}, err
+	}
+	env := []string{"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost", "GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost"}
+	out, _, err := g.run(env, []byte("implloop: a task's work from its worktree\n"), "commit-tree", "--no-gpg-sign", theirs, "-p", base)
+	if err != nil {
+		return Merge{}, err
+	}
+	theirsCommit := strings.TrimSpace(string(out))
+	out, _, err = g.run(nil, nil, "merge-tree", "--write-tree", "--name-only", "--no-messages", ours, theirsCommit)
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if err != nil && exitCode(err) != 1 || len(lines) == 0 || !isHexID(lines[0]) {
+		if err == nil {
+			err = fmt.Errorf("git merge-tree said %q", clip(out))
+		}
+		return Merge{}, fmt.Errorf("merging a task's work: %w", err)
+	}
+	m := Merge{Tree: lines[0]}
+	if err != nil { // exit 1: conflicts, one path per line after the tree
+		for _, l := range lines[1:] {
+			if l != "" {
+				m.Conflicts = append(m.Conflicts, l)
+			}
+		}
+		return m, nil
+	}
+	changes, err := g.diffTree(nil, ours+"^{tree}", m.Tree, false)
+	if err != nil {
+		return m, err
+	}
+	r := &restorer{ctx: ctx, root: g.root, g: g}
+	for _, c := range changes {
+		if Excluded(c.Path) {
+			continue
+		}
+		res := r.one(LostContent{Path: c.Path, Lost: c.After, Base: c.Before}, false)
+		switch res.Action {
+		case RestoreRefused, RestoreFailed:
+			m.Refused = append(m.Refused, c.Path)
+		case RestoreWritten, RestoreRemoved:
+			m.Written = append(m.Written, c.Path)
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,258 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/implloop/implloop/agent"
+	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/unit"
+)
+
+// Tasks that run at once (--jobs N, N > 1).
+//
+// A run goes through the plan in order, task by task, as always: every
+// boundary, guard verdict, gate, journal row and event is taken in plan
+// order in the main work tree, so a parallel run keeps every guarantee of
+// a serial one by construction. What runs at once is only the expensive
+// part: the agent calls. When the run reaches the first task of a wave
+// (extractor.Waves: consecutive tasks none of which waits for another of
+// them), the first live call of each task of the wave that would run live
+// is made at once, up to N at a time, each in its own linked worktree
+// checked out at the current boundary commit. Then the tasks settle in
+// plan order: at a task's turn its call is journaled as it would have been
+// (running, then completed or failed), and what it did in its worktree is
+// merged into the main work tree with git's three-way merge (merge-tree),
+// written only over the paths the merge changes, before its gate and its
+// boundary. A merge that conflicts is a failed attempt: the next attempt
+// runs in the main tree, after the tasks before it, with the conflicting
+// paths as feedback. Retries always run in the main tree.
+
+// early is a call made ahead, in a worktree: its fields are set by the
+// goroutine that makes it, before done is closed.
+type early struct {
+	done     chan struct{}
+	err      error // the call could not be made (no worktree, say)
+	u        unit.Unit
+	res      agent.Result
+	runErr   error
+	stdout   string // blob hashes
+	stderr   string
+	started  time.Time
+	finished time.Time
+	base     string // the boundary commit the worktree was checked out at
+	tree     string // the worktree's tree after the call; "" when unreadable
+	treeErr  error
+	prompt   string // the prompt's blob
+}
+
+// startWave starts the live calls of the wave that begins at task i ahead
+// of the tasks' turns (see above), up to --jobs at a time, and returns at
+// once: at its turn a task waits for its own call (dispatch). A no-op with
+// --jobs 1, for a task that is not the first of its wave, and for a wave
+// with fewer than two live calls.
+func (e *engine) startWave(ctx context.Context, i int) error {
+	if e.s.Jobs < 2 || i < e.waveEnd {
+		return nil
+	}
+	if e.latest == nil {
+		e.latest = extractor.LatestWait(e.sel.Tasks)
+	}
+	end := i + 1
+	for end < len(e.sel.Tasks) && e.latest[end] < i {
+		end++
+	}
+	e.waveEnd = end
+	type job struct {
+		t extractor.Task
+		u unit.Unit
+	}
+	var jobs []job
+	for k := i; k < end; k++ {
+		t := e.sel.Tasks[k]
+		u, ok, err := e.firstLiveUnit(t)
+		if err != nil {
+			return err
+		}
+		if ok {
+			jobs = append(jobs, job{t, u})
+		}
+	}
+	if len(jobs) < 2 || e.prev.Commit == "" {
+		return nil
+	}
+	dir, err := boundary.WorktreeDir(ctx, e.o.RepoRoot, e.runID)
+	if err != nil {
+		return err
+	}
+	e.worktrees = dir
+	if e.early == nil {
+		e.early, e.aheadSince = map[string]*early{}, map[string]time.Time{}
+	}
+	if e.slots == nil {
+		e.slots = make(chan struct{}, e.s.Jobs)
+	}
+	j, base := e.j, e.prev.Commit // the goroutines only write blobs and files
+	for _, jb := range jobs {
+		r := &early{done: make(chan struct{}), u: jb.u, base: base}
+		e.early[jb.u.Identity] = r
+		e.aheadSince[jb.t.ID] = e.now()
+		e.inFlight.Add(1)
+		go func() {
+			defer e.inFlight.Done()
+			defer close(r.done)
+			e.slots <- struct{}{}
+			defer func() { <-e.slots }()
+			r.err = e.callAhead(ctx, j, filepath.Join(dir, safeName(jb.t.ID)), jb.t, r)
+		}()
+	}
+	return nil
+}
+
+// endWaves waits for every call made ahead (a run that stops early still
+// has them running) and removes the task worktrees.
+func (e *engine) endWaves(ctx context.Context) {
+	e.inFlight.Wait()
+	if e.worktrees != "" {
+		_ = boundary.RemoveWorktrees(context.WithoutCancel(ctx), e.o.RepoRoot, e.worktrees)
+	}
+	e.early = nil
+}
+
+// aheadPending reports whether task i has a call made ahead that its turn
+// has not taken yet: a run that stops after a blocked task still settles
+// those (they are independent of it, and paid for).
+func (e *engine) aheadPending(i int) bool {
+	if i >= len(e.sel.Tasks) || i >= e.waveEnd {
+		return false
+	}
+	for _, r := range e.early {
+		if r.u.TaskID == e.sel.Tasks[i].ID {
+			return true
+		}
+	}
+	return false
+}
+
+// firstLiveUnit is the unit task t would dispatch live first at its turn,
+// when that is known now: a task that runs (not skipped, not held), starts
+// a fresh attempt chain (not a recheck), and whose first unit has no
+// completed twin in the lineage.
+func (e *engine) firstLiveUnit(t extractor.Task) (unit.Unit, bool, error) {
+	if e.skips(t) || e.heldBy(t) != "" {
+		return unit.Unit{}, false, nil
+	}
+	if p, ok := e.planned[t.ID]; ok && p.Action != ActionLive {
+		return unit.Unit{}, false, nil
+	}
+	st, err := e.startOf(t)
+	if err != nil || st.kind != startChain {
+		return unit.Unit{}, false, err
+	}
+	units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: st.attempt, GateFeedback: st.feedback, Artifacts: e.artifacts(t)})
+	if err != nil || len(units) == 0 {
+		return unit.Unit{}, false, err
+	}
+	u := units[0]
+	if _, found, err := e.findCompleted(u.Identity); err != nil || found && !e.work.mustRun(t.ID) {
+		return unit.Unit{}, false, err
+	}
+	if _, _, chained := e.failedChain(t, u); chained {
+		return unit.Unit{}, false, nil
+	}
+	return u, true, nil
+}
+
+// callAhead makes the call r of task t in a new worktree at path, checked
+// out at r.base, reads what it left there, and removes the worktree. It
+// runs in its own goroutine: it touches only r, blobs and files of j, and
+// the agent.
+func (e *engine) callAhead(ctx context.Context, j *cache.Journal, path string, t extractor.Task, r *early) error {
+	e.wtMu.Lock()
+	err := boundary.AddWorktree(ctx, e.o.RepoRoot, path, r.base)
+	e.wtMu.Unlock()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		e.wtMu.Lock()
+		defer e.wtMu.Unlock()
+		_ = boundary.RemoveWorktree(context.WithoutCancel(ctx), e.o.RepoRoot, path)
+	}()
+	ctxFile, promptFile, promptHash, err := unitFiles(j, e.runID, r.u)
+	if err != nil {
+		return err
+	}
+	stdout, err := j.NewBlobWriter()
+	if err != nil {
+		return err
+	}
+	stderr, err := j.NewBlobWriter()
+	if err != nil {
+		return err
+	}
+	r.prompt, r.started = promptHash, e.now()
+	r.res, r.runErr = e.ag.Run(ctx, agent.Request{
+		Prompt: r.u.Prompt, Context: r.u.Context, Dir: path, Env: e.protocolEnv(t, r.u.Attempt, r.u.Role, ctxFile, promptFile),
+		Model: e.s.Model, Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
+		Hold: e.lock.File(),
+	})
+	_ = stdout.Close()
+	_ = stderr.Close()
+	r.stdout, r.stderr, r.finished = stdout.Hash(), stderr.Hash(), e.now()
+	if ctx.Err() == nil {
+		r.tree, r.treeErr = boundary.WorktreeTree(ctx, path)
+	}
+	return nil
+}
+
+// takeEarly hands dispatch the call made ahead for u, if any (once), when
+// it has returned.
+func (e *engine) takeEarly(u unit.Unit) (*early, error) {
+	r := e.early[u.Identity]
+	if r == nil {
+		return nil, nil
+	}
+	delete(e.early, u.Identity)
+	<-r.done
+	return r, r.err
+}
+
+// mergeEarly brings what a call made ahead did in its worktree into the
+// main work tree: "" when it merged, else why not (a failed attempt).
+func (e *engine) mergeEarly(ctx context.Context, r *early) (string, error) {
+	if r.treeErr != nil || r.tree == "" {
+		return fmt.Sprintf("its work in its worktree could not be read: %v", r.treeErr), nil
+	}
+	m, err := boundary.MergeInto(ctx, e.o.RepoRoot, r.base, e.prev.Commit, r.tree)
+	switch {
+	case err != nil:
+		return "", err
+	case len(m.Conflicts) > 0:
+		return fmt.Sprintf("its work, done at the same time as the tasks before it, conflicts with theirs in %s: this attempt runs again on the merged tree",
+			strings.Join(m.Conflicts, ", ")), nil
+	case len(m.Refused) > 0:
+		return fmt.Sprintf("its work could not be written over paths changed meanwhile: %s", strings.Join(m.Refused, ", ")), nil
+	}
+	return "", nil
+}
+
+// safeName is a task id as one path component.
+func safeName(id string) string {
+	var b bytes.Buffer
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.', r == '_':
+			b.WriteRune(r)
+		default:
+			fmt.Fprintf(&b, "_%x", r)
+		}
+	}
+	return "t-" + b.String()
+}
