@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -121,6 +122,7 @@ func (e *engine) endWaves(ctx context.Context) {
 	e.inFlight.Wait()
 	if e.worktrees != "" {
 		_ = boundary.RemoveWorktrees(context.WithoutCancel(ctx), e.o.RepoRoot, e.worktrees)
+		_ = os.Remove(filepath.Dir(e.worktrees)) // when no other run's are left
 	}
 	e.early = nil
 }

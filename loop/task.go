@@ -413,7 +413,7 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	}
 	ev := Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks)}
 	if ahead != nil {
-		ev.Message = "ran at the same time as the tasks of its wave, in its own worktree"
+		ev.Message = "ran with its wave, in its own worktree"
 	}
 	e.emit(ev)
 

@@ -2,7 +2,8 @@
 # make demo: the bundled demo project, end to end, offline. Copies
 # testdata/demo/ into a temp dir, makes it a git repository and runs its
 # 5-task plan with the builtin agent (no model, no network), gated by
-# go test ./... after each task; then shows what a resume would do.
+# go test ./... after each task, two tasks at once where the plan allows;
+# then shows what a resume would do.
 set -euo pipefail
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,8 +19,8 @@ echo
 echo "\$ implloop plan plan.md"
 "$bin" plan plan.md
 echo
-echo "\$ implloop run plan.md --agent builtin --verify 'go test ./...'"
-"$bin" run plan.md --agent builtin --verify 'go test ./...'
+echo "\$ implloop run plan.md --agent builtin --verify 'go test ./...' --jobs 2   # tasks 2 and 3 are one wave: they run at once"
+"$bin" run plan.md --agent builtin --verify 'go test ./...' --jobs 2
 echo
 echo "\$ git status --short   # the work is in the tree, uncommitted: implloop never commits"
 git status --short
@@ -37,6 +38,9 @@ echo "\$ implloop resume   # task 3 changed (and task 4 depends on it): only the
 echo
 echo "\$ implloop explain --task 3   # why it re-ran, field by field"
 "$bin" explain --task 3
+echo
+echo "\$ implloop resume   # nothing changed since: answered at once, nothing runs"
+"$bin" resume
 echo
 echo "== done; the demo repository is kept at $work"
 echo "== the resume's report as a page (timeline, why each task ran; its lineage links the first run's, with every diff):"

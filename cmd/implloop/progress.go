@@ -139,6 +139,9 @@ func (p *progress) Event(e loop.Event) {
 			if len(e.Reasons) > 0 {
 				why = " (" + strings.Join(e.Reasons, ", ") + ")"
 			}
+			if e.Message != "" { // ran ahead with its wave (--jobs)
+				why += "; " + e.Message
+			}
 			fmt.Fprintf(w, "  attempt %d: live%s\n", e.Attempt, why)
 		}
 	case loop.EvUnitReplayed:
