@@ -204,3 +204,21 @@ func TestWriteHTML(t *testing.T) {
 		t.Errorf("report.html: %.200s", got)
 	}
 }
+
+// Attempts that overlap in time (a wave's calls, --jobs) get lanes of
+// their own; attempts one after the other share lane 0.
+func TestAssignLanes(t *testing.T) {
+	at := func(s, e int) Attempt {
+		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		return Attempt{Start: base.Add(time.Duration(s) * time.Second), End: base.Add(time.Duration(e) * time.Second)}
+	}
+	as := []Attempt{at(0, 1), at(1, 5), at(1, 3), at(2, 4), at(3, 6), at(6, 7)}
+	assignLanes(as)
+	var got []int
+	for _, a := range as {
+		got = append(got, a.Lane)
+	}
+	if fmt.Sprint(got) != "[0 0 1 2 1 0]" {
+		t.Errorf("lanes %v, want [0 0 1 2 1 0]", got)
+	}
+}

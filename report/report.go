@@ -137,7 +137,7 @@ type Attempt struct {
 	Task    string
 	Attempt int
 	// Lane is the worker that ran the attempt: 0 while tasks run one at a
-	// time. Parallel tasks will give each worker its lane.
+	// time; with --jobs, the first lane free when it started.
 	Lane int
 	// Source is live when any unit of the attempt was dispatched (or,
 	// with no unit, its gate ran), else replayed.

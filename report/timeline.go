@@ -67,5 +67,27 @@ func attempts(units []cache.Unit, gates []cache.Gate) []Attempt {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	assignLanes(out)
 	return out
+}
+
+// assignLanes gives each attempt the first lane free when it starts (the
+// attempts in start order): one lane while tasks run one at a time, one
+// per worker when a wave's calls run at once (--jobs).
+func assignLanes(as []Attempt) {
+	var ends []time.Time // per lane, when its last attempt ended
+	for i := range as {
+		lane := -1
+		for l, end := range ends {
+			if !as[i].Start.Before(end) {
+				lane = l
+				break
+			}
+		}
+		if lane < 0 {
+			lane = len(ends)
+			ends = append(ends, time.Time{})
+		}
+		as[i].Lane, ends[lane] = lane, as[i].End
+	}
 }
