@@ -82,6 +82,28 @@ func AddWorktree(ctx context.Context, repoDir, path, commit string) error {
 	return nil
 }
 
+// ResetWorktree makes the task worktree at path hold commit again: checked
+// out, detached, over everything the last task changed (only the paths
+// that differ are rewritten). Files the last task created are gone too
+// when its tree was read (WorktreeTree adds them to the worktree's index,
+// and the checkout removes what the commit does not have); otherwise, or
+// with clean, `git clean` removes every file git does not track, ignored
+// ones included. Without clean, ignored files the last task made (build
+// outputs) stay, as they would on a developer's machine. A worktree is
+// reused from task to task this way: a fresh one checks out every file.
+func ResetWorktree(ctx context.Context, path, commit string, clean bool) error {
+	if _, err := gitcmd.Output(ctx, path, "-c", "core.hooksPath=/dev/null", "checkout", "-q", "-f", "--detach", commit); err != nil {
+		return fmt.Errorf("worktree %s: %w", path, err)
+	}
+	if !clean {
+		return nil
+	}
+	if _, err := gitcmd.Output(ctx, path, "clean", "-q", "-f", "-f", "-d", "-x"); err != nil {
+		return fmt.Errorf("worktree %s: %w", path, err)
+	}
+	return nil
+}
+
 // RemoveWorktrees removes every task worktree under dir (a WorktreeDir, or
 // its parent for every run's) and forgets them: after a task, and after a
 // crash, by the next run.

@@ -136,7 +136,8 @@ type engine struct {
 	aheadSince map[string]time.Time // task id -> when its call made ahead started
 	inFlight   sync.WaitGroup       // the calls made ahead still running
 	wtMu       sync.Mutex           // git worktree add/remove, one at a time (they read each other's files)
-	slots      chan struct{}        // --jobs: one per call running
+	pool       chan worker          // --jobs: a ticket per worker, with its worktree once made
+	workers    int                  // worktrees made (under wtMu)
 	worktrees  string               // where this run's task worktrees go
 	waveEnd    int
 	latest     []int

@@ -1,7 +1,6 @@
 package loop
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -96,8 +95,12 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 	if e.early == nil {
 		e.early, e.aheadSince = map[string]*early{}, map[string]time.Time{}
 	}
-	if e.slots == nil {
-		e.slots = make(chan struct{}, e.s.Jobs)
+	if e.pool == nil {
+		// One ticket per job: no path until its worktree is made.
+		e.pool = make(chan worker, e.s.Jobs)
+		for range e.s.Jobs {
+			e.pool <- worker{}
+		}
 	}
 	j, base := e.j, e.prev.Commit // the goroutines only write blobs and files
 	for _, jb := range jobs {
@@ -108,9 +111,15 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 		go func() {
 			defer e.inFlight.Done()
 			defer close(r.done)
-			e.slots <- struct{}{}
-			defer func() { <-e.slots }()
-			r.err = e.callAhead(ctx, j, filepath.Join(dir, safeName(jb.t.ID)), jb.t, r)
+			w := <-e.pool
+			defer func() { e.pool <- w }()
+			w.path, r.err = e.worktreeAt(ctx, dir, w, base)
+			if r.err == nil {
+				r.err = e.callAhead(ctx, j, w.path, jb.t, r)
+			}
+			// Its tree read, everything it made is in its index: the next
+			// checkout removes it without a clean.
+			w.read = r.err == nil && r.tree != ""
 		}()
 	}
 	return nil
@@ -171,22 +180,36 @@ func (e *engine) firstLiveUnit(t extractor.Task) (unit.Unit, bool, error) {
 	return u, true, nil
 }
 
-// callAhead makes the call r of task t in a new worktree at path, checked
-// out at r.base, reads what it left there, and removes the worktree. It
-// runs in its own goroutine: it touches only r, blobs and files of j, and
-// the agent.
-func (e *engine) callAhead(ctx context.Context, j *cache.Journal, path string, t extractor.Task, r *early) error {
-	e.wtMu.Lock()
-	err := boundary.AddWorktree(ctx, e.o.RepoRoot, path, r.base)
-	e.wtMu.Unlock()
-	if err != nil {
-		return err
+// worker is one of --jobs workers: its worktree ("" before its first
+// task), and whether its last task's tree was read.
+type worker struct {
+	path string
+	read bool
+}
+
+// worktreeAt readies worker w's worktree at commit base, making it before
+// its first task. Worktrees are kept for the run (a fresh one checks out
+// every file) and removed by endWaves.
+func (e *engine) worktreeAt(ctx context.Context, dir string, w worker, base string) (string, error) {
+	path := w.path
+	if path != "" && boundary.ResetWorktree(ctx, path, base, !w.read) == nil {
+		return path, nil
 	}
-	defer func() {
-		e.wtMu.Lock()
-		defer e.wtMu.Unlock()
+	e.wtMu.Lock()
+	defer e.wtMu.Unlock()
+	if path != "" {
+		// The last task broke it (removed it, say): a new one.
 		_ = boundary.RemoveWorktree(context.WithoutCancel(ctx), e.o.RepoRoot, path)
-	}()
+	}
+	e.workers++
+	path = filepath.Join(dir, fmt.Sprintf("w%d", e.workers))
+	return path, boundary.AddWorktree(ctx, e.o.RepoRoot, path, base)
+}
+
+// callAhead makes the call r of task t in the worktree at path, checked
+// out at r.base, and reads what it left there. It runs in its own
+// goroutine: it touches only r, blobs and files of j, and the agent.
+func (e *engine) callAhead(ctx context.Context, j *cache.Journal, path string, t extractor.Task, r *early) error {
 	ctxFile, promptFile, promptHash, err := unitFiles(j, e.runID, r.u)
 	if err != nil {
 		return err
@@ -243,18 +266,4 @@ func (e *engine) mergeEarly(ctx context.Context, r *early) (string, error) {
 		return fmt.Sprintf("its work could not be written over paths changed meanwhile: %s", strings.Join(m.Refused, ", ")), nil
 	}
 	return "", nil
-}
-
-// safeName is a task id as one path component.
-func safeName(id string) string {
-	var b bytes.Buffer
-	for _, r := range id {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.', r == '_':
-			b.WriteRune(r)
-		default:
-			fmt.Fprintf(&b, "_%x", r)
-		}
-	}
-	return "t-" + b.String()
 }
