@@ -27,11 +27,12 @@ func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte) {
 	for j < len(line) && (line[j] == '*' || line[j] == '_') {
 		j++
 	}
-	if j >= len(line) || line[j]|0x20 != 'd' { // cheap reject for most lines
+	if j >= len(line) || (line[j]|0x20 != 'd' && line[j]|0x20 != 'n') { // cheap reject for most lines
 		return
 	}
 	m := depsRe.FindSubmatchIndex(line[i:])
 	if m == nil {
+		r.scanNeeds(t, absStart, line, i)
 		return
 	}
 	colon := m[2] >= 0
@@ -48,6 +49,46 @@ func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte) {
 		return
 	}
 	t.deps = append(t.deps, found...)
+}
+
+// needsRe matches a "Needs" label at the start of a line: "**Needs**",
+// "Needs:".
+var needsRe = regexp.MustCompile(`^(?:\*\*|__|\*|_)?(?i:needs)(?:\*\*|__|\*|_)?(?:\s*:)?(?:\*\*|__|\*|_)?(?:\s|$)`)
+
+// scanNeeds reads "**Needs** REL-01, REL-02" as dependencies, but only
+// when everything after the label is task ids (or "none", "—"): "Needs"
+// starts prose more often than "Depends" does ("Needs: 3 more tests",
+// "**Needs** Postgres 15"), and such a line is neither read nor warned
+// about.
+func (r *parseState) scanNeeds(t *taskBuild, absStart int, line []byte, i int) {
+	m := needsRe.FindIndex(line[i:])
+	if m == nil {
+		return
+	}
+	rest := line[i+m[1]:]
+	found, none := r.depList(absStart+i+m[1], rest)
+	if none || len(found) == 0 {
+		return
+	}
+	if depTokens(rest) != len(found) {
+		return // prose after the ids: "Needs 2 reviewers"
+	}
+	t.deps = append(t.deps, found...)
+}
+
+// depTokens counts the words of a dependency list that are not
+// connectors ("and", "task", "&").
+func depTokens(rest []byte) int {
+	n := 0
+	for _, loc := range depTokenRe.FindAllIndex(rest, -1) {
+		tok := strings.Trim(string(rest[loc[0]:loc[1]]), "`*_([#)].:")
+		switch strings.ToLower(tok) {
+		case "", "task", "tasks", "step", "steps", "and", "&":
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 // scanInlineDeps reads spec-kit's parenthesized form anywhere in a line:
