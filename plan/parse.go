@@ -447,6 +447,13 @@ type topBlocks struct {
 // records the lines of thematic breaks.
 func (r *parseState) collectTop(doc ast.Node) topBlocks {
 	var top topBlocks
+	var headings int // sized up front: a heading is ~100 bytes, and large plans have thousands
+	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
+		if n.Kind() == ast.KindHeading {
+			headings++
+		}
+	}
+	top.hs = make([]heading, 0, headings)
 	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
 		switch n := n.(type) {
 		case *ast.Heading:
