@@ -14,11 +14,11 @@ var depTokenRe = regexp.MustCompile(`[^\s,;]+`)
 
 // scanDeps reads a dependency declaration from one line of a task's prose.
 // absStart is the line's offset in the file.
-func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte) {
+func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte, open bool) bool {
 	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
 		line = line[:len(line)-1]
 	}
-	r.scanInlineDeps(t, absStart, line)
+	open = r.scanInlineDeps(t, absStart, line, open)
 	i := 0
 	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
 		i++
@@ -28,12 +28,12 @@ func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte) {
 		j++
 	}
 	if j >= len(line) || (line[j]|0x20 != 'd' && line[j]|0x20 != 'n') { // cheap reject for most lines
-		return
+		return open
 	}
 	m := depsRe.FindSubmatchIndex(line[i:])
 	if m == nil {
 		r.scanNeeds(t, absStart, line, i)
-		return
+		return open
 	}
 	colon := m[2] >= 0
 	restStart := i + m[1]
@@ -41,14 +41,15 @@ func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte) {
 
 	found, none := r.depList(absStart+restStart, rest)
 	if !colon && len(found) == 0 {
-		return // prose: "Depends on the config loader being fast"
+		return open // prose: "Depends on the config loader being fast"
 	}
 	if len(found) == 0 && !none {
 		l, c := r.position(absStart + i)
 		r.diag(l, c, SeverityWarning, `dependency line in task %s names no task id (write "Depends on: 3, 5" or "Depends on: none")`, t.ID)
-		return
+		return open
 	}
 	t.deps = append(t.deps, found...)
+	return open
 }
 
 // needsRe matches a "Needs" label at the start of a line: "**Needs**",
@@ -91,27 +92,62 @@ func depTokens(rest []byte) int {
 	return n
 }
 
-// scanInlineDeps reads spec-kit's parenthesized form anywhere in a line:
-// "Implement AlbumService in src/album.py (depends on T012, T013)".
-func (r *parseState) scanInlineDeps(t *taskBuild, absStart int, line []byte) {
-	for off := 0; ; {
-		i := bytes.IndexByte(line[off:], '(')
-		if i < 0 {
-			return
+// scanInlineDeps reads spec-kit's inline form anywhere in a line:
+// "Implement AlbumService in src/album.py (depends on T012, T013)", also
+// after a semicolon ("(data-model.md; depends on T011)") when only ids
+// follow it. open says a "(depends on" on an earlier line of the paragraph
+// is not closed yet, so this line's first ids continue its list ("(depends
+// on T003, T012," then "T014)"); the result says the same for the next
+// line.
+func (r *parseState) scanInlineDeps(t *taskBuild, absStart int, line []byte, open bool) bool {
+	if open {
+		end := bytes.IndexByte(line, ')')
+		seg := line
+		if end >= 0 {
+			seg = line[:end]
 		}
-		off += i + 1
-		m := inlineDepsRe.FindSubmatchIndex(line[off-1:])
-		if m == nil {
+		lead := len(seg) - len(bytes.TrimLeft(seg, " \t"))
+		if m := leadingOnRe.FindIndex(seg[lead:]); m != nil { // "(depends" ended the line before
+			lead += m[1]
+		}
+		found, _ := r.depList(absStart+lead, seg[lead:])
+		t.deps = append(t.deps, found...)
+		if end < 0 {
+			return len(found) > 0 || len(bytes.TrimSpace(seg)) == 0
+		}
+	}
+	open = false
+	if !bytes.Contains(line, []byte("epends")) && !bytes.Contains(line, []byte("EPENDS")) {
+		return false // most lines: no regexp
+	}
+	for _, m := range inlineDepsRe.FindAllIndex(line, -1) {
+		rest := line[m[1]:]
+		end := bytes.IndexByte(rest, ')')
+		seg := rest
+		if end >= 0 {
+			seg = rest[:end]
+		}
+		if bytes.IndexByte(seg, '(') >= 0 {
 			continue
 		}
-		inner := line[off-1+m[2] : off-1+m[3]]
-		found, _ := r.depList(absStart+off-1+m[2], inner)
+		found, _ := r.depList(absStart+m[1], seg)
+		if line[m[0]] == ';' && depTokens(seg) != len(found) {
+			continue // "(cached; depends on 2 flags)", "; depends on the network" are prose
+		}
 		t.deps = append(t.deps, found...)
+		inParen := line[m[0]] == '(' || bytes.LastIndexByte(line[:m[0]], '(') > bytes.LastIndexByte(line[:m[0]], ')')
+		open = end < 0 && inParen
 	}
+	return open
 }
 
-// inlineDepsRe matches "(depends on T012, T013)" at the start of its input.
-var inlineDepsRe = regexp.MustCompile(`^\((?i:\s*depends(?:\s+on)?\s*:?)\s*([^()]*)\)`)
+// inlineDepsRe matches where spec-kit's inline form starts: "(depends
+// on", "(depends:", or "; depends on".
+var inlineDepsRe = regexp.MustCompile(`[(;]\s*(?i:depends(?:\s+on)?)\b\s*:?`)
+
+// leadingOnRe matches the "on" that "(depends" at the end of a line left
+// for the next.
+var leadingOnRe = regexp.MustCompile(`^(?i:on)\b\s*:?`)
 
 // depList reads task ids from the text after "Depends on:"; absStart is
 // the text's offset in the file. It stops at the first word that is not an

@@ -713,9 +713,10 @@ func (r *parseState) scanParagraph(n ast.Node) {
 	if ti < 0 {
 		return
 	}
+	open := false // a "(depends on" wrapped onto the next line
 	for i := 0; i < lines.Len(); i++ {
 		seg := lines.At(i)
-		r.scanDeps(&r.tasks[ti], r.abs(seg.Start), r.body[seg.Start:seg.Stop])
+		open = r.scanDeps(&r.tasks[ti], r.abs(seg.Start), r.body[seg.Start:seg.Stop], open)
 	}
 }
 
