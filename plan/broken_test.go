@@ -35,8 +35,11 @@ var wantBroken = map[string][]string{
 		"frontmatter-invalid.md:2:1: error: front matter is not valid YAML: did not find expected ',' or ']'",
 	},
 	"frontmatter-unknown-key.md": {
-		"frontmatter-unknown-key.md:3:1: warning: unknown front matter key \"max_attempt\" (known: title, description, agent, agent_cmd, model, verify, max_attempts, jobs, timeout, on_blocked, plan_context, env, params, form, todos, name, overview)",
-		"frontmatter-unknown-key.md:4:1: warning: unknown front matter key \"agnet\" (known: title, description, agent, agent_cmd, model, verify, max_attempts, jobs, timeout, on_blocked, plan_context, env, params, form, todos, name, overview)",
+		"frontmatter-unknown-key.md:3:1: warning: unknown front matter key \"max_attempt\": did you mean \"max_attempts\"?",
+		"frontmatter-unknown-key.md:4:1: warning: unknown front matter key \"agnet\": did you mean \"agent\"?",
+	},
+	"frontmatter-foreign-keys.md": {
+		"frontmatter-foreign-keys.md:2:1: warning: 6 unknown front matter keys, ignored: \"phase\", \"plan\", \"type\", \"wave\", \"depends_on\", \"autonomous\" (known: title, description, agent, agent_cmd, model, verify, max_attempts, jobs, timeout, on_blocked, plan_context, env, params, form, todos, name, overview)",
 	},
 	"frontmatter-wrong-type.md": {
 		"frontmatter-wrong-type.md:2:1: error: front matter \"max_attempts\" must be a positive integer, got \"many\"",
@@ -125,5 +128,19 @@ func TestReadFileFailures(t *testing.T) {
 	// Parse checks the size too, for callers that read the bytes themselves.
 	if _, ds := Parse("big.md", make([]byte, MaxSize+1)); len(ds) != 1 || !strings.Contains(ds[0].Message, "too large") {
 		t.Errorf("Parse of an oversized plan: %v", ds)
+	}
+}
+
+// TestNearestKey: a typo of a known front matter key is named; another
+// tool's metadata is not mistaken for one.
+func TestNearestKey(t *testing.T) {
+	t.Parallel()
+	for key, want := range map[string]string{
+		"agnet": "agent", "max_attempt": "max_attempts", "mode": "model", "timout": "timeout",
+		"wave": "", "plan": "", "type": "", "status": "", "depends_on": "", "phase": "", "author": "",
+	} {
+		if got := nearestKey(key); got != want {
+			t.Errorf("nearestKey(%q) = %q, want %q", key, got, want)
+		}
 	}
 }

@@ -14,11 +14,11 @@ var depTokenRe = regexp.MustCompile(`[^\s,;]+`)
 
 // scanDeps reads a dependency declaration from one line of a task's prose.
 // absStart is the line's offset in the file.
-func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte) {
+func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte, open bool) bool {
 	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
 		line = line[:len(line)-1]
 	}
-	r.scanInlineDeps(t, absStart, line)
+	open = r.scanInlineDeps(t, absStart, line, open)
 	i := 0
 	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
 		i++
@@ -27,12 +27,13 @@ func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte) {
 	for j < len(line) && (line[j] == '*' || line[j] == '_') {
 		j++
 	}
-	if j >= len(line) || line[j]|0x20 != 'd' { // cheap reject for most lines
-		return
+	if j >= len(line) || (line[j]|0x20 != 'd' && line[j]|0x20 != 'n') { // cheap reject for most lines
+		return open
 	}
 	m := depsRe.FindSubmatchIndex(line[i:])
 	if m == nil {
-		return
+		r.scanNeeds(t, absStart, line, i)
+		return open
 	}
 	colon := m[2] >= 0
 	restStart := i + m[1]
@@ -40,37 +41,113 @@ func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte) {
 
 	found, none := r.depList(absStart+restStart, rest)
 	if !colon && len(found) == 0 {
-		return // prose: "Depends on the config loader being fast"
+		return open // prose: "Depends on the config loader being fast"
 	}
 	if len(found) == 0 && !none {
 		l, c := r.position(absStart + i)
 		r.diag(l, c, SeverityWarning, `dependency line in task %s names no task id (write "Depends on: 3, 5" or "Depends on: none")`, t.ID)
+		return open
+	}
+	t.deps = append(t.deps, found...)
+	return open
+}
+
+// needsRe matches a "Needs" label at the start of a line: "**Needs**",
+// "Needs:".
+var needsRe = regexp.MustCompile(`^(?:\*\*|__|\*|_)?(?i:needs)(?:\*\*|__|\*|_)?(?:\s*:)?(?:\*\*|__|\*|_)?(?:\s|$)`)
+
+// scanNeeds reads "**Needs** REL-01, REL-02" as dependencies, but only
+// when everything after the label is task ids (or "none", "—"): "Needs"
+// starts prose more often than "Depends" does ("Needs: 3 more tests",
+// "**Needs** Postgres 15"), and such a line is neither read nor warned
+// about.
+func (r *parseState) scanNeeds(t *taskBuild, absStart int, line []byte, i int) {
+	m := needsRe.FindIndex(line[i:])
+	if m == nil {
 		return
+	}
+	rest := line[i+m[1]:]
+	found, none := r.depList(absStart+i+m[1], rest)
+	if none || len(found) == 0 {
+		return
+	}
+	if depTokens(rest) != len(found) {
+		return // prose after the ids: "Needs 2 reviewers"
 	}
 	t.deps = append(t.deps, found...)
 }
 
-// scanInlineDeps reads spec-kit's parenthesized form anywhere in a line:
-// "Implement AlbumService in src/album.py (depends on T012, T013)".
-func (r *parseState) scanInlineDeps(t *taskBuild, absStart int, line []byte) {
-	for off := 0; ; {
-		i := bytes.IndexByte(line[off:], '(')
-		if i < 0 {
-			return
-		}
-		off += i + 1
-		m := inlineDepsRe.FindSubmatchIndex(line[off-1:])
-		if m == nil {
+// depTokens counts the words of a dependency list that are not
+// connectors ("and", "task", "&").
+func depTokens(rest []byte) int {
+	n := 0
+	for _, loc := range depTokenRe.FindAllIndex(rest, -1) {
+		tok := strings.Trim(string(rest[loc[0]:loc[1]]), "`*_([#)].:")
+		switch strings.ToLower(tok) {
+		case "", "task", "tasks", "step", "steps", "and", "&":
 			continue
 		}
-		inner := line[off-1+m[2] : off-1+m[3]]
-		found, _ := r.depList(absStart+off-1+m[2], inner)
-		t.deps = append(t.deps, found...)
+		n++
 	}
+	return n
 }
 
-// inlineDepsRe matches "(depends on T012, T013)" at the start of its input.
-var inlineDepsRe = regexp.MustCompile(`^\((?i:\s*depends(?:\s+on)?\s*:?)\s*([^()]*)\)`)
+// scanInlineDeps reads spec-kit's inline form anywhere in a line:
+// "Implement AlbumService in src/album.py (depends on T012, T013)", also
+// after a semicolon ("(data-model.md; depends on T011)") when only ids
+// follow it. open says a "(depends on" on an earlier line of the paragraph
+// is not closed yet, so this line's first ids continue its list ("(depends
+// on T003, T012," then "T014)"); the result says the same for the next
+// line.
+func (r *parseState) scanInlineDeps(t *taskBuild, absStart int, line []byte, open bool) bool {
+	if open {
+		end := bytes.IndexByte(line, ')')
+		seg := line
+		if end >= 0 {
+			seg = line[:end]
+		}
+		lead := len(seg) - len(bytes.TrimLeft(seg, " \t"))
+		if m := leadingOnRe.FindIndex(seg[lead:]); m != nil { // "(depends" ended the line before
+			lead += m[1]
+		}
+		found, _ := r.depList(absStart+lead, seg[lead:])
+		t.deps = append(t.deps, found...)
+		if end < 0 {
+			return len(found) > 0 || len(bytes.TrimSpace(seg)) == 0
+		}
+	}
+	open = false
+	if !bytes.Contains(line, []byte("epends")) && !bytes.Contains(line, []byte("EPENDS")) {
+		return false // most lines: no regexp
+	}
+	for _, m := range inlineDepsRe.FindAllIndex(line, -1) {
+		rest := line[m[1]:]
+		end := bytes.IndexByte(rest, ')')
+		seg := rest
+		if end >= 0 {
+			seg = rest[:end]
+		}
+		if bytes.IndexByte(seg, '(') >= 0 {
+			continue
+		}
+		found, _ := r.depList(absStart+m[1], seg)
+		if line[m[0]] == ';' && depTokens(seg) != len(found) {
+			continue // "(cached; depends on 2 flags)", "; depends on the network" are prose
+		}
+		t.deps = append(t.deps, found...)
+		inParen := line[m[0]] == '(' || bytes.LastIndexByte(line[:m[0]], '(') > bytes.LastIndexByte(line[:m[0]], ')')
+		open = end < 0 && inParen
+	}
+	return open
+}
+
+// inlineDepsRe matches where spec-kit's inline form starts: "(depends
+// on", "(depends:", or "; depends on".
+var inlineDepsRe = regexp.MustCompile(`[(;]\s*(?i:depends(?:\s+on)?)\b\s*:?`)
+
+// leadingOnRe matches the "on" that "(depends" at the end of a line left
+// for the next.
+var leadingOnRe = regexp.MustCompile(`^(?i:on)\b\s*:?`)
 
 // depList reads task ids from the text after "Depends on:"; absStart is
 // the text's offset in the file. It stops at the first word that is not an

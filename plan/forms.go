@@ -277,6 +277,13 @@ func (r *parseState) warnStrayChecklist(top topBlocks) {
 func (r *parseState) headingTasks(rd *reading, hs []heading, isTask func(h *heading) bool) {
 	curEnd := -1
 	var cur *taskBuild
+	n := 0 // sized up front: taskBuild is large, and regrowing a slice of thousands costs
+	for i := range hs {
+		if isTask(&hs[i]) {
+			n++
+		}
+	}
+	rd.tasks = make([]taskBuild, 0, n)
 	for i := range hs {
 		h := &hs[i]
 		if h.start < curEnd {

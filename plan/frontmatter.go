@@ -207,6 +207,8 @@ func parseFrontMatter(text []byte, firstLine int, diag func(line, col int, sev S
 		return nil
 	}
 	fm := make(map[string]any, len(doc.Content)/2)
+	var foreign []string // unknown keys that are no typo of a known one
+	foreignLine, foreignCol := 0, 0
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		k, v := doc.Content[i], doc.Content[i+1]
 		line, col := firstLine+k.Line-1, k.Column
@@ -224,7 +226,14 @@ func parseFrontMatter(text []byte, firstLine int, diag func(line, col int, sev S
 		fm[key] = val
 		known := frontMatterKey(key)
 		if known == nil {
-			diag(line, col, SeverityWarning, "unknown front matter key %q (known: %s)", key, knownKeyList())
+			if near := nearestKey(key); near != "" {
+				diag(line, col, SeverityWarning, "unknown front matter key %q: did you mean %q?", key, near)
+				continue
+			}
+			if len(foreign) == 0 {
+				foreignLine, foreignCol = line, col
+			}
+			foreign = append(foreign, strconv.Quote(key))
 			continue
 		}
 		if problem := known.check(val); problem != "" {
@@ -235,7 +244,68 @@ func parseFrontMatter(text []byte, firstLine int, diag func(line, col int, sev S
 			diag(line, col, SeverityError, "front matter %q %s%s", key, problem, got)
 		}
 	}
+	// Other tools' metadata (GSD's phase, wave, depends_on; an ExecPlan's
+	// author, status) is one warning, not one per key: implloop ignores it.
+	switch len(foreign) {
+	case 0:
+	case 1:
+		diag(foreignLine, foreignCol, SeverityWarning, "unknown front matter key %s, ignored (known: %s)", foreign[0], knownKeyList())
+	default:
+		diag(foreignLine, foreignCol, SeverityWarning, "%d unknown front matter keys, ignored: %s (known: %s)", len(foreign), strings.Join(foreign, ", "), knownKeyList())
+	}
 	return fm
+}
+
+// nearestKey returns the known key that key is a likely typo of (one
+// edit away, or two for keys of six letters or more, a swap of two
+// neighbours counting as one: "agnet", "max_attempt"), or "".
+func nearestKey(key string) string {
+	limit := 1
+	if len(key) >= 6 {
+		limit = 2
+	}
+	best, bestDist := "", limit+1
+	for _, k := range FrontMatterKeys {
+		if d := editDistance(key, k.Name, limit); d < bestDist {
+			best, bestDist = k.Name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance between a and b
+// (insertions, deletions, substitutions and swaps of neighbours), or
+// limit+1 once it is known to exceed limit.
+func editDistance(a, b string, limit int) int {
+	if d := len(a) - len(b); d > limit || -d > limit {
+		return limit + 1
+	}
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > limit {
+			return limit + 1
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // firstAlias returns the first alias node under n, in document order, or

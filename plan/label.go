@@ -99,8 +99,11 @@ func parseLabelWith(s string, bare, phases bool) label {
 	}
 	title, closed := skipSeparator(after, opener)
 	if opener != "" && !closed {
-		// "**Step 1: Write the test**": the emphasis closes after the title.
-		title = strings.TrimSpace(strings.TrimSuffix(title, opener))
+		// "**Step 1: Write the test**", "**M0 — Boot.** Details...": the
+		// emphasis closes after the title; what follows it is detail.
+		if i := strings.Index(title, opener); i >= 0 {
+			title = strings.TrimSpace(title[:i])
+		}
 	}
 	title, tags := splitTags(title)
 	return label{kind: kind, id: id, title: title, tags: tags}

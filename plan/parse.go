@@ -447,6 +447,13 @@ type topBlocks struct {
 // records the lines of thematic breaks.
 func (r *parseState) collectTop(doc ast.Node) topBlocks {
 	var top topBlocks
+	var headings int // sized up front: a heading is ~100 bytes, and large plans have thousands
+	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
+		if n.Kind() == ast.KindHeading {
+			headings++
+		}
+	}
+	top.hs = make([]heading, 0, headings)
 	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
 		switch n := n.(type) {
 		case *ast.Heading:
@@ -706,9 +713,10 @@ func (r *parseState) scanParagraph(n ast.Node) {
 	if ti < 0 {
 		return
 	}
+	open := false // a "(depends on" wrapped onto the next line
 	for i := 0; i < lines.Len(); i++ {
 		seg := lines.At(i)
-		r.scanDeps(&r.tasks[ti], r.abs(seg.Start), r.body[seg.Start:seg.Stop])
+		open = r.scanDeps(&r.tasks[ti], r.abs(seg.Start), r.body[seg.Start:seg.Stop], open)
 	}
 }
 
