@@ -239,33 +239,3 @@ func changeReasons(changes []identity.Change, byIdentity map[string]cache.Unit) 
 	}
 	return strings.Join(out, ", ")
 }
-
-// openRun opens the journal read-only and resolves RUN (default: latest).
-func openRun(io *ioStreams, args []string) (*cache.Journal, *cache.Run, error) {
-	return openRunWith(io, args, cache.OpenReadOnly)
-}
-
-// openRunWith is openRun with the journal opened by open: a writing
-// command (resume) opens it with cache.Open, which upgrades an older
-// schema that the read-only opener refuses.
-func openRunWith(io *ioStreams, args []string, open func(root string) (*cache.Journal, error)) (*cache.Journal, *cache.Run, error) {
-	root, err := repoRoot(io.workingDir)
-	if err != nil {
-		return nil, nil, err
-	}
-	j, err := open(root)
-	if err != nil {
-		return nil, nil, loopError(err)
-	}
-	var run *cache.Run
-	if len(args) == 0 || args[0] == "" {
-		run, err = j.LatestRun("")
-	} else {
-		run, err = j.ResolveRun(args[0])
-	}
-	if err != nil {
-		j.Close()
-		return nil, nil, loopError(err)
-	}
-	return j, run, nil
-}

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/spf13/cobra"
 
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
 )
 
@@ -91,17 +89,6 @@ remove it.
 	_ = cmd.RegisterFlagCompletionFunc("plan", completePlanFiles(-1))
 	registerRunFlagCompletions(cmd, io, completeResumePlan(io))
 	return cmd
-}
-
-// openUpgrading opens the journal read-only, unless an older implloop
-// wrote it: a resume writes, so it upgrades the schema (cache.Open) rather
-// than refuse to read it.
-func openUpgrading(root string) (*cache.Journal, error) {
-	j, err := cache.OpenReadOnly(root)
-	if errors.Is(err, cache.ErrOlderSchema) {
-		return cache.Open(root)
-	}
-	return j, err
 }
 
 // resumeRun resumes o.runRef with the parent's settings and the given flags
