@@ -236,7 +236,7 @@ func warnResume(w io.Writer, root, planPath string, run cache.Run, src []byte) {
 	if hex.EncodeToString(sum[:]) == run.PlanSHA256 {
 		return // the run's own plan: nothing changed
 	}
-	s, err := resumeSettings(&run, planPath)
+	s, err := loop.SettingsOf(&run, planPath)
 	if err == nil {
 		err = s.Validate()
 	}

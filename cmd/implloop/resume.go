@@ -107,7 +107,7 @@ func resumeRun(ctx context.Context, o *resumeOptions) error {
 	if o.planPath != "" {
 		plan = journalPlanPath(root, o.io.workingDir, o.planPath)
 	}
-	inherited, err := resumeSettings(parent, plan)
+	inherited, err := loop.SettingsOf(parent, plan)
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,7 @@ func watchRun(ctx context.Context, o *watchOptions) error {
 	if err != nil {
 		return err
 	}
-	s, err := resumeSettings(parent, rel)
+	s, err := loop.SettingsOf(parent, rel)
 	if err != nil {
 		return err
 	}
