@@ -95,3 +95,19 @@ func LatestRunsByPlan(repoRoot string) (map[string]cache.Run, error) {
 	}
 	return out, nil
 }
+
+// RunToResume is the run a resume would continue: ref (an id or a unique
+// prefix) when given, else the latest run of the plan at planPath
+// (repo-relative, as journaled). cache.ErrNoJournal when nothing ran yet,
+// cache.ErrNotFound when there is no such run. Read-only.
+func RunToResume(repoRoot, planPath, ref string) (*cache.Run, error) {
+	j, err := cache.OpenReadOnly(repoRoot)
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	if ref != "" {
+		return j.ResolveRun(ref)
+	}
+	return j.LatestRun(planPath)
+}
