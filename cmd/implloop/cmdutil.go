@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -36,12 +37,11 @@ func openRunWith(io *ioStreams, args []string, open func(root string) (*cache.Jo
 	if err != nil {
 		return nil, nil, loopError(err)
 	}
-	var run *cache.Run
-	if len(args) == 0 || args[0] == "" {
-		run, err = j.LatestRun("")
-	} else {
-		run, err = j.ResolveRun(args[0])
+	ref := ""
+	if len(args) > 0 {
+		ref = args[0]
 	}
+	run, err := resolveRun(j, ref)
 	if err != nil {
 		j.Close()
 		return nil, nil, loopError(err)
@@ -103,7 +103,7 @@ func repoRoot(dir string) (string, error) {
 	if _, err := gitcmd.Path(); err != nil {
 		return "", errorf("install git, then try again", "%s", gitcmd.ErrNotInstalled)
 	}
-	top, err := gitcmd.Output(context.Background(), dir, "rev-parse", "--show-toplevel")
+	top, err := gitToplevel(dir)
 	if err != nil {
 		return "", errorf("run implloop inside a git repository (git init, then commit your starting point)", "%s is not inside a git repository", dir)
 	}
@@ -153,4 +153,50 @@ func openJournalRO(root string) (*cache.Journal, error) {
 		return nil, nil
 	}
 	return j, err
+}
+
+// resolveRun resolves ref as every command does: an id or a unique
+// prefix, "" for the latest run.
+func resolveRun(j *cache.Journal, ref string) (*cache.Run, error) {
+	if ref == "" {
+		return j.LatestRun("")
+	}
+	return j.ResolveRun(ref)
+}
+
+// gitToplevel is the root of the git worktree around dir.
+func gitToplevel(dir string) (string, error) {
+	return gitcmd.Output(context.Background(), dir, "rev-parse", "--show-toplevel")
+}
+
+// hooksDir is where git runs hooks from for the repository at root:
+// core.hooksPath (relative to the worktree root) when set, else the
+// common git dir's hooks/ (shared by linked worktrees).
+func hooksDir(root string) (string, error) {
+	out, err := gitcmd.Output(context.Background(), root, "config", "--get", "core.hooksPath")
+	switch {
+	case err == nil && strings.TrimSpace(out) != "":
+		p := strings.TrimSpace(out)
+		if p == "~" || strings.HasPrefix(p, "~/") {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("core.hooksPath %s: %w", p, err)
+			}
+			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, p)
+		}
+		return filepath.Clean(p), nil
+	case err != nil && gitcmd.ExitCode(err) != 1: // 1: not set
+		return "", fmt.Errorf("core.hooksPath: %w", err)
+	}
+	common, err := gitcmd.Output(context.Background(), root, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(root, common)
+	}
+	return filepath.Join(common, "hooks"), nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/spf13/cobra"
 )
 
@@ -90,38 +88,6 @@ is not implloop's is left alone; uninstalling twice is fine.
 			return hookUninstall(io)
 		},
 	}
-}
-
-// hooksDir is where git runs hooks from for the repository at root:
-// core.hooksPath (relative to the worktree root) when set, else the
-// common git dir's hooks/ (shared by linked worktrees).
-func hooksDir(root string) (string, error) {
-	out, err := gitcmd.Output(context.Background(), root, "config", "--get", "core.hooksPath")
-	switch {
-	case err == nil && strings.TrimSpace(out) != "":
-		p := strings.TrimSpace(out)
-		if p == "~" || strings.HasPrefix(p, "~/") {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return "", fmt.Errorf("core.hooksPath %s: %w", p, err)
-			}
-			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
-		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(root, p)
-		}
-		return filepath.Clean(p), nil
-	case err != nil && gitcmd.ExitCode(err) != 1: // 1: not set
-		return "", fmt.Errorf("core.hooksPath: %w", err)
-	}
-	common, err := gitcmd.Output(context.Background(), root, "rev-parse", "--git-common-dir")
-	if err != nil {
-		return "", err
-	}
-	if !filepath.IsAbs(common) {
-		common = filepath.Join(root, common)
-	}
-	return filepath.Join(common, "hooks"), nil
 }
 
 // hookScript is the hook's text: check, then the chained hook if any.

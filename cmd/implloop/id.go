@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/identity"
-	"github.com/implloop/implloop/internal/gitcmd"
 )
 
 type idOptions struct {
@@ -149,7 +147,7 @@ func idProjectDir(opts *idOptions) (string, error) {
 		return dir, nil
 	}
 	wd := opts.io.workingDir
-	if top, err := gitcmd.Output(context.Background(), wd, "rev-parse", "--show-toplevel"); err == nil && top != "" {
+	if top, err := gitToplevel(wd); err == nil && top != "" {
 		return top, nil
 	}
 	return wd, nil
