@@ -2,7 +2,6 @@ package loop
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/implloop/implloop/cache"
@@ -104,6 +103,9 @@ func Explain(j *cache.Journal, run *cache.Run, taskID string) (*Explanation, err
 	return x, nil
 }
 
+// explainUnit is u as explain shows it: replayed from where, or live and
+// why, in liveReasons' words (the loop's own, journaled when it decided,
+// replace them where there are any), with the preimage fields that differ.
 func explainUnit(j *cache.Journal, lineage []string, u cache.Unit, byIdentity map[string]cache.Unit) UnitExplanation {
 	x := UnitExplanation{Task: u.TaskID, Unit: u.UnitID, Attempt: u.Attempt, Identity: u.Identity, Status: string(u.Status), Source: "live"}
 	if u.Replayed() {
@@ -115,68 +117,34 @@ func explainUnit(j *cache.Journal, lineage []string, u cache.Unit, byIdentity ma
 		x.Reason = "fresh run: never ran before"
 		return x
 	}
-	c, ok, err := j.ClosestUnit(lineage, u.TaskID, u.Role, u.Attempt)
-	if err != nil || !ok {
-		x.Reason = "never ran in this run's lineage"
-		return x
+	c, found, err := j.ClosestUnit(lineage, u.TaskID, u.Role, u.Attempt)
+	if err != nil || !found {
+		c = nil
+	} else {
+		x.ComparedWith = c.RunID + ":" + c.UnitID
 	}
-	x.ComparedWith = c.RunID + ":" + c.UnitID
-	if c.Identity == u.Identity {
-		x.Reason = fmt.Sprintf("same identity, but the journaled unit is %s (only completed units replay)", c.Status)
-		return x
+	// The dependencies behind a change of artifacts: units of this run.
+	named := func(old []string) []string {
+		cur, err := identity.Parse(u.Preimage)
+		if err != nil {
+			return nil
+		}
+		had := map[string]bool{}
+		for _, a := range old {
+			had[a] = true
+		}
+		var out []string
+		for _, a := range cur.Artifacts {
+			if d, ok := byIdentity[a]; ok && !had[a] {
+				out = append(out, depReason(d.TaskID, !d.Replayed(), false))
+			}
+		}
+		return out
 	}
-	changes, err := identity.Diff(c.Preimage, u.Preimage)
-	if err != nil {
-		x.Reason = "identity changed (the stored preimage could not be compared: " + err.Error() + ")"
-		return x
-	}
-	x.Reason = changeReasons(changes, byIdentity)
+	why, changes := liveReasons(c, u.Identity, u.Preimage, named)
+	x.Reason = strings.Join(why, ", ")
 	for _, ch := range changes {
 		x.Changes = append(x.Changes, ExplainChange{Field: ch.Field, Old: ch.Old, New: ch.New, Text: ch.String()})
 	}
 	return x
-}
-
-// changeReasons is identity.Reasons, with a change of artifacts told as
-// the dependencies it comes from: "dependency 1 ran live" (or "changed",
-// when it replayed another unit than before) instead of "dependency
-// artifacts changed", when the new artifacts are units of this run.
-func changeReasons(changes []identity.Change, byIdentity map[string]cache.Unit) string {
-	var out []string
-	seen := map[string]bool{}
-	add := func(r string) {
-		if !seen[r] {
-			seen[r] = true
-			out = append(out, r)
-		}
-	}
-	for _, ch := range changes {
-		var named []string
-		if ch.Field == "artifacts" {
-			var old, cur []string
-			_ = json.Unmarshal(ch.Old, &old)
-			_ = json.Unmarshal(ch.New, &cur)
-			had := map[string]bool{}
-			for _, a := range old {
-				had[a] = true
-			}
-			for _, a := range cur {
-				d, ok := byIdentity[a]
-				switch {
-				case had[a] || !ok:
-				case d.Replayed():
-					named = append(named, "dependency "+d.TaskID+" changed")
-				default:
-					named = append(named, "dependency "+d.TaskID+" ran live")
-				}
-			}
-		}
-		if len(named) == 0 {
-			named = []string{ch.Reason()}
-		}
-		for _, r := range named {
-			add(r)
-		}
-	}
-	return strings.Join(out, ", ")
 }
