@@ -213,21 +213,6 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 	return exitWith(verdictExit(out.Verdict))
 }
 
-// verdictExit maps a run's verdict to the process exit code.
-func verdictExit(v string) int {
-	switch v {
-	case "DONE":
-		return exitDone
-	case "BLOCKED":
-		return exitBlocked
-	case "PARTIAL":
-		return exitPartial
-	case "INTERRUPTED":
-		return exitInterrupted
-	}
-	return exitError
-}
-
 // withSignals cancels ctx on the first SIGINT or SIGTERM (the loop stops the
 // agent, journals the unit as interrupted and writes the report); a second
 // one exits at once.
