@@ -3,7 +3,6 @@ package loop
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,12 +16,6 @@ import (
 	"github.com/implloop/implloop/identity"
 	"github.com/implloop/implloop/unit"
 )
-
-func randomBytes() [2]byte {
-	var b [2]byte
-	_, _ = rand.Read(b[:])
-	return b
-}
 
 type taskResult struct {
 	status cache.TaskStatus
