@@ -132,3 +132,17 @@ func TestCommandFlags(t *testing.T) {
 		})
 	}
 }
+
+// `implloop id --env` holds names to the rule every preimage's env is held
+// to (identity.ValidEnvName), as run and resume do: refused as usage, not
+// left to fail when the preimage is built.
+func TestIDEnvName(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"1BAD", "NOT A NAME", "A-B", ""} {
+		var errb bytes.Buffer
+		io := &ioStreams{In: strings.NewReader("a prompt\n"), Out: &bytes.Buffer{}, ErrOut: &errb, workingDir: t.TempDir()}
+		if code := run([]string{"id", "--project", io.workingDir, "--env", name}, io); code != exitUsage || !strings.Contains(errb.String(), "not a variable name") {
+			t.Errorf("id --env %q: exit %d\n%s", name, code, errb.String())
+		}
+	}
+}

@@ -83,7 +83,7 @@ func idRun(opts *idOptions) error {
 		if name, _, ok := strings.Cut(e, "="); ok {
 			return usagef("pass the name alone: --env "+name, "--env %s=...: only variable names are hashed, never values", name)
 		}
-		if e == "" || strings.ContainsAny(e, " \t\n") {
+		if !identity.ValidEnvName(e) { // the rule every preimage's env is held to
 			return usagef(hint, "--env %q is not a variable name", e)
 		}
 	}
