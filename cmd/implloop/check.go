@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"path"
@@ -130,7 +128,7 @@ func checkRun(o *checkOptions) error {
 		if err != nil {
 			return errorf("", "read the staged %s: %w", c.Path, err)
 		}
-		_, diags := plan.Parse(c.Path, src)
+		p, diags := plan.Parse(c.Path, src)
 		printDiagnostics(o.io.Out, diags)
 		if plan.HasErrors(diags) {
 			n := len(plan.Errors(diags))
@@ -139,7 +137,7 @@ func checkRun(o *checkOptions) error {
 			continue
 		}
 		if journaled {
-			warnResume(w, root, c.Path, run, src)
+			warnResume(w, root, c.Path, run, src, p.SHA256)
 		}
 	}
 	if refused > 0 {
@@ -161,14 +159,14 @@ func matchesAny(globs []string, p string) bool {
 // unfinished are the verdicts of runs a resume will continue.
 var unfinished = map[string]bool{"PARTIAL": true, "BLOCKED": true, "INTERRUPTED": true}
 
-// warnResume warns when the staged plan src changes what a resume of run
-// would do: the tasks that would run live, or have their gate re-run.
-func warnResume(w io.Writer, root, planPath string, run cache.Run, src []byte) {
+// warnResume warns when the staged plan src (its sha256 sum, as plan.Parse
+// gives it) changes what a resume of run would do: the tasks that would
+// run live, or have their gate re-run.
+func warnResume(w io.Writer, root, planPath string, run cache.Run, src []byte, sum string) {
 	if !unfinished[run.Verdict] {
 		return
 	}
-	sum := sha256.Sum256(src)
-	if hex.EncodeToString(sum[:]) == run.PlanSHA256 {
+	if sum == run.PlanSHA256 {
 		return // the run's own plan: nothing changed
 	}
 	out, err := loop.PreviewResume(root, &run, planPath, src)
