@@ -68,11 +68,7 @@ It is git's own blame along the run's boundary chain
 
 // blameRun prints loop.Blame of the file.
 func blameRun(ctx context.Context, o *blameOptions) error {
-	root, err := repoRoot(o.io.workingDir)
-	if err != nil {
-		return err
-	}
-	j, run, err := openRun(o.io, []string{o.run})
+	root, j, run, err := openRunRoot(o.io, o.run)
 	if err != nil {
 		return err
 	}

@@ -20,33 +20,42 @@ import (
 	"github.com/implloop/implloop/loop"
 )
 
-// openRun opens the journal read-only and resolves RUN (default: latest).
+// openRun opens the journal read-only and resolves RUN, args[0] (default:
+// the latest run).
 func openRun(io *ioStreams, args []string) (*cache.Journal, *cache.Run, error) {
-	return openRunWith(io, args, cache.OpenReadOnly)
-}
-
-// openRunWith is openRun with the journal opened by open: a writing
-// command (resume) opens it with cache.Open, which upgrades an older
-// schema that the read-only opener refuses.
-func openRunWith(io *ioStreams, args []string, open func(root string) (*cache.Journal, error)) (*cache.Journal, *cache.Run, error) {
-	root, err := repoRoot(io.workingDir)
-	if err != nil {
-		return nil, nil, err
-	}
-	j, err := open(root)
-	if err != nil {
-		return nil, nil, loopError(err)
-	}
 	ref := ""
 	if len(args) > 0 {
 		ref = args[0]
 	}
+	_, j, run, err := openRunIn(io, ref, cache.OpenReadOnly)
+	return j, run, err
+}
+
+// openRunRoot is openRun of ref for a command that also needs the
+// repository's root (to read the tree, or to make a path repo-relative).
+func openRunRoot(io *ioStreams, ref string) (root string, j *cache.Journal, run *cache.Run, err error) {
+	return openRunIn(io, ref, cache.OpenReadOnly)
+}
+
+// openRunIn finds the repository, opens its journal with open and
+// resolves ref in it. A writing command (resume) opens it with
+// openUpgrading, which upgrades an older schema that the read-only opener
+// refuses.
+func openRunIn(io *ioStreams, ref string, open func(root string) (*cache.Journal, error)) (string, *cache.Journal, *cache.Run, error) {
+	root, err := repoRoot(io.workingDir)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	j, err := open(root)
+	if err != nil {
+		return "", nil, nil, loopError(err)
+	}
 	run, err := resolveRun(j, ref)
 	if err != nil {
 		j.Close()
-		return nil, nil, loopError(err)
+		return "", nil, nil, loopError(err)
 	}
-	return j, run, nil
+	return root, j, run, nil
 }
 
 // loopError adds hints to the loop's errors.

@@ -62,11 +62,7 @@ based on has been edited since; restore refuses to overwrite it unless
 
 // restoreRun writes back what loop.LostContent finds lost.
 func restoreRun(ctx context.Context, o *restoreOptions) error {
-	root, err := repoRoot(o.io.workingDir)
-	if err != nil {
-		return err
-	}
-	j, run, err := openRun(o.io, []string{o.run})
+	root, j, run, err := openRunRoot(o.io, o.run)
 	if err != nil {
 		return err
 	}

@@ -94,11 +94,7 @@ remove it.
 // resumeRun resumes o.runRef with the parent's settings and the given flags
 // over them (loop.Inherit validates both).
 func resumeRun(ctx context.Context, o *resumeOptions) error {
-	root, err := repoRoot(o.io.workingDir)
-	if err != nil {
-		return err
-	}
-	j, parent, err := openRunWith(o.io, []string{o.runRef}, openUpgrading)
+	root, j, parent, err := openRunIn(o.io, o.runRef, openUpgrading)
 	if err != nil {
 		return err
 	}
