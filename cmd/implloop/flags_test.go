@@ -18,25 +18,17 @@ func TestCommandFlags(t *testing.T) {
 	// capture builds a command whose runF records its options in *got.
 	type capture func(io *ioStreams, got *any) *cobra.Command
 	explain := func(io *ioStreams, got *any) *cobra.Command {
-		return newExplainCmdWith(io, func(o *explainOptions) error { *got = *o; return nil })
+		return newExplainCmdWith(io, record[explainOptions](got))
 	}
 	restore := func(io *ioStreams, got *any) *cobra.Command {
-		return newRestoreCmdWith(io, func(_ context.Context, o *restoreOptions) error { *got = *o; return nil })
+		return newRestoreCmdWith(io, recordCtx[restoreOptions](got))
 	}
-	check := func(io *ioStreams, got *any) *cobra.Command {
-		return newCheckCmdWith(io, func(o *checkOptions) error { *got = *o; return nil })
-	}
-	watch := func(io *ioStreams, got *any) *cobra.Command {
-		return newWatchCmdWith(io, func(_ context.Context, o *watchOptions) error { *got = *o; return nil })
-	}
-	blame := func(io *ioStreams, got *any) *cobra.Command {
-		return newBlameCmdWith(io, func(_ context.Context, o *blameOptions) error { *got = *o; return nil })
-	}
-	runs := func(io *ioStreams, got *any) *cobra.Command {
-		return newRunsCmdWith(io, func(o *runsOptions) error { *got = *o; return nil })
-	}
+	check := func(io *ioStreams, got *any) *cobra.Command { return newCheckCmdWith(io, record[checkOptions](got)) }
+	watch := func(io *ioStreams, got *any) *cobra.Command { return newWatchCmdWith(io, recordCtx[watchOptions](got)) }
+	blame := func(io *ioStreams, got *any) *cobra.Command { return newBlameCmdWith(io, recordCtx[blameOptions](got)) }
+	runs := func(io *ioStreams, got *any) *cobra.Command { return newRunsCmdWith(io, record[runsOptions](got)) }
 	status := func(io *ioStreams, got *any) *cobra.Command {
-		return newStatusCmdWith(io, func(_ context.Context, o *statusOptions) error { *got = *o; return nil })
+		return newStatusCmdWith(io, recordCtx[statusOptions](got))
 	}
 	tests := []struct {
 		name   string
@@ -131,6 +123,16 @@ func TestCommandFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// record is a runF that keeps a copy of the options it is given in *got.
+func record[O any](got *any) func(*O) error {
+	return func(o *O) error { *got = *o; return nil }
+}
+
+// recordCtx is record for a runF that takes a context.
+func recordCtx[O any](got *any) func(context.Context, *O) error {
+	return func(_ context.Context, o *O) error { *got = *o; return nil }
 }
 
 // `implloop id --env` holds names to the rule every preimage's env is held
