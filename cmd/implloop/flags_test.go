@@ -27,6 +27,9 @@ func TestCommandFlags(t *testing.T) {
 	watch := func(io *ioStreams, got *any) *cobra.Command { return newWatchCmdWith(io, recordCtx[watchOptions](got)) }
 	blame := func(io *ioStreams, got *any) *cobra.Command { return newBlameCmdWith(io, recordCtx[blameOptions](got)) }
 	runs := func(io *ioStreams, got *any) *cobra.Command { return newRunsCmdWith(io, record[runsOptions](got)) }
+	hook := func(io *ioStreams, got *any) *cobra.Command {
+		return newHookInstallCmdWith(io, record[hookOptions](got))
+	}
 	status := func(io *ioStreams, got *any) *cobra.Command {
 		return newStatusCmdWith(io, recordCtx[statusOptions](got))
 	}
@@ -93,6 +96,10 @@ func TestCommandFlags(t *testing.T) {
 		{name: "runs", cmd: runs, check: func(g any) bool { return !g.(runsOptions).asJSON }},
 		{name: "runs", cmd: runs, args: []string{"--json"}, check: func(g any) bool { return g.(runsOptions).asJSON }},
 		{name: "runs", cmd: runs, args: []string{"r-1"}, code: exitUsage, stderr: "no arguments"},
+
+		{name: "hook install", cmd: hook, check: func(g any) bool { return !g.(hookOptions).force }},
+		{name: "hook install", cmd: hook, args: []string{"--force"}, check: func(g any) bool { return g.(hookOptions).force }},
+		{name: "hook install", cmd: hook, args: []string{"now"}, code: exitUsage, stderr: "no arguments"},
 
 		{name: "status", cmd: status, args: []string{"--json"}, check: func(g any) bool { return g.(statusOptions).json }},
 	}

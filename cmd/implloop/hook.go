@@ -42,8 +42,20 @@ git dir, which linked worktrees share.`,
 	return cmd
 }
 
+// hookOptions are what `hook install` was asked.
+type hookOptions struct {
+	io    *ioStreams
+	force bool
+}
+
 func newHookInstallCmd(io *ioStreams) *cobra.Command {
-	var force bool
+	return newHookInstallCmdWith(io, func(o *hookOptions) error { return hookInstall(o.io, o.force) })
+}
+
+// newHookInstallCmdWith takes the function that does the work, so a test
+// can check flag parsing alone.
+func newHookInstallCmdWith(io *ioStreams, runF func(*hookOptions) error) *cobra.Command {
+	o := &hookOptions{io: io}
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Install the pre-commit hook",
@@ -66,10 +78,10 @@ replacing the older file.
 		Args:              exactArgs(0, "no arguments"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return hookInstall(io, force)
+			return runF(o)
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "replace a leftover pre-commit"+chainedSuffix+" file")
+	cmd.Flags().BoolVar(&o.force, "force", false, "replace a leftover pre-commit"+chainedSuffix+" file")
 	return cmd
 }
 
