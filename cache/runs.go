@@ -1,15 +1,15 @@
 package cache
 
 import (
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/implloop/implloop/internal/runid"
 )
 
 // Run is one invocation of `implloop run` or `resume`.
@@ -34,16 +34,6 @@ type Run struct {
 
 // Finished reports whether FinishRun was recorded.
 func (r *Run) Finished() bool { return !r.FinishedAt.IsZero() }
-
-// NewRunID returns a fresh run id in the format identity.NewRunID defines
-// (r-YYYYMMDD-HHMMSS-xxxx, UTC, 16 random bits), for callers of CreateRun
-// that do not name the run; the loop names its runs with identity's. Kept
-// here, not imported, because cache depends on nothing of implloop's.
-func NewRunID(now time.Time) string {
-	var b [2]byte
-	_, _ = rand.Read(b[:])
-	return "r-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-}
 
 func ms(t time.Time) sql.NullInt64 {
 	if t.IsZero() {
@@ -70,7 +60,7 @@ func (j *Journal) CreateRun(r *Run) error {
 	}
 	r.StartedAt = r.StartedAt.UTC().Truncate(time.Millisecond)
 	if r.ID == "" {
-		r.ID = NewRunID(r.StartedAt)
+		r.ID = runid.New(r.StartedAt)
 	}
 	if r.PID == 0 {
 		r.PID = os.Getpid()

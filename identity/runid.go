@@ -1,9 +1,10 @@
 package identity
 
 import (
-	"encoding/hex"
 	"regexp"
 	"time"
+
+	"github.com/implloop/implloop/internal/runid"
 )
 
 // A run id names one implloop run: "r-" + the start time in UTC as
@@ -12,7 +13,7 @@ import (
 // terminal and are safe as a directory name. Run ids are volatile: the
 // run-id rule of the normalization table numbers them <RUN-1>, <RUN-2>, ...
 // so a prompt that mentions its run still has one identity.
-const runIDPattern = `r-\d{8}-\d{6}-[0-9a-f]{4}`
+const runIDPattern = runid.Pattern
 
 var (
 	// RunIDRegexp matches exactly one whole run id.
@@ -22,9 +23,7 @@ var (
 
 // NewRunID returns the run id for a run started at t, with two bytes of
 // randomness (crypto/rand in the loop, fixed bytes in tests).
-func NewRunID(t time.Time, random [2]byte) string {
-	return "r-" + t.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(random[:])
-}
+func NewRunID(t time.Time, random [2]byte) string { return runid.Format(t, random) }
 
 // IsRunID reports whether s is a well-formed run id.
 func IsRunID(s string) bool { return RunIDRegexp.MatchString(s) }

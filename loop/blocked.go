@@ -8,6 +8,7 @@ import (
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/internal/bytepath"
+	"github.com/implloop/implloop/internal/mdfence"
 )
 
 // BlockedFile is the file a block writes at the repo root. implloop refuses
@@ -189,27 +190,8 @@ func pick(ids []string, one, many string) string {
 // writeFenced writes text in a fenced block that no backtick run in it can
 // close early.
 func writeFenced(s *strings.Builder, text string) {
-	fence := fenceFor(text)
+	fence := mdfence.For(text)
 	fmt.Fprintf(s, "%stext\n%s\n%s\n", fence, strings.TrimRight(text, "\n"), fence)
-}
-
-// fenceFor returns a backtick fence longer than any backtick run in s.
-func fenceFor(s string) string {
-	longest, run := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '`' {
-			run++
-			if run > longest {
-				longest = run
-			}
-		} else {
-			run = 0
-		}
-	}
-	if longest < 3 {
-		return "```"
-	}
-	return strings.Repeat("`", longest+1)
 }
 
 // shownPaths is a list of paths as a person reads it (internal/bytepath).

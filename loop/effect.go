@@ -2,11 +2,13 @@ package loop
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/guard"
 )
 
 // Effect is what a task did to the work tree in one run: the difference
@@ -77,4 +79,54 @@ func taskBoundaries(j *cache.Journal, runID, taskID string) (from, to cache.Boun
 		return from, to, fmt.Errorf("task %s of run %s: %w", taskID, runID, ErrLegacyBoundary)
 	}
 	return from, to, nil
+}
+
+// NotLostError is a path asked of LostContent that the run did not lose.
+type NotLostError struct{ Run, Path string }
+
+func (e *NotLostError) Error() string { return fmt.Sprintf("run %s lost no path %q", e.Run, e.Path) }
+
+// LostContent is the content the discard guard saw lost in run runID, read
+// from the verdicts journaled with its boundaries: only task taskID's when
+// it is not "", only paths (repo-relative) when any are given, each of
+// which must have been lost (else a *NotLostError). The newest loss of a
+// path wins: a path lost, restored and lost again comes back as it was the
+// last time. Read-only; boundary.Restore writes it back.
+func LostContent(j *cache.Journal, runID, taskID string, paths []string) ([]boundary.LostContent, error) {
+	bs, err := j.Boundaries(runID)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[p] = true
+	}
+	latest := map[string]int{}
+	var lost []boundary.LostContent
+	for _, b := range bs {
+		if taskID != "" && b.AfterTask != taskID {
+			continue
+		}
+		var v guard.Verdict
+		if len(b.Verdict) == 0 || json.Unmarshal(b.Verdict, &v) != nil {
+			continue
+		}
+		for _, l := range v.Lost {
+			if len(want) > 0 && !want[l.Path] {
+				continue
+			}
+			if i, ok := latest[l.Path]; ok {
+				lost[i] = l
+				continue
+			}
+			latest[l.Path] = len(lost)
+			lost = append(lost, l)
+		}
+	}
+	for _, p := range paths {
+		if _, ok := latest[p]; !ok {
+			return nil, &NotLostError{Run: runID, Path: p}
+		}
+	}
+	return lost, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/runid"
 	"github.com/implloop/implloop/plan"
 	"github.com/implloop/implloop/report"
 	"github.com/implloop/implloop/unit"
@@ -214,7 +215,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	}
 
 	start := e.now()
-	e.runID = identity.NewRunID(start, randomBytes())
+	e.runID = runid.New(start)
 	dirs, err := cache.StateDir(o.RepoRoot)
 	if err != nil {
 		return nil, err

@@ -13,32 +13,19 @@ import (
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
-	"github.com/implloop/implloop/guard"
 )
 
 // restoreRun does what `implloop restore --run run [--task task]` does:
 // every Lost entry of the run's journaled verdicts, written back.
 func restoreRun(t *testing.T, repo, run, task string) []string {
 	t.Helper()
-	j := openJournal(t, repo)
-	bs, err := j.Boundaries(run)
+	lost, err := LostContent(openJournal(t, repo), run, task, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lost []boundary.LostContent
 	var paths []string
-	for _, b := range bs {
-		if task != "" && b.AfterTask != task {
-			continue
-		}
-		var v guard.Verdict
-		if len(b.Verdict) == 0 || json.Unmarshal(b.Verdict, &v) != nil {
-			continue
-		}
-		for _, l := range v.Lost {
-			lost = append(lost, l)
-			paths = append(paths, l.Path)
-		}
+	for _, l := range lost {
+		paths = append(paths, l.Path)
 	}
 	if len(lost) == 0 {
 		t.Fatalf("run %s (task %q) lost nothing: nothing to restore", run, task)
@@ -106,6 +93,49 @@ esac`)
 	}
 	if got := readFile(t, filepath.Join(repo, "README")); got != "the user's edit\n" {
 		t.Errorf("README %q", got)
+	}
+}
+
+// LostContent reads what a run lost from its journaled verdicts: per
+// task, per path, and a path asked for that was not lost is an error
+// that names it.
+func TestLostContent(t *testing.T) {
+	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2), "a.txt": "a\n", "b.txt": "b\n"})
+	writeFile(t, filepath.Join(repo, "a.txt"), "the user's a\n")
+	writeFile(t, filepath.Join(repo, "b.txt"), "the user's b\n")
+	agentPath, _ := fakeAgent(t, `[ "$IMPLLOOP_TASK_ID" = 2 ] && git checkout -q -- a.txt b.txt; true`)
+	out, err := Run(context.Background(), Options{Settings: settingsFor(agentPath), RepoRoot: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJournal(t, repo)
+	j := openJournal(t, repo)
+	paths := func(lost []boundary.LostContent) string {
+		var ps []string
+		for _, l := range lost {
+			ps = append(ps, l.Path)
+		}
+		slices.Sort(ps)
+		return strings.Join(ps, ",")
+	}
+	for _, tt := range []struct {
+		task  string
+		paths []string
+		want  string
+	}{
+		{want: "a.txt,b.txt"},
+		{task: "2", want: "a.txt,b.txt"},
+		{task: "1", want: ""},
+		{paths: []string{"b.txt"}, want: "b.txt"},
+	} {
+		lost, err := LostContent(j, out.RunID, tt.task, tt.paths)
+		if err != nil || paths(lost) != tt.want {
+			t.Errorf("task %q paths %q: lost %q, %v; want %q", tt.task, tt.paths, paths(lost), err, tt.want)
+		}
+	}
+	var notLost *NotLostError
+	if _, err := LostContent(j, out.RunID, "1", []string{"a.txt"}); !errors.As(err, &notLost) || notLost.Path != "a.txt" {
+		t.Errorf("a path task 1 did not lose: %v, want a *NotLostError for a.txt", err)
 	}
 }
 

@@ -61,36 +61,6 @@ func TestTailProperties(t *testing.T) {
 	})
 }
 
-func TestFenceFor(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"", "```"},
-		{"plain output", "```"},
-		{"a `b` ``c``", "```"},
-		{"```go\ncode\n```", "````"},
-		{"x ````` y ``` z", "``````"},
-		{"`", "```"},
-	} {
-		if got := fenceFor(tc.in); got != tc.want {
-			t.Errorf("fenceFor(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-// TestFenceForProperty: no backtick run in the text is as long as the
-// fence, so gate output can never close BLOCKED.md's block early.
-func TestFenceForProperty(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		s := rapid.StringOf(rapid.SampledFrom([]rune{'`', 'a', '\n', '~'})).Draw(t, "s")
-		f := fenceFor(s)
-		if len(f) < 3 || strings.Trim(f, "`") != "" {
-			t.Fatalf("fence %q", f)
-		}
-		if strings.Contains(s, f) {
-			t.Fatalf("fence %q occurs in %q", f, s)
-		}
-	})
-}
-
 func TestWriteBlockedFencesOutput(t *testing.T) {
 	dir := t.TempDir()
 	out := "before\n```\nnot the end\n```\nafter\n"

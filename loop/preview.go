@@ -2,7 +2,10 @@ package loop
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
 
+	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
 	"github.com/implloop/implloop/plan"
@@ -48,4 +51,63 @@ func selectBytes(path string, src []byte, taskRange string) (*extractor.Selectio
 		return nil, &RangeError{Err: err}
 	}
 	return extractor.Select(p, r)
+}
+
+// PreviewResume is what a resume of run would do with the plan bytes src
+// at planPath (repo-relative, as journaled): a Preview with the run's
+// settings (SettingsOf, validated).
+func PreviewResume(repoRoot string, run *cache.Run, planPath string, src []byte) (*Outcome, error) {
+	s, err := SettingsOf(run, planPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return Preview(Options{Settings: s, RepoRoot: repoRoot, Parent: run.ID}, src)
+}
+
+// LatestRunsByPlan maps each plan path the journal knows inside the
+// repository (repo-relative, forward slashes) to its latest run. No
+// journal: no plans. Read-only.
+func LatestRunsByPlan(repoRoot string) (map[string]cache.Run, error) {
+	out := map[string]cache.Run{}
+	j, err := cache.OpenReadOnly(repoRoot)
+	if errors.Is(err, cache.ErrNoJournal) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	runs, err := j.ListRuns() // newest first
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		if filepath.IsAbs(r.PlanPath) {
+			continue // outside the repository: never staged here
+		}
+		p := filepath.ToSlash(filepath.Clean(r.PlanPath))
+		if _, ok := out[p]; !ok {
+			out[p] = r
+		}
+	}
+	return out, nil
+}
+
+// RunToResume is the run a resume would continue: ref (an id or a unique
+// prefix) when given, else the latest run of the plan at planPath
+// (repo-relative, as journaled). cache.ErrNoJournal when nothing ran yet,
+// cache.ErrNotFound when there is no such run. Read-only.
+func RunToResume(repoRoot, planPath, ref string) (*cache.Run, error) {
+	j, err := cache.OpenReadOnly(repoRoot)
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	if ref != "" {
+		return j.ResolveRun(ref)
+	}
+	return j.LatestRun(planPath)
 }

@@ -414,14 +414,8 @@ func (e *engine) depReasons(t extractor.Task, old []string) []string {
 	var out []string
 	for _, d := range t.Deps {
 		a := e.depArtifact(d)
-		switch {
-		case a == "" || had[a]:
-		case e.liveDep[d] && e.planning:
-			out = append(out, "dependency "+d+" runs live")
-		case e.liveDep[d]:
-			out = append(out, "dependency "+d+" ran live")
-		default:
-			out = append(out, "dependency "+d+" changed")
+		if a != "" && !had[a] {
+			out = append(out, depReason(d, e.liveDep[d], e.planning))
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/identity"
 )
 
@@ -206,6 +207,26 @@ func SettingFlags() []string {
 		out[i] = sf.name
 	}
 	return out
+}
+
+// SettingsOf is the settings a resume of parent starts from: the
+// defaults, then the parent's journaled settings. The plan is planPath
+// (repo-relative, as journaled) when given, else the parent's. Resume,
+// watch and check start from it; Inherit puts flags given again over it.
+func SettingsOf(parent *cache.Run, planPath string) (Settings, error) {
+	s := DefaultSettings()
+	if len(parent.Settings) > 0 {
+		if err := json.Unmarshal(parent.Settings, &s); err != nil {
+			return s, fmt.Errorf("run %s: settings in the journal: %w", parent.ID, err)
+		}
+	}
+	if planPath != "" {
+		s.Plan = planPath
+	}
+	if s.Plan == "" {
+		s.Plan = parent.PlanPath
+	}
+	return s, nil
 }
 
 // Inherit is the settings of a resume: the parent's (journaled by run

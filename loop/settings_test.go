@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/implloop/implloop/cache"
 )
 
 // Inherit is the one place a resume's settings are put together: the
@@ -152,5 +154,46 @@ func TestParseParams(t *testing.T) {
 	}
 	if m, err := ParseParams(nil); m != nil || err != nil {
 		t.Errorf("no params: %v %v", m, err)
+	}
+}
+
+// SettingsOf is where a resume, watch and check start: the defaults, the
+// parent's journaled settings over them, then the plan path.
+func TestSettingsOf(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		settings string
+		planPath string
+		wantPlan string
+		wantErr  string
+		check    func(s Settings) bool
+	}{
+		{name: "no settings journaled: defaults, the run's plan", wantPlan: "plan.md",
+			check: func(s Settings) bool { return s.MaxAttempts == DefaultMaxAttempts && s.OnBlocked == DefaultOnBlocked }},
+		{name: "journaled settings win over defaults", settings: `{"plan":"p.md","agent":"claude","max_attempts":5}`, wantPlan: "p.md",
+			check: func(s Settings) bool {
+				return s.Agent == "claude" && s.MaxAttempts == 5 && s.PlanContext == DefaultPlanContext
+			}},
+		{name: "a plan path given wins", settings: `{"plan":"p.md"}`, planPath: "docs/p.md", wantPlan: "docs/p.md"},
+		{name: "bad JSON", settings: `{"max_attempts":"x"}`, wantErr: "run r-1: settings in the journal: "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			run := &cache.Run{ID: "r-1", PlanPath: "plan.md", Settings: []byte(tt.settings)}
+			s, err := SettingsOf(run, tt.planPath)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Plan != tt.wantPlan || (tt.check != nil && !tt.check(s)) {
+				t.Errorf("settings %+v", s)
+			}
+		})
 	}
 }

@@ -3,7 +3,6 @@ package loop
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,12 +16,6 @@ import (
 	"github.com/implloop/implloop/identity"
 	"github.com/implloop/implloop/unit"
 )
-
-func randomBytes() [2]byte {
-	var b [2]byte
-	_, _ = rand.Read(b[:])
-	return b
-}
 
 type taskResult struct {
 	status cache.TaskStatus
@@ -547,26 +540,43 @@ func (e *engine) why(t extractor.Task, u unit.Unit) []string {
 		}
 		return []string{"never ran"}
 	}
-	c, ok, err := e.j.ClosestUnit(e.lineage, taskID, u.Role, u.Attempt)
-	if err != nil || !ok {
-		return []string{"never ran"}
+	c, found, err := e.j.ClosestUnit(e.lineage, taskID, u.Role, u.Attempt)
+	if err != nil || !found {
+		c = nil
 	}
-	canon, err := identity.Canonical(u.Preimage)
-	if err != nil {
-		return nil
+	var canon []byte
+	if c != nil {
+		if canon, err = identity.Canonical(u.Preimage); err != nil {
+			return nil
+		}
 	}
-	if c.Identity == u.Identity {
+	why, _ := liveReasons(c, u.Identity, canon, func(old []string) []string { return e.depReasons(t, old) })
+	return why
+}
+
+// liveReasons words why a unit with identity id and canonical preimage
+// runs live instead of replaying c, the closest journaled unit of its
+// task, role and attempt (nil: there is none), and lists the preimage
+// fields that differ. named names the dependencies behind a change of
+// artifacts, given c's; nil when it cannot. The one place these words are
+// made: the loop journals them when it dispatches a unit, and Explain
+// words a unit journaled without them here too.
+func liveReasons(c *cache.Unit, id string, preimage []byte, named func(old []string) []string) ([]string, []identity.Change) {
+	if c == nil {
+		return []string{"never ran"}, nil
+	}
+	if c.Identity == id {
 		switch c.Status {
 		case cache.UnitRunning, cache.UnitInterrupted:
-			return []string{"interrupted before it completed"}
+			return []string{"interrupted before it completed"}, nil
 		case cache.UnitFailed:
-			return []string{"failed before"}
+			return []string{"failed before"}, nil
 		}
-		return []string{"result missing from the journal"}
+		return []string{"result missing from the journal"}, nil
 	}
-	changes, err := identity.Diff(c.Preimage, canon)
+	changes, err := identity.Diff(c.Preimage, preimage)
 	if err != nil {
-		return []string{"identity changed"}
+		return []string{"identity changed"}, nil
 	}
 	var out []string
 	seen := map[string]bool{}
@@ -581,8 +591,8 @@ func (e *engine) why(t extractor.Task, u unit.Unit) []string {
 			// Name the dependencies: "dependency 1 runs live" says more
 			// than "dependency artifacts changed".
 			if old, err := identity.Parse(c.Preimage); err == nil {
-				if named := e.depReasons(t, old.Artifacts); len(named) > 0 {
-					for _, r := range named {
+				if deps := named(old.Artifacts); len(deps) > 0 {
+					for _, r := range deps {
 						add(r)
 					}
 					continue
@@ -594,7 +604,20 @@ func (e *engine) why(t extractor.Task, u unit.Unit) []string {
 	if len(out) == 0 {
 		out = []string{"identity changed"}
 	}
-	return out
+	return out, changes
+}
+
+// depReason says why dependency task's artifact is not the one the
+// closest journaled unit was built on: it runs live in this run (ran,
+// once the run is over), or it replayed another unit than before.
+func depReason(task string, live, planning bool) string {
+	switch {
+	case live && planning:
+		return "dependency " + task + " runs live"
+	case live:
+		return "dependency " + task + " ran live"
+	}
+	return "dependency " + task + " changed"
 }
 
 // afterTask takes the boundary after the task, runs the guard, writes the

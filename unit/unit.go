@@ -40,6 +40,7 @@ import (
 
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/mdfence"
 )
 
 // PlanContext says how much of the plan an implementer's prompt carries.
@@ -270,7 +271,7 @@ func encodeContext(doc contextDoc) []byte {
 // The fence is longer than the longest run of backticks in the context, so
 // nothing inside can close it.
 func assemble(tmpl, ctxJSON []byte) []byte {
-	fence := bytes.Repeat([]byte("`"), max(3, longestBacktickRun(ctxJSON)+1))
+	fence := mdfence.For(ctxJSON)
 	out := make([]byte, 0, len(tmpl)+len(ctxJSON)+2*len(fence)+16)
 	out = append(out, tmpl...)
 	if len(tmpl) > 0 && tmpl[len(tmpl)-1] != '\n' {
@@ -283,19 +284,6 @@ func assemble(tmpl, ctxJSON []byte) []byte {
 	out = append(out, fence...)
 	out = append(out, '\n')
 	return out
-}
-
-func longestBacktickRun(b []byte) int {
-	longest, run := 0, 0
-	for _, c := range b {
-		if c == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	return longest
 }
 
 // validUTF8 replaces each byte that is not part of valid UTF-8 with U+FFFD,

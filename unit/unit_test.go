@@ -390,3 +390,18 @@ func TestPromptProperty(t *testing.T) {
 		}
 	})
 }
+
+// longestBacktickRun is the longest run of backticks in b: the test's own
+// oracle for the fence (internal/mdfence makes it).
+func longestBacktickRun(b []byte) int {
+	longest, run := 0, 0
+	for _, c := range b {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return longest
+}

@@ -27,8 +27,6 @@ package watch
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -231,9 +229,8 @@ func (w *Watcher) read() Event {
 		ev.Diagnostics = []plan.Diagnostic{{Path: w.Name, Severity: plan.SeverityError, Message: ev.Err.Error()}}
 		return ev
 	}
-	sum := sha256.Sum256(ev.Src)
-	ev.SHA256 = hex.EncodeToString(sum[:])
 	ev.Plan, ev.Diagnostics = plan.Parse(w.Name, ev.Src)
+	ev.SHA256 = ev.Plan.SHA256
 	return ev
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,9 +14,23 @@ import (
 	"github.com/implloop/implloop/loop"
 )
 
-func newBlameCmd(io *ioStreams) *cobra.Command {
-	var runRef, lines string
-	var asJSON bool
+// blameOptions are what `blame` was asked.
+type blameOptions struct {
+	io     *ioStreams
+	path   string // as typed: relative to the working directory
+	run    string // "" for the latest
+	lines  string // -L START,END
+	from   int    // parsed from lines; 0: the first line
+	to     int    // 0: the last line
+	asJSON bool
+}
+
+func newBlameCmd(io *ioStreams) *cobra.Command { return newBlameCmdWith(io, blameRun) }
+
+// newBlameCmdWith takes the function that does the work, so a test can
+// check flag parsing alone.
+func newBlameCmdWith(io *ioStreams, runF func(context.Context, *blameOptions) error) *cobra.Command {
+	o := &blameOptions{io: io}
 	cmd := &cobra.Command{
 		Use:   "blame FILE [-L START,END] [--run ID] [--json]",
 		Short: "Say which task wrote each line of a file",
@@ -36,55 +51,57 @@ It is git's own blame along the run's boundary chain
   implloop blame src/login.go -L 10,20 --json`,
 		Args: exactArgs(1, "one FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			from, to, err := parseLineRange(lines)
+			from, to, err := parseLineRange(o.lines)
 			if err != nil {
 				return err
 			}
-			root, err := repoRoot(io.workingDir)
-			if err != nil {
-				return err
-			}
-			j, run, err := openRun(io, []string{runRef})
-			if err != nil {
-				return err
-			}
-			defer j.Close()
-			path := journalPlanPath(root, io.workingDir, args[0])
-			bl, err := loop.Blame(cmd.Context(), j, root, run.ID, path, from, to)
-			if errors.Is(err, loop.ErrNoBoundaryCommits) {
-				return errorf("blame works on runs started by this implloop or later", "run %s has no boundary commits to blame from", run.ID)
-			}
-			if err != nil {
-				return errorf("FILE must be a file of the repository, at the run's last boundary or in the work tree now", "blame %s: %w", args[0], err)
-			}
-			if asJSON {
-				b, err := json.MarshalIndent(bl, "", "  ")
-				if err != nil {
-					return err
-				}
-				_, err = io.Out.Write(append(b, '\n'))
-				return err
-			}
-			tw := tabwriter.NewWriter(io.Out, 0, 4, 1, ' ', 0)
-			for _, l := range bl {
-				who := "task " + l.Task
-				detail := fmt.Sprintf("%s a%d", l.Run, l.Attempts)
-				switch {
-				case l.Task == "":
-					who, detail = "outside", l.Outside
-				case l.Restored:
-					detail += " (restored)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d)\t%s\n", who, detail, l.Line, l.Text)
-			}
-			return tw.Flush()
+			o.path, o.from, o.to = args[0], from, to
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&runRef, "run", "", "the run whose boundaries to blame along: an id or a unique prefix (default: the latest run)")
-	cmd.Flags().StringVarP(&lines, "lines", "L", "", "only lines `START,END` (1-based; END may be omitted)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print each line with its run, task, title, attempts, agent and model as JSON")
+	cmd.Flags().StringVar(&o.run, "run", "", "the run whose boundaries to blame along: an id or a unique prefix (default: the latest run)")
+	cmd.Flags().StringVarP(&o.lines, "lines", "L", "", "only lines `START,END` (1-based; END may be omitted)")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print each line with its run, task, title, attempts, agent and model as JSON")
 	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
 	return cmd
+}
+
+// blameRun prints loop.Blame of the file.
+func blameRun(ctx context.Context, o *blameOptions) error {
+	root, j, run, err := openRunRoot(o.io, o.run)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	path := journalPlanPath(root, o.io.workingDir, o.path)
+	bl, err := loop.Blame(ctx, j, root, run.ID, path, o.from, o.to)
+	if errors.Is(err, loop.ErrNoBoundaryCommits) {
+		return errorf("blame works on runs started by this implloop or later", "run %s has no boundary commits to blame from", run.ID)
+	}
+	if err != nil {
+		return errorf("FILE must be a file of the repository, at the run's last boundary or in the work tree now", "blame %s: %w", o.path, err)
+	}
+	if o.asJSON {
+		b, err := json.MarshalIndent(bl, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = o.io.Out.Write(append(b, '\n'))
+		return err
+	}
+	tw := tabwriter.NewWriter(o.io.Out, 0, 4, 1, ' ', 0)
+	for _, l := range bl {
+		who := "task " + l.Task
+		detail := fmt.Sprintf("%s a%d", l.Run, l.Attempts)
+		switch {
+		case l.Task == "":
+			who, detail = "outside", l.Outside
+		case l.Restored:
+			detail += " (restored)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d)\t%s\n", who, detail, l.Line, l.Text)
+	}
+	return tw.Flush()
 }
 
 // parseLineRange reads -L START,END.

@@ -1,21 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
-	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
 )
@@ -26,7 +21,11 @@ type checkOptions struct {
 	ctx   context.Context // nil: not cancelled
 }
 
-func newCheckCmd(io *ioStreams) *cobra.Command {
+func newCheckCmd(io *ioStreams) *cobra.Command { return newCheckCmdWith(io, checkRun) }
+
+// newCheckCmdWith takes the function that does the work, so a test can
+// check flag parsing alone.
+func newCheckCmdWith(io *ioStreams, runF func(*checkOptions) error) *cobra.Command {
 	o := &checkOptions{io: io}
 	cmd := &cobra.Command{
 		Use:   "check [--plans GLOB]...",
@@ -66,49 +65,11 @@ EXIT STATUS
 				}
 			}
 			o.ctx = cmd.Context()
-			return checkRun(o)
+			return runF(o)
 		},
 	}
 	cmd.Flags().StringArrayVar(&o.globs, "plans", nil, "also lint the staged files matching GLOB (repo-relative; repeatable)")
 	return cmd
-}
-
-// staged is one entry of `git diff --cached --name-status`.
-type staged struct {
-	status string // A, M, D, T, U, ...
-	path   string // repo-relative, forward slashes
-}
-
-// stagedChanges lists what a commit would record: the index against HEAD
-// (against the empty tree before the first commit). Renames are listed as
-// a deletion and an addition, so a file moved into .implloop/ is seen.
-func stagedChanges(ctx context.Context, root string) ([]staged, error) {
-	out, err := gitOutput(ctx, root, "diff", "--cached", "--name-status", "-z", "--no-renames", "--no-ext-diff")
-	if err != nil {
-		return nil, err
-	}
-	return parseNameStatus(out), nil
-}
-
-// parseNameStatus reads `git diff --name-status -z --no-renames` output:
-// status NUL path NUL, repeated. A trailing odd field is dropped.
-func parseNameStatus(out []byte) []staged {
-	var res []staged
-	if len(out) == 0 {
-		return nil
-	}
-	fields := bytes.Split(bytes.TrimSuffix(out, []byte{0}), []byte{0})
-	for i := 0; i+1 < len(fields); i += 2 {
-		res = append(res, staged{status: string(fields[i]), path: string(fields[i+1])})
-	}
-	return res
-}
-
-// gitOutput runs a read-only git command in root. --no-optional-locks
-// keeps git from refreshing the index, so check writes nothing.
-func gitOutput(ctx context.Context, root string, args ...string) ([]byte, error) {
-	out, _, err := gitcmd.Run(ctx, gitcmd.Options{Dir: root}, append([]string{"--no-optional-locks"}, args...)...)
-	return out, err
 }
 
 func checkRun(o *checkOptions) error {
@@ -116,7 +77,7 @@ func checkRun(o *checkOptions) error {
 	if err != nil {
 		return err
 	}
-	changes, err := stagedChanges(o.ctx, root)
+	changes, err := boundary.Staged(o.ctx, root)
 	if err != nil {
 		return errorf("", "%w", err)
 	}
@@ -133,12 +94,12 @@ func checkRun(o *checkOptions) error {
 	var state []string
 	for _, c := range changes {
 		switch {
-		case c.status == "D":
-		case c.path == loop.BlockedFile:
+		case c.Status == "D":
+		case c.Path == loop.BlockedFile:
 			refuse("git rm --cached "+loop.BlockedFile+" (it explains a blocked run; it is not part of your project)",
 				"%s is staged: a blocked run's repair note must not be committed", loop.BlockedFile)
-		case strings.HasPrefix(c.path, cache.LegacyDir+"/"):
-			state = append(state, c.path)
+		case strings.HasPrefix(c.Path, cache.LegacyDir+"/"):
+			state = append(state, c.Path)
 		}
 	}
 	if len(state) > 0 {
@@ -151,32 +112,32 @@ func checkRun(o *checkOptions) error {
 			"%s is staged: implloop's journal must not be committed (%s%s)", cache.LegacyDir+"/", strings.Join(shown, ", "), more)
 	}
 
-	latest, err := latestRunsByPlan(root)
+	latest, err := loop.LatestRunsByPlan(root)
 	if err != nil {
 		return errorf("", "%s", err)
 	}
 	for _, c := range changes {
-		if c.status == "D" {
+		if c.Status == "D" {
 			continue
 		}
-		run, journaled := latest[c.path]
-		if !journaled && !matchesAny(o.globs, c.path) {
+		run, journaled := latest[c.Path]
+		if !journaled && !matchesAny(o.globs, c.Path) {
 			continue
 		}
-		src, err := gitOutput(o.ctx, root, "cat-file", "blob", ":"+c.path)
+		src, err := boundary.StagedContent(o.ctx, root, c.Path)
 		if err != nil {
-			return errorf("", "read the staged %s: %w", c.path, err)
+			return errorf("", "read the staged %s: %w", c.Path, err)
 		}
-		_, diags := plan.Parse(c.path, src)
+		p, diags := plan.Parse(c.Path, src)
 		printDiagnostics(o.io.Out, diags)
 		if plan.HasErrors(diags) {
 			n := len(plan.Errors(diags))
-			refuse("fix the plan ('implloop lint "+c.path+"' shows the same), then git add it again",
-				"the staged %s has %s", c.path, plural(n, "error"))
+			refuse("fix the plan ('implloop lint "+c.Path+"' shows the same), then git add it again",
+				"the staged %s has %s", c.Path, plural(n, "error"))
 			continue
 		}
 		if journaled {
-			warnResume(w, root, c.path, run, src)
+			warnResume(w, root, c.Path, run, src, p.SHA256)
 		}
 	}
 	if refused > 0 {
@@ -195,55 +156,20 @@ func matchesAny(globs []string, p string) bool {
 	return false
 }
 
-// latestRunsByPlan maps each plan path the journal knows (repo-relative,
-// forward slashes) to its latest run. No journal: no plans.
-func latestRunsByPlan(root string) (map[string]cache.Run, error) {
-	out := map[string]cache.Run{}
-	j, err := cache.OpenReadOnly(root)
-	if errors.Is(err, cache.ErrNoJournal) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer j.Close()
-	runs, err := j.ListRuns() // newest first
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range runs {
-		if filepath.IsAbs(r.PlanPath) {
-			continue // outside the repository: never staged here
-		}
-		p := filepath.ToSlash(filepath.Clean(r.PlanPath))
-		if _, ok := out[p]; !ok {
-			out[p] = r
-		}
-	}
-	return out, nil
-}
-
 // unfinished are the verdicts of runs a resume will continue.
 var unfinished = map[string]bool{"PARTIAL": true, "BLOCKED": true, "INTERRUPTED": true}
 
-// warnResume warns when the staged plan src changes what a resume of run
-// would do: the tasks that would run live, or have their gate re-run.
-func warnResume(w io.Writer, root, planPath string, run cache.Run, src []byte) {
+// warnResume warns when the staged plan src (its sha256 sum, as plan.Parse
+// gives it) changes what a resume of run would do: the tasks that would
+// run live, or have their gate re-run.
+func warnResume(w io.Writer, root, planPath string, run cache.Run, src []byte, sum string) {
 	if !unfinished[run.Verdict] {
 		return
 	}
-	sum := sha256.Sum256(src)
-	if hex.EncodeToString(sum[:]) == run.PlanSHA256 {
+	if sum == run.PlanSHA256 {
 		return // the run's own plan: nothing changed
 	}
-	s, err := resumeSettings(&run, planPath)
-	if err == nil {
-		err = s.Validate()
-	}
-	var out *loop.Outcome
-	if err == nil {
-		out, err = loop.Preview(loop.Options{Settings: s, RepoRoot: root, Parent: run.ID}, src)
-	}
+	out, err := loop.PreviewResume(root, &run, planPath, src)
 	if err != nil {
 		fmt.Fprintf(w, "implloop: warning: cannot tell what a resume of run %s would re-run: %v\n", run.ID, err)
 		return

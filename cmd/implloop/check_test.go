@@ -1,38 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"os/exec"
 	"strings"
 	"testing"
 )
-
-// FuzzParseNameStatus: whatever git prints, the parser does not panic, and
-// entries written the way git writes them come back unchanged.
-func FuzzParseNameStatus(f *testing.F) {
-	f.Add([]byte("A\x00BLOCKED.md\x00M\x00plan.md\x00"), "M", "dir/a b.md")
-	f.Add([]byte(""), "D", ".implloop/state.db")
-	f.Add([]byte("A\x00"), "T", "x")
-	f.Fuzz(func(t *testing.T, raw []byte, status, path string) {
-		_ = parseNameStatus(raw)
-		if status == "" || path == "" || strings.ContainsRune(status+path, 0) {
-			return
-		}
-		var b bytes.Buffer
-		for range 3 {
-			b.WriteString(status + "\x00" + path + "\x00")
-		}
-		got := parseNameStatus(b.Bytes())
-		if len(got) != 3 {
-			t.Fatalf("%d entries, want 3", len(got))
-		}
-		for _, e := range got {
-			if e.status != status || e.path != path {
-				t.Fatalf("got %+v, want %q %q", e, status, path)
-			}
-		}
-	})
-}
 
 // The hook names implloop by a path that may hold anything a path can:
 // the shell must read back exactly that path.

@@ -66,7 +66,7 @@ func completeRunTasks(io *ioStreams, runRef func(cmd *cobra.Command, args []stri
 			return nil, noFiles
 		}
 		defer j.Close()
-		run, err := completionRun(j, runRef(cmd, args))
+		run, err := resolveRun(j, runRef(cmd, args))
 		if err != nil {
 			return nil, noFiles
 		}
@@ -129,7 +129,7 @@ func completeResumePlan(io *ioStreams) func(cmd *cobra.Command, args []string) s
 		}
 		defer j.Close()
 		ref, _ := cmd.Flags().GetString("run")
-		run, err := completionRun(j, ref)
+		run, err := resolveRun(j, ref)
 		if err != nil {
 			return ""
 		}
@@ -197,20 +197,11 @@ func completionJournal(io *ioStreams) *cache.Journal {
 	if err != nil {
 		return nil
 	}
-	j, err := cache.OpenReadOnly(root)
+	j, err := openJournalRO(root)
 	if err != nil {
 		return nil
 	}
 	return j
-}
-
-// completionRun resolves ref as the commands do: an id or a unique prefix,
-// "" for the latest run.
-func completionRun(j *cache.Journal, ref string) (*cache.Run, error) {
-	if ref == "" {
-		return j.LatestRun("")
-	}
-	return j.ResolveRun(ref)
 }
 
 // registerRunFlagCompletions completes the flags run and resume share.

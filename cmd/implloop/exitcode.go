@@ -6,16 +6,23 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/implloop/implloop/report"
 )
 
-// Exit codes, decided here and nowhere else (DESIGN.md "Exit codes").
+// Exit codes, decided here and nowhere else (DESIGN.md "Exit codes"). A
+// verdict's code is report.Verdict.ExitCode, the one the journal records
+// with the run; the others are the process's own.
+var (
+	exitDone        = report.Done.ExitCode()        // 0: every task in range done, or a command succeeded
+	exitPartial     = report.Partial.ExitCode()     // 3: some tasks done, at least one not
+	exitBlocked     = report.Blocked.ExitCode()     // 4: no task done
+	exitInterrupted = report.Interrupted.ExitCode() // 130: SIGINT/SIGTERM
+)
+
 const (
-	exitDone        = 0   // every task in range done, or a command succeeded
-	exitError       = 1   // bad input, infrastructure failure, lint errors
-	exitUsage       = 2   // bad flags or arguments
-	exitPartial     = 3   // some tasks done, at least one not
-	exitBlocked     = 4   // no task done
-	exitInterrupted = 130 // SIGINT/SIGTERM
+	exitError = 1 // bad input, infrastructure failure, lint errors
+	exitUsage = 2 // bad flags or arguments
 )
 
 // exitCodeTable is rendered into help texts so that the table users read is
@@ -31,6 +38,9 @@ var exitCodeTable = []struct {
 	{exitBlocked, "BLOCKED: no task done"},
 	{exitInterrupted, "interrupted (SIGINT or SIGTERM)"},
 }
+
+// verdictExit maps a run's verdict to the process exit code.
+func verdictExit(v string) int { return report.Verdict(v).ExitCode() }
 
 func exitStatusHelp() string {
 	var b strings.Builder

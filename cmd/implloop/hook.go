@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/spf13/cobra"
 )
 
@@ -44,8 +42,20 @@ git dir, which linked worktrees share.`,
 	return cmd
 }
 
+// hookOptions are what `hook install` was asked.
+type hookOptions struct {
+	io    *ioStreams
+	force bool
+}
+
 func newHookInstallCmd(io *ioStreams) *cobra.Command {
-	var force bool
+	return newHookInstallCmdWith(io, func(o *hookOptions) error { return hookInstall(o.io, o.force) })
+}
+
+// newHookInstallCmdWith takes the function that does the work, so a test
+// can check flag parsing alone.
+func newHookInstallCmdWith(io *ioStreams, runF func(*hookOptions) error) *cobra.Command {
+	o := &hookOptions{io: io}
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Install the pre-commit hook",
@@ -68,10 +78,10 @@ replacing the older file.
 		Args:              exactArgs(0, "no arguments"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return hookInstall(io, force)
+			return runF(o)
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "replace a leftover pre-commit"+chainedSuffix+" file")
+	cmd.Flags().BoolVar(&o.force, "force", false, "replace a leftover pre-commit"+chainedSuffix+" file")
 	return cmd
 }
 
@@ -90,38 +100,6 @@ is not implloop's is left alone; uninstalling twice is fine.
 			return hookUninstall(io)
 		},
 	}
-}
-
-// hooksDir is where git runs hooks from for the repository at root:
-// core.hooksPath (relative to the worktree root) when set, else the
-// common git dir's hooks/ (shared by linked worktrees).
-func hooksDir(root string) (string, error) {
-	out, err := gitcmd.Output(context.Background(), root, "config", "--get", "core.hooksPath")
-	switch {
-	case err == nil && strings.TrimSpace(out) != "":
-		p := strings.TrimSpace(out)
-		if p == "~" || strings.HasPrefix(p, "~/") {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return "", fmt.Errorf("core.hooksPath %s: %w", p, err)
-			}
-			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
-		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(root, p)
-		}
-		return filepath.Clean(p), nil
-	case err != nil && gitcmd.ExitCode(err) != 1: // 1: not set
-		return "", fmt.Errorf("core.hooksPath: %w", err)
-	}
-	common, err := gitcmd.Output(context.Background(), root, "rev-parse", "--git-common-dir")
-	if err != nil {
-		return "", err
-	}
-	if !filepath.IsAbs(common) {
-		common = filepath.Join(root, common)
-	}
-	return filepath.Join(common, "hooks"), nil
 }
 
 // hookScript is the hook's text: check, then the chained hook if any.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/identity"
-	"github.com/implloop/implloop/internal/gitcmd"
 )
 
 type idOptions struct {
@@ -85,7 +83,7 @@ func idRun(opts *idOptions) error {
 		if name, _, ok := strings.Cut(e, "="); ok {
 			return usagef("pass the name alone: --env "+name, "--env %s=...: only variable names are hashed, never values", name)
 		}
-		if e == "" || strings.ContainsAny(e, " \t\n") {
+		if !identity.ValidEnvName(e) { // the rule every preimage's env is held to
 			return usagef(hint, "--env %q is not a variable name", e)
 		}
 	}
@@ -149,7 +147,7 @@ func idProjectDir(opts *idOptions) (string, error) {
 		return dir, nil
 	}
 	wd := opts.io.workingDir
-	if top, err := gitcmd.Output(context.Background(), wd, "rev-parse", "--show-toplevel"); err == nil && top != "" {
+	if top, err := gitToplevel(wd); err == nil && top != "" {
 		return top, nil
 	}
 	return wd, nil

@@ -1,19 +1,31 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/boundary"
-	"github.com/implloop/implloop/guard"
+	"github.com/implloop/implloop/loop"
 )
 
-func newRestoreCmd(io *ioStreams) *cobra.Command {
-	var runRef, taskID string
-	var force bool
+// restoreOptions are what `restore` was asked.
+type restoreOptions struct {
+	io    *ioStreams
+	run   string // "" for the latest
+	task  string
+	paths []string // as typed: relative to the working directory
+	force bool
+}
+
+func newRestoreCmd(io *ioStreams) *cobra.Command { return newRestoreCmdWith(io, restoreRun) }
+
+// newRestoreCmdWith takes the function that does the work, so a test can
+// check flag parsing alone.
+func newRestoreCmdWith(io *ioStreams, runF func(context.Context, *restoreOptions) error) *cobra.Command {
+	o := &restoreOptions{io: io}
 	cmd := &cobra.Command{
 		Use:   "restore [--run ID] [--task ID] [PATH...] [--force]",
 		Short: "Bring back content the discard guard saw a task throw away",
@@ -36,79 +48,56 @@ based on has been edited since; restore refuses to overwrite it unless
   # A path edited since it was lost: overwrite it with the lost content anyway
   implloop restore src/login.go --force`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root, err := repoRoot(io.workingDir)
-			if err != nil {
-				return err
-			}
-			j, run, err := openRun(io, []string{runRef})
-			if err != nil {
-				return err
-			}
-			defer j.Close()
-			bs, err := j.Boundaries(run.ID)
-			if err != nil {
-				return err
-			}
-			// PATHs are as the user typed them (relative to the working
-			// directory); lost paths are relative to the repo root.
-			want := map[string]bool{}
-			for _, a := range args {
-				want[journalPlanPath(root, io.workingDir, a)] = true
-			}
-			// The newest loss of each path wins: a path lost, restored and
-			// lost again comes back as it was the last time.
-			latest := map[string]int{}
-			var lost []boundary.LostContent
-			for _, b := range bs {
-				if taskID != "" && b.AfterTask != taskID {
-					continue
-				}
-				var v guard.Verdict
-				if len(b.Verdict) == 0 || json.Unmarshal(b.Verdict, &v) != nil {
-					continue
-				}
-				for _, l := range v.Lost {
-					if len(want) > 0 && !want[l.Path] {
-						continue
-					}
-					if i, ok := latest[l.Path]; ok {
-						lost[i] = l
-						continue
-					}
-					latest[l.Path] = len(lost)
-					lost = append(lost, l)
-				}
-			}
-			for p := range want {
-				if _, ok := latest[p]; !ok {
-					return errorf("run 'implloop show "+run.ID+"' for the lost paths", "run %s lost no path %q", run.ID, p)
-				}
-			}
-			if len(lost) == 0 {
-				fmt.Fprintf(io.ErrOut, "implloop: run %s lost nothing; nothing to restore\n", run.ID)
-				return nil
-			}
-			results, rerr := boundary.Restore(cmd.Context(), root, lost, force)
-			for _, r := range results {
-				line := fmt.Sprintf("%-9s %s", r.Action, r.Path)
-				if r.Reason != "" {
-					line += ": " + r.Reason
-				}
-				fmt.Fprintln(io.Out, line)
-			}
-			if rerr != nil {
-				if errors.Is(rerr, boundary.ErrRefused) {
-					return errorf("look at the path first; --force overwrites it with the lost content", "%s", rerr)
-				}
-				return rerr
-			}
-			return nil
+			o.paths = args
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&runRef, "run", "", "the run (id or unique prefix; default: the latest)")
-	cmd.Flags().StringVar(&taskID, "task", "", "only paths lost by this task")
-	cmd.Flags().BoolVar(&force, "force", false, "overwrite paths edited since they were lost")
+	cmd.Flags().StringVar(&o.run, "run", "", "the run (id or unique prefix; default: the latest)")
+	cmd.Flags().StringVar(&o.task, "task", "", "only paths lost by this task")
+	cmd.Flags().BoolVar(&o.force, "force", false, "overwrite paths edited since they were lost")
 	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
 	_ = cmd.RegisterFlagCompletionFunc("task", completeRunTasks(io, runFlag))
 	return cmd
+}
+
+// restoreRun writes back what loop.LostContent finds lost.
+func restoreRun(ctx context.Context, o *restoreOptions) error {
+	root, j, run, err := openRunRoot(o.io, o.run)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	// PATHs are as the user typed them (relative to the working
+	// directory); lost paths are relative to the repo root.
+	var paths []string
+	for _, a := range o.paths {
+		paths = append(paths, journalPlanPath(root, o.io.workingDir, a))
+	}
+	lost, err := loop.LostContent(j, run.ID, o.task, paths)
+	var notLost *loop.NotLostError
+	if errors.As(err, &notLost) {
+		return errorf("run 'implloop show "+run.ID+"' for the lost paths", "%s", err)
+	}
+	if err != nil {
+		return err
+	}
+	if len(lost) == 0 {
+		fmt.Fprintf(o.io.ErrOut, "implloop: run %s lost nothing; nothing to restore\n", run.ID)
+		return nil
+	}
+	results, rerr := boundary.Restore(ctx, root, lost, o.force)
+	for _, r := range results {
+		line := fmt.Sprintf("%-9s %s", r.Action, r.Path)
+		if r.Reason != "" {
+			line += ": " + r.Reason
+		}
+		fmt.Fprintln(o.io.Out, line)
+	}
+	if rerr != nil {
+		if errors.Is(rerr, boundary.ErrRefused) {
+			return errorf("look at the path first; --force overwrites it with the lost content", "%s", rerr)
+		}
+		return rerr
+	}
+	return nil
 }

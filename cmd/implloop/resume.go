@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/spf13/cobra"
 
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
 )
 
@@ -93,25 +91,10 @@ remove it.
 	return cmd
 }
 
-// openUpgrading opens the journal read-only, unless an older implloop
-// wrote it: a resume writes, so it upgrades the schema (cache.Open) rather
-// than refuse to read it.
-func openUpgrading(root string) (*cache.Journal, error) {
-	j, err := cache.OpenReadOnly(root)
-	if errors.Is(err, cache.ErrOlderSchema) {
-		return cache.Open(root)
-	}
-	return j, err
-}
-
 // resumeRun resumes o.runRef with the parent's settings and the given flags
 // over them (loop.Inherit validates both).
 func resumeRun(ctx context.Context, o *resumeOptions) error {
-	root, err := repoRoot(o.io.workingDir)
-	if err != nil {
-		return err
-	}
-	j, parent, err := openRunWith(o.io, []string{o.runRef}, openUpgrading)
+	root, j, parent, err := openRunIn(o.io, o.runRef, openUpgrading)
 	if err != nil {
 		return err
 	}
@@ -120,7 +103,7 @@ func resumeRun(ctx context.Context, o *resumeOptions) error {
 	if o.planPath != "" {
 		plan = journalPlanPath(root, o.io.workingDir, o.planPath)
 	}
-	inherited, err := resumeSettings(parent, plan)
+	inherited, err := loop.SettingsOf(parent, plan)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -14,10 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/implloop/implloop/agent"
-	"github.com/implloop/implloop/cache"
-	"github.com/implloop/implloop/extractor"
-	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
 )
@@ -147,18 +142,6 @@ func runRun(ctx context.Context, o *runOptions) error {
 	return runLoop(ctx, o.io, o.settings, "", o.flags)
 }
 
-// repoRoot is the git worktree around dir.
-func repoRoot(dir string) (string, error) {
-	if _, err := gitcmd.Path(); err != nil {
-		return "", errorf("install git, then try again", "%s", gitcmd.ErrNotInstalled)
-	}
-	top, err := gitcmd.Output(context.Background(), dir, "rev-parse", "--show-toplevel")
-	if err != nil {
-		return "", errorf("run implloop inside a git repository (git init, then commit your starting point)", "%s is not inside a git repository", dir)
-	}
-	return top, nil
-}
-
 // runLoop runs or resumes, with signal handling, progress output and the
 // verdict's exit code.
 func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string, f *runFlags) error {
@@ -229,70 +212,6 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 		fmt.Fprintf(io.ErrOut, "implloop: see BLOCKED.md for the repair steps, then: implloop resume --run %s\n", out.RunID)
 	}
 	return exitWith(verdictExit(out.Verdict))
-}
-
-// verdictExit maps a run's verdict to the process exit code.
-func verdictExit(v string) int {
-	switch v {
-	case "DONE":
-		return exitDone
-	case "BLOCKED":
-		return exitBlocked
-	case "PARTIAL":
-		return exitPartial
-	case "INTERRUPTED":
-		return exitInterrupted
-	}
-	return exitError
-}
-
-// loopError adds hints to the loop's errors.
-func loopError(err error) error {
-	var locked *loop.ErrLocked
-	var orphan *loop.ErrChildRunning
-	var planErr *loop.PlanError
-	var rangeErr *loop.RangeError
-	var emptyRange *extractor.EmptyRangeError
-	var readErr *loop.PlanReadError
-	var checkErr *agent.CheckError
-	var settingErr *loop.SettingError
-	var unknownAgent *loop.UnknownAgentError
-	switch {
-	case errors.As(err, &settingErr):
-		return usagef(settingErr.Hint, "%s", settingErr)
-	case errors.As(err, &unknownAgent):
-		return usagef("any other command works as an agent: --agent-cmd 'your command'", "--agent: %s", err)
-	case errors.Is(err, loop.ErrNoAgent):
-		return usagef("pick an agent: --agent claude|codex|gemini|opencode|builtin, or --agent-cmd 'your command' (or agent: in the plan's front matter)", "no agent given")
-	case errors.As(err, &locked):
-		return errorf("wait for it to finish, or stop it (Ctrl-C) first", "%s", err)
-	case errors.As(err, &orphan):
-		hint := "its implloop is gone; once it exits, resume again"
-		if orphan.PID > 0 {
-			hint = fmt.Sprintf("its implloop is gone; wait for it to exit, or stop it (kill %d), then resume again", orphan.PID)
-		}
-		return errorf(hint, "%s", err)
-	case errors.Is(err, loop.ErrBlockedFile):
-		return errorf("read BLOCKED.md, fix the cause, then remove it: rm BLOCKED.md", "%s: a blocked run is waiting for a repair", err)
-	case errors.As(err, &planErr):
-		return errorf("run 'implloop lint "+planErr.Path+"' and fix the errors", "%s", err)
-	case errors.As(err, &rangeErr):
-		return usagef("accepted forms: 10:13, 10:, :5, 7, T010:T013", "--task-range: %s", rangeErr.Err)
-	case errors.As(err, &emptyRange):
-		return usagef("run 'implloop plan PLAN' to list its tasks and their ids", "--task-range: %s", err)
-	case errors.As(err, &readErr):
-		return errorf("check the plan's path (relative to the current directory)", "%s", err)
-	case errors.As(err, &checkErr):
-		// The hint in its own line, not in the message's parentheses.
-		return errorf(checkErr.Hint, "agent %s: %s", checkErr.Agent, checkErr.Msg)
-	case errors.Is(err, cache.ErrNotRepository):
-		return errorf("run implloop inside a git repository (git init, then commit your starting point)", "%s", err)
-	case errors.Is(err, cache.ErrNoJournal):
-		return errorf("start with 'implloop run PLAN'", "no implloop journal in this repository")
-	case errors.Is(err, cache.ErrNotFound):
-		return errorf("list runs with 'implloop runs'", "%s", err)
-	}
-	return err
 }
 
 // withSignals cancels ctx on the first SIGINT or SIGTERM (the loop stops the

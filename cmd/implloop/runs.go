@@ -11,8 +11,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newRunsCmd(io *ioStreams) *cobra.Command {
-	var asJSON bool
+// runsOptions are what `runs` was asked.
+type runsOptions struct {
+	io     *ioStreams
+	asJSON bool
+}
+
+func newRunsCmd(io *ioStreams) *cobra.Command { return newRunsCmdWith(io, runsRun) }
+
+// newRunsCmdWith takes the function that does the work, so a test can
+// check flag parsing alone.
+func newRunsCmdWith(io *ioStreams, runF func(*runsOptions) error) *cobra.Command {
+	o := &runsOptions{io: io}
 	cmd := &cobra.Command{
 		Use:               "runs",
 		Short:             "List the runs journaled in this repository, newest first",
@@ -20,84 +30,89 @@ func newRunsCmd(io *ioStreams) *cobra.Command {
 		Args:              exactArgs(0, "no arguments"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root, err := repoRoot(io.workingDir)
-			if err != nil {
-				return err
-			}
-			j, err := openJournalRO(root)
-			if err != nil {
-				return err
-			}
-			if j == nil {
-				if asJSON {
-					fmt.Fprintln(io.Out, "[]")
-				} else {
-					fmt.Fprintln(io.ErrOut, "implloop: no runs yet; start one with 'implloop run PLAN'")
-				}
-				return nil
-			}
-			defer j.Close()
-			runs, err := j.ListRuns()
-			if err != nil {
-				return err
-			}
-			running, err := loop.Running(root)
-			if err != nil {
-				return err
-			}
-			state := func(r cache.Run) (string, int) {
-				if pid, ok := running[r.ID]; ok && !r.Finished() {
-					return "RUNNING", pid
-				}
-				return runVerdict(r.Verdict, r.Finished()), 0
-			}
-			if asJSON {
-				type row struct {
-					ID         string     `json:"id"`
-					Parent     string     `json:"parent,omitempty"`
-					Plan       string     `json:"plan"`
-					Verdict    string     `json:"verdict"`
-					PID        int        `json:"pid,omitempty"` // while RUNNING
-					StartedAt  time.Time  `json:"started_at"`
-					FinishedAt *time.Time `json:"finished_at,omitempty"`
-				}
-				rows := []row{}
-				for _, r := range runs {
-					x := row{ID: r.ID, Parent: r.ParentID, Plan: r.PlanPath, StartedAt: r.StartedAt}
-					x.Verdict, x.PID = state(r)
-					if r.Finished() {
-						f := r.FinishedAt
-						x.FinishedAt = &f
-					}
-					rows = append(rows, x)
-				}
-				enc := json.NewEncoder(io.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
-			}
-			tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tPARENT\tPLAN\tVERDICT\tSTARTED\tFINISHED")
-			for _, r := range runs {
-				fin := "-"
-				if r.Finished() {
-					fin = r.FinishedAt.Local().Format("2006-01-02 15:04:05")
-				}
-				parent := r.ParentID
-				if parent == "" {
-					parent = "-"
-				}
-				verdict, pid := state(r)
-				if pid != 0 {
-					verdict = fmt.Sprintf("%s (pid %d)", verdict, pid)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, parent, r.PlanPath, verdict,
-					r.StartedAt.Local().Format("2006-01-02 15:04:05"), fin)
-			}
-			return tw.Flush()
+			return runF(o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// runsRun lists the runs of the journal.
+func runsRun(o *runsOptions) error {
+	root, err := repoRoot(o.io.workingDir)
+	if err != nil {
+		return err
+	}
+	j, err := openJournalRO(root)
+	if err != nil {
+		return err
+	}
+	if j == nil {
+		if o.asJSON {
+			fmt.Fprintln(o.io.Out, "[]")
+		} else {
+			fmt.Fprintln(o.io.ErrOut, "implloop: no runs yet; start one with 'implloop run PLAN'")
+		}
+		return nil
+	}
+	defer j.Close()
+	runs, err := j.ListRuns()
+	if err != nil {
+		return err
+	}
+	running, err := loop.Running(root)
+	if err != nil {
+		return err
+	}
+	state := func(r cache.Run) (string, int) {
+		if pid, ok := running[r.ID]; ok && !r.Finished() {
+			return "RUNNING", pid
+		}
+		return runVerdict(r.Verdict, r.Finished()), 0
+	}
+	if o.asJSON {
+		type row struct {
+			ID         string     `json:"id"`
+			Parent     string     `json:"parent,omitempty"`
+			Plan       string     `json:"plan"`
+			Verdict    string     `json:"verdict"`
+			PID        int        `json:"pid,omitempty"` // while RUNNING
+			StartedAt  time.Time  `json:"started_at"`
+			FinishedAt *time.Time `json:"finished_at,omitempty"`
+		}
+		rows := []row{}
+		for _, r := range runs {
+			x := row{ID: r.ID, Parent: r.ParentID, Plan: r.PlanPath, StartedAt: r.StartedAt}
+			x.Verdict, x.PID = state(r)
+			if r.Finished() {
+				f := r.FinishedAt
+				x.FinishedAt = &f
+			}
+			rows = append(rows, x)
+		}
+		enc := json.NewEncoder(o.io.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(o.io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tPARENT\tPLAN\tVERDICT\tSTARTED\tFINISHED")
+	for _, r := range runs {
+		fin := "-"
+		if r.Finished() {
+			fin = r.FinishedAt.Local().Format("2006-01-02 15:04:05")
+		}
+		parent := r.ParentID
+		if parent == "" {
+			parent = "-"
+		}
+		verdict, pid := state(r)
+		if pid != 0 {
+			verdict = fmt.Sprintf("%s (pid %d)", verdict, pid)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, parent, r.PlanPath, verdict,
+			r.StartedAt.Local().Format("2006-01-02 15:04:05"), fin)
+	}
+	return tw.Flush()
 }
 
 // runVerdict is a run's verdict as the journal has it: an unfinished run

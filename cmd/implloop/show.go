@@ -175,12 +175,3 @@ func renderReport(out *loop.Outcome) string {
 	}
 	return b.String()
 }
-
-// openJournalRO opens the journal read-only; nil when nothing has run yet.
-func openJournalRO(root string) (*cache.Journal, error) {
-	j, err := cache.OpenReadOnly(root)
-	if errors.Is(err, cache.ErrNoJournal) {
-		return nil, nil
-	}
-	return j, err
-}

@@ -35,7 +35,11 @@ type watchOptions struct {
 	redraw bool
 }
 
-func newWatchCmd(io *ioStreams) *cobra.Command {
+func newWatchCmd(io *ioStreams) *cobra.Command { return newWatchCmdWith(io, watchRun) }
+
+// newWatchCmdWith takes the function that does the work, so a test can
+// check flag parsing alone.
+func newWatchCmdWith(io *ioStreams, runF func(context.Context, *watchOptions) error) *cobra.Command {
 	o := &watchOptions{io: io}
 	cmd := &cobra.Command{
 		Use:   "watch PLAN",
@@ -72,7 +76,7 @@ watch writes nothing. Ctrl-C stops it with exit 130.
 				return usagef("give a positive count, or 0 for no limit", "--exit-after must not be negative")
 			}
 			o.redraw = io.liveOut()
-			return watchRun(cmd.Context(), o)
+			return runF(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.run, "run", "", "the run a resume would continue: an id or a unique prefix (default: the latest run of this plan)")
@@ -103,7 +107,7 @@ func watchRun(ctx context.Context, o *watchOptions) error {
 	if err != nil {
 		return err
 	}
-	s, err := resumeSettings(parent, rel)
+	s, err := loop.SettingsOf(parent, rel)
 	if err != nil {
 		return err
 	}
@@ -200,10 +204,12 @@ func watchRun(ctx context.Context, o *watchOptions) error {
 	case resume:
 		stopSignals() // the resume handles Ctrl-C itself
 		fmt.Fprintf(o.io.ErrOut, "implloop watch: the plan is quiet and lints clean: resuming run %s\n", parent.ID)
-		rc := newResumeCmd(o.io)
-		rc.SilenceUsage, rc.SilenceErrors = true, true
-		rc.SetArgs([]string{"--run", parent.ID, "--plan", loop.PlanFile(root, rel)})
-		return rc.ExecuteContext(ctx)
+		// 'implloop resume --run ID --plan PLAN': no flag given again, so
+		// the run's settings as they are.
+		return resumeRun(ctx, &resumeOptions{
+			io: o.io, runRef: parent.ID, planPath: loop.PlanFile(root, rel),
+			given: loop.DefaultSettings(), flags: &runFlags{},
+		})
 	}
 	return nil
 }
@@ -211,24 +217,13 @@ func watchRun(ctx context.Context, o *watchOptions) error {
 // watchParent is the run a resume would continue: ref, else the latest run
 // of the plan at rel.
 func watchParent(root, rel, ref string) (*cache.Run, error) {
-	j, err := cache.OpenReadOnly(root)
-	if errors.Is(err, cache.ErrNoJournal) {
+	r, err := loop.RunToResume(root, rel, ref)
+	switch {
+	case errors.Is(err, cache.ErrNoJournal):
 		return nil, errorf("start with 'implloop run "+rel+"'; watch previews a resume of a journaled run", "no implloop journal in this repository")
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer j.Close()
-	var r *cache.Run
-	if ref != "" {
-		r, err = j.ResolveRun(ref)
-	} else {
-		r, err = j.LatestRun(rel)
-	}
-	if errors.Is(err, cache.ErrNotFound) {
-		if ref != "" {
-			return nil, errorf("list runs with 'implloop runs'", "%s", err)
-		}
+	case errors.Is(err, cache.ErrNotFound) && ref != "":
+		return nil, errorf("list runs with 'implloop runs'", "%s", err)
+	case errors.Is(err, cache.ErrNotFound):
 		return nil, errorf("start with 'implloop run "+rel+"', or name a run of another plan path with --run", "no run of %s in the journal", rel)
 	}
 	return r, err

@@ -25,6 +25,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
+
+	"github.com/implloop/implloop/internal/mdfence"
 )
 
 // Markdown renders one page per available command of root's tree, as
@@ -123,15 +125,6 @@ func prepare(root *cobra.Command) {
 // fence puts text in a fenced block whose fence is longer than any run of
 // backticks in it (the run command's help names ```verify blocks).
 func fence(text string) string {
-	longest, run := 0, 0
-	for _, r := range text {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	f := strings.Repeat("`", max(3, longest+1))
+	f := mdfence.For(text)
 	return f + "text\n" + text + "\n" + f
 }

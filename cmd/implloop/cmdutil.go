@@ -1,0 +1,211 @@
+package main
+
+// The helpers every command shares: finding the repository, opening the
+// journal and resolving a run in it, and turning the loop's errors into
+// messages with hints. Commands open the journal only through these, then
+// hand it to a library function (loop, report).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/implloop/implloop/agent"
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/loop"
+)
+
+// openRun opens the journal read-only and resolves RUN, args[0] (default:
+// the latest run).
+func openRun(io *ioStreams, args []string) (*cache.Journal, *cache.Run, error) {
+	ref := ""
+	if len(args) > 0 {
+		ref = args[0]
+	}
+	_, j, run, err := openRunIn(io, ref, cache.OpenReadOnly)
+	return j, run, err
+}
+
+// openRunRoot is openRun of ref for a command that also needs the
+// repository's root (to read the tree, or to make a path repo-relative).
+func openRunRoot(io *ioStreams, ref string) (root string, j *cache.Journal, run *cache.Run, err error) {
+	return openRunIn(io, ref, cache.OpenReadOnly)
+}
+
+// openRunIn finds the repository, opens its journal with open and
+// resolves ref in it. A writing command (resume) opens it with
+// openUpgrading, which upgrades an older schema that the read-only opener
+// refuses.
+func openRunIn(io *ioStreams, ref string, open func(root string) (*cache.Journal, error)) (string, *cache.Journal, *cache.Run, error) {
+	root, err := repoRoot(io.workingDir)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	j, err := open(root)
+	if err != nil {
+		return "", nil, nil, loopError(err)
+	}
+	run, err := resolveRun(j, ref)
+	if err != nil {
+		j.Close()
+		return "", nil, nil, loopError(err)
+	}
+	return root, j, run, nil
+}
+
+// loopError adds hints to the loop's errors.
+func loopError(err error) error {
+	var locked *loop.ErrLocked
+	var orphan *loop.ErrChildRunning
+	var planErr *loop.PlanError
+	var rangeErr *loop.RangeError
+	var emptyRange *extractor.EmptyRangeError
+	var readErr *loop.PlanReadError
+	var checkErr *agent.CheckError
+	var settingErr *loop.SettingError
+	var unknownAgent *loop.UnknownAgentError
+	switch {
+	case errors.As(err, &settingErr):
+		return usagef(settingErr.Hint, "%s", settingErr)
+	case errors.As(err, &unknownAgent):
+		return usagef("any other command works as an agent: --agent-cmd 'your command'", "--agent: %s", err)
+	case errors.Is(err, loop.ErrNoAgent):
+		return usagef("pick an agent: --agent claude|codex|gemini|opencode|builtin, or --agent-cmd 'your command' (or agent: in the plan's front matter)", "no agent given")
+	case errors.As(err, &locked):
+		return errorf("wait for it to finish, or stop it (Ctrl-C) first", "%s", err)
+	case errors.As(err, &orphan):
+		hint := "its implloop is gone; once it exits, resume again"
+		if orphan.PID > 0 {
+			hint = fmt.Sprintf("its implloop is gone; wait for it to exit, or stop it (kill %d), then resume again", orphan.PID)
+		}
+		return errorf(hint, "%s", err)
+	case errors.Is(err, loop.ErrBlockedFile):
+		return errorf("read BLOCKED.md, fix the cause, then remove it: rm BLOCKED.md", "%s: a blocked run is waiting for a repair", err)
+	case errors.As(err, &planErr):
+		return errorf("run 'implloop lint "+planErr.Path+"' and fix the errors", "%s", err)
+	case errors.As(err, &rangeErr):
+		return usagef("accepted forms: 10:13, 10:, :5, 7, T010:T013", "--task-range: %s", rangeErr.Err)
+	case errors.As(err, &emptyRange):
+		return usagef("run 'implloop plan PLAN' to list its tasks and their ids", "--task-range: %s", err)
+	case errors.As(err, &readErr):
+		return errorf("check the plan's path (relative to the current directory)", "%s", err)
+	case errors.As(err, &checkErr):
+		// The hint in its own line, not in the message's parentheses.
+		return errorf(checkErr.Hint, "agent %s: %s", checkErr.Agent, checkErr.Msg)
+	case errors.Is(err, cache.ErrNotRepository):
+		return errorf("run implloop inside a git repository (git init, then commit your starting point)", "%s", err)
+	case errors.Is(err, cache.ErrNoJournal):
+		return errorf("start with 'implloop run PLAN'", "no implloop journal in this repository")
+	case errors.Is(err, cache.ErrNotFound):
+		return errorf("list runs with 'implloop runs'", "%s", err)
+	}
+	return err
+}
+
+// repoRoot is the git worktree around dir.
+func repoRoot(dir string) (string, error) {
+	if _, err := gitcmd.Path(); err != nil {
+		return "", errorf("install git, then try again", "%s", gitcmd.ErrNotInstalled)
+	}
+	top, err := gitToplevel(dir)
+	if err != nil {
+		return "", errorf("run implloop inside a git repository (git init, then commit your starting point)", "%s is not inside a git repository", dir)
+	}
+	return top, nil
+}
+
+// openUpgrading opens the journal read-only, unless an older implloop
+// wrote it: a resume writes, so it upgrades the schema (cache.Open) rather
+// than refuse to read it.
+func openUpgrading(root string) (*cache.Journal, error) {
+	j, err := cache.OpenReadOnly(root)
+	if errors.Is(err, cache.ErrOlderSchema) {
+		return cache.Open(root)
+	}
+	return j, err
+}
+
+// journalPlanPath is plan path p (relative to the working directory wd) the
+// way runLoop records it: relative to the repo root when inside it, else
+// absolute.
+func journalPlanPath(root, wd, p string) string {
+	// git reports the root with symlinks resolved, while the working
+	// directory may be reached through one (/tmp on macOS): resolve the
+	// directories, not p itself, which may not exist (a path to restore).
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	if !filepath.IsAbs(p) {
+		if w, err := filepath.EvalSymlinks(wd); err == nil {
+			wd = w
+		}
+		p = filepath.Join(wd, p)
+	} else if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		p = filepath.Join(d, filepath.Base(p))
+	}
+	rel, err := filepath.Rel(root, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return p
+	}
+	return rel
+}
+
+// openJournalRO opens the journal read-only; nil when nothing has run yet.
+func openJournalRO(root string) (*cache.Journal, error) {
+	j, err := cache.OpenReadOnly(root)
+	if errors.Is(err, cache.ErrNoJournal) {
+		return nil, nil
+	}
+	return j, err
+}
+
+// resolveRun resolves ref as every command does: an id or a unique
+// prefix, "" for the latest run.
+func resolveRun(j *cache.Journal, ref string) (*cache.Run, error) {
+	if ref == "" {
+		return j.LatestRun("")
+	}
+	return j.ResolveRun(ref)
+}
+
+// gitToplevel is the root of the git worktree around dir.
+func gitToplevel(dir string) (string, error) {
+	return gitcmd.Output(context.Background(), dir, "rev-parse", "--show-toplevel")
+}
+
+// hooksDir is where git runs hooks from for the repository at root:
+// core.hooksPath (relative to the worktree root) when set, else the
+// common git dir's hooks/ (shared by linked worktrees).
+func hooksDir(root string) (string, error) {
+	out, err := gitcmd.Output(context.Background(), root, "config", "--get", "core.hooksPath")
+	switch {
+	case err == nil && strings.TrimSpace(out) != "":
+		p := strings.TrimSpace(out)
+		if p == "~" || strings.HasPrefix(p, "~/") {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("core.hooksPath %s: %w", p, err)
+			}
+			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, p)
+		}
+		return filepath.Clean(p), nil
+	case err != nil && gitcmd.ExitCode(err) != 1: // 1: not set
+		return "", fmt.Errorf("core.hooksPath: %w", err)
+	}
+	common, err := gitcmd.Output(context.Background(), root, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(root, common)
+	}
+	return filepath.Join(common, "hooks"), nil
+}

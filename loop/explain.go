@@ -1,0 +1,150 @@
+package loop
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/bytepath"
+)
+
+// Explanation is why each unit of a run replayed or ran live, and the
+// tasks its resume planned otherwise than a plain replay or live run:
+// what `implloop explain` prints.
+type Explanation struct {
+	Run    string
+	Parent string // "" for a fresh run
+	Units  []UnitExplanation
+	Tasks  []TaskExplanation
+}
+
+// UnitExplanation is one unit of a run: replayed from where, or live and
+// why.
+type UnitExplanation struct {
+	Task         string          `json:"task"`
+	Unit         string          `json:"unit"`
+	Attempt      int             `json:"attempt"`
+	Identity     string          `json:"identity"`
+	Status       string          `json:"status"`
+	Source       string          `json:"source"` // live or replayed
+	ReplayedFrom string          `json:"replayed_from,omitempty"`
+	Reason       string          `json:"reason,omitempty"`
+	ComparedWith string          `json:"compared_with,omitempty"` // run:unit of the closest journaled unit
+	Changes      []ExplainChange `json:"changes,omitempty"`
+}
+
+// ExplainChange is one field of a live unit's identity preimage that
+// differs from the closest journaled unit's.
+type ExplainChange struct {
+	Field string          `json:"field"`
+	Old   json.RawMessage `json:"old,omitempty"`
+	New   json.RawMessage `json:"new,omitempty"`
+	Text  string          `json:"text"`
+}
+
+// TaskExplanation is a task the resume planned otherwise than a plain
+// replay or live run, in the loop's words.
+type TaskExplanation struct {
+	Task     string        `json:"task"`
+	Action   string        `json:"action"`
+	Reasons  []string      `json:"reasons,omitempty"`
+	Restored bytepath.List `json:"restored,omitempty"`
+}
+
+// Explain explains run's units (only task taskID's when it is not ""):
+// the loop's own words, journaled when it decided, first; a field-by-field
+// diff of the identity preimage against the closest journaled unit of the
+// same task, role and attempt in the parent's lineage adds the fields.
+// Read-only.
+func Explain(j *cache.Journal, run *cache.Run, taskID string) (*Explanation, error) {
+	x := &Explanation{Run: run.ID, Parent: run.ParentID}
+	var lineage []string
+	if run.ParentID != "" {
+		var err error
+		if lineage, err = j.LineageIDs(run.ParentID); err != nil {
+			return nil, err
+		}
+	}
+	units, err := j.Units(run.ID)
+	if err != nil {
+		return nil, err
+	}
+	// Artifacts are identities of units of this run: which task's.
+	byIdentity := map[string]cache.Unit{}
+	for _, u := range units {
+		byIdentity[u.Identity] = u
+	}
+	dec, err := DecisionsOf(j, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range units {
+		if taskID != "" && u.TaskID != taskID {
+			continue
+		}
+		ux := explainUnit(j, lineage, u, byIdentity)
+		if why := dec.Unit[u.UnitID]; len(why) > 0 {
+			ux.Reason = strings.Join(why, ", ")
+		}
+		x.Units = append(x.Units, ux)
+	}
+	// Tasks the resume planned otherwise than plain replay or live: a
+	// restore, a gate re-run on a changed tree.
+	for _, id := range dec.Order {
+		t := dec.Planned[id]
+		if taskID != "" && t.Task != taskID {
+			continue
+		}
+		if t.Explained() {
+			x.Tasks = append(x.Tasks, TaskExplanation{Task: t.Task, Action: t.Action, Reasons: t.Reasons, Restored: dec.Restored[t.Task]})
+		}
+	}
+	return x, nil
+}
+
+// explainUnit is u as explain shows it: replayed from where, or live and
+// why, in liveReasons' words (the loop's own, journaled when it decided,
+// replace them where there are any), with the preimage fields that differ.
+func explainUnit(j *cache.Journal, lineage []string, u cache.Unit, byIdentity map[string]cache.Unit) UnitExplanation {
+	x := UnitExplanation{Task: u.TaskID, Unit: u.UnitID, Attempt: u.Attempt, Identity: u.Identity, Status: string(u.Status), Source: "live"}
+	if u.Replayed() {
+		x.Source = "replayed"
+		x.ReplayedFrom = u.ReplayedFromRun + ":" + u.ReplayedFromUnit
+		return x
+	}
+	if len(lineage) == 0 {
+		x.Reason = "fresh run: never ran before"
+		return x
+	}
+	c, found, err := j.ClosestUnit(lineage, u.TaskID, u.Role, u.Attempt)
+	if err != nil || !found {
+		c = nil
+	} else {
+		x.ComparedWith = c.RunID + ":" + c.UnitID
+	}
+	// The dependencies behind a change of artifacts: units of this run.
+	named := func(old []string) []string {
+		cur, err := identity.Parse(u.Preimage)
+		if err != nil {
+			return nil
+		}
+		had := map[string]bool{}
+		for _, a := range old {
+			had[a] = true
+		}
+		var out []string
+		for _, a := range cur.Artifacts {
+			if d, ok := byIdentity[a]; ok && !had[a] {
+				out = append(out, depReason(d.TaskID, !d.Replayed(), false))
+			}
+		}
+		return out
+	}
+	why, changes := liveReasons(c, u.Identity, u.Preimage, named)
+	x.Reason = strings.Join(why, ", ")
+	for _, ch := range changes {
+		x.Changes = append(x.Changes, ExplainChange{Field: ch.Field, Old: ch.Old, New: ch.New, Text: ch.String()})
+	}
+	return x
+}
