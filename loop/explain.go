@@ -114,7 +114,7 @@ func explainUnit(j *cache.Journal, lineage []string, u cache.Unit, byIdentity ma
 		return x
 	}
 	if len(lineage) == 0 {
-		x.Reason = "fresh run: never ran before"
+		x.Reason = ReasonFresh
 		return x
 	}
 	c, found, err := j.ClosestUnit(lineage, u.TaskID, u.Role, u.Attempt)

@@ -136,19 +136,27 @@ func TestParallelOrder(t *testing.T) {
 	}
 }
 
-// Two tasks of a wave that change different lines of one file: both
-// changes are in it.
-func TestParallelCleanMerge(t *testing.T) {
-	repo := newRepo(t, map[string]string{"doc.txt": "a\nb\nc\nd\ne\nf\ng\n"})
+// parWave runs a plan of two [P] tasks with --jobs 2 in a repository of
+// files: the tasks' agents run one and two (after a pause, so that they
+// overlap). The run must end DONE.
+func parWave(t *testing.T, files map[string]string, one, two string) (string, *Outcome) {
+	t.Helper()
+	repo := newRepo(t, files)
 	writeFile(t, filepath.Join(repo, "plan.md"), parPlan("1[P]", "2[P]"))
-	agentPath, _ := parAgent(t, map[string]string{
-		"1": "sleep 0.2; sed 's/^a$/A/' doc.txt > doc.tmp && mv doc.tmp doc.txt",
-		"2": "sleep 0.2; sed 's/^g$/G/' doc.txt > doc.tmp && mv doc.tmp doc.txt",
-	})
+	agentPath, _ := parAgent(t, map[string]string{"1": "sleep 0.2; " + one, "2": "sleep 0.2; " + two})
 	out := parRun(t, repo, agentPath, 2)
 	if out.Verdict != "DONE" {
 		t.Fatalf("verdict %s", out.Verdict)
 	}
+	return repo, out
+}
+
+// Two tasks of a wave that change different lines of one file: both
+// changes are in it.
+func TestParallelCleanMerge(t *testing.T) {
+	repo, _ := parWave(t, map[string]string{"doc.txt": "a\nb\nc\nd\ne\nf\ng\n"},
+		"sed 's/^a$/A/' doc.txt > doc.tmp && mv doc.tmp doc.txt",
+		"sed 's/^g$/G/' doc.txt > doc.tmp && mv doc.tmp doc.txt")
 	if got := readFile(t, filepath.Join(repo, "doc.txt")); got != "A\nb\nc\nd\ne\nf\nG\n" {
 		t.Errorf("doc.txt = %q, want both edits", got)
 	}
@@ -158,16 +166,7 @@ func TestParallelCleanMerge(t *testing.T) {
 // conflicts, its attempt fails with the paths as feedback, and its next
 // attempt runs on the merged tree.
 func TestParallelConflict(t *testing.T) {
-	repo := newRepo(t, map[string]string{"shared.txt": "line\n"})
-	writeFile(t, filepath.Join(repo, "plan.md"), parPlan("1[P]", "2[P]"))
-	agentPath, _ := parAgent(t, map[string]string{
-		"1": "sleep 0.2; echo one > shared.txt",
-		"2": "sleep 0.2; echo two > shared.txt",
-	})
-	out := parRun(t, repo, agentPath, 2)
-	if out.Verdict != "DONE" {
-		t.Fatalf("verdict %s", out.Verdict)
-	}
+	repo, out := parWave(t, map[string]string{"shared.txt": "line\n"}, "echo one > shared.txt", "echo two > shared.txt")
 	if got := readFile(t, filepath.Join(repo, "shared.txt")); got != "two\n" {
 		t.Errorf("shared.txt = %q, want task 2's second attempt on top of task 1", got)
 	}

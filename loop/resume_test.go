@@ -427,12 +427,11 @@ func TestResumeBlockedFixedByHand(t *testing.T) {
 	}
 }
 
-// A resume whose blocked task still fails continues numbering after the
-// last journaled attempt, with its gate feedback.
-func TestResumeBlockedStillFailing(t *testing.T) {
-	s := rsBuiltin()
-	s.MaxAttempts = 2
-	repo := newRepo(t, nil)
+// rsPartial makes a repository whose 2-task plan's second task can never
+// pass its gate, runs it to PARTIAL with s, and removes BLOCKED.md.
+func rsPartial(t *testing.T, s Settings) (repo, run string) {
+	t.Helper()
+	repo = newRepo(t, nil)
 	writeFile(t, filepath.Join(repo, "plan.md"), strings.Replace(rsPlan(2, "Shared context."), "path=out/f2.txt", "path=out/wrong.txt", 1))
 	first, _ := rsRun(t, repo, s, "")
 	if first.Verdict != "PARTIAL" {
@@ -441,7 +440,16 @@ func TestResumeBlockedStillFailing(t *testing.T) {
 	if err := os.Remove(filepath.Join(repo, BlockedFile)); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := rsRun(t, repo, s, first.RunID)
+	return repo, first.RunID
+}
+
+// A resume whose blocked task still fails continues numbering after the
+// last journaled attempt, with its gate feedback.
+func TestResumeBlockedStillFailing(t *testing.T) {
+	s := rsBuiltin()
+	s.MaxAttempts = 2
+	repo, first := rsPartial(t, s)
+	out, _ := rsRun(t, repo, s, first)
 	if out.Verdict != "PARTIAL" || !out.Blocked {
 		t.Fatalf("resume: %s blocked=%v, want PARTIAL and blocked again", out.Verdict, out.Blocked)
 	}

@@ -106,16 +106,8 @@ func TestResumeNotUpToDate(t *testing.T) {
 func TestResumeUpToDateNeedsDoneAndTheLock(t *testing.T) {
 	s := rsBuiltin()
 	s.MaxAttempts = 1
-	repo := newRepo(t, nil)
-	writeFile(t, filepath.Join(repo, "plan.md"), strings.Replace(rsPlan(2, "Shared context."), "path=out/f2.txt", "path=out/wrong.txt", 1))
-	first, _ := rsRun(t, repo, s, "")
-	if first.Verdict != "PARTIAL" {
-		t.Fatalf("first run: %s", first.Verdict)
-	}
-	if err := os.Remove(filepath.Join(repo, BlockedFile)); err != nil {
-		t.Fatal(err)
-	}
-	if out, _ := rsRun(t, repo, s, first.RunID); out.UpToDate {
+	repo, first := rsPartial(t, s)
+	if out, _ := rsRun(t, repo, s, first); out.UpToDate {
 		t.Error("a PARTIAL parent answered as up to date")
 	}
 
