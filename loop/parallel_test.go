@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/report"
 )
 
 // parAgent is an agent that logs "start ID" and "end ID" (one line each,
@@ -103,6 +105,10 @@ func TestParallelOrder(t *testing.T) {
 			out := parRun(t, repo, agentPath, 4)
 			if out.Verdict != "DONE" {
 				t.Fatalf("verdict %s", out.Verdict)
+			}
+			var term bytes.Buffer
+			if err := report.Terminal(&term, out.Report); err != nil || !strings.Contains(term.String(), "lanes (tasks that ran at once):\n  1  1 ") {
+				t.Errorf("the report does not draw the lanes: %v\n%s", err, term.String())
 			}
 			lines := strings.Split(strings.TrimSpace(readFile(t, order)), "\n")
 			pos := map[string]int{}

@@ -210,7 +210,8 @@ func TestWriteHTML(t *testing.T) {
 func TestAssignLanes(t *testing.T) {
 	at := func(s, e int) Attempt {
 		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		return Attempt{Start: base.Add(time.Duration(s) * time.Second), End: base.Add(time.Duration(e) * time.Second)}
+		from, to := base.Add(time.Duration(s)*time.Second), base.Add(time.Duration(e)*time.Second)
+		return Attempt{Start: from, End: to, callStart: from, callEnd: to}
 	}
 	as := []Attempt{at(0, 1), at(1, 5), at(1, 3), at(2, 4), at(3, 6), at(6, 7)}
 	assignLanes(as)

@@ -50,6 +50,7 @@ func Terminal(w io.Writer, r *Report) error {
 			}
 		}
 	}
+	writeLanes(&b, r)
 	t := r.Totals
 	fmt.Fprintf(&b, "\nunits: %d live, %d replayed; gates: %d run, %d replayed\n",
 		t.Live.Units, t.Saved.Units, t.GatesLive, t.GatesReplayed)
@@ -59,6 +60,35 @@ func Terminal(w io.Writer, r *Report) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// writeLanes draws a run whose tasks ran at once (--jobs) as lanes, one
+// line per worker: each attempt as task id, start and end in seconds from
+// the first. Nothing for a run that ran one thing at a time.
+func writeLanes(b *bytes.Buffer, r *Report) {
+	lanes := 0
+	for _, a := range r.Attempts {
+		lanes = max(lanes, a.Lane+1)
+	}
+	if lanes < 2 {
+		return
+	}
+	t0 := r.Attempts[0].Start
+	b.WriteString("\nlanes (tasks that ran at once):\n")
+	for l := range lanes {
+		var parts []string
+		for _, a := range r.Attempts {
+			if a.Lane != l {
+				continue
+			}
+			id := a.Task
+			if a.Attempt > 1 {
+				id += fmt.Sprintf("~a%d", a.Attempt)
+			}
+			parts = append(parts, fmt.Sprintf("%s %.1f-%.1fs", id, a.Start.Sub(t0).Seconds(), a.End.Sub(t0).Seconds()))
+		}
+		fmt.Fprintf(b, "  %d  %s\n", l+1, strings.Join(parts, ", "))
+	}
 }
 
 // maxTermLines bounds a multi-line note (a gate's output tail) on a

@@ -148,6 +148,9 @@ type Attempt struct {
 	Gate       *GateMark
 	// AgentError is why the agent call failed (no gate ran then).
 	AgentError string
+	// callStart and callEnd span the attempt's units (its agent calls):
+	// what runs at once with --jobs, and what lanes are drawn from.
+	callStart, callEnd time.Time
 }
 
 // GateMark is an attempt's gate.

@@ -48,6 +48,12 @@ func attempts(units []cache.Unit, gates []cache.Gate) []Attempt {
 			a.Source = string(cache.SourceLive)
 		}
 		span(a, u.StartedAt, u.FinishedAt)
+		if a.callStart.IsZero() || u.StartedAt.Before(a.callStart) {
+			a.callStart = u.StartedAt
+		}
+		if u.FinishedAt.After(a.callEnd) {
+			a.callEnd = u.FinishedAt
+		}
 	}
 	for _, g := range gates {
 		a := get(key{g.TaskID, g.Attempt})
@@ -71,15 +77,20 @@ func attempts(units []cache.Unit, gates []cache.Gate) []Attempt {
 	return out
 }
 
-// assignLanes gives each attempt the first lane free when it starts (the
-// attempts in start order): one lane while tasks run one at a time, one
-// per worker when a wave's calls run at once (--jobs).
+// assignLanes gives each attempt the first lane free when its agent calls
+// start (the attempts in start order): one lane while tasks run one at a
+// time, one per worker when a wave's calls run at once (--jobs). Only the
+// calls count: gates always run one at a time, after them.
 func assignLanes(as []Attempt) {
-	var ends []time.Time // per lane, when its last attempt ended
+	var ends []time.Time // per lane, when the calls of its last attempt ended
 	for i := range as {
+		from, to := as[i].callStart, as[i].callEnd
+		if from.IsZero() { // a gate alone
+			from, to = as[i].Start, as[i].Start
+		}
 		lane := -1
 		for l, end := range ends {
-			if !as[i].Start.Before(end) {
+			if !from.Before(end) {
 				lane = l
 				break
 			}
@@ -88,6 +99,6 @@ func assignLanes(as []Attempt) {
 			lane = len(ends)
 			ends = append(ends, time.Time{})
 		}
-		as[i].Lane, ends[lane] = lane, as[i].End
+		as[i].Lane, ends[lane] = lane, to
 	}
 }
