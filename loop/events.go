@@ -33,37 +33,40 @@ const (
 // Event is one record of the stream. Fields are omitted when they do not
 // apply to the event's type.
 type Event struct {
-	Type      string        `json:"type"`
-	Time      time.Time     `json:"time"`
-	RunID     string        `json:"run_id"`
-	ParentID  string        `json:"parent_id,omitempty"`
-	Plan      string        `json:"plan,omitempty"`
-	PlanSHA   string        `json:"plan_sha256,omitempty"`
-	Task      string        `json:"task,omitempty"`
-	Title     string        `json:"title,omitempty"`
-	Index     int           `json:"index,omitempty"` // 1-based position among the selected tasks
-	Count     int           `json:"count,omitempty"` // number of selected tasks
-	Unit      string        `json:"unit,omitempty"`
-	Identity  string        `json:"identity,omitempty"`
-	Attempt   int           `json:"attempt,omitempty"`
-	Source    string        `json:"source,omitempty"` // live or replayed
-	From      string        `json:"replayed_from,omitempty"`
-	Reasons   []string      `json:"reasons,omitempty"` // why a unit runs live
-	Status    string        `json:"status,omitempty"`
-	Passed    *bool         `json:"passed,omitempty"`
-	ExitCode  *int          `json:"exit_code,omitempty"`
-	Command   string        `json:"command,omitempty"`
-	TokensIn  int64         `json:"tokens_in,omitempty"`
-	TokensOut int64         `json:"tokens_out,omitempty"`
-	CostUSD   float64       `json:"cost_usd,omitempty"`
-	Millis    int64         `json:"duration_ms,omitempty"`
-	Head      string        `json:"head,omitempty"`
-	Dirty     *int          `json:"dirty,omitempty"`
-	Message   string        `json:"message,omitempty"`
-	Paths     bytepath.List `json:"paths,omitempty"`
-	Verdict   string        `json:"verdict,omitempty"`
-	Done      *int          `json:"done,omitempty"`
-	Tasks     []PlannedTask `json:"tasks,omitempty"` // resume_plan
+	Type      string    `json:"type"`
+	Time      time.Time `json:"time"`
+	RunID     string    `json:"run_id"`
+	ParentID  string    `json:"parent_id,omitempty"`
+	Plan      string    `json:"plan,omitempty"`
+	PlanSHA   string    `json:"plan_sha256,omitempty"`
+	Task      string    `json:"task,omitempty"`
+	Title     string    `json:"title,omitempty"`
+	Index     int       `json:"index,omitempty"` // 1-based position among the selected tasks
+	Count     int       `json:"count,omitempty"` // number of selected tasks
+	Unit      string    `json:"unit,omitempty"`
+	Identity  string    `json:"identity,omitempty"`
+	Attempt   int       `json:"attempt,omitempty"`
+	Source    string    `json:"source,omitempty"` // live or replayed
+	From      string    `json:"replayed_from,omitempty"`
+	Reasons   []string  `json:"reasons,omitempty"` // why a unit runs live
+	Status    string    `json:"status,omitempty"`
+	Passed    *bool     `json:"passed,omitempty"`
+	ExitCode  *int      `json:"exit_code,omitempty"`
+	Command   string    `json:"command,omitempty"`
+	TokensIn  int64     `json:"tokens_in,omitempty"`
+	TokensOut int64     `json:"tokens_out,omitempty"`
+	CostUSD   float64   `json:"cost_usd,omitempty"`
+	Millis    int64     `json:"duration_ms,omitempty"`
+	Head      string    `json:"head,omitempty"`
+	Dirty     *int      `json:"dirty,omitempty"`
+	Message   string    `json:"message,omitempty"`
+	// Worktree is where a call made ahead with its wave ran (--jobs),
+	// relative to the repository root.
+	Worktree string        `json:"worktree,omitempty"`
+	Paths    bytepath.List `json:"paths,omitempty"`
+	Verdict  string        `json:"verdict,omitempty"`
+	Done     *int          `json:"done,omitempty"`
+	Tasks    []PlannedTask `json:"tasks,omitempty"` // resume_plan
 }
 
 // PlannedTask is one line of a resume plan (or a dry run's work list).

@@ -47,6 +47,7 @@ type early struct {
 	started  time.Time
 	finished time.Time
 	base     string // the boundary commit the worktree was checked out at
+	worktree string // where it ran
 	tree     string // the worktree's tree after the call; "" when unreadable
 	treeErr  error
 	prompt   string // the prompt's blob
@@ -222,7 +223,7 @@ func (e *engine) callAhead(ctx context.Context, j *cache.Journal, path string, t
 	if err != nil {
 		return err
 	}
-	r.prompt, r.started = promptHash, e.now()
+	r.prompt, r.started, r.worktree = promptHash, e.now(), path
 	r.res, r.runErr = e.ag.Run(ctx, agent.Request{
 		Prompt: r.u.Prompt, Context: r.u.Context, Dir: path, Env: e.protocolEnv(t, r.u.Attempt, r.u.Role, ctxFile, promptFile),
 		Model: e.s.Model, Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,

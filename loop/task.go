@@ -407,6 +407,9 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	ev := Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks)}
 	if ahead != nil {
 		ev.Message = "ran with its wave, in its own worktree"
+		if rel, err := filepath.Rel(e.o.RepoRoot, ahead.worktree); err == nil {
+			ev.Worktree = filepath.ToSlash(rel)
+		}
 	}
 	e.emit(ev)
 
