@@ -22,9 +22,9 @@ type Decisions struct {
 	Restored map[string][]string
 }
 
-// DecisionsOf reads the decisions of run runID from its journaled events.
+// decisionsOf reads the decisions of run runID from its journaled events.
 // Read-only.
-func DecisionsOf(j *cache.Journal, runID string) (*Decisions, error) {
+func decisionsOf(j *cache.Journal, runID string) (*Decisions, error) {
 	evs, err := j.Events(runID)
 	if err != nil {
 		return nil, err

@@ -168,7 +168,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 			return nil, ErrBlockedFile
 		}
 	}
-	sel, err := LoadPlan(PlanFile(o.RepoRoot, e.s.Plan), e.s.TaskRange)
+	sel, err := loadPlan(PlanFile(o.RepoRoot, e.s.Plan), e.s.TaskRange)
 	if err != nil {
 		return nil, err
 	}
@@ -220,8 +220,8 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	if err != nil {
 		return nil, err
 	}
-	lock, err := AcquireLock(dirs.Lock, e.runID, start)
-	if locked := (*ErrLocked)(nil); errors.As(err, &locked) {
+	lock, err := acquireLock(dirs.Lock, e.runID, start)
+	if locked := (*LockedError)(nil); errors.As(err, &locked) {
 		locked.Path = dirs.Shown(locked.Path)
 	}
 	if err != nil {
@@ -394,15 +394,15 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 }
 
 // resumeFrontMatter applies the plan's front matter as it is now to the
-// settings (see ResumeFrontMatter): a resume's inherited ones, or a fresh
+// settings (see frontMatterOnResume): a resume's inherited ones, or a fresh
 // run's flags and defaults.
 //
 // A fresh run has no inherited front-matter keys, so for it this is plain
-// ApplyFrontMatter under the flags the user gave (Settings.Flags). After it
+// applyFrontMatter under the flags the user gave (Settings.Flags). After it
 // the agent must be known: ErrNoAgent when neither flag nor front matter
 // named one (the default backend, exec, needs a command line).
 func (e *engine) resumeFrontMatter() error {
-	s, err := ResumeFrontMatter(e.s, e.sel.FrontMatter)
+	s, err := frontMatterOnResume(e.s, e.sel.FrontMatter)
 	if se := (*SettingError)(nil); errors.As(err, &se) {
 		return err // a usage error, whichever source the value came from
 	}
@@ -440,9 +440,9 @@ func PlanFile(repoRoot, p string) string {
 	return filepath.Join(repoRoot, p)
 }
 
-// LoadPlan reads and parses the plan from disk now and selects the tasks in
+// loadPlan reads and parses the plan from disk now and selects the tasks in
 // range. Lint errors are returned as one error listing them.
-func LoadPlan(path, taskRange string) (*extractor.Selection, error) {
+func loadPlan(path, taskRange string) (*extractor.Selection, error) {
 	src, err := plan.ReadBytes(path)
 	if err != nil {
 		return nil, &PlanReadError{Path: path, Err: err}

@@ -75,7 +75,7 @@ func Explain(j *cache.Journal, run *cache.Run, taskID string) (*Explanation, err
 	for _, u := range units {
 		byIdentity[u.Identity] = u
 	}
-	dec, err := DecisionsOf(j, run.ID)
+	dec, err := decisionsOf(j, run.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func explainUnit(j *cache.Journal, lineage []string, u cache.Unit, byIdentity ma
 		return x
 	}
 	if len(lineage) == 0 {
-		x.Reason = ReasonFresh
+		x.Reason = reasonFresh
 		return x
 	}
 	c, found, err := j.ClosestUnit(lineage, u.TaskID, u.Role, u.Attempt)

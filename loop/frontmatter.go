@@ -9,14 +9,14 @@ import (
 	"time"
 )
 
-// ApplyFrontMatter fills the settings a plan's front matter sets, for each
+// applyFrontMatter fills the settings a plan's front matter sets, for each
 // setting whose flag the user did not give (given reports whether the flag
 // of that name was set on the command line). Flags win over front matter,
 // front matter over defaults. The plan package has already checked each
 // value's type (lint errors stop a run before this).
 //
 // The keys applied are recorded in s.FrontMatter.
-func ApplyFrontMatter(s Settings, fm map[string]any, given func(flag string) bool) (Settings, error) {
+func applyFrontMatter(s Settings, fm map[string]any, given func(flag string) bool) (Settings, error) {
 	str := func(v any) string {
 		switch x := v.(type) {
 		case string:
@@ -126,11 +126,11 @@ var frontMatterFlags = map[string]string{
 	"plan_context": "plan-context", "env": "env", "params": "param",
 }
 
-// ResumeFrontMatter re-applies the plan's front matter as it is now to the
+// frontMatterOnResume re-applies the plan's front matter as it is now to the
 // settings a resume inherited: a front-matter edit (model: a -> b) reaches
 // the resume, a removed key reverts to its default, and a setting any run
 // of the lineage was given as a flag is left alone.
-func ResumeFrontMatter(s Settings, fm map[string]any) (Settings, error) {
+func frontMatterOnResume(s Settings, fm map[string]any) (Settings, error) {
 	flagged := func(flag string) bool {
 		for _, f := range s.Flags {
 			if f == flag {
@@ -169,7 +169,7 @@ func ResumeFrontMatter(s Settings, fm map[string]any) (Settings, error) {
 			s.Params = nil
 		}
 	}
-	return ApplyFrontMatter(s, fm, flagged)
+	return applyFrontMatter(s, fm, flagged)
 }
 
 func parseTimeout(v any) (time.Duration, error) {

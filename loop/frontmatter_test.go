@@ -12,7 +12,7 @@ func TestApplyFrontMatter(t *testing.T) {
 		"params": map[string]any{"lang": "go", "n": 3},
 	}
 	none := func(string) bool { return false }
-	s, err := ApplyFrontMatter(DefaultSettings(), fm, none)
+	s, err := applyFrontMatter(DefaultSettings(), fm, none)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestApplyFrontMatter(t *testing.T) {
 	given := func(f string) bool { return f == "model" || f == "max-attempts" }
 	d := DefaultSettings()
 	d.Model, d.MaxAttempts = "flag-model", 5
-	s, err = ApplyFrontMatter(d, fm, given)
+	s, err = applyFrontMatter(d, fm, given)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +34,11 @@ func TestApplyFrontMatter(t *testing.T) {
 	}
 
 	// Seconds as a number, and a bad value.
-	s, err = ApplyFrontMatter(DefaultSettings(), map[string]any{"timeout": 120}, none)
+	s, err = applyFrontMatter(DefaultSettings(), map[string]any{"timeout": 120}, none)
 	if err != nil || time.Duration(s.Timeout) != 2*time.Minute {
 		t.Fatalf("timeout 120: %v %v", s.Timeout, err)
 	}
-	if _, err := ApplyFrontMatter(DefaultSettings(), map[string]any{"on_blocked": "explode"}, none); err == nil {
+	if _, err := applyFrontMatter(DefaultSettings(), map[string]any{"on_blocked": "explode"}, none); err == nil {
 		t.Fatal("on_blocked explode: want an error")
 	}
 }
@@ -48,7 +48,7 @@ func TestApplyFrontMatter(t *testing.T) {
 func TestFrontMatterAgentVersusAgentCmd(t *testing.T) {
 	d := DefaultSettings()
 	d.AgentCmd = "./agent.sh"
-	s, err := ApplyFrontMatter(d, map[string]any{"agent": "builtin"}, func(f string) bool { return f == "agent-cmd" })
+	s, err := applyFrontMatter(d, map[string]any{"agent": "builtin"}, func(f string) bool { return f == "agent-cmd" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestFrontMatterAgentVersusAgentCmd(t *testing.T) {
 	}
 	d = DefaultSettings()
 	d.Agent = "claude"
-	s, err = ApplyFrontMatter(d, map[string]any{"agent_cmd": "./other.sh"}, func(f string) bool { return f == "agent" })
+	s, err = applyFrontMatter(d, map[string]any{"agent_cmd": "./other.sh"}, func(f string) bool { return f == "agent" })
 	if err != nil {
 		t.Fatal(err)
 	}

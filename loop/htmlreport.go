@@ -12,9 +12,9 @@ import (
 	"github.com/implloop/implloop/report"
 )
 
-// ReasonFresh is why a unit of a run with no parent ran live, in explain's
+// reasonFresh is why a unit of a run with no parent ran live, in explain's
 // words.
-const ReasonFresh = "fresh run: never ran before"
+const reasonFresh = "fresh run: never ran before"
 
 // Explained reports whether a resume planned the task otherwise than a
 // plain replay or live run (a restore, a gate re-run, a replay with a
@@ -24,26 +24,26 @@ func (p PlannedTask) Explained() bool {
 }
 
 // WriteHTMLReport writes rep's report.html beside its report.md and
-// report.json (see ReportExtras) and returns its path.
+// report.json (see reportExtras) and returns its path.
 func WriteHTMLReport(ctx context.Context, j *cache.Journal, repoRoot string, rep *report.Report) (string, error) {
-	x, err := ReportExtras(ctx, j, repoRoot, rep.RunID)
+	x, err := reportExtras(ctx, j, repoRoot, rep.RunID)
 	if err != nil {
 		return "", err
 	}
 	return report.WriteHTML(j.Dir(), rep, x)
 }
 
-// ReportExtras are what run runID's HTML report adds to the journal's
+// reportExtras are what run runID's HTML report adds to the journal's
 // rows: per task, why each unit ran (the loop's journaled words, as
 // explain prints them), what a resume restored, and its patch between the
 // boundary commits around it (read-only). A repository whose boundary
 // commits cannot be read leaves the diffs out and says why.
-func ReportExtras(ctx context.Context, j *cache.Journal, repoRoot, runID string) (*report.Extras, error) {
+func reportExtras(ctx context.Context, j *cache.Journal, repoRoot, runID string) (*report.Extras, error) {
 	run, err := j.GetRun(runID)
 	if err != nil {
 		return nil, err
 	}
-	dec, err := DecisionsOf(j, runID)
+	dec, err := decisionsOf(j, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func ReportExtras(ctx context.Context, j *cache.Journal, repoRoot, runID string)
 		case len(why) > 0:
 			line += ": " + strings.Join(why, ", ")
 		case run.ParentID == "":
-			line += ": " + ReasonFresh
+			line += ": " + reasonFresh
 		}
 		t := task(u.TaskID)
 		t.Why = append(t.Why, line)

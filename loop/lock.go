@@ -21,7 +21,7 @@ import (
 // descriptor ([Lock.File]): after a kill -9 of implloop the lock lives on
 // while anything it started does (its process group is killed with it,
 // internal/procgroup, but a process can leave its group), and a resume
-// refuses with [ErrChildRunning] instead of running the same task beside
+// refuses with [ChildRunningError] instead of running the same task beside
 // it. The file's content names the holder, and the agent or gate it runs
 // now, for the error messages and 'implloop runs'.
 type Lock struct {
@@ -41,14 +41,14 @@ type LockHolder struct {
 	ChildPID int    `json:"child_pid,omitempty"`
 }
 
-// ErrLocked is returned when another implloop process holds the lock.
-type ErrLocked struct {
+// LockedError is returned when another implloop process holds the lock.
+type LockedError struct {
 	Holder LockHolder
 	// Path is the lock file, as a message shows it.
 	Path string
 }
 
-func (e *ErrLocked) Error() string {
+func (e *LockedError) Error() string {
 	if e.Holder.PID == 0 {
 		return fmt.Sprintf("another implloop run holds this work tree's lock (%s)", e.Path)
 	}
@@ -56,16 +56,16 @@ func (e *ErrLocked) Error() string {
 		e.Holder.RunID, e.Holder.PID, e.Path, e.Holder.Started.Format(time.RFC3339))
 }
 
-// ErrChildRunning is returned when the implloop that holds the lock is
+// ChildRunningError is returned when the implloop that holds the lock is
 // dead but an agent (or gate) it started still runs and holds the lock.
-type ErrChildRunning struct {
+type ChildRunningError struct {
 	RunID string
 	Child string // "agent" or "gate"
 	PID   int    // a live process holding the lock; 0 when none could be named
 	Path  string // the lock file, as a message shows it
 }
 
-func (e *ErrChildRunning) Error() string {
+func (e *ChildRunningError) Error() string {
 	if e.PID == 0 {
 		return fmt.Sprintf("run %s's %s, or a process it started, is still running and holds this work tree's lock (%s); wait for it or kill it",
 			e.RunID, e.Child, e.Path)
@@ -73,13 +73,13 @@ func (e *ErrChildRunning) Error() string {
 	return fmt.Sprintf("run %s's %s (pid %d) is still running; wait for it or kill it", e.RunID, e.Child, e.PID)
 }
 
-// orphanWait is how long AcquireLock gives a dead holder's agent to die
+// orphanWait is how long acquireLock gives a dead holder's agent to die
 // (its watchdog KILLs its group as soon as it sees implloop gone) before
-// it refuses with ErrChildRunning.
+// it refuses with ChildRunningError.
 const orphanWait = 2 * time.Second
 
-// AcquireLock takes the lock in dir (cache.Dirs.Lock) for runID.
-func AcquireLock(dir, runID string, now time.Time) (*Lock, error) {
+// acquireLock takes the lock in dir (cache.Dirs.Lock) for runID.
+func acquireLock(dir, runID string, now time.Time) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
@@ -98,10 +98,10 @@ func AcquireLock(dir, runID string, now time.Time) (*Lock, error) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		h := ReadLockHolder(path)
+		h := readLockHolder(path)
 		if h.PID == 0 || procgroup.Alive(h.PID) {
 			f.Close()
-			return nil, &ErrLocked{Holder: h, Path: path}
+			return nil, &LockedError{Holder: h, Path: path}
 		}
 		if time.Now().After(deadline) {
 			f.Close()
@@ -116,8 +116,8 @@ func AcquireLock(dir, runID string, now time.Time) (*Lock, error) {
 
 // childRunning names what holds the lock of h's dead implloop: the child
 // it journaled if that lives, else any process with the lock file open.
-func childRunning(h LockHolder, path string) *ErrChildRunning {
-	e := &ErrChildRunning{RunID: h.RunID, Child: h.Child, Path: path}
+func childRunning(h LockHolder, path string) *ChildRunningError {
+	e := &ChildRunningError{RunID: h.RunID, Child: h.Child, Path: path}
 	if e.Child == "" {
 		e.Child = "agent"
 	}
@@ -129,9 +129,9 @@ func childRunning(h LockHolder, path string) *ErrChildRunning {
 	return e
 }
 
-// ReadLockHolder reads the lock file at path; the zero holder when it is
+// readLockHolder reads the lock file at path; the zero holder when it is
 // empty (released) or unreadable.
-func ReadLockHolder(path string) LockHolder {
+func readLockHolder(path string) LockHolder {
 	var h LockHolder
 	if b, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(b, &h)
@@ -209,7 +209,7 @@ func Running(repoRoot string) (map[string]int, error) {
 	paths = append(paths, filepath.Join(dirs.State, "lock"))
 	running := map[string]int{}
 	for _, p := range paths {
-		h := ReadLockHolder(p)
+		h := readLockHolder(p)
 		switch {
 		case h.RunID == "":
 		case procgroup.Alive(h.PID):

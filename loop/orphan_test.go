@@ -127,9 +127,9 @@ func TestResumeRefusedWhileAgentRuns(t *testing.T) {
 	runID := killRun(t, repo, child)
 
 	_, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, Parent: runID})
-	var running *ErrChildRunning
+	var running *ChildRunningError
 	if !errors.As(err, &running) {
-		t.Fatalf("resume beside a live agent: %v, want ErrChildRunning", err)
+		t.Fatalf("resume beside a live agent: %v, want ChildRunningError", err)
 	}
 	want := fmt.Sprintf("run %s's agent (pid %d) is still running; wait for it or kill it", runID, escaped)
 	if err.Error() != want {

@@ -115,7 +115,7 @@ func TestParallelOrder(t *testing.T) {
 			for i, l := range lines {
 				pos[l] = i
 			}
-			sel, err := LoadPlan(filepath.Join(repo, "plan.md"), "")
+			sel, err := loadPlan(filepath.Join(repo, "plan.md"), "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -36,7 +36,7 @@ func Preview(o Options, src []byte) (*Outcome, error) {
 	return e.dryRun(context.Background())
 }
 
-// selectBytes is LoadPlan for bytes already read.
+// selectBytes is loadPlan for bytes already read.
 func selectBytes(path string, src []byte, taskRange string) (*extractor.Selection, error) {
 	p, diags := plan.Parse(path, src)
 	var errs []string

@@ -125,7 +125,7 @@ func BenchmarkResumeCached1000(b *testing.B) {
 		readPlan = 0
 		for range b.N {
 			t0 := time.Now()
-			if _, err := LoadPlan(filepath.Join(repo, "plan.md"), ""); err != nil {
+			if _, err := loadPlan(filepath.Join(repo, "plan.md"), ""); err != nil {
 				b.Fatal(err)
 			}
 			readPlan += time.Since(t0)

@@ -273,9 +273,9 @@ while [ ! -f "$LOG/release" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
 	start := time.Now()
 	_, err := runNoCheck(repo, s)
 	took := time.Since(start)
-	var locked *ErrLocked
+	var locked *LockedError
 	if !errors.As(err, &locked) {
-		t.Fatalf("second run: %v, want ErrLocked", err)
+		t.Fatalf("second run: %v, want LockedError", err)
 	}
 	if locked.Holder.PID != child.Process.Pid || !strings.HasPrefix(locked.Holder.RunID, "r-") {
 		t.Errorf("holder %+v, want pid %d and a run id", locked.Holder, child.Process.Pid)

@@ -124,7 +124,7 @@ func TestFrontMatterValidated(t *testing.T) {
 		{map[string]any{"params": map[string]any{"": "x"}}, "param", "params"},
 		{map[string]any{"agent": "claude", "agent_cmd": "echo"}, "agent-cmd", "agent_cmd"},
 	} {
-		_, err := ApplyFrontMatter(DefaultSettings(), tt.fm, none)
+		_, err := applyFrontMatter(DefaultSettings(), tt.fm, none)
 		var se *SettingError
 		if !errors.As(err, &se) || se.Flag != tt.flag || !strings.Contains(se.From, tt.key+" in the plan's front matter") {
 			t.Errorf("front matter %v: %v, want a SettingError for --%s naming %s", tt.fm, err, tt.flag, tt.key)
@@ -134,7 +134,7 @@ func TestFrontMatterValidated(t *testing.T) {
 	d := DefaultSettings()
 	d.AgentCmd = "./old.sh"
 	d.FrontMatter = []string{"agent_cmd"}
-	s, err := ResumeFrontMatter(d, map[string]any{"agent": "claude"})
+	s, err := frontMatterOnResume(d, map[string]any{"agent": "claude"})
 	if err != nil || s.Agent != "claude" || s.AgentCmd != "" {
 		t.Fatalf("agent: claude over an inherited agent_cmd: %+v, %v", s, err)
 	}

@@ -98,7 +98,7 @@ func (e *engine) upToDate(ctx context.Context, inputs string) *Outcome {
 }
 
 // lockHeld reports whether a live process holds the work tree's lock (see
-// AcquireLock), without taking it or creating anything.
+// acquireLock), without taking it or creating anything.
 func lockHeld(dir string) bool {
 	f, err := os.Open(filepath.Join(dir, "lock"))
 	if errors.Is(err, os.ErrNotExist) {

@@ -117,14 +117,14 @@ func TestResumeUpToDateNeedsDoneAndTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock, err := AcquireLock(dirs.Lock, "r-other", time.Now())
+	lock, err := acquireLock(dirs.Lock, "r-other", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lock.Release()
 	_, err = Run(t.Context(), Options{Settings: s, RepoRoot: repo, Parent: parent})
-	if locked := (*ErrLocked)(nil); !errors.As(err, &locked) {
-		t.Errorf("resume while another run holds the lock: %v, want ErrLocked", err)
+	if locked := (*LockedError)(nil); !errors.As(err, &locked) {
+		t.Errorf("resume while another run holds the lock: %v, want LockedError", err)
 	}
 }
 

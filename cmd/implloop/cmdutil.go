@@ -60,8 +60,8 @@ func openRunIn(io *ioStreams, ref string, open func(root string) (*cache.Journal
 
 // loopError adds hints to the loop's errors.
 func loopError(err error) error {
-	var locked *loop.ErrLocked
-	var orphan *loop.ErrChildRunning
+	var locked *loop.LockedError
+	var orphan *loop.ChildRunningError
 	var planErr *loop.PlanError
 	var rangeErr *loop.RangeError
 	var emptyRange *extractor.EmptyRangeError
