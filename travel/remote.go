@@ -1,0 +1,338 @@
+package travel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/cache"
+)
+
+// RemoteError is a push or fetch that git could not do: the remote is
+// unreachable, unknown, or refused the update.
+type RemoteError struct {
+	Remote string
+	Op     string // "push" or "fetch"
+	Err    error
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("git %s %s failed: %v", e.Op, e.Remote, e.Err)
+}
+
+func (e *RemoteError) Unwrap() error { return e.Err }
+
+// ErrUnfinished: a run asked to push has not finished (it is running, or
+// was killed and not resumed), so it has no records yet.
+var ErrUnfinished = errors.New("the run has not finished")
+
+// DefaultRemote is the remote of the current branch's upstream, else
+// origin.
+func DefaultRemote(ctx context.Context, dir string) string {
+	if b, err := git(ctx, dir, nil, nil, "symbolic-ref", "-q", "--short", "HEAD"); err == nil && b != "" {
+		if r, err := git(ctx, dir, nil, nil, "config", "branch."+b+".remote"); err == nil && r != "" {
+			return r
+		}
+	}
+	return "origin"
+}
+
+// PushOptions say what Push pushes where.
+type PushOptions struct {
+	Remote string   // "" for DefaultRemote
+	Runs   []string // run ids; none: every run that ended
+	// NoTranscripts pushes the records without prompts, agent output and
+	// gate output.
+	NoTranscripts bool
+}
+
+// PushResult is what Push pushed.
+type PushResult struct {
+	Remote  string
+	Runs    []string // the runs pushed (with their lineages), oldest first
+	Skipped []string // runs that have not ended: nothing to push yet
+}
+
+// Push pushes runs' records and boundary refs to a remote in one atomic
+// `git push`. A run goes with its lineage (the runs it resumes), whose
+// records a resume needs; records not written yet (a run killed and then
+// resumed) are written first.
+func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, error) {
+	dir := j.Root()
+	res := &PushResult{Remote: o.Remote}
+	if res.Remote == "" {
+		res.Remote = DefaultRemote(ctx, dir)
+	}
+	asked := o.Runs
+	if len(asked) == 0 {
+		all, err := j.ListRuns()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range all {
+			if r.Finished() {
+				asked = append(asked, r.ID)
+			} else {
+				res.Skipped = append(res.Skipped, r.ID)
+			}
+		}
+	}
+	// The runs to push, each with its lineage: an ancestor of a run has
+	// ended even when it never recorded so (a resume took over).
+	want := map[string]*cache.Run{}
+	for _, id := range asked {
+		lin, err := j.Lineage(id)
+		if err != nil {
+			return nil, err
+		}
+		if !lin[0].Finished() {
+			return nil, fmt.Errorf("run %s: %w", id, ErrUnfinished)
+		}
+		for i := range lin {
+			want[lin[i].ID] = &lin[i]
+		}
+	}
+	var runs []*cache.Run
+	for _, r := range want {
+		runs = append(runs, r)
+	}
+	sort.Slice(runs, func(a, b int) bool { return runs[a].StartedAt.Before(runs[b].StartedAt) })
+	var refspecs []string
+	for _, r := range runs {
+		if _, err := Write(ctx, j, r.ID); err != nil {
+			return nil, err
+		}
+		records, bounds, err := runRefs(ctx, dir, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		if o.NoTranscripts {
+			if records, err = refValue(ctx, dir, records+"^1"); err != nil {
+				return nil, err
+			}
+		}
+		refspecs = append(refspecs, records+":"+RecordsRef(r.ID))
+		if bounds != "" {
+			refspecs = append(refspecs, bounds+":"+boundary.RunRef(r.ID))
+		}
+		res.Runs = append(res.Runs, r.ID)
+	}
+	if len(refspecs) == 0 {
+		return res, nil
+	}
+	if _, err := git(ctx, dir, nil, nil, append([]string{"push", "--atomic", "--quiet", res.Remote}, refspecs...)...); err != nil {
+		return nil, &RemoteError{Remote: res.Remote, Op: "push", Err: err}
+	}
+	return res, nil
+}
+
+// pullNS is where a pull fetches records before it has checked them:
+// outside refs/implloop/, so nothing unchecked is ever pushed on or read
+// as a run's.
+const pullNS = "refs/implloop-pull/"
+
+// PullResult is what Pull found and imported.
+type PullResult struct {
+	Remote   string
+	Imported []string // runs added to the journal, oldest first
+	Present  []string // runs the journal had already
+}
+
+// Pull fetches every run's records from remote ("" for DefaultRemote)
+// and imports those the journal lacks: each record is checked (see
+// readRecords), their blobs stored with their hashes checked, and the
+// rows added in one transaction, so a refused record leaves the journal
+// as it was. Then refs/implloop/records/<run> and
+// refs/implloop/runs/<run> are set for each imported run. open opens the
+// journal for writing; it is called only after the fetch succeeded.
+func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, error)) (*PullResult, error) {
+	res := &PullResult{Remote: remote}
+	if res.Remote == "" {
+		res.Remote = DefaultRemote(ctx, dir)
+	}
+	clearNS := func() error {
+		out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=delete %(refname)", pullNS)
+		if err != nil || out == "" {
+			return err
+		}
+		_, err = git(ctx, dir, []byte(out+"\n"), nil, "update-ref", "--stdin")
+		return err
+	}
+	if err := clearNS(); err != nil {
+		return nil, err
+	}
+	defer clearNS()
+	if _, err := git(ctx, dir, nil, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", res.Remote,
+		"+"+RecordsRefPrefix+"*:"+pullNS+"*"); err != nil {
+		return nil, &RemoteError{Remote: res.Remote, Op: "fetch", Err: err}
+	}
+	out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", pullNS)
+	if err != nil {
+		return nil, err
+	}
+	j, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	var ins []*incoming
+	for _, line := range strings.Split(out, "\n") {
+		commit, ref, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		run := strings.TrimPrefix(ref, pullNS)
+		if !validRunID(run) {
+			return nil, &RefusedError{Run: run, Commit: commit, Reason: "the run id is not one implloop writes"}
+		}
+		if _, err := j.GetRun(run); err == nil {
+			res.Present = append(res.Present, run)
+			continue
+		} else if !errors.Is(err, cache.ErrNotFound) {
+			return nil, err
+		}
+		in, err := readRecords(ctx, dir, run, commit)
+		if err != nil {
+			return nil, err
+		}
+		ins = append(ins, in)
+	}
+	ins, err = parentsFirst(ins)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBoundaries(ctx, dir, ins); err != nil {
+		return nil, err
+	}
+	if err := storeBlobs(ctx, dir, j, ins); err != nil {
+		return nil, err
+	}
+	recs := make([]*cache.Records, len(ins))
+	for i, in := range ins {
+		recs[i] = in.rec
+	}
+	if res.Imported, err = j.ImportRecords(recs); err != nil {
+		return nil, err
+	}
+	var refs strings.Builder
+	for _, in := range ins {
+		if !slices.Contains(res.Imported, in.rec.Run.ID) {
+			continue
+		}
+		fmt.Fprintf(&refs, "update %s %s\n", RecordsRef(in.rec.Run.ID), in.commit)
+		if bs := in.rec.Boundaries; len(bs) > 0 && bs[len(bs)-1].Commit != "" {
+			fmt.Fprintf(&refs, "update %s %s\n", boundary.RunRef(in.rec.Run.ID), bs[len(bs)-1].Commit)
+		}
+	}
+	if refs.Len() > 0 {
+		if _, err := git(ctx, dir, []byte(refs.String()), nil, "update-ref", "--stdin"); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// parentsFirst orders runs so that each comes after the run it resumes.
+func parentsFirst(ins []*incoming) ([]*incoming, error) {
+	byID := map[string]*incoming{}
+	for _, in := range ins {
+		byID[in.rec.Run.ID] = in
+	}
+	sort.Slice(ins, func(a, b int) bool { return ins[a].rec.Run.StartedAt.Before(ins[b].rec.Run.StartedAt) })
+	var out []*incoming
+	done := map[string]bool{}
+	var visit func(in *incoming, depth int) error
+	visit = func(in *incoming, depth int) error {
+		id := in.rec.Run.ID
+		if done[id] {
+			return nil
+		}
+		if depth > len(ins) {
+			return &RefusedError{Run: id, Commit: in.commit, Reason: "its lineage is a cycle"}
+		}
+		if p, ok := byID[in.rec.Run.ParentID]; ok {
+			if err := visit(p, depth+1); err != nil {
+				return err
+			}
+		}
+		done[id] = true
+		out = append(out, in)
+		return nil
+	}
+	for _, in := range ins {
+		if err := visit(in, 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// checkBoundaries checks that every boundary commit the records name was
+// fetched with them and has the tree they say.
+func checkBoundaries(ctx context.Context, dir string, ins []*incoming) error {
+	var revs []string
+	var owner []*incoming
+	var trees []string
+	for _, in := range ins {
+		for _, b := range in.rec.Boundaries {
+			if b.Commit == "" {
+				continue
+			}
+			revs = append(revs, b.Commit+"^{tree}")
+			owner, trees = append(owner, in), append(trees, b.Tree)
+		}
+	}
+	if len(revs) == 0 {
+		return nil
+	}
+	out, err := git(ctx, dir, []byte(strings.Join(revs, "\n")+"\n"), nil, "cat-file", "--batch-check=%(objectname)")
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(out, "\n")
+	for i, rev := range revs {
+		if i >= len(lines) || lines[i] != trees[i] {
+			return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit,
+				Reason: fmt.Sprintf("boundary commit %.12s is not in its history with tree %.12s", strings.TrimSuffix(rev, "^{tree}"), trees[i])}
+		}
+	}
+	return nil
+}
+
+// storeBlobs copies the records' blobs from git into the journal's blob
+// store, each checked against the hash it is named by.
+func storeBlobs(ctx context.Context, dir string, j *cache.Journal, ins []*incoming) error {
+	var ids, hashes []string
+	var owner []*incoming
+	for _, in := range ins {
+		for _, h := range in.rec.Blobs() {
+			if j.Blobs().Has(h) {
+				continue
+			}
+			ids, hashes, owner = append(ids, in.blobs[h]), append(hashes, h), append(owner, in)
+		}
+	}
+	return catBatch(ctx, dir, ids, func(i int, r io.Reader) error {
+		w, err := j.NewBlobWriter()
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(w, r); err != nil {
+			w.Abort()
+			return err
+		}
+		if err := w.Close(); err != nil {
+			return err
+		}
+		if w.Hash() != hashes[i] {
+			return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit,
+				Reason: fmt.Sprintf("blob %s holds content whose sha256 is %s", hashes[i], w.Hash())}
+		}
+		return nil
+	})
+}

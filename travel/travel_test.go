@@ -1,0 +1,126 @@
+package travel_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/gittest"
+	"github.com/implloop/implloop/loop"
+	"github.com/implloop/implloop/travel"
+)
+
+func TestMain(m *testing.M) {
+	home, err := gittest.Isolate("implloop-travel-test-")
+	if err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
+}
+
+const plan = "# Plan\n\n- [ ] 1. One\n- [ ] 2. Two\n"
+
+// agent writes out-<task>.txt and a line to calls beside it.
+const agentScript = "#!/bin/sh\ncat >/dev/null\necho \"$IMPLLOOP_TASK_ID\" >> \"$(dirname \"$0\")/calls\"\necho done > \"out-$IMPLLOOP_TASK_ID.txt\"\necho '{\"result\":\"ok <done>\",\"usage\":{\"input_tokens\":3,\"output_tokens\":4}}'\n"
+
+// ranRepo is a repository with the plan committed and one DONE run in it.
+func ranRepo(t *testing.T) (*gittest.Repo, string) {
+	t.Helper()
+	tools := t.TempDir()
+	agentPath := filepath.Join(tools, "agent.sh")
+	if err := os.WriteFile(agentPath, []byte(agentScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := gittest.New(t)
+	r.Write("plan.md", plan)
+	r.Git("add", "plan.md")
+	r.Git("commit", "-q", "-m", "start")
+	s := loop.DefaultSettings()
+	s.Plan, s.AgentCmd, s.Verify = "plan.md", agentPath, "test -f out-$IMPLLOOP_TASK_ID.txt"
+	out, err := loop.Run(context.Background(), loop.Options{Settings: s, RepoRoot: r.Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Verdict != "DONE" {
+		t.Fatalf("verdict %s", out.Verdict)
+	}
+	return r, out.RunID
+}
+
+func records(t *testing.T, dir, run string) *cache.Records {
+	t.Helper()
+	j, err := cache.OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	rec, err := j.Records(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// A finished run's records are a commit on refs/implloop/records/<run>:
+// the whole records on top of a commit without transcripts, on top of the
+// run's last boundary. Writing them again gives the same commits.
+func TestWriteRecords(t *testing.T) {
+	r, run := ranRepo(t)
+	ref := travel.RecordsRef(run)
+	full := strings.TrimSpace(r.Git("rev-parse", ref))
+	last := strings.TrimSpace(r.Git("rev-parse", boundary.RunRef(run)))
+	if got := strings.TrimSpace(r.Git("rev-parse", ref+"^1^1")); got != last {
+		t.Errorf("records' grandparent %s, want the last boundary %s", got, last)
+	}
+	files := r.Git("ls-tree", "--name-only", ref)
+	for _, f := range []string{"records.json", "run.json", "tasks.json", "units.json", "gates.json", "boundaries.json", "events.json", "blobs"} {
+		if !strings.Contains(files, f+"\n") {
+			t.Errorf("records tree lacks %s:\n%s", f, files)
+		}
+	}
+	rec := records(t, r.Dir, run)
+	blobs := r.Git("ls-tree", "--name-only", ref+":blobs")
+	for _, h := range rec.Blobs() {
+		if !strings.Contains(blobs, h) {
+			t.Errorf("blob %s is not in the records tree", h)
+		}
+	}
+	// Without transcripts: the results stay, prompts and output do not.
+	lite := r.Git("ls-tree", "--name-only", ref+"^1:blobs")
+	u := rec.Units[0]
+	if !strings.Contains(lite, u.Result) || strings.Contains(lite, u.Prompt) {
+		t.Errorf("records without transcripts hold %s", lite)
+	}
+	var units []map[string]any
+	if err := json.Unmarshal([]byte(r.Git("show", ref+"^1:units.json")), &units); err != nil {
+		t.Fatal(err)
+	}
+	if units[0]["prompt"] != nil || units[0]["result"] != u.Result {
+		t.Errorf("unit without transcripts: %v", units[0])
+	}
+	// Deterministic: written again, the same commit.
+	r.Git("update-ref", "-d", ref)
+	j, err := cache.Open(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := travel.Write(context.Background(), j, run)
+	j.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != full {
+		t.Errorf("written again: %s, first %s", again, full)
+	}
+	_ = identity.DigestCanonical
+	_ = reflect.DeepEqual
+}
