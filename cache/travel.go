@@ -115,20 +115,17 @@ func (r *Records) check() error {
 	bad := func(what, got string) error {
 		return fmt.Errorf("run %s: a %s row of run %q", id, what, got)
 	}
-	for _, t := range r.Tasks {
-		if t.RunID != id {
-			return bad("task", t.RunID)
-		}
+	if got, ok := otherRun(r.Tasks, id, func(t Task) string { return t.RunID }); ok {
+		return bad("task", got)
 	}
-	for _, u := range r.Units {
-		if u.RunID != id {
-			return bad("unit", u.RunID)
-		}
+	if got, ok := otherRun(r.Units, id, func(u Unit) string { return u.RunID }); ok {
+		return bad("unit", got)
 	}
-	for _, g := range r.Gates {
-		if g.RunID != id {
-			return bad("gate", g.RunID)
-		}
+	if got, ok := otherRun(r.Gates, id, func(g Gate) string { return g.RunID }); ok {
+		return bad("gate", got)
+	}
+	if got, ok := otherRun(r.Events, id, func(e Event) string { return e.RunID }); ok {
+		return bad("event", got)
 	}
 	for i, b := range r.Boundaries {
 		if b.RunID != id {
@@ -138,12 +135,17 @@ func (r *Records) check() error {
 			return fmt.Errorf("run %s: boundary %d has seq %d: the sequence has a gap", id, i, b.Seq)
 		}
 	}
-	for _, e := range r.Events {
-		if e.RunID != id {
-			return bad("event", e.RunID)
+	return nil
+}
+
+// otherRun is the first run id of rows that is not id.
+func otherRun[T any](rows []T, id string, runOf func(T) string) (string, bool) {
+	for _, row := range rows {
+		if got := runOf(row); got != id {
+			return got, true
 		}
 	}
-	return nil
+	return "", false
 }
 
 // insertRecords writes the rows as they are, timestamps and all; only

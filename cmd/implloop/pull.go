@@ -12,17 +12,35 @@ import (
 	"github.com/implloop/implloop/travel"
 )
 
-type pullOptions struct {
+// remoteOptions are what push and pull share: the streams and the remote
+// (the optional REMOTE argument).
+type remoteOptions struct {
 	io     *ioStreams
 	remote string
 }
+
+// remoteRunE is push's and pull's RunE: REMOTE into o.remote, then run.
+func remoteRunE(o *remoteOptions, run func(context.Context) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 1 {
+			o.remote = args[0]
+		}
+		ctx := cmd.Context()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		return run(ctx)
+	}
+}
+
+type pullOptions struct{ remoteOptions }
 
 func newPullCmd(io *ioStreams) *cobra.Command { return newPullCmdWith(io, pullRun) }
 
 // newPullCmdWith takes the function that does the work, so a test can
 // check flag parsing alone.
 func newPullCmdWith(io *ioStreams, runF func(context.Context, *pullOptions) error) *cobra.Command {
-	o := &pullOptions{io: io}
+	o := &pullOptions{remoteOptions{io: io}}
 	cmd := &cobra.Command{
 		Use:   "pull [REMOTE]",
 		Short: "Fetch runs from a git remote into the local journal",
@@ -44,20 +62,12 @@ nothing new.
   implloop resume --run r-20261130-054012`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.remote = args[0]
-			}
-			return runF(cmd.Context(), o)
-		},
+		RunE:              remoteRunE(&o.remoteOptions, func(ctx context.Context) error { return runF(ctx, o) }),
 	}
 	return cmd
 }
 
 func pullRun(ctx context.Context, o *pullOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	root, err := repoRoot(o.io.workingDir)
 	if err != nil {
 		return err

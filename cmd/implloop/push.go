@@ -12,8 +12,7 @@ import (
 )
 
 type pushOptions struct {
-	io            *ioStreams
-	remote        string
+	remoteOptions
 	runRef        string
 	noTranscripts bool
 }
@@ -23,7 +22,7 @@ func newPushCmd(io *ioStreams) *cobra.Command { return newPushCmdWith(io, pushRu
 // newPushCmdWith takes the function that does the work, so a test can
 // check flag parsing alone.
 func newPushCmdWith(io *ioStreams, runF func(context.Context, *pushOptions) error) *cobra.Command {
-	o := &pushOptions{io: io}
+	o := &pushOptions{remoteOptions: remoteOptions{io: io}}
 	cmd := &cobra.Command{
 		Use:   "push [REMOTE]",
 		Short: "Push runs' records and boundary commits to a git remote",
@@ -55,12 +54,7 @@ no records yet, and is left out.
   implloop push --run r-20261130-054012 --no-transcripts origin`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.remote = args[0]
-			}
-			return runF(cmd.Context(), o)
-		},
+		RunE:              remoteRunE(&o.remoteOptions, func(ctx context.Context) error { return runF(ctx, o) }),
 	}
 	cmd.Flags().StringVar(&o.runRef, "run", "", "push this run (an id or a unique prefix) and the runs it resumes (default: every run that ended)")
 	cmd.Flags().BoolVar(&o.noTranscripts, "no-transcripts", false, "leave out prompts, agent stdout and stderr, and gate output")
@@ -69,9 +63,6 @@ no records yet, and is left out.
 }
 
 func pushRun(ctx context.Context, o *pushOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	root, err := repoRoot(o.io.workingDir)
 	if err != nil {
 		return err
