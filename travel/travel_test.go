@@ -2,12 +2,18 @@ package travel_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
@@ -165,5 +171,76 @@ func TestPushPullRoundTrip(t *testing.T) {
 	problems, err := j.Check(identity.DigestCanonical)
 	if err != nil || len(problems) > 0 {
 		t.Errorf("pulled journal: %v %v", err, problems)
+	}
+}
+
+// A run killed before it ended has no records; once a resume took over,
+// pushing the resume sends it too, written then, and a pull imports the
+// two parent first. The killed run alone is not pushed.
+func TestPushWritesAKilledParent(t *testing.T) {
+	ctx := context.Background()
+	a := gittest.New(t)
+	j, err := cache.Open(a.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	killed := &cache.Run{ID: "r-20261130-100000-aaaa", PlanPath: "plan.md", PlanSHA256: "x"}
+	if err := j.CreateRun(killed); err != nil {
+		t.Fatal(err)
+	}
+	bare := t.TempDir()
+	gittest.At(t, bare).Git("init", "-q", "--bare")
+	if _, err := travel.Push(ctx, j, travel.PushOptions{Remote: bare, Runs: []string{killed.ID}}); !errors.Is(err, travel.ErrUnfinished) {
+		t.Fatalf("push of the killed run: %v, want ErrUnfinished", err)
+	}
+	resume := &cache.Run{ID: "r-20261130-100500-bbbb", ParentID: killed.ID, PlanPath: "plan.md", PlanSHA256: "x"}
+	if err := j.CreateRun(resume); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.FinishRun(resume.ID, "DONE", 0, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := travel.Push(ctx, j, travel.PushOptions{Remote: bare})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.Runs, []string{killed.ID, resume.ID}) {
+		t.Errorf("pushed %v, want the killed run then its resume", res.Runs)
+	}
+	b := gittest.New(t)
+	pr, err := travel.Pull(ctx, b.Dir, bare, func() (*cache.Journal, error) { return cache.Open(b.Dir) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(pr.Imported, []string{killed.ID, resume.ID}) {
+		t.Errorf("imported %v", pr.Imported)
+	}
+}
+
+// A journal written by a newer implloop is not imported into.
+func TestPullIntoANewerJournal(t *testing.T) {
+	ctx := context.Background()
+	a, _ := ranRepo(t)
+	b := gittest.New(t)
+	j, err := cache.Open(b.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	db, err := sql.Open("sqlite", filepath.Join(b.Dir, ".git", "implloop", "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", cache.SchemaVersion()+1)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = travel.Pull(ctx, b.Dir, a.Dir, func() (*cache.Journal, error) { return cache.Open(b.Dir) })
+	if !errors.Is(err, cache.ErrNewerSchema) {
+		t.Fatalf("pull: %v, want ErrNewerSchema", err)
+	}
+	if out := b.Git("for-each-ref", "refs/implloop/", "refs/implloop-pull/"); out != "" {
+		t.Errorf("refs after a refused pull:\n%s", out)
 	}
 }
