@@ -305,7 +305,8 @@ func checkBoundaries(ctx context.Context, dir string, ins []*incoming) error {
 }
 
 // storeBlobs copies the records' blobs from git into the journal's blob
-// store, each checked against the hash it is named by.
+// store in one batch, each checked against the hash it is named by: a
+// blob that fails leaves none of them stored.
 func storeBlobs(ctx context.Context, dir string, j *cache.Journal, ins []*incoming) error {
 	var ids, hashes []string
 	var owner []*incoming
@@ -317,22 +318,20 @@ func storeBlobs(ctx context.Context, dir string, j *cache.Journal, ins []*incomi
 			ids, hashes, owner = append(ids, in.blobs[h]), append(hashes, h), append(owner, in)
 		}
 	}
-	return catBatch(ctx, dir, ids, func(i int, r io.Reader) error {
-		w, err := j.NewBlobWriter()
-		if err != nil {
-			return err
+	batch, err := j.Blobs().NewBatch()
+	if err != nil {
+		return err
+	}
+	err = catBatch(ctx, dir, ids, func(i int, r io.Reader) error {
+		err := batch.Add(hashes[i], r)
+		if errors.Is(err, cache.ErrBlobMismatch) {
+			return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: err.Error()}
 		}
-		if _, err := io.Copy(w, r); err != nil {
-			w.Abort()
-			return err
-		}
-		if err := w.Close(); err != nil {
-			return err
-		}
-		if w.Hash() != hashes[i] {
-			return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit,
-				Reason: fmt.Sprintf("blob %s holds content whose sha256 is %s", hashes[i], w.Hash())}
-		}
-		return nil
+		return err
 	})
+	if err != nil {
+		batch.Abort()
+		return err
+	}
+	return batch.Commit()
 }
