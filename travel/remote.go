@@ -206,6 +206,9 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkParents(j, ins); err != nil {
+		return nil, err
+	}
 	if err := checkBoundaries(ctx, dir, ins); err != nil {
 		return nil, err
 	}
@@ -270,6 +273,23 @@ func parentsFirst(ins []*incoming) ([]*incoming, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkParents refuses a resumed run whose parent is neither in the
+// journal nor in the pull: a resume here would have no lineage to replay.
+func checkParents(j *cache.Journal, ins []*incoming) error {
+	have := map[string]bool{}
+	for _, in := range ins {
+		p := in.rec.Run.ParentID
+		if p != "" && !have[p] {
+			if _, err := j.GetRun(p); err != nil {
+				return &RefusedError{Run: in.rec.Run.ID, Commit: in.commit,
+					Reason: fmt.Sprintf("it resumes run %s, which is neither in this journal nor on the remote", p)}
+			}
+		}
+		have[in.rec.Run.ID] = true
+	}
+	return nil
 }
 
 // checkBoundaries checks that every boundary commit the records name was

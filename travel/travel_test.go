@@ -216,6 +216,14 @@ func TestPushWritesAKilledParent(t *testing.T) {
 	if !reflect.DeepEqual(pr.Imported, []string{killed.ID, resume.ID}) {
 		t.Errorf("imported %v", pr.Imported)
 	}
+	// Without its parent on the remote, the resume is refused.
+	gittest.At(t, bare).Git("update-ref", "-d", travel.RecordsRef(killed.ID))
+	c := gittest.New(t)
+	_, err = travel.Pull(ctx, c.Dir, bare, func() (*cache.Journal, error) { return cache.Open(c.Dir) })
+	var refused *travel.RefusedError
+	if !errors.As(err, &refused) || refused.Run != resume.ID || !strings.Contains(err.Error(), "resumes run "+killed.ID) {
+		t.Errorf("pull without the parent: %v", err)
+	}
 }
 
 // A journal written by a newer implloop is not imported into.
