@@ -56,6 +56,22 @@ type PushResult struct {
 	Remote  string
 	Runs    []string // the runs pushed (with their lineages), oldest first
 	Skipped []string // runs that have not ended: nothing to push yet
+	There   []string // runs the remote has already
+}
+
+// lsRemote is what the remote's refs/implloop/ refs point at.
+func lsRemote(ctx context.Context, dir, remote string) (map[string]string, error) {
+	out, err := git(ctx, dir, nil, nil, "ls-remote", remote, "refs/implloop/*")
+	if err != nil {
+		return nil, &RemoteError{Remote: remote, Op: "ls-remote", Err: err}
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if oid, ref, ok := strings.Cut(line, "\t"); ok {
+			refs[ref] = oid
+		}
+	}
+	return refs, nil
 }
 
 // Push pushes runs' records and boundary refs to a remote in one atomic
@@ -102,24 +118,40 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		runs = append(runs, r)
 	}
 	sort.Slice(runs, func(a, b int) bool { return runs[a].StartedAt.Before(runs[b].StartedAt) })
+	// What the remote has already is not pushed again: a push of many
+	// runs sends only the new ones, and records without transcripts are
+	// not pushed over the whole records (their transcripts left already).
+	there, err := lsRemote(ctx, dir, res.Remote)
+	if err != nil {
+		return nil, err
+	}
 	var refspecs []string
 	for _, r := range runs {
 		if _, err := Write(ctx, j, r.ID); err != nil {
 			return nil, err
 		}
-		records, bounds, err := runRefs(ctx, dir, r.ID)
+		full, bounds, err := runRefs(ctx, dir, r.ID)
 		if err != nil {
 			return nil, err
 		}
+		records := full
 		if o.NoTranscripts {
-			if records, err = refValue(ctx, dir, records+"^1"); err != nil {
+			if records, err = refValue(ctx, dir, full+"^1"); err != nil {
 				return nil, err
 			}
 		}
-		refspecs = append(refspecs, records+":"+RecordsRef(r.ID))
-		if bounds != "" {
-			refspecs = append(refspecs, bounds+":"+boundary.RunRef(r.ID))
+		var specs []string
+		if have := there[RecordsRef(r.ID)]; have != records && have != full {
+			specs = append(specs, records+":"+RecordsRef(r.ID))
 		}
+		if bounds != "" && there[boundary.RunRef(r.ID)] != bounds {
+			specs = append(specs, bounds+":"+boundary.RunRef(r.ID))
+		}
+		if len(specs) == 0 {
+			res.There = append(res.There, r.ID)
+			continue
+		}
+		refspecs = append(refspecs, specs...)
 		res.Runs = append(res.Runs, r.ID)
 	}
 	if len(refspecs) == 0 {

@@ -43,8 +43,10 @@ and stderr and the gates' output; identities, results, accounting, the
 gate feedback a next attempt was given (part of its identity), block
 reasons and the boundary commits still go.
 
-A run that has not ended (still running, or killed and not resumed) has
-no records yet, and is left out.
+Refs the remote has already are not pushed again (one 'git ls-remote'
+first), nor are records without transcripts pushed over the whole ones. A
+run that has not ended (still running, or killed and not resumed) has no
+records yet, and is left out.
 
 ` + exitStatusHelp(),
 		Example: `  # Every run, to the branch's remote
@@ -91,6 +93,10 @@ func pushRun(ctx context.Context, o *pushOptions) error {
 	if o.noTranscripts {
 		what = "without transcripts"
 	}
-	fmt.Fprintf(o.io.Out, "pushed %d run(s) to %s, %s: %s\n", len(res.Runs), res.Remote, what, strings.Join(res.Runs, " "))
+	fmt.Fprintf(o.io.Out, "pushed %d run(s) to %s, %s", len(res.Runs), res.Remote, what)
+	if len(res.Runs) > 0 {
+		fmt.Fprintf(o.io.Out, ": %s", strings.Join(res.Runs, " "))
+	}
+	fmt.Fprintf(o.io.Out, "; %d already there\n", len(res.There))
 	return nil
 }
