@@ -11,6 +11,7 @@ import (
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/gitcmd"
 )
 
 // RemoteError is a push or fetch that git could not do: the remote is
@@ -22,7 +23,15 @@ type RemoteError struct {
 }
 
 func (e *RemoteError) Error() string {
-	return fmt.Sprintf("git %s %s failed: %v", e.Op, e.Remote, e.Err)
+	why := e.Err.Error()
+	var ge *gitcmd.Error
+	if errors.As(e.Err, &ge) && ge.Stderr != "" {
+		// git's own first words say it: "'origin' does not appear to be
+		// a git repository", "Could not resolve host", a rejection.
+		why, _, _ = strings.Cut(ge.Stderr, "\n")
+		why = strings.TrimPrefix(strings.TrimPrefix(why, "fatal: "), "error: ")
+	}
+	return fmt.Sprintf("git %s %s failed: %s", e.Op, e.Remote, why)
 }
 
 func (e *RemoteError) Unwrap() error { return e.Err }
@@ -206,6 +215,9 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", pullNS)
 	if err != nil {
 		return nil, err
+	}
+	if out == "" {
+		return res, nil // the remote has no runs: no journal needed
 	}
 	j, err := open()
 	if err != nil {

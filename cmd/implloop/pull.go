@@ -93,7 +93,11 @@ func travelError(err error, remote string) error {
 		return errorf(fmt.Sprintf("nothing was imported; ask whoever pushed run %s to push it again from their clone (or remove it from the remote: git push %s :%s)",
 			refused.Run, remoteOr(remote), travel.RecordsRef(refused.Run)), "%s", err)
 	case errors.As(err, &re):
-		return errorf(fmt.Sprintf("check that %s is a remote you can reach ('git remote -v', 'git %s %s'); the local journal is unchanged", re.Remote, re.Op, re.Remote), "%s", err)
+		hint := fmt.Sprintf("check that %s is a remote you can reach ('git remote -v', 'git %s %s')", re.Remote, re.Op, re.Remote)
+		if re.Op == "fetch" {
+			hint += "; nothing was imported"
+		}
+		return errorf(hint, "%s", err)
 	case errors.Is(err, travel.ErrNewerFormat):
 		return errorf("upgrade implloop to pull these runs; nothing was imported", "%s", err)
 	case errors.Is(err, cache.ErrNewerSchema):

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/travel"
 )
 
@@ -69,7 +68,9 @@ func pushRun(ctx context.Context, o *pushOptions) error {
 	if err != nil {
 		return err
 	}
-	j, err := cache.Open(root)
+	// Push reads the journal; what it writes (records of runs that have
+	// none yet) goes to git.
+	j, err := openUpgrading(root)
 	if err != nil {
 		return travelError(err, "")
 	}
