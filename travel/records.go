@@ -192,7 +192,7 @@ func Write(ctx context.Context, j *cache.Journal, runID string) (string, error) 
 	if n := len(rec.Boundaries); n > 0 && rec.Boundaries[n-1].Commit != "" {
 		parents = []string{"-p", rec.Boundaries[n-1].Commit}
 	}
-	msg := fmt.Sprintf("implloop records of run %s, without transcripts\n\nImplloop-Run: %s\nImplloop-Records: %d\n", runID, runID, Format)
+	msg := fmt.Sprintf("implloop records of run %s, without transcripts\n\nImplloop-Run: %s\nImplloop-Records: %d\n%s\n", runID, runID, Format, liteTrailer)
 	liteCommit, err := git(ctx, dir, []byte(msg), env, append(append([]string{"commit-tree", "--no-gpg-sign", lite}, parents...), "-F", "-")...)
 	if err != nil {
 		return "", fmt.Errorf("records of %s: %w", runID, err)
@@ -262,6 +262,23 @@ func writeTree(ctx context.Context, dir, tmp string, j *cache.Journal, rec *cach
 		fmt.Fprintf(&root, "040000 tree %s\t%s\x00", t, blobDir)
 	}
 	return git(ctx, dir, root.Bytes(), nil, "mktree", "-z")
+}
+
+// liteTrailer marks the records commit without transcripts.
+const liteTrailer = "Implloop-Transcripts: none"
+
+// liteOf is the records commit without transcripts of records commit c:
+// c itself when it is one (records pulled without transcripts), else its
+// first parent.
+func liteOf(ctx context.Context, dir, c string) (string, error) {
+	raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", c)
+	if err != nil {
+		return "", err
+	}
+	if strings.Contains(raw+"\n", "\n"+liteTrailer+"\n") {
+		return c, nil
+	}
+	return refValue(ctx, dir, c+"^1")
 }
 
 // runRefs are the refs of run that travel: its records, and its boundary

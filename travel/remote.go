@@ -145,7 +145,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		}
 		records := full
 		if o.NoTranscripts {
-			if records, err = refValue(ctx, dir, full+"^1"); err != nil {
+			if records, err = liteOf(ctx, dir, full); err != nil {
 				return nil, err
 			}
 		}

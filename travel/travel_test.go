@@ -157,6 +157,32 @@ func TestPushPullRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(pr.Imported, []string{run}) {
 		t.Fatalf("imported %v", pr.Imported)
 	}
+	// Pulled without transcripts, and pushed on without them: the same
+	// commit, not its parent.
+	lite := strings.TrimSpace(a.Git("rev-parse", travel.RecordsRef(run)+"^1"))
+	push := func(dir, remote string) {
+		t.Helper()
+		j, err := cache.OpenReadOnly(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		if _, err := travel.Push(ctx, j, travel.PushOptions{Remote: remote, NoTranscripts: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bare2, bare3 := t.TempDir(), t.TempDir()
+	gittest.At(t, bare2).Git("init", "-q", "--bare")
+	gittest.At(t, bare3).Git("init", "-q", "--bare")
+	push(a.Dir, bare2)
+	c := gittest.New(t)
+	if _, err := travel.Pull(ctx, c.Dir, bare2, func() (*cache.Journal, error) { return cache.Open(c.Dir) }); err != nil {
+		t.Fatal(err)
+	}
+	push(c.Dir, bare3)
+	if got := strings.TrimSpace(gittest.At(t, bare3).Git("rev-parse", travel.RecordsRef(run))); got != lite {
+		t.Errorf("pushed on without transcripts: %s, want %s", got, lite)
+	}
 	want, got := records(t, a.Dir, run), records(t, b.Dir, run)
 	wj, _ := json.Marshal(want)
 	gj, _ := json.Marshal(got)
