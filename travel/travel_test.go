@@ -278,3 +278,49 @@ func TestPullIntoANewerJournal(t *testing.T) {
 		t.Errorf("refs after a refused pull:\n%s", out)
 	}
 }
+
+// A fresh run from the tree another run started from replays that run's
+// calls and writes their work into the tree; from another tree it runs
+// live.
+func TestReplayAcrossRuns(t *testing.T) {
+	r, first := ranRepo(t)
+	calls := func() int {
+		b, _ := os.ReadFile(filepath.Join(filepath.Dir(agentOf(t, r.Dir, first)), "calls"))
+		return strings.Count(string(b), "\n")
+	}
+	before := calls()
+	run := func() *loop.Outcome {
+		t.Helper()
+		s := loop.DefaultSettings()
+		s.Plan, s.AgentCmd, s.Verify = "plan.md", agentOf(t, r.Dir, first), "test -f out-$IMPLLOOP_TASK_ID.txt"
+		out, err := loop.Run(context.Background(), loop.Options{Settings: s, RepoRoot: r.Dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	r.Git("clean", "-q", "-fd")
+	if out := run(); out.Verdict != "DONE" || calls() != before {
+		t.Fatalf("from the same tree: %s, %d agent calls (want %d)", out.Verdict, calls(), before)
+	}
+	for _, f := range []string{"out-1.txt", "out-2.txt"} {
+		if _, err := os.Stat(r.Path(f)); err != nil {
+			t.Errorf("%s was not written back: %v", f, err)
+		}
+	}
+	r.Git("clean", "-q", "-fd")
+	r.Write("other.txt", "another tree\n")
+	if out := run(); out.Verdict != "DONE" || calls() != before+2 {
+		t.Fatalf("from another tree: %s, %d agent calls (want %d)", out.Verdict, calls(), before+2)
+	}
+}
+
+// agentOf is the agent command a run was started with.
+func agentOf(t *testing.T, dir, run string) string {
+	t.Helper()
+	var s loop.Settings
+	if err := json.Unmarshal(records(t, dir, run).Run.Settings, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s.AgentCmd
+}
