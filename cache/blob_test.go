@@ -129,3 +129,37 @@ func TestBlobRoundTripProperty(t *testing.T) {
 		}
 	})
 }
+
+// A batch stores blobs checked against their names; one that does not
+// match is refused, and an aborted batch leaves nothing behind.
+func TestBlobBatch(t *testing.T) {
+	s := openT(t, newRepo(t)).Blobs()
+	good, bad := []byte("good\n"), []byte("bad\n")
+	b, err := s.NewBatch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Add(HashBytes(good), bytes.NewReader(good)); err != nil {
+		t.Fatal(err)
+	}
+	if s.Has(HashBytes(good)) {
+		t.Fatal("a blob is in place before Commit")
+	}
+	if err := b.Add(HashBytes(good), bytes.NewReader(bad)); !errors.Is(err, ErrBlobMismatch) {
+		t.Fatalf("mismatched content: %v, want ErrBlobMismatch", err)
+	}
+	b.Abort()
+	if es, _ := os.ReadDir(s.dir); len(es) != 0 {
+		t.Fatalf("left after Abort: %v", es)
+	}
+	b, _ = s.NewBatch()
+	if err := b.Add(HashBytes(good), bytes.NewReader(good)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ReadAll(HashBytes(good)); err != nil || !bytes.Equal(got, good) {
+		t.Fatalf("after Commit: %q, %v", got, err)
+	}
+}

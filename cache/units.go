@@ -351,3 +351,21 @@ func (j *Journal) ClosestUnit(lineage []string, taskID, role string, attempt int
 	}
 	return &us[best], true, nil
 }
+
+// CompletedElsewhere are the completed live units of identity in any run
+// but exclude, newest first, whose result blob is stored: the candidates
+// for a replay across runs (the loop decides which may stand in).
+func (j *Journal) CompletedElsewhere(identity, exclude string) ([]Unit, error) {
+	us, err := j.queryUnits(`WHERE identity = ? AND status = 'completed' AND replayed_from_run = '' AND run_id != ?
+		ORDER BY started_at DESC, rowid DESC`, identity, exclude)
+	if err != nil {
+		return nil, fmt.Errorf("find %s elsewhere: %w", identity, err)
+	}
+	out := us[:0]
+	for _, u := range us {
+		if j.blobs.Has(u.Result) {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}

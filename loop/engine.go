@@ -21,6 +21,7 @@ import (
 	"github.com/implloop/implloop/internal/runid"
 	"github.com/implloop/implloop/plan"
 	"github.com/implloop/implloop/report"
+	"github.com/implloop/implloop/travel"
 	"github.com/implloop/implloop/unit"
 )
 
@@ -390,6 +391,13 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		cancel()
 	}
 	e.emit(Event{Type: EvRunFinished, Verdict: out.Verdict, Done: intp(dec.Done), Count: len(sel.Tasks), Message: out.ReportPath})
+	if e.journalGone == "" {
+		// The run's records, as git objects beside its boundaries: what
+		// `implloop push` sends. Written once, now that they are final.
+		if _, err := travel.Write(context.WithoutCancel(ctx), e.j, e.runID); err != nil {
+			e.emit(Event{Type: EvConcern, Message: "the run's records were not written as git objects (implloop push writes them): " + err.Error()})
+		}
+	}
 	return out, nil
 }
 

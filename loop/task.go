@@ -151,7 +151,16 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		var failure string
 		var carried *cache.Gate // a replayed failure's journaled agent-failure gate
 		final := ""
-		for _, u := range units {
+		todo := units
+		crossed := false
+		if a, ok := e.acrossRuns(ctx, t, attempt, units); ok {
+			if err := e.replayAcross(ctx, t, ts, attempt, units, a); err != nil {
+				return taskResult{}, err
+			}
+			crossed, todo = true, nil
+			hit, final = a.hits[len(a.hits)-1], units[len(units)-1].Identity
+		}
+		for _, u := range todo {
 			h, ok, err := e.findCompleted(u.Identity)
 			if err != nil {
 				return taskResult{}, err
@@ -211,7 +220,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		case failure != "":
 			feedback = failure
 			e.recordGate(t, attempt, cache.Gate{Command: agentGate, Passed: false, ExitCode: -1, Feedback: failure})
-		case allReplayed && hit != nil && !e.o.Reverify && e.replayGate(t, attempt, hit):
+		case allReplayed && hit != nil && !e.o.Reverify && !crossed && e.replayGate(t, attempt, hit):
 			g, _ := e.journaledGate(hit.RunID, t.ID, attempt)
 			passed, feedback = g.Passed, g.Feedback
 		case gateCmd == "":

@@ -286,16 +286,7 @@ func (e *engine) restoreWork(ctx context.Context, taskID string, ts *taskState) 
 	if len(lost) == 0 {
 		return nil
 	}
-	results, _ := boundary.Restore(ctx, e.o.RepoRoot, lost, false)
-	var done, left []string
-	for _, r := range results {
-		switch r.Action {
-		case boundary.RestoreWritten, boundary.RestoreRemoved, boundary.RestoreUnchanged:
-			done = append(done, r.Path)
-		default:
-			left = append(left, r.Path+" ("+r.Reason+")")
-		}
-	}
+	done, left := writeBack(ctx, e.o.RepoRoot, lost)
 	ts.restored = true
 	e.sawRestore = true
 	// The boundary before the task is the tree as the restore left it:
@@ -321,6 +312,21 @@ func (e *engine) restoreWork(ctx context.Context, taskID string, ts *taskState) 
 		e.emit(Event{Type: EvConcern, Task: taskID, Message: note})
 	}
 	return nil
+}
+
+// writeBack writes work back from the boundary commits (boundary.Restore,
+// never forced) and sorts its paths: written, and left alone with why.
+func writeBack(ctx context.Context, root string, work []boundary.LostContent) (done, left []string) {
+	results, _ := boundary.Restore(ctx, root, work, false)
+	for _, r := range results {
+		switch r.Action {
+		case boundary.RestoreWritten, boundary.RestoreRemoved, boundary.RestoreUnchanged:
+			done = append(done, r.Path)
+		default:
+			left = append(left, r.Path+" ("+r.Reason+")")
+		}
+	}
+	return done, left
 }
 
 func plural(n int, one, many string) string {

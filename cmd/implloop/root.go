@@ -62,6 +62,8 @@ changed, and says why.
 		newShowCmd,
 		newExplainCmd,
 		newRestoreCmd,
+		newPushCmd,
+		newPullCmd,
 		newBlameCmd,
 		newPlanCmd,
 		newLintCmd,

@@ -61,6 +61,7 @@ func TestScript(t *testing.T) {
 			"journalcheck": cmdJournalCheck,
 			"runid":        cmdRunID,
 			"waitfile":     cmdWaitFile,
+			"gitserver":    cmdGitServer,
 		},
 		Setup: func(env *testscript.Env) error {
 			// git needs an identity and must not read the developer's config.

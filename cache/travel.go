@@ -1,0 +1,214 @@
+package cache
+
+import (
+	"fmt"
+)
+
+// Records are the durable facts of one run: its row and every row that
+// belongs to it, as they travel between repositories (package travel
+// writes them as git objects and reads them back). Blobs are named by
+// hash; they travel beside the rows.
+type Records struct {
+	Run        Run        `json:"run"`
+	Tasks      []Task     `json:"tasks"`
+	Units      []Unit     `json:"units"`
+	Gates      []Gate     `json:"gates"`
+	Boundaries []Boundary `json:"boundaries"`
+	Events     []Event    `json:"events"`
+}
+
+// Records reads run runID's records.
+func (j *Journal) Records(runID string) (*Records, error) {
+	r, err := j.GetRun(runID)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Records{Run: *r}
+	if rec.Tasks, err = j.Tasks(runID); err != nil {
+		return nil, err
+	}
+	if rec.Units, err = j.queryUnits(`WHERE run_id = ? ORDER BY started_at, rowid`, runID); err != nil {
+		return nil, fmt.Errorf("units of %s: %w", runID, err)
+	}
+	if rec.Gates, err = j.queryGates(`WHERE run_id = ? ORDER BY task_id, attempt`, runID); err != nil {
+		return nil, fmt.Errorf("gates of %s: %w", runID, err)
+	}
+	if rec.Boundaries, err = j.Boundaries(runID); err != nil {
+		return nil, err
+	}
+	if rec.Events, err = j.Events(runID); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Blobs are the blob hashes the records name, each once, in the order
+// they are first named.
+func (r *Records) Blobs() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(hs ...string) {
+		for _, h := range hs {
+			if h != "" && !seen[h] {
+				seen[h] = true
+				out = append(out, h)
+			}
+		}
+	}
+	for _, u := range r.Units {
+		add(u.Prompt, u.Stdout, u.Stderr, u.Result)
+	}
+	for _, g := range r.Gates {
+		add(g.Output)
+	}
+	return out
+}
+
+// ImportRecords adds runs written elsewhere to the journal, parents before
+// children, in one durable transaction: all of them or, on any error,
+// none. A run already in the journal is skipped (an import is
+// idempotent); a run whose parent is neither in the journal nor earlier
+// in recs is refused. Every row must belong to its run, and every blob
+// the rows name must be in the blob store already. It returns the ids of
+// the runs it added.
+func (j *Journal) ImportRecords(recs []*Records) ([]string, error) {
+	var added []string
+	err := j.tx(true, func(w *Journal) error {
+		added = added[:0]
+		for _, rec := range recs {
+			id := rec.Run.ID
+			if _, err := w.GetRun(id); err == nil {
+				continue
+			}
+			if err := rec.check(); err != nil {
+				return err
+			}
+			if p := rec.Run.ParentID; p != "" {
+				if _, err := w.GetRun(p); err != nil {
+					return fmt.Errorf("run %s resumes run %s, which is not in the journal", id, p)
+				}
+			}
+			for _, h := range rec.Blobs() {
+				if !w.blobs.Has(h) {
+					return fmt.Errorf("run %s: blob %s is not in the blob store", id, h)
+				}
+			}
+			if err := w.insertRecords(rec); err != nil {
+				return fmt.Errorf("import run %s: %w", id, err)
+			}
+			added = append(added, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return added, nil
+}
+
+// check refuses rows that do not belong to the run they travel with.
+func (r *Records) check() error {
+	id := r.Run.ID
+	if id == "" {
+		return fmt.Errorf("a run without an id")
+	}
+	bad := func(what, got string) error {
+		return fmt.Errorf("run %s: a %s row of run %q", id, what, got)
+	}
+	if got, ok := otherRun(r.Tasks, id, func(t Task) string { return t.RunID }); ok {
+		return bad("task", got)
+	}
+	if got, ok := otherRun(r.Units, id, func(u Unit) string { return u.RunID }); ok {
+		return bad("unit", got)
+	}
+	if got, ok := otherRun(r.Gates, id, func(g Gate) string { return g.RunID }); ok {
+		return bad("gate", got)
+	}
+	if got, ok := otherRun(r.Events, id, func(e Event) string { return e.RunID }); ok {
+		return bad("event", got)
+	}
+	for i, b := range r.Boundaries {
+		if b.RunID != id {
+			return bad("boundary", b.RunID)
+		}
+		if b.Seq != i {
+			return fmt.Errorf("run %s: boundary %d has seq %d: the sequence has a gap", id, i, b.Seq)
+		}
+	}
+	return nil
+}
+
+// otherRun is the first run id of rows that is not id.
+func otherRun[T any](rows []T, id string, runOf func(T) string) (string, bool) {
+	for _, row := range rows {
+		if got := runOf(row); got != id {
+			return got, true
+		}
+	}
+	return "", false
+}
+
+// insertRecords writes the rows as they are, timestamps and all; only
+// inside tx.
+func (w *Journal) insertRecords(rec *Records) error {
+	r := rec.Run
+	settings, err := rawOr(r.Settings, "{}")
+	if err != nil {
+		return fmt.Errorf("settings %w", err)
+	}
+	var exit any
+	if r.Finished() {
+		exit = r.ExitCode
+	}
+	if _, err := w.run(`INSERT INTO runs (id, parent_id, plan_path, plan_sha256, settings, verdict, exit_code,
+			started_at, finished_at, pid, host, inputs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, nullStr(r.ParentID), r.PlanPath, r.PlanSHA256, settings, r.Verdict, exit, ms(r.StartedAt),
+		ms(r.FinishedAt), r.PID, r.Host, r.Inputs); err != nil {
+		return err
+	}
+	for _, t := range rec.Tasks {
+		if err := w.PutTask(t); err != nil {
+			return err
+		}
+	}
+	for _, u := range rec.Units {
+		if _, err := w.run(`INSERT INTO units (`+unitCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			u.RunID, u.UnitID, u.TaskID, u.Role, u.Attempt, u.Identity, []byte(u.Preimage), string(u.Status),
+			u.Prompt, u.Stdout, u.Stderr, u.Result, u.TokensIn, u.TokensOut, u.CacheRead, u.CacheWrite, u.CostUSD,
+			u.ExitCode, u.Error, u.ReplayedFromRun, u.ReplayedFromUnit, ms(u.StartedAt), ms(u.FinishedAt),
+			u.Duration.Milliseconds()); err != nil {
+			return err
+		}
+	}
+	for _, g := range rec.Gates {
+		if err := w.PutGate(g); err != nil {
+			return err
+		}
+	}
+	for _, b := range rec.Boundaries {
+		snap, err := rawOr(b.Snapshot, "{}")
+		if err != nil {
+			return fmt.Errorf("boundary %d: snapshot %w", b.Seq, err)
+		}
+		verdict, err := rawOr(b.Verdict, "{}")
+		if err != nil {
+			return fmt.Errorf("boundary %d: verdict %w", b.Seq, err)
+		}
+		if _, err := w.run(`INSERT INTO boundaries (run_id, seq, after_task, head, snapshot, verdict, salvage_ref, at, commit_id, tree)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, b.RunID, b.Seq, b.AfterTask, b.Head, snap, verdict, b.SalvageRef,
+			ms(b.At), b.Commit, b.Tree); err != nil {
+			return err
+		}
+	}
+	for _, e := range rec.Events {
+		data, err := rawOr(e.Data, "{}")
+		if err != nil {
+			return fmt.Errorf("event %d: data %w", e.Seq, err)
+		}
+		if _, err := w.run(`INSERT INTO events (run_id, seq, type, data, at) VALUES (?, ?, ?, ?, ?)`,
+			e.RunID, e.Seq, e.Type, data, ms(e.At)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

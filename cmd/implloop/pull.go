@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/travel"
+)
+
+// remoteOptions are what push and pull share: the streams and the remote
+// (the optional REMOTE argument).
+type remoteOptions struct {
+	io     *ioStreams
+	remote string
+}
+
+// remoteRunE is push's and pull's RunE: REMOTE into o.remote, then run.
+func remoteRunE(o *remoteOptions, run func(context.Context) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 1 {
+			o.remote = args[0]
+		}
+		ctx := cmd.Context()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		return run(ctx)
+	}
+}
+
+type pullOptions struct{ remoteOptions }
+
+func newPullCmd(io *ioStreams) *cobra.Command { return newPullCmdWith(io, pullRun) }
+
+// newPullCmdWith takes the function that does the work, so a test can
+// check flag parsing alone.
+func newPullCmdWith(io *ioStreams, runF func(context.Context, *pullOptions) error) *cobra.Command {
+	o := &pullOptions{remoteOptions{io: io}}
+	cmd := &cobra.Command{
+		Use:   "pull [REMOTE]",
+		Short: "Fetch runs from a git remote into the local journal",
+		Long: `Pull fetches every run's records from REMOTE (default: the current
+branch's upstream remote, else origin) and imports the runs the journal
+lacks, so that 'implloop resume --run ID' replays here what is unchanged
+and in the tree, as on the machine that ran it.
+
+Every record is checked before anything is imported: its files and
+format, that each unit's identity is the digest of its preimage, that
+each blob holds what its sha256 name says, and that the boundary commits
+it names came with it. A malformed or forged record is refused and
+nothing of the pull is imported (one transaction). Pulling again imports
+nothing new.
+
+` + exitStatusHelp(),
+		Example: `  # Take over a teammate's run (after 'git pull' of the branch)
+  implloop pull
+  implloop resume --run r-20261130-054012`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE:              remoteRunE(&o.remoteOptions, func(ctx context.Context) error { return runF(ctx, o) }),
+	}
+	return cmd
+}
+
+func pullRun(ctx context.Context, o *pullOptions) error {
+	root, err := repoRoot(o.io.workingDir)
+	if err != nil {
+		return err
+	}
+	res, err := travel.Pull(ctx, root, o.remote, func() (*cache.Journal, error) { return cache.Open(root) })
+	if err != nil {
+		return travelError(err, o.remote)
+	}
+	fmt.Fprintf(o.io.Out, "pulled from %s: %d run(s) imported", res.Remote, len(res.Imported))
+	if len(res.Imported) > 0 {
+		fmt.Fprintf(o.io.Out, " (%s)", strings.Join(res.Imported, " "))
+	}
+	fmt.Fprintf(o.io.Out, ", %d already here\n", len(res.Present))
+	return nil
+}
+
+// travelError gives push's and pull's failures their hints.
+func travelError(err error, remote string) error {
+	var refused *travel.RefusedError
+	var re *travel.RemoteError
+	switch {
+	case errors.As(err, &refused):
+		return errorf(fmt.Sprintf("nothing was imported; ask whoever pushed run %s to push it again from their clone (or remove it from the remote: git push %s :%s)",
+			refused.Run, remoteOr(remote), travel.RecordsRef(refused.Run)), "%s", err)
+	case errors.As(err, &re):
+		hint := fmt.Sprintf("check that %s is a remote you can reach ('git remote -v', 'git %s %s')", re.Remote, re.Op, re.Remote)
+		if re.Op == "fetch" {
+			hint += "; nothing was imported"
+		}
+		return errorf(hint, "%s", err)
+	case errors.Is(err, travel.ErrNewerFormat):
+		return errorf("upgrade implloop to pull these runs; nothing was imported", "%s", err)
+	case errors.Is(err, cache.ErrNewerSchema):
+		return errorf("upgrade implloop: the journal here was written by a newer one", "%s", err)
+	case errors.Is(err, travel.ErrUnfinished):
+		return errorf("let it finish, or resume it ('implloop resume --run ID'), then push", "%s: it has no records yet", err)
+	}
+	return loopError(err)
+}
+
+func remoteOr(r string) string {
+	if r == "" {
+		return "origin"
+	}
+	return r
+}

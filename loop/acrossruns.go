@@ -1,0 +1,108 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/unit"
+)
+
+// A replay across runs: a fresh run's task replays the calls another run
+// made for it, from any run in the journal (pulled from a teammate or CI,
+// or an earlier run here), when that run did the task from the same tree
+// with the same identities. Its work is then written into the tree from
+// that run's boundary commits, no agent call; the gate runs live. So a
+// plan run again at the commit where someone already ran it pays nothing.
+//
+// What must hold, all of it (a first slice: the common case, exactly):
+// the run is fresh (a resume replays from its lineage), one job at a time
+// (--jobs dispatches ahead), the task's first attempt; the other run did
+// the task in one attempt and it ended done; its boundary before the task
+// has the tree this run's has; and every unit of the attempt has a
+// completed live unit of the same identity in that run.
+type acrossRun struct {
+	origin *cache.Run
+	hits   []*cache.Unit          // per unit of the attempt, in order
+	work   []boundary.LostContent // the task's effect there, to write
+}
+
+// acrossRuns finds the run t's first attempt may replay from.
+func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, attempt int, units []unit.Unit) (*acrossRun, bool) {
+	if e.o.Parent != "" || attempt != 1 || e.s.Jobs > 1 || len(units) == 0 || e.prev.Tree == "" {
+		return nil, false
+	}
+	cands, err := e.j.CompletedElsewhere(units[0].Identity, e.runID)
+	if err != nil {
+		return nil, false
+	}
+	tried := map[string]bool{}
+	for _, c := range cands {
+		if tried[c.RunID] || c.Attempt != 1 {
+			continue
+		}
+		tried[c.RunID] = true
+		if row, ok := e.factsOf(c.RunID).tasks[t.ID]; !ok || row.Status != cache.TaskDone || row.Attempts != 1 {
+			continue
+		}
+		from, to, err := taskBoundaries(e.j, c.RunID, t.ID)
+		if err != nil || from.Tree != e.prev.Tree {
+			continue
+		}
+		a := &acrossRun{}
+		for _, u := range units {
+			h, ok, err := e.j.FindCompleted([]string{c.RunID}, u.Identity)
+			if err != nil || !ok || h.Replayed() || h.Attempt != 1 {
+				a = nil
+				break
+			}
+			a.hits = append(a.hits, h)
+		}
+		if a == nil {
+			continue
+		}
+		effects, err := boundary.Effects(ctx, e.o.RepoRoot, [][2]string{{from.Commit, to.Commit}})
+		if err != nil {
+			continue
+		}
+		for _, ch := range effects[0] {
+			a.work = append(a.work, boundary.LostContent{Path: ch.Path, Lost: ch.After, Base: ch.Before})
+		}
+		if a.origin, err = e.j.GetRun(c.RunID); err != nil {
+			continue
+		}
+		return a, true
+	}
+	return nil, false
+}
+
+// replayAcross replays the attempt's units from a.origin and writes the
+// task's work there into the tree.
+func (e *engine) replayAcross(ctx context.Context, t extractor.Task, ts *taskState, attempt int, units []unit.Unit, a *acrossRun) error {
+	why := fmt.Sprintf("run %s on %s did this task from the same tree with the same identities", a.origin.ID, a.origin.Host)
+	for i, u := range units {
+		h := a.hits[i]
+		if _, err := e.j.AddReplayedUnit(e.runID, u.ID, h); err != nil {
+			return err
+		}
+		ts.replayed++
+		e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
+			Source: "replayed", From: h.RunID + ":" + h.UnitID, Message: why,
+			TokensIn: h.TokensIn, TokensOut: h.TokensOut, CostUSD: h.CostUSD})
+	}
+	written, left := writeBack(ctx, e.o.RepoRoot, a.work)
+	note := "replayed: " + why + "; its work written into the tree"
+	if len(written) > 0 {
+		note += ": " + shownPaths(written)
+	}
+	ts.row.Concerns = append(ts.row.Concerns, note)
+	e.emit(Event{Type: EvRestored, Task: t.ID, Paths: written, Message: note})
+	if len(left) > 0 {
+		note := "not written (changed since): " + shownPaths(left)
+		ts.row.Concerns = append(ts.row.Concerns, note)
+		e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package travel_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/gittest"
+	"github.com/implloop/implloop/travel"
+)
+
+// BenchmarkPull is `implloop pull` of runs x tasks (100 x 100 by default;
+// IMPLLOOP_BENCH_RUNS and IMPLLOOP_BENCH_TASKS change it) into a new clone,
+// against a plain `git fetch` of the same refs into another, from a bare
+// repository on disk. Each task has a unit (prompt, stdout and result
+// blobs) and a gate. Reported: ms per pull and the ratio pull/fetch
+// (the issue asks for at most 3).
+func BenchmarkPull(b *testing.B) {
+	runs, tasks := envInt("IMPLLOOP_BENCH_RUNS", 100), envInt("IMPLLOOP_BENCH_TASKS", 100)
+	ctx := context.Background()
+	a := gittest.New(b)
+	j, err := cache.Open(a.Dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	for r := range runs {
+		run := &cache.Run{ID: fmt.Sprintf("r-20261130-1000%02d-%04x", r%60, r), PlanPath: "plan.md", PlanSHA256: "x",
+			StartedAt: start.Add(time.Duration(r) * time.Minute)}
+		if err := j.CreateRun(run); err != nil {
+			b.Fatal(err)
+		}
+		err := j.Batch(false, func(w *cache.Journal) error {
+			for t := range tasks {
+				if err := fakeTask(w, run.ID, t); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := j.FinishRun(run.ID, "DONE", 0, run.StartedAt.Add(time.Minute)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bare := b.TempDir()
+	gittest.At(b, bare).Git("init", "-q", "--bare")
+	if _, err := travel.Push(ctx, j, travel.PushOptions{Remote: bare}); err != nil {
+		b.Fatal(err)
+	}
+	j.Close()
+	var pull, fetch time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		f, p := gittest.New(b), gittest.New(b)
+		b.StartTimer()
+		t0 := time.Now()
+		f.Git("fetch", "-q", "--no-tags", bare, "+refs/implloop/records/*:refs/implloop/records/*")
+		t1 := time.Now()
+		res, err := travel.Pull(ctx, p.Dir, bare, func() (*cache.Journal, error) { return cache.Open(p.Dir) })
+		t2 := time.Now()
+		if err != nil || len(res.Imported) != runs {
+			b.Fatalf("pull: %v (%d imported)", err, len(res.Imported))
+		}
+		fetch, pull = fetch+t1.Sub(t0), pull+t2.Sub(t1)
+	}
+	b.ReportMetric(float64(pull.Milliseconds())/float64(b.N), "ms/pull")
+	b.ReportMetric(float64(pull)/float64(fetch), "pull/fetch")
+}
+
+func fakeTask(w *cache.Journal, run string, t int) error {
+	id := strconv.Itoa(t + 1)
+	pre := []byte(fmt.Sprintf(`{"role":"implement","task":{"id":%q,"text":"task %s of %s"},"v":1}`, id, id, run))
+	prompt, err := w.PutBlob(fmt.Appendf(nil, "do task %s of run %s\n", id, run))
+	if err != nil {
+		return err
+	}
+	stdout, err := w.PutBlob(fmt.Appendf(nil, "did task %s of run %s\n", id, run))
+	if err != nil {
+		return err
+	}
+	result, err := w.PutBlob(fmt.Appendf(nil, `{"result":"task %s of %s","usage":{"input_tokens":10}}`, id, run))
+	if err != nil {
+		return err
+	}
+	unitID := id + "/implement~a1"
+	if err := w.StartUnit(cache.Unit{RunID: run, UnitID: unitID, TaskID: id, Role: "implement", Attempt: 1,
+		Identity: identity.DigestCanonical(pre), Preimage: pre, Prompt: prompt}); err != nil {
+		return err
+	}
+	if err := w.FinishUnit(run, unitID, cache.Outcome{Status: cache.UnitCompleted, Stdout: stdout, Result: result, TokensIn: 10}); err != nil {
+		return err
+	}
+	if err := w.PutGate(cache.Gate{RunID: run, TaskID: id, Attempt: 1, Command: "true", Passed: true}); err != nil {
+		return err
+	}
+	return w.PutTask(cache.Task{RunID: run, TaskID: id, Ordinal: t, Status: cache.TaskDone, Source: cache.SourceLive, Attempts: 1})
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}

@@ -1,0 +1,292 @@
+// Package travel makes runs travel with the repository: it writes a run's
+// journal records as git objects beside its boundary commits, pushes them
+// to a remote, and imports the records fetched from one into the local
+// journal, checking every one.
+//
+// # Where the records live
+//
+// A run's records are a commit on refs/implloop/records/<run>. Its tree
+// holds one canonical JSON file per journal table (run.json, tasks.json,
+// units.json, gates.json, boundaries.json, events.json), a format marker
+// (records.json) and the blobs the rows name (blobs/<sha256>: prompts,
+// agent output, results, gate output). Two commits are written: the first
+// leaves the transcripts out (no prompt, stdout, stderr or gate output;
+// the rows name none) and has the run's last boundary commit as its
+// parent, so the records ref alone reaches every boundary of the run; the
+// second has the whole tree and the first as its parent, and the ref
+// points at it. `push --no-transcripts` pushes the first. Both are
+// deterministic (dates from the run's row), so writing them again gives
+// the same commits.
+//
+// Environment values are never stored, so they never travel: a unit's
+// identity holds the names of passed-through variables only.
+package travel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/gitcmd"
+)
+
+// RecordsRefPrefix is where runs' records are kept, one ref per run.
+const RecordsRefPrefix = "refs/implloop/records/"
+
+// RecordsRef is the ref holding run's records.
+func RecordsRef(run string) string { return RecordsRefPrefix + run }
+
+// Format is the records layout this implloop writes and reads.
+const Format = 1
+
+// ErrNewerFormat: the records were written by a newer implloop.
+var ErrNewerFormat = errors.New("records written by a newer implloop")
+
+var runIDRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
+
+func validRunID(id string) bool {
+	return runIDRE.MatchString(id) && !strings.Contains(id, "..") && !strings.HasSuffix(id, ".lock") && !strings.HasSuffix(id, ".")
+}
+
+// The files of a records tree, in tree order.
+const (
+	fileBoundaries = "boundaries.json"
+	fileEvents     = "events.json"
+	fileGates      = "gates.json"
+	fileRecords    = "records.json"
+	fileRun        = "run.json"
+	fileTasks      = "tasks.json"
+	fileUnits      = "units.json"
+	blobDir        = "blobs"
+)
+
+type formatMarker struct {
+	Format int `json:"format"`
+}
+
+// unitRecord is a unit as it travels: the preimage as a JSON string, so
+// its bytes (what the identity digests) come back exactly as hashed.
+type unitRecord struct {
+	cache.Unit
+	Preimage string `json:"preimage"`
+}
+
+// files are a records tree's JSON files by name.
+func files(rec *cache.Records) (map[string][]byte, error) {
+	units := make([]unitRecord, len(rec.Units))
+	for i, u := range rec.Units {
+		units[i] = unitRecord{Unit: u, Preimage: string(u.Preimage)}
+	}
+	out := map[string][]byte{}
+	for name, v := range map[string]any{
+		fileRecords:    formatMarker{Format},
+		fileRun:        rec.Run,
+		fileTasks:      nonNil(rec.Tasks),
+		fileUnits:      units,
+		fileGates:      nonNil(rec.Gates),
+		fileBoundaries: nonNil(rec.Boundaries),
+		fileEvents:     nonNil(rec.Events),
+	} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return nil, fmt.Errorf("records of %s: %s: %w", rec.Run.ID, name, err)
+		}
+		out[name] = b.Bytes()
+	}
+	return out, nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// withoutTranscripts is rec with the transcripts left out: the rows name
+// no prompt, stdout, stderr or gate output. Results stay: a unit replays
+// only with its result.
+func withoutTranscripts(rec *cache.Records) *cache.Records {
+	lite := *rec
+	lite.Units = make([]cache.Unit, len(rec.Units))
+	for i, u := range rec.Units {
+		u.Prompt, u.Stdout, u.Stderr = "", "", ""
+		lite.Units[i] = u
+	}
+	lite.Gates = make([]cache.Gate, len(rec.Gates))
+	for i, g := range rec.Gates {
+		g.Output = ""
+		lite.Gates[i] = g
+	}
+	return &lite
+}
+
+func git(ctx context.Context, dir string, stdin []byte, env []string, args ...string) (string, error) {
+	o := gitcmd.Options{Dir: dir, Env: env}
+	if stdin != nil {
+		o.Stdin = bytes.NewReader(stdin)
+	}
+	out, _, err := gitcmd.Run(ctx, o, args...)
+	return strings.TrimRight(string(out), "\n"), err
+}
+
+// refValue is the commit ref points at, "" when it does not exist.
+func refValue(ctx context.Context, dir, ref string) (string, error) {
+	out, err := git(ctx, dir, nil, nil, "rev-parse", "-q", "--verify", ref+"^{commit}")
+	if err != nil {
+		if gitcmd.ExitCode(err) == 1 {
+			return "", nil
+		}
+		return "", err
+	}
+	return out, nil
+}
+
+// Write writes run's records as git objects and points
+// refs/implloop/records/<run> at them, unless it exists already (records
+// are written once, when the run ends). It returns the records commit.
+func Write(ctx context.Context, j *cache.Journal, runID string) (string, error) {
+	dir := j.Root()
+	if !validRunID(runID) {
+		return "", fmt.Errorf("records of %s: the run id cannot be a ref name", runID)
+	}
+	ref := RecordsRef(runID)
+	if c, err := refValue(ctx, dir, ref); err != nil || c != "" {
+		return c, err
+	}
+	rec, err := j.Records(runID)
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp("", "implloop-records-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	lite, err := writeTree(ctx, dir, tmp, j, withoutTranscripts(rec), "lite")
+	if err != nil {
+		return "", fmt.Errorf("records of %s: %w", runID, err)
+	}
+	full, err := writeTree(ctx, dir, tmp, j, rec, "full")
+	if err != nil {
+		return "", fmt.Errorf("records of %s: %w", runID, err)
+	}
+	at := rec.Run.FinishedAt
+	if at.IsZero() {
+		at = rec.Run.StartedAt
+	}
+	date := fmt.Sprintf("%d +0000", at.Unix())
+	env := []string{"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost", "GIT_AUTHOR_DATE=" + date,
+		"GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost", "GIT_COMMITTER_DATE=" + date}
+	var parents []string
+	if n := len(rec.Boundaries); n > 0 && rec.Boundaries[n-1].Commit != "" {
+		parents = []string{"-p", rec.Boundaries[n-1].Commit}
+	}
+	msg := fmt.Sprintf("implloop records of run %s, without transcripts\n\nImplloop-Run: %s\nImplloop-Records: %d\n%s\n", runID, runID, Format, liteTrailer)
+	liteCommit, err := git(ctx, dir, []byte(msg), env, append(append([]string{"commit-tree", "--no-gpg-sign", lite}, parents...), "-F", "-")...)
+	if err != nil {
+		return "", fmt.Errorf("records of %s: %w", runID, err)
+	}
+	msg = fmt.Sprintf("implloop records of run %s\n\nImplloop-Run: %s\nImplloop-Records: %d\n", runID, runID, Format)
+	fullCommit, err := git(ctx, dir, []byte(msg), env, "commit-tree", "--no-gpg-sign", full, "-p", liteCommit, "-F", "-")
+	if err != nil {
+		return "", fmt.Errorf("records of %s: %w", runID, err)
+	}
+	if _, err := git(ctx, dir, nil, nil, "update-ref", "-m", "implloop: records of "+runID, ref, fullCommit, ""); err != nil {
+		return "", fmt.Errorf("records of %s: %w", runID, err)
+	}
+	return fullCommit, nil
+}
+
+// writeTree writes rec's files and blobs as git objects and returns the
+// tree. Files are staged under tmp/<name>.
+func writeTree(ctx context.Context, dir, tmp string, j *cache.Journal, rec *cache.Records, name string) (string, error) {
+	fs, err := files(rec)
+	if err != nil {
+		return "", err
+	}
+	stage := filepath.Join(tmp, name)
+	if err := os.MkdirAll(stage, 0o755); err != nil {
+		return "", err
+	}
+	var names, paths []string
+	for n, b := range fs {
+		p := filepath.Join(stage, n)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return "", err
+		}
+		names, paths = append(names, n), append(paths, p)
+	}
+	blobs := rec.Blobs()
+	for _, h := range blobs {
+		p, err := j.Blobs().Path(h)
+		if err != nil {
+			return "", err
+		}
+		if !j.Blobs().Has(h) {
+			return "", fmt.Errorf("blob %s is not in the blob store", h)
+		}
+		paths = append(paths, p)
+	}
+	out, err := git(ctx, dir, []byte(strings.Join(paths, "\n")+"\n"), nil, "hash-object", "-w", "--no-filters", "--stdin-paths")
+	if err != nil {
+		return "", err
+	}
+	oids := strings.Split(out, "\n")
+	if len(oids) != len(paths) {
+		return "", fmt.Errorf("git hash-object wrote %d objects for %d files", len(oids), len(paths))
+	}
+	var root bytes.Buffer
+	for i, n := range names {
+		fmt.Fprintf(&root, "100644 blob %s\t%s\x00", oids[i], n)
+	}
+	if len(blobs) > 0 {
+		var sub bytes.Buffer
+		for i, h := range blobs {
+			fmt.Fprintf(&sub, "100644 blob %s\t%s\x00", oids[len(names)+i], h)
+		}
+		t, err := git(ctx, dir, sub.Bytes(), nil, "mktree", "-z")
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&root, "040000 tree %s\t%s\x00", t, blobDir)
+	}
+	return git(ctx, dir, root.Bytes(), nil, "mktree", "-z")
+}
+
+// liteTrailer marks the records commit without transcripts.
+const liteTrailer = "Implloop-Transcripts: none"
+
+// liteOf is the records commit without transcripts of records commit c:
+// c itself when it is one (records pulled without transcripts), else its
+// first parent.
+func liteOf(ctx context.Context, dir, c string) (string, error) {
+	raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", c)
+	if err != nil {
+		return "", err
+	}
+	if strings.Contains(raw+"\n", "\n"+liteTrailer+"\n") {
+		return c, nil
+	}
+	return refValue(ctx, dir, c+"^1")
+}
+
+// runRefs are the refs of run that travel: its records, and its boundary
+// commits' ref when it exists.
+func runRefs(ctx context.Context, dir, run string) (records, boundaries string, err error) {
+	if records, err = refValue(ctx, dir, RecordsRef(run)); err != nil {
+		return "", "", err
+	}
+	boundaries, err = refValue(ctx, dir, boundary.RunRef(run))
+	return records, boundaries, err
+}

@@ -1,0 +1,401 @@
+package travel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/gitcmd"
+)
+
+// RemoteError is a push or fetch that git could not do: the remote is
+// unreachable, unknown, or refused the update.
+type RemoteError struct {
+	Remote string
+	Op     string // "push" or "fetch"
+	Err    error
+}
+
+func (e *RemoteError) Error() string {
+	why := e.Err.Error()
+	var ge *gitcmd.Error
+	if errors.As(e.Err, &ge) && ge.Stderr != "" {
+		// git's own first words say it: "'origin' does not appear to be
+		// a git repository", "Could not resolve host", a rejection.
+		why, _, _ = strings.Cut(ge.Stderr, "\n")
+		why = strings.TrimPrefix(strings.TrimPrefix(why, "fatal: "), "error: ")
+	}
+	return fmt.Sprintf("git %s %s failed: %s", e.Op, e.Remote, why)
+}
+
+func (e *RemoteError) Unwrap() error { return e.Err }
+
+// ErrUnfinished: a run asked to push has not finished (it is running, or
+// was killed and not resumed), so it has no records yet.
+var ErrUnfinished = errors.New("the run has not finished")
+
+// DefaultRemote is the remote of the current branch's upstream, else
+// origin.
+func DefaultRemote(ctx context.Context, dir string) string {
+	if b, err := git(ctx, dir, nil, nil, "symbolic-ref", "-q", "--short", "HEAD"); err == nil && b != "" {
+		if r, err := git(ctx, dir, nil, nil, "config", "branch."+b+".remote"); err == nil && r != "" {
+			return r
+		}
+	}
+	return "origin"
+}
+
+// PushOptions say what Push pushes where.
+type PushOptions struct {
+	Remote string   // "" for DefaultRemote
+	Runs   []string // run ids; none: every run that ended
+	// NoTranscripts pushes the records without prompts, agent output and
+	// gate output.
+	NoTranscripts bool
+}
+
+// PushResult is what Push pushed.
+type PushResult struct {
+	Remote  string
+	Runs    []string // the runs pushed (with their lineages), oldest first
+	Skipped []string // runs that have not ended: nothing to push yet
+	There   []string // runs the remote has already
+}
+
+// lsRemote is what the remote's refs/implloop/ refs point at.
+func lsRemote(ctx context.Context, dir, remote string) (map[string]string, error) {
+	out, err := git(ctx, dir, nil, nil, "ls-remote", remote, "refs/implloop/*")
+	if err != nil {
+		return nil, &RemoteError{Remote: remote, Op: "ls-remote", Err: err}
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if oid, ref, ok := strings.Cut(line, "\t"); ok {
+			refs[ref] = oid
+		}
+	}
+	return refs, nil
+}
+
+// Push pushes runs' records and boundary refs to a remote in one atomic
+// `git push`. A run goes with its lineage (the runs it resumes), whose
+// records a resume needs; records not written yet (a run killed and then
+// resumed) are written first.
+func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, error) {
+	dir := j.Root()
+	res := &PushResult{Remote: o.Remote}
+	if res.Remote == "" {
+		res.Remote = DefaultRemote(ctx, dir)
+	}
+	asked := o.Runs
+	if len(asked) == 0 {
+		all, err := j.ListRuns()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range all {
+			if r.Finished() {
+				asked = append(asked, r.ID)
+			} else {
+				res.Skipped = append(res.Skipped, r.ID)
+			}
+		}
+	}
+	// The runs to push, each with its lineage: an ancestor of a run has
+	// ended even when it never recorded so (a resume took over).
+	want := map[string]*cache.Run{}
+	for _, id := range asked {
+		lin, err := j.Lineage(id)
+		if err != nil {
+			return nil, err
+		}
+		if !lin[0].Finished() {
+			return nil, fmt.Errorf("run %s: %w", id, ErrUnfinished)
+		}
+		for i := range lin {
+			want[lin[i].ID] = &lin[i]
+		}
+	}
+	var runs []*cache.Run
+	for _, r := range want {
+		runs = append(runs, r)
+	}
+	sort.Slice(runs, func(a, b int) bool { return runs[a].StartedAt.Before(runs[b].StartedAt) })
+	// What the remote has already is not pushed again: a push of many
+	// runs sends only the new ones, and records without transcripts are
+	// not pushed over the whole records (their transcripts left already).
+	there, err := lsRemote(ctx, dir, res.Remote)
+	if err != nil {
+		return nil, err
+	}
+	var refspecs []string
+	for _, r := range runs {
+		if _, err := Write(ctx, j, r.ID); err != nil {
+			return nil, err
+		}
+		full, bounds, err := runRefs(ctx, dir, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		records := full
+		if o.NoTranscripts {
+			if records, err = liteOf(ctx, dir, full); err != nil {
+				return nil, err
+			}
+		}
+		var specs []string
+		if have := there[RecordsRef(r.ID)]; have != records && have != full {
+			specs = append(specs, records+":"+RecordsRef(r.ID))
+		}
+		if bounds != "" && there[boundary.RunRef(r.ID)] != bounds {
+			specs = append(specs, bounds+":"+boundary.RunRef(r.ID))
+		}
+		if len(specs) == 0 {
+			res.There = append(res.There, r.ID)
+			continue
+		}
+		refspecs = append(refspecs, specs...)
+		res.Runs = append(res.Runs, r.ID)
+	}
+	if len(refspecs) == 0 {
+		return res, nil
+	}
+	if _, err := git(ctx, dir, nil, nil, append([]string{"push", "--atomic", "--quiet", res.Remote}, refspecs...)...); err != nil {
+		return nil, &RemoteError{Remote: res.Remote, Op: "push", Err: err}
+	}
+	return res, nil
+}
+
+// pullNS is where a pull fetches records before it has checked them:
+// outside refs/implloop/, so nothing unchecked is ever pushed on or read
+// as a run's.
+const pullNS = "refs/implloop-pull/"
+
+// PullResult is what Pull found and imported.
+type PullResult struct {
+	Remote   string
+	Imported []string // runs added to the journal, oldest first
+	Present  []string // runs the journal had already
+}
+
+// Pull fetches every run's records from remote ("" for DefaultRemote)
+// and imports those the journal lacks: each record is checked (see
+// readRecords), their blobs stored with their hashes checked, and the
+// rows added in one transaction, so a refused record leaves the journal
+// as it was. Then refs/implloop/records/<run> and
+// refs/implloop/runs/<run> are set for each imported run. open opens the
+// journal for writing; it is called only after the fetch succeeded.
+func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, error)) (*PullResult, error) {
+	res := &PullResult{Remote: remote}
+	if res.Remote == "" {
+		res.Remote = DefaultRemote(ctx, dir)
+	}
+	clearNS := func() error {
+		out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=delete %(refname)", pullNS)
+		if err != nil || out == "" {
+			return err
+		}
+		_, err = git(ctx, dir, []byte(out+"\n"), nil, "update-ref", "--stdin")
+		return err
+	}
+	if err := clearNS(); err != nil {
+		return nil, err
+	}
+	defer clearNS()
+	if _, err := git(ctx, dir, nil, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", res.Remote,
+		"+"+RecordsRefPrefix+"*:"+pullNS+"*"); err != nil {
+		return nil, &RemoteError{Remote: res.Remote, Op: "fetch", Err: err}
+	}
+	out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", pullNS)
+	if err != nil {
+		return nil, err
+	}
+	if out == "" {
+		return res, nil // the remote has no runs: no journal needed
+	}
+	j, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	var ins []*incoming
+	for _, line := range strings.Split(out, "\n") {
+		commit, ref, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		run := strings.TrimPrefix(ref, pullNS)
+		if !validRunID(run) {
+			return nil, &RefusedError{Run: run, Commit: commit, Reason: "the run id is not one implloop writes"}
+		}
+		if _, err := j.GetRun(run); err == nil {
+			res.Present = append(res.Present, run)
+			continue
+		} else if !errors.Is(err, cache.ErrNotFound) {
+			return nil, err
+		}
+		in, err := readRecords(ctx, dir, run, commit)
+		if err != nil {
+			return nil, err
+		}
+		ins = append(ins, in)
+	}
+	ins, err = parentsFirst(ins)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkParents(j, ins); err != nil {
+		return nil, err
+	}
+	if err := checkBoundaries(ctx, dir, ins); err != nil {
+		return nil, err
+	}
+	if err := storeBlobs(ctx, dir, j, ins); err != nil {
+		return nil, err
+	}
+	recs := make([]*cache.Records, len(ins))
+	for i, in := range ins {
+		recs[i] = in.rec
+	}
+	if res.Imported, err = j.ImportRecords(recs); err != nil {
+		return nil, err
+	}
+	var refs strings.Builder
+	for _, in := range ins {
+		if !slices.Contains(res.Imported, in.rec.Run.ID) {
+			continue
+		}
+		fmt.Fprintf(&refs, "update %s %s\n", RecordsRef(in.rec.Run.ID), in.commit)
+		if bs := in.rec.Boundaries; len(bs) > 0 && bs[len(bs)-1].Commit != "" {
+			fmt.Fprintf(&refs, "update %s %s\n", boundary.RunRef(in.rec.Run.ID), bs[len(bs)-1].Commit)
+		}
+	}
+	if refs.Len() > 0 {
+		if _, err := git(ctx, dir, []byte(refs.String()), nil, "update-ref", "--stdin"); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// parentsFirst orders runs so that each comes after the run it resumes.
+func parentsFirst(ins []*incoming) ([]*incoming, error) {
+	byID := map[string]*incoming{}
+	for _, in := range ins {
+		byID[in.rec.Run.ID] = in
+	}
+	sort.Slice(ins, func(a, b int) bool { return ins[a].rec.Run.StartedAt.Before(ins[b].rec.Run.StartedAt) })
+	var out []*incoming
+	done := map[string]bool{}
+	var visit func(in *incoming, depth int) error
+	visit = func(in *incoming, depth int) error {
+		id := in.rec.Run.ID
+		if done[id] {
+			return nil
+		}
+		if depth > len(ins) {
+			return &RefusedError{Run: id, Commit: in.commit, Reason: "its lineage is a cycle"}
+		}
+		if p, ok := byID[in.rec.Run.ParentID]; ok {
+			if err := visit(p, depth+1); err != nil {
+				return err
+			}
+		}
+		done[id] = true
+		out = append(out, in)
+		return nil
+	}
+	for _, in := range ins {
+		if err := visit(in, 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// checkParents refuses a resumed run whose parent is neither in the
+// journal nor in the pull: a resume here would have no lineage to replay.
+func checkParents(j *cache.Journal, ins []*incoming) error {
+	have := map[string]bool{}
+	for _, in := range ins {
+		p := in.rec.Run.ParentID
+		if p != "" && !have[p] {
+			if _, err := j.GetRun(p); err != nil {
+				return &RefusedError{Run: in.rec.Run.ID, Commit: in.commit,
+					Reason: fmt.Sprintf("it resumes run %s, which is neither in this journal nor on the remote", p)}
+			}
+		}
+		have[in.rec.Run.ID] = true
+	}
+	return nil
+}
+
+// checkBoundaries checks that every boundary commit the records name was
+// fetched with them and has the tree they say.
+func checkBoundaries(ctx context.Context, dir string, ins []*incoming) error {
+	var revs []string
+	var owner []*incoming
+	var trees []string
+	for _, in := range ins {
+		for _, b := range in.rec.Boundaries {
+			if b.Commit == "" {
+				continue
+			}
+			revs = append(revs, b.Commit+"^{tree}")
+			owner, trees = append(owner, in), append(trees, b.Tree)
+		}
+	}
+	if len(revs) == 0 {
+		return nil
+	}
+	out, err := git(ctx, dir, []byte(strings.Join(revs, "\n")+"\n"), nil, "cat-file", "--batch-check=%(objectname)")
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(out, "\n")
+	for i, rev := range revs {
+		if i >= len(lines) || lines[i] != trees[i] {
+			return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit,
+				Reason: fmt.Sprintf("boundary commit %.12s is not in its history with tree %.12s", strings.TrimSuffix(rev, "^{tree}"), trees[i])}
+		}
+	}
+	return nil
+}
+
+// storeBlobs copies the records' blobs from git into the journal's blob
+// store in one batch, each checked against the hash it is named by: a
+// blob that fails leaves none of them stored.
+func storeBlobs(ctx context.Context, dir string, j *cache.Journal, ins []*incoming) error {
+	var ids, hashes []string
+	var owner []*incoming
+	for _, in := range ins {
+		for _, h := range in.rec.Blobs() {
+			if j.Blobs().Has(h) {
+				continue
+			}
+			ids, hashes, owner = append(ids, in.blobs[h]), append(hashes, h), append(owner, in)
+		}
+	}
+	batch, err := j.Blobs().NewBatch()
+	if err != nil {
+		return err
+	}
+	err = catBatch(ctx, dir, ids, func(i int, r io.Reader) error {
+		err := batch.Add(hashes[i], r)
+		if errors.Is(err, cache.ErrBlobMismatch) {
+			return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: err.Error()}
+		}
+		return err
+	})
+	if err != nil {
+		batch.Abort()
+		return err
+	}
+	return batch.Commit()
+}
