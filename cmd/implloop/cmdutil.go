@@ -155,6 +155,10 @@ func journalPlanPath(root, wd, p string) string {
 	return rel
 }
 
+// openJournalRW opens the journal for writing (creating it, upgrading an
+// older schema): for pull, which imports runs into it.
+func openJournalRW(root string) (*cache.Journal, error) { return cache.Open(root) }
+
 // openJournalRO opens the journal read-only; nil when nothing has run yet.
 func openJournalRO(root string) (*cache.Journal, error) {
 	j, err := cache.OpenReadOnly(root)

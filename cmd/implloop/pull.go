@@ -72,7 +72,7 @@ func pullRun(ctx context.Context, o *pullOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := travel.Pull(ctx, root, o.remote, func() (*cache.Journal, error) { return cache.Open(root) })
+	res, err := travel.Pull(ctx, root, o.remote, func() (*cache.Journal, error) { return openJournalRW(root) })
 	if err != nil {
 		return travelError(err, o.remote)
 	}
