@@ -184,6 +184,13 @@ func codeID(s string) int {
 	}
 }
 
+// priorityTier reports whether a code id is a bare priority ("P0" to
+// "P9"): as a heading it names a tier of work ("## P1 — Critical Path"),
+// while "P0-1" names one task.
+func priorityTier(id string) bool {
+	return len(id) == 2 && id[0] == 'P' && isDigit(id[1])
+}
+
 // codeBoundary reports whether a code id is followed by a separator that
 // makes it a label ("S01: Title", "**P0-1** Title"), not a word ("S3
 // bucket").

@@ -538,6 +538,10 @@ func (r *parseState) topHeading(n *ast.Heading) (heading, bool) {
 		title = title[3:]
 	}
 	h.label = parseLabelWith(title, true, true)
+	if h.label.kind == labelCode && h.box == 0 && priorityTier(h.label.id) {
+		// "## P1 — Critical Path": a priority tier holding tasks, not one.
+		h.label = label{}
+	}
 	switch h.label.kind {
 	case labelTask, labelStep, labelSpecKit:
 		h.isTask = true

@@ -15,6 +15,7 @@ var asideWords = []string{
 	"completed", "done", "definition of done", "acceptance", "success criteria",
 	"exit criteria", "checklist", "qa", "quality", "verification", "validation",
 	"testing", "test plan", "review", "changelog", "status", "progress log",
+	"open questions",
 }
 
 // isAside reports whether a heading's title names a section of checks or
