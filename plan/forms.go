@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -240,7 +241,9 @@ func (r *parseState) orphanShare(tasks []taskBuild) float64 {
 	}
 	total, orphan := 0, 0
 	for i := range tasks {
-		total += tasks[i].End - tasks[i].Start
+		// Counted without CRs, as the orphan lines are: a CRLF plan must
+		// read as its LF twin does.
+		total += tasks[i].End - tasks[i].Start - bytes.Count(r.src[tasks[i].Start:tasks[i].End], []byte{'\r'})
 		if i == 0 {
 			continue
 		}

@@ -156,3 +156,12 @@ func TestGeneratedChecklists(t *testing.T) {
 		}
 	})
 }
+
+// Found by TestCRLFTwins: which form wins weighed a task's bytes with its
+// CRs against stray lines without them, so a plan whose stray text was
+// just under half its span read as a checklist with CRLF and as sections
+// with LF.
+func TestCRLFTwinsOrphanShare(t *testing.T) {
+	lines := []string{"- [ ] 1. item", "", "Depends on: 1", "  continuation text", "- [x]* 10.10 sub", "## Phase 1: Group"}
+	assertTwins(t, []byte(strings.Join(lines, "\r\n")))
+}
