@@ -82,6 +82,9 @@ type Outcome struct {
 	// ReportErr is why the report could not be written (only when the
 	// journal is gone: otherwise Run fails); ReportPath is "" then.
 	ReportErr error
+	// RecordsErr is why the run's records could not be written as git
+	// objects (implloop push writes them later); nil normally.
+	RecordsErr error
 }
 
 // ErrBlockedFile is returned when BLOCKED.md exists: the user has to read
@@ -394,8 +397,10 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	if e.journalGone == "" {
 		// The run's records, as git objects beside its boundaries: what
 		// `implloop push` sends. Written once, now that they are final.
+		// A failure is the caller's to say: run_finished stays the last
+		// event of the stream.
 		if _, err := travel.Write(context.WithoutCancel(ctx), e.j, e.runID); err != nil {
-			e.emit(Event{Type: EvConcern, Message: "the run's records were not written as git objects (implloop push writes them): " + err.Error()})
+			out.RecordsErr = err
 		}
 	}
 	return out, nil

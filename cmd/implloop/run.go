@@ -201,6 +201,9 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 		}
 		return exitWith(verdictExit(out.Verdict))
 	}
+	if out.RecordsErr != nil {
+		fmt.Fprintf(io.ErrOut, "implloop: warning: the records of run %s were not written as git objects (implloop push writes them): %v\n", out.RunID, out.RecordsErr)
+	}
 	if out.ReportErr != nil {
 		fmt.Fprintf(io.ErrOut, "implloop: warning: the report of run %s could not be written, nothing of it is on disk: %v\n", out.RunID, out.ReportErr)
 	}
