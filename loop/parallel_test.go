@@ -95,11 +95,12 @@ func TestParallelOrder(t *testing.T) {
 			plan := parPlan(specs...)
 			writeFile(t, filepath.Join(repo, "plan.md"), plan)
 			// Every task writes its own file, after a pause long enough
-			// for the calls of a wave to overlap.
+			// for the calls of a wave to overlap even on a loaded machine
+			// (the worktrees are made one at a time).
 			scripts := map[string]string{}
 			for _, sp := range specs {
 				id, _, _ := strings.Cut(strings.TrimSuffix(strings.Split(sp, ":")[0], "[P]"), ":")
-				scripts[id] = "sleep 0.3; echo \"task " + id + "\" > f" + id + ".txt"
+				scripts[id] = "sleep 0.8; echo \"task " + id + "\" > f" + id + ".txt"
 			}
 			agentPath, order := parAgent(t, scripts)
 			out := parRun(t, repo, agentPath, 4)
