@@ -92,8 +92,8 @@ func TestGeneratedHeadingPlans(t *testing.T) {
 			wantTitles = append(wantTitles, title)
 			for j, m := 0, rapid.IntRange(1, 6).Draw(t, "body"); j < m; j++ {
 				line := mdLine(t, "bodyline")
-				if strings.HasPrefix(line, "#") || line == "======" || line == "---" || strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") || line == "Setext title" {
-					continue // a body holds no heading (and no fence that could swallow the next one)
+				if u := strings.TrimSpace(line); strings.HasPrefix(line, "#") || u == "======" || u == "---" || strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") || line == "Setext title" {
+					continue // a body holds no heading, setext underlines included (and no fence that could swallow the next one)
 				}
 				b.WriteString(line + "\n")
 			}
