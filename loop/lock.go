@@ -129,6 +129,24 @@ func childRunning(h LockHolder, path string) *ChildRunningError {
 	return e
 }
 
+// lockHeld reports whether a live process holds the work tree's lock (see
+// acquireLock), without taking it or creating anything.
+func lockHeld(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, "lock"))
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
 // readLockHolder reads the lock file at path; the zero holder when it is
 // empty (released) or unreadable.
 func readLockHolder(path string) LockHolder {

@@ -5,10 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"os"
-	"path/filepath"
-	"syscall"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
@@ -97,25 +94,12 @@ func (e *engine) upToDate(ctx context.Context, inputs string) *Outcome {
 	return out
 }
 
-// lockHeld reports whether a live process holds the work tree's lock (see
-// acquireLock), without taking it or creating anything.
-func lockHeld(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, "lock"))
-	if errors.Is(err, os.ErrNotExist) {
-		return false
-	}
-	if err != nil {
-		return true
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		return true
-	}
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return false
-}
-
 func fileExists(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular()
+}
+
+func fileOrDirExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
