@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
@@ -40,10 +39,7 @@ type early struct {
 	done     chan struct{}
 	err      error // the call could not be made (no worktree, say)
 	u        unit.Unit
-	res      agent.Result
-	runErr   error
-	stdout   string // blob hashes
-	stderr   string
+	call     agentCall
 	started  time.Time
 	finished time.Time
 	base     string // the boundary commit the worktree was checked out at
@@ -215,23 +211,11 @@ func (e *engine) callAhead(ctx context.Context, j *cache.Journal, path string, t
 	if err != nil {
 		return err
 	}
-	stdout, err := j.NewBlobWriter()
-	if err != nil {
-		return err
-	}
-	stderr, err := j.NewBlobWriter()
-	if err != nil {
-		return err
-	}
 	r.prompt, r.started, r.worktree = promptHash, e.now(), path
-	r.res, r.runErr = e.ag.Run(ctx, agent.Request{
-		Prompt: r.u.Prompt, Context: r.u.Context, Dir: path, Env: e.protocolEnv(t, r.u.Attempt, r.u.Role, ctxFile, promptFile),
-		Model: e.s.Model, Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
-		Hold: e.lock.File(),
-	})
-	_ = stdout.Close()
-	_ = stderr.Close()
-	r.stdout, r.stderr, r.finished = stdout.Hash(), stderr.Hash(), e.now()
+	if r.call, err = e.callAgent(ctx, j, t, r.u, path, ctxFile, promptFile, nil); err != nil {
+		return err
+	}
+	r.finished = e.now()
 	if ctx.Err() == nil {
 		r.tree, r.treeErr = boundary.WorktreeTree(ctx, path)
 	}

@@ -426,7 +426,7 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	var runErr error
 	var outHash, errHash, mergeFailure string
 	if ahead != nil {
-		res, runErr, outHash, errHash = ahead.res, ahead.runErr, ahead.stdout, ahead.stderr
+		res, runErr, outHash, errHash = ahead.call.res, ahead.call.runErr, ahead.call.stdout, ahead.call.stderr
 		if runErr != nil && ctx.Err() != nil {
 			_ = e.j.MarkInterrupted(e.runID, u.ID, outHash, errHash)
 			return "", context.Canceled
@@ -435,24 +435,12 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 			return "", err
 		}
 	} else {
-		stdout, err := e.j.NewBlobWriter()
-		if err != nil {
-			return "", err
-		}
-		stderr, err := e.j.NewBlobWriter()
-		if err != nil {
-			return "", err
-		}
-		env := e.protocolEnv(t, u.Attempt, u.Role, ctxFile, promptFile)
-		res, runErr = e.ag.Run(ctx, agent.Request{
-			Prompt: u.Prompt, Context: u.Context, Dir: e.o.RepoRoot, Env: env, Model: e.s.Model,
-			Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
-			Hold: e.lock.File(), Started: func(pid int) { e.lock.SetChild("agent", pid) },
-		})
+		c, err := e.callAgent(ctx, e.j, t, u, e.o.RepoRoot, ctxFile, promptFile, func(pid int) { e.lock.SetChild("agent", pid) })
 		e.lock.SetChild("", 0)
-		_ = stdout.Close()
-		_ = stderr.Close()
-		outHash, errHash = stdout.Hash(), stderr.Hash()
+		if err != nil {
+			return "", err
+		}
+		res, runErr, outHash, errHash = c.res, c.runErr, c.stdout, c.stderr
 		// Interrupted only when the call was cut short: an agent that had
 		// already exited when the signal came has a result, which is
 		// journaled (durable) before the run stops.
@@ -501,6 +489,38 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 		return failure, context.Canceled
 	}
 	return failure, nil
+}
+
+// agentCall is what one agent call returned: its result, why it could not
+// run, and its stdout and stderr as blobs.
+type agentCall struct {
+	res            agent.Result
+	runErr         error
+	stdout, stderr string
+}
+
+// callAgent runs unit u of task t in dir, its output streamed into j's
+// blobs, with the work tree's lock descriptor handed down; started, when
+// given, learns the agent's pid.
+func (e *engine) callAgent(ctx context.Context, j *cache.Journal, t extractor.Task, u unit.Unit, dir, ctxFile, promptFile string, started func(int)) (agentCall, error) {
+	stdout, err := j.NewBlobWriter()
+	if err != nil {
+		return agentCall{}, err
+	}
+	stderr, err := j.NewBlobWriter()
+	if err != nil {
+		return agentCall{}, err
+	}
+	var c agentCall
+	c.res, c.runErr = e.ag.Run(ctx, agent.Request{
+		Prompt: u.Prompt, Context: u.Context, Dir: dir, Env: e.protocolEnv(t, u.Attempt, u.Role, ctxFile, promptFile),
+		Model: e.s.Model, Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
+		Hold: e.lock.File(), Started: started,
+	})
+	_ = stdout.Close()
+	_ = stderr.Close()
+	c.stdout, c.stderr = stdout.Hash(), stderr.Hash()
+	return c, nil
 }
 
 // unitFiles writes unit u's context and prompt where its agent reads them
