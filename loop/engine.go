@@ -241,10 +241,10 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	defer e.j.Close()
 	// Task worktrees a killed run left behind (--jobs): what ran in them
 	// was never journaled, so the tasks run again.
-	if dir, err := boundary.WorktreeDir(ctx, o.RepoRoot, e.runID); err == nil {
-		if _, err := os.Stat(filepath.Dir(dir)); err == nil {
-			_ = boundary.RemoveWorktrees(ctx, o.RepoRoot, filepath.Dir(dir))
-		}
+	// (They are under the work tree's git directory: boundary.WorktreeDir;
+	// looked for without starting git, on every run.)
+	if stray := filepath.Join(dirs.Lock, "worktrees"); fileOrDirExists(stray) {
+		_ = boundary.RemoveWorktrees(ctx, o.RepoRoot, stray)
 	}
 
 	out = &Outcome{RunID: e.runID, ParentID: o.Parent}
