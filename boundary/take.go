@@ -275,13 +275,19 @@ func (t *taker) excluded(path string) bool {
 
 // excludes are the paths kept out of the snapshot tree, as git pathspecs.
 func (t *taker) excludes() []string {
-	out := []string{":(top,exclude,literal)BLOCKED.md", ":(top,exclude,literal).implloop"}
+	out := ownExcludes()
 	for _, x := range t.o.exclude {
 		if x != "" {
 			out = append(out, ":(top,exclude,literal)"+x)
 		}
 	}
 	return out
+}
+
+// ownExcludes are implloop's own files, which no snapshot holds, as git
+// pathspecs.
+func ownExcludes() []string {
+	return []string{":(top,exclude,literal)BLOCKED.md", ":(top,exclude,literal).implloop"}
 }
 
 // writeTree adds the whole work tree to the index Take uses and writes it

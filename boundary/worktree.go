@@ -125,10 +125,8 @@ func RemoveWorktrees(ctx context.Context, repoDir, dir string) error {
 				continue
 			}
 		}
-		if _, _, err := g.run(nil, nil, "worktree", "remove", "--force", "--force", p); err != nil {
-			if rerr := os.RemoveAll(p); rerr != nil {
-				errs = append(errs, err.Error())
-			}
+		if err := g.removeWorktree(p); err != nil {
+			errs = append(errs, err.Error())
 		}
 	}
 	_ = os.Remove(dir)
@@ -145,8 +143,7 @@ func RemoveWorktrees(ctx context.Context, repoDir, dir string) error {
 // boundary records it (git add -A into the worktree's own index: implloop
 // owns that index), whatever the task committed there.
 func WorktreeTree(ctx context.Context, path string) (string, error) {
-	excl := []string{":(top,exclude,literal)BLOCKED.md", ":(top,exclude,literal).implloop"}
-	if _, err := gitcmd.Output(ctx, path, append([]string{"-c", "core.hooksPath=/dev/null", "add", "-A", "--ignore-errors", "--", ":/"}, excl...)...); err != nil {
+	if _, err := gitcmd.Output(ctx, path, append([]string{"-c", "core.hooksPath=/dev/null", "add", "-A", "--ignore-errors", "--", ":/"}, ownExcludes()...)...); err != nil {
 		return "", fmt.Errorf("worktree %s: %w", path, err)
 	}
 	id, err := gitcmd.Output(ctx, path, "write-tree")
@@ -162,11 +159,21 @@ func RemoveWorktree(ctx context.Context, repoDir, path string) error {
 	if err != nil {
 		return err
 	}
+	if err := g.removeWorktree(path); err != nil {
+		return err
+	}
+	_, _, _ = g.run(nil, nil, "worktree", "prune")
+	return nil
+}
+
+// removeWorktree removes the worktree at path, even locked or dirty, and
+// its directory when git cannot (a task broke it); `worktree prune` then
+// forgets it.
+func (g *gitRepo) removeWorktree(path string) error {
 	if _, _, err := g.run(nil, nil, "worktree", "remove", "--force", "--force", path); err != nil {
 		if rerr := os.RemoveAll(path); rerr != nil {
 			return err
 		}
-		_, _, _ = g.run(nil, nil, "worktree", "prune")
 	}
 	return nil
 }
