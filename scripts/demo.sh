@@ -30,8 +30,9 @@ echo "\$ implloop resume --dry-run   # nothing changed, so everything would repl
 echo
 echo "\$ git add -A && git commit -m 'tasks 1-5'   # commit the good work: never a loss"
 git add -A && git commit -q -m "tasks 1-5"
-echo "\$ sed -i 's/still counts\\./still counts as a line./' plan.md   # edit task 3's text"
-sed -i 's/still counts\./still counts as a line./' plan.md
+# sed -i.bak: GNU and BSD (macOS) sed both read it the same way.
+echo "\$ sed -i.bak 's/still counts\\./still counts as a line./' plan.md && rm plan.md.bak   # edit task 3's text"
+sed -i.bak 's/still counts\./still counts as a line./' plan.md && rm plan.md.bak
 echo
 echo "\$ implloop resume   # task 3 changed (and task 4 depends on it): only they run"
 "$bin" resume

@@ -61,6 +61,7 @@ func TestScript(t *testing.T) {
 			"journalcheck": cmdJournalCheck,
 			"runid":        cmdRunID,
 			"waitfile":     cmdWaitFile,
+			"replace":      cmdReplace,
 			"gitserver":    cmdGitServer,
 		},
 		Setup: func(env *testscript.Env) error {
@@ -190,6 +191,24 @@ func cmdRunID(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("runid: %d run(s), want at least %d", len(runs), n)
 	}
 	ts.Setenv(args[0], runs[n-1].ID)
+}
+
+// replace FILE OLD NEW: replaces every OLD in FILE with NEW, literally,
+// and fails when FILE has no OLD: an edit by hand, without GNU sed's -i
+// (BSD sed reads -i differently), so the scripts run on macOS too.
+func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: replace FILE OLD NEW")
+	}
+	path := ts.MkAbs(args[0])
+	b, err := os.ReadFile(path)
+	ts.Check(err)
+	if !strings.Contains(string(b), args[1]) {
+		ts.Fatalf("replace: %s has no %q", args[0], args[1])
+	}
+	fi, err := os.Stat(path)
+	ts.Check(err)
+	ts.Check(os.WriteFile(path, []byte(strings.ReplaceAll(string(b), args[1], args[2])), fi.Mode().Perm()))
 }
 
 // waitfile [-timeout D] FILE: waits until FILE exists (default: 20s).
