@@ -12,7 +12,7 @@ import (
 // Forms lists every task form, in order of precedence: when a plan's form
 // is not forced, the first of these that finds tasks and leaves little of
 // the plan between its tasks defines them (see [Plan.Reading]).
-var Forms = []Form{FormTodos, FormHeadings, FormXML, FormChecklist, FormNumbered, FormTable, FormSections}
+var Forms = []Form{FormTodos, FormHeadings, FormXML, FormChecklist, FormNumbered, FormTable, FormSections, FormWhole}
 
 // FormNames is Forms as text, for messages and help: "todos, headings, ...".
 func FormNames() string {
@@ -42,6 +42,7 @@ var formWhat = map[Form]string{
 	FormNumbered:  "numbered list items",
 	FormTable:     "table rows",
 	FormSections:  "numbered section headings",
+	FormWhole:     "the whole plan",
 }
 
 // Reading says how a plan's tasks were read, for `implloop plan` and
@@ -116,6 +117,7 @@ func (r *parseState) findTasks(doc ast.Node) {
 		FormNumbered:  r.readNumbered,
 		FormTable:     r.readTable,
 		FormSections:  r.readSections,
+		FormWhole:     r.readWhole,
 	}
 	var chosen reading
 	if f, by := r.forcedForm(); f != FormNone {

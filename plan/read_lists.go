@@ -142,6 +142,7 @@ func (r *parseState) checklistTask(it checkItem) taskBuild {
 	} else {
 		t.Title = strings.TrimSpace(string(rest))
 	}
+	t.Title = trimArrowDeps(t.Title)
 	t.Checked = it.box.IsChecked
 	t.Start, t.End = it.start, it.end
 	t.headEnd = r.lineEnd(r.lineOf(it.start))
@@ -154,7 +155,7 @@ func (r *parseState) foldSubtasks(rd *reading, ts []taskBuild) []taskBuild {
 	var out []taskBuild
 	folded := 0
 	for _, t := range ts {
-		if n := len(out); n > 0 && t.kind == labelNumber && out[n-1].explicitID &&
+		if n := len(out); n > 0 && (t.kind == labelNumber || t.kind == labelCode) && out[n-1].explicitID &&
 			strings.HasPrefix(t.ID, out[n-1].ID+".") && !r.hasText(out[n-1].End, t.Start) {
 			p := &out[n-1]
 			p.End = t.End
