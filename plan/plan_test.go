@@ -45,7 +45,7 @@ func checkInvariants(t fataler, src []byte, p *Plan) {
 		if tk.Text != string(src[tk.Start:tk.End]) {
 			t.Fatalf("task %s: text is not src[%d:%d]", tk.ID, tk.Start, tk.End)
 		}
-		if tk.Start > 0 && src[tk.Start-1] != '\n' {
+		if tk.Start > 0 && src[tk.Start-1] != '\n' && !(tk.Start == 3 && bytes.HasPrefix(src, []byte("\xEF\xBB\xBF"))) { // or after a byte order mark
 			t.Fatalf("task %s: span does not start at a line start", tk.ID)
 		}
 		wantLine := bytes.Count(src[:tk.Start], []byte{'\n'}) + 1
@@ -587,5 +587,30 @@ func TestWholePlan(t *testing.T) {
 	p, _ := Parse("p.md", []byte(fix))
 	if p.Preamble != "" || p.Tasks[0].Text != fix {
 		t.Errorf("whole plan: preamble %q, text %q; want all the plan in the task", p.Preamble, p.Tasks[0].Text)
+	}
+}
+
+// TestByteOrderMarkTaskOnFirstLine: a task on the first line of a file with
+// a byte order mark starts after the mark; the preamble is empty, not a
+// slice that ends before it starts (which panicked).
+func TestByteOrderMarkTaskOnFirstLine(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{
+		"# Task 1: a\n\nx\n",
+		"- [ ] a\n- [ ] b\n",
+		"## Phase 1\nx\n## Phase 2\ny\n",
+		"1. **a**\n2. **b**\n",
+		"# [X]",
+		"# Fix\n\n## Fix\n\nx\n",
+	} {
+		bom := "\xEF\xBB\xBF" + src
+		p, _ := Parse("p.md", []byte(bom))
+		q, _ := Parse("p.md", []byte(src))
+		if len(p.Tasks) != len(q.Tasks) || len(p.Tasks) == 0 {
+			t.Fatalf("%q: %d tasks with a byte order mark, %d without", src, len(p.Tasks), len(q.Tasks))
+		}
+		if p.Preamble != "" || p.Tasks[0].Start != 3 || p.Tasks[0].Line != 1 || p.Tasks[0].Text != bom[3:p.Tasks[0].End] {
+			t.Errorf("%q: preamble %q, first task at %d (line %d)", src, p.Preamble, p.Tasks[0].Start, p.Tasks[0].Line)
+		}
 	}
 }

@@ -39,7 +39,14 @@ func namesWork(title string) bool {
 // plan with text is one task.
 func (r *parseState) readWhole(top topBlocks) reading {
 	rd := reading{form: FormWhole, weak: true}
-	if !r.hasText(r.base, len(r.src)) {
+	if r.base >= len(r.src) {
+		return rd
+	}
+	first := r.lineOf(r.base) // the first line of text in the body (after a byte order mark)
+	for first < len(r.lines) && (isBlank(r.src[max(r.lines[first], r.base):r.lineEnd(first)]) || r.breakLines[first]) {
+		first++
+	}
+	if first >= len(r.lines) {
 		return rd
 	}
 	forced := false
@@ -59,18 +66,14 @@ func (r *parseState) readWhole(top topBlocks) reading {
 	}
 	t := taskBuild{}
 	t.ID, t.Ordinal = "1", 1
-	if len(top.hs) > 0 && !r.hasText(r.base, top.hs[0].start) {
+	if len(top.hs) > 0 && r.lineOf(top.hs[0].start) == first {
 		h := top.hs[0]
 		t.Start, t.headEnd, t.Level = h.start, h.end, h.level
 		t.Title = strings.Trim(h.title, " *_")
 	} else {
-		l := r.lineOf(r.base)
-		for l < len(r.lines) && isBlank(lineText(r.src, r.lines, l)) {
-			l++
-		}
-		t.Start = r.lines[l]
-		t.headEnd = r.lineEnd(l)
-		t.Title = clip(strings.TrimSpace(string(lineText(r.src, r.lines, l))), 80)
+		t.Start = max(r.lines[first], r.base)
+		t.headEnd = r.lineEnd(first)
+		t.Title = clip(strings.TrimSpace(string(r.src[t.Start:r.lineEnd(first)])), 80)
 	}
 	t.End = r.trimEnd(t.Start, len(r.src), true)
 	rd.tasks = []taskBuild{t}
