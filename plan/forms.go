@@ -292,6 +292,12 @@ func (r *parseState) headingTasks(rd *reading, hs []heading, isTask func(h *head
 	for i := range hs {
 		h := &hs[i]
 		if h.start < curEnd {
+			if h.box > 0 { // "#### [x] 1. Title" inside a task is one of its steps
+				cur.steps++
+				if h.box == 2 {
+					cur.doneSteps++
+				}
+			}
 			if isTask(h) && h.label.kind == cur.kind && h.level > cur.Level {
 				rd.warn(r.lineOf(h.start)+1,
 					"heading %q is nested under task %s (level %d inside level %d) and is part of it, not a task; use the same heading level for every task",
@@ -314,6 +320,11 @@ func (r *parseState) headingTasks(rd *reading, hs []heading, isTask func(h *head
 		t.explicitID = t.ID != ""
 		if !t.explicitID {
 			t.Title = strings.TrimSpace(h.title[3:]) // "[ ] Title": no label
+			for _, w := range []string{"Step:", "Task:"} {
+				if rest, ok := strings.CutPrefix(t.Title, w); ok && strings.TrimSpace(rest) != "" {
+					t.Title = strings.TrimSpace(rest) // Zencoder's "### [x] Step: Planning"
+				}
+			}
 		}
 		t.Checked = h.box == 2
 		t.Start = h.start

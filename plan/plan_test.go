@@ -614,3 +614,46 @@ func TestByteOrderMarkTaskOnFirstLine(t *testing.T) {
 		}
 	}
 }
+
+func TestTaskishIgnoresFileNames(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		title string
+		want  bool
+	}{
+		{"Tasks", true},
+		{"Implementation steps", true},
+		{"1. src/prompts/plan.md", false},
+		{"`docs/steps.md`", false},
+		{"Update plan.md and the plan", true},
+		{"Typo tolerance", false},
+	} {
+		if got := isTaskish(tc.title); got != tc.want {
+			t.Errorf("isTaskish(%q) = %v, want %v", tc.title, got, tc.want)
+		}
+	}
+}
+
+// TestZencoderSteps: Zencoder's "### [x] Step: Planning" headings are
+// tasks titled without "Step:", and checkbox headings inside a task are
+// its steps, so a task whose "#### [x] 1. ..." steps are all done is done.
+func TestZencoderSteps(t *testing.T) {
+	t.Parallel()
+	src := "# Full SDD workflow\n\n### [x] Step: Planning\n\nPlan it.\n\n### [ ] Step: Implementation\n\n#### [x] 1. First\n\nx\n\n#### [x] 2. Second\n\ny\n\n### [ ] Step: Report\n\n#### [x] 1. Draft\n\n#### [ ] 2. Send\n"
+	p, ds := Parse("p.md", []byte(src))
+	if HasErrors(ds) {
+		t.Fatalf("diagnostics: %v", ds)
+	}
+	want := []struct {
+		title   string
+		checked bool
+	}{{"Planning", true}, {"Implementation", true}, {"Report", false}}
+	if len(p.Tasks) != len(want) {
+		t.Fatalf("got %d tasks, want %d", len(p.Tasks), len(want))
+	}
+	for i, w := range want {
+		if p.Tasks[i].Title != w.title || p.Tasks[i].Checked != w.checked {
+			t.Errorf("task %d = %q checked %v, want %q checked %v", i+1, p.Tasks[i].Title, p.Tasks[i].Checked, w.title, w.checked)
+		}
+	}
+}
