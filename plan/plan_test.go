@@ -602,6 +602,7 @@ func TestByteOrderMarkTaskOnFirstLine(t *testing.T) {
 		"1. **a**\n2. **b**\n",
 		"# [X]",
 		"# Fix\n\n## Fix\n\nx\n",
+		"<task>\n<name>Task 1: a</name>\n</task>\n<task>\n<name>Task 2: b</name>\n</task>\n",
 	} {
 		bom := "\xEF\xBB\xBF" + src
 		p, _ := Parse("p.md", []byte(bom))
