@@ -121,6 +121,9 @@ func (r *parseState) scanInlineDeps(t *taskBuild, absStart int, line []byte, ope
 	if !bytes.Contains(line, []byte("epends")) && !bytes.Contains(line, []byte("EPENDS")) {
 		return false // most lines: no regexp
 	}
+	if !bytes.ContainsAny(line, "(;>→") {
+		return false // "Depends on: 3" lines: nothing inline opens a list
+	}
 	for _, m := range inlineDepsRe.FindAllIndex(line, -1) {
 		rest := line[m[1]:]
 		end := bytes.IndexByte(rest, ')')
