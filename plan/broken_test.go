@@ -53,11 +53,11 @@ var wantBroken = map[string][]string{
 		"mixed-ids.md:4:1: warning: task at line 4 has no id and takes its ordinal \"2\"; the other tasks have explicit ids",
 	},
 	"nested-only.md": {
-		"nested-only.md:1:1: error: no tasks: write task headings (\"### Task 1: Title\") or top-level checklist items (\"- [ ] Title\")",
+		"nested-only.md:1:1: error: no tasks: write task headings (\"### Task 1: Title\") or top-level checklist items (\"- [ ] Title\"), or run the whole plan as one task with --form whole",
 		"nested-only.md:4:3: warning: checklist item is not a task: only top-level checklist items are (this one is nested or quoted)",
 	},
 	"no-tasks.md": {
-		"no-tasks.md:1:1: error: no tasks: write task headings (\"### Task 1: Title\") or top-level checklist items (\"- [ ] Title\")",
+		"no-tasks.md:1:1: error: no tasks: write task headings (\"### Task 1: Title\") or top-level checklist items (\"- [ ] Title\"), or run the whole plan as one task with --form whole",
 	},
 	"unknown-dep.md": {
 		"unknown-dep.md:6:21: error: task T003 depends on unknown task \"T02\" (did you mean \"T002\"?)",

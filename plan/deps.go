@@ -94,8 +94,9 @@ func depTokens(rest []byte) int {
 
 // scanInlineDeps reads spec-kit's inline form anywhere in a line:
 // "Implement AlbumService in src/album.py (depends on T012, T013)", also
-// after a semicolon ("(data-model.md; depends on T011)") when only ids
-// follow it. open says a "(depends on" on an earlier line of the paragraph
+// after a semicolon ("(data-model.md; depends on T011)") or an arrow
+// (openspec-gradle's "Build the graph → depends: tdg-2, tdg-3") when only
+// ids follow it. open says a "(depends on" on an earlier line of the paragraph
 // is not closed yet, so this line's first ids continue its list ("(depends
 // on T003, T012," then "T014)"); the result says the same for the next
 // line.
@@ -120,6 +121,9 @@ func (r *parseState) scanInlineDeps(t *taskBuild, absStart int, line []byte, ope
 	if !bytes.Contains(line, []byte("epends")) && !bytes.Contains(line, []byte("EPENDS")) {
 		return false // most lines: no regexp
 	}
+	if !bytes.ContainsAny(line, "(;>→") {
+		return false // "Depends on: 3" lines: nothing inline opens a list
+	}
 	for _, m := range inlineDepsRe.FindAllIndex(line, -1) {
 		rest := line[m[1]:]
 		end := bytes.IndexByte(rest, ')')
@@ -131,8 +135,8 @@ func (r *parseState) scanInlineDeps(t *taskBuild, absStart int, line []byte, ope
 			continue
 		}
 		found, _ := r.depList(absStart+m[1], seg)
-		if line[m[0]] == ';' && depTokens(seg) != len(found) {
-			continue // "(cached; depends on 2 flags)", "; depends on the network" are prose
+		if line[m[0]] != '(' && depTokens(seg) != len(found) {
+			continue // "(cached; depends on 2 flags)", "→ depends on the network" are prose
 		}
 		t.deps = append(t.deps, found...)
 		inParen := line[m[0]] == '(' || bytes.LastIndexByte(line[:m[0]], '(') > bytes.LastIndexByte(line[:m[0]], ')')
@@ -141,9 +145,22 @@ func (r *parseState) scanInlineDeps(t *taskBuild, absStart int, line []byte, ope
 	return open
 }
 
-// inlineDepsRe matches where spec-kit's inline form starts: "(depends
-// on", "(depends:", or "; depends on".
-var inlineDepsRe = regexp.MustCompile(`[(;]\s*(?i:depends(?:\s+on)?)\b\s*:?`)
+// inlineDepsRe matches where an inline dependency list starts: "(depends
+// on", "(depends:", "; depends on", "→ depends:" or "-> depends:".
+var inlineDepsRe = regexp.MustCompile(`(?:[(;]|→|->)\s*(?i:depends(?:\s+on)?)\b\s*:?`)
+
+// arrowDepsRe matches an arrow dependency list ending a title, which the
+// title leaves out: "Build the graph → depends: tdg-2, tdg-3". Only ids
+// may follow: "Define `→ depends:` syntax" keeps its words.
+var arrowDepsRe = regexp.MustCompile(`\s*(?:→|->)\s*(?i:depends(?:\s+on)?)\s*:?\s*[\w.-]+(?:\s*,\s*[\w.-]+)*\s*$`)
+
+// trimArrowDeps takes an arrow dependency list off the end of a title.
+func trimArrowDeps(title string) string {
+	if !strings.Contains(title, "epends") && !strings.Contains(title, "EPENDS") {
+		return title
+	}
+	return arrowDepsRe.ReplaceAllString(title, "")
+}
 
 // leadingOnRe matches the "on" that "(depends" at the end of a line left
 // for the next.
@@ -182,6 +199,9 @@ tokens:
 // "S01", "P0-1".
 func isDepID(s string) bool {
 	if n := codeID(s); n > 0 && n == len(s) {
+		return true
+	}
+	if n := slugID(s); n > 0 && n == len(s) {
 		return true
 	}
 	if len(s) > 1 && s[0] == 'T' {

@@ -16,7 +16,7 @@ func (r *parseState) check(doc ast.Node) {
 		if r.plan.Reading.Forced != "" {
 			return // findTasks said which form found nothing
 		}
-		r.diag(1, 1, SeverityError, `no tasks: write task headings ("### Task 1: Title") or top-level checklist items ("- [ ] Title")`)
+		r.diag(1, 1, SeverityError, `no tasks: write task headings ("### Task 1: Title") or top-level checklist items ("- [ ] Title"), or run the whole plan as one task with --form whole`)
 		r.reportNestedChecklist(doc)
 		return
 	}

@@ -12,7 +12,7 @@ import (
 // Forms lists every task form, in order of precedence: when a plan's form
 // is not forced, the first of these that finds tasks and leaves little of
 // the plan between its tasks defines them (see [Plan.Reading]).
-var Forms = []Form{FormTodos, FormHeadings, FormXML, FormChecklist, FormNumbered, FormTable, FormSections}
+var Forms = []Form{FormTodos, FormHeadings, FormXML, FormChecklist, FormNumbered, FormTable, FormSections, FormWhole}
 
 // FormNames is Forms as text, for messages and help: "todos, headings, ...".
 func FormNames() string {
@@ -42,6 +42,7 @@ var formWhat = map[Form]string{
 	FormNumbered:  "numbered list items",
 	FormTable:     "table rows",
 	FormSections:  "numbered section headings",
+	FormWhole:     "the whole plan",
 }
 
 // Reading says how a plan's tasks were read, for `implloop plan` and
@@ -116,6 +117,7 @@ func (r *parseState) findTasks(doc ast.Node) {
 		FormNumbered:  r.readNumbered,
 		FormTable:     r.readTable,
 		FormSections:  r.readSections,
+		FormWhole:     r.readWhole,
 	}
 	var chosen reading
 	if f, by := r.forcedForm(); f != FormNone {
@@ -290,6 +292,12 @@ func (r *parseState) headingTasks(rd *reading, hs []heading, isTask func(h *head
 	for i := range hs {
 		h := &hs[i]
 		if h.start < curEnd {
+			if h.box > 0 { // "#### [x] 1. Title" inside a task is one of its steps
+				cur.steps++
+				if h.box == 2 {
+					cur.doneSteps++
+				}
+			}
 			if isTask(h) && h.label.kind == cur.kind && h.level > cur.Level {
 				rd.warn(r.lineOf(h.start)+1,
 					"heading %q is nested under task %s (level %d inside level %d) and is part of it, not a task; use the same heading level for every task",
@@ -312,6 +320,11 @@ func (r *parseState) headingTasks(rd *reading, hs []heading, isTask func(h *head
 		t.explicitID = t.ID != ""
 		if !t.explicitID {
 			t.Title = strings.TrimSpace(h.title[3:]) // "[ ] Title": no label
+			for _, w := range []string{"Step:", "Task:"} {
+				if rest, ok := strings.CutPrefix(t.Title, w); ok && strings.TrimSpace(rest) != "" {
+					t.Title = strings.TrimSpace(rest) // Zencoder's "### [x] Step: Planning"
+				}
+			}
 		}
 		t.Checked = h.box == 2
 		t.Start = h.start

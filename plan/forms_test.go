@@ -99,5 +99,5 @@ func TestFormGoldens(t *testing.T) {
 // file a person reviewed.
 func TestWildPlans(t *testing.T) {
 	t.Parallel()
-	compareGoldens(t, filepath.Join("..", "testdata", "plans", "wild"), 41)
+	compareGoldens(t, filepath.Join("..", "testdata", "plans", "wild"), 46)
 }

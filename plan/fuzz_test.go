@@ -28,6 +28,8 @@ func FuzzParse(f *testing.F) {
 		"1. [ ] ordered\n",
 		"- [ ] a\n[ref]: /url\n",
 		"## Task 1: a\n\n```verify\n```\n```verify\nx\n```\n",
+		"- [ ] `t-1` a → depends: t-1\n",
+		"# Fix\n\n## Changes\n\nx\n",
 	)
 	f.Fuzz(func(t *testing.T, src []byte) {
 		if len(src) < 1<<16 {
@@ -63,6 +65,11 @@ func FuzzForms(f *testing.F) {
 		"#### [ ] x\n#### [x]\n",
 		"- [ ] 1. a\n- [ ] 1.1 b\n- [ ] 1.1.1 c\n- [ ] 10 d\n",
 		"```markdown\n```bash\n```\n```\n",
+		"- [ ] `a-1` x\n- [ ] `a-2` y → depends: a-1\n  - [ ] `a-2.1` z\n- [ ] `a-2.2` -> depends: a-2, b\n",
+		"- [ ] `\n- [ ] ``\n- [ ] `a-1\n- [ ] `a-1`→ depends:\n",
+		"# Fix: x\n\n## Problem\n\ny\n\n## Fix\n\n### Changes to `z`\n\nw\n",
+		"## Fix\n",
+		"\n\n---\n",
 	)
 	f.Fuzz(func(t *testing.T, src []byte) {
 		for _, form := range append([]Form{FormNone}, Forms...) {

@@ -74,6 +74,14 @@ func parseLabelWith(s string, bare, phases bool) label {
 			n++
 		}
 		kind, id, after = labelSpecKit, rest[:n], rest[n:]
+	case len(rest) > 2 && rest[0] == '`' && backtickID(rest) > 0:
+		// "`tdg-1` Title" (openspec-gradle): the backticks say it is an
+		// id, so a space is separator enough.
+		n := backtickID(rest)
+		kind, id, after = labelCode, rest[1:n-1], rest[n:]
+		if after != "" && after[0] != ' ' && after[0] != '\t' && !codeBoundary(after, "") {
+			return label{}
+		}
 	case codeID(rest) > 0:
 		n := codeID(rest)
 		id, after = rest[:n], rest[n:]
@@ -177,6 +185,44 @@ func codeID(s string) int {
 			i++
 		}
 		if i+1 < len(s) && (s[i] == '.' || s[i] == '-') && isDigit(s[i+1]) {
+			i++
+			continue
+		}
+		return i
+	}
+}
+
+// backtickID returns the length of a task id in backticks at the start of
+// s, backticks included ("`tdg-1`", "`gtp-12.3`", "`S01`"), or 0: a code
+// id or a slug id, nothing else ("`src/main.go`" is a path).
+func backtickID(s string) int {
+	end := strings.IndexByte(s[1:], '`')
+	if end <= 0 {
+		return 0
+	}
+	in := s[1 : end+1]
+	if n := codeID(in); n == len(in) || slugID(in) == len(in) {
+		return end + 2
+	}
+	return 0
+}
+
+// slugID returns the length of a lower-case slug id at the start of s:
+// one to eight letters, a dash, and a dotted number, optionally followed
+// by more dashed numbers ("tdg-1", "gtp-12.3", "auth-2-1"); or 0. The
+// dash is required: "v2" and "go1.22" are versions, not ids.
+func slugID(s string) int {
+	i := 0
+	for i < len(s) && i < 8 && isLetter(s[i]) {
+		i++
+	}
+	if i == 0 || i+1 >= len(s) || s[i] != '-' || !isDigit(s[i+1]) {
+		return 0
+	}
+	i++
+	for {
+		i += dottedNumber(s[i:])
+		if i+1 < len(s) && s[i] == '-' && isDigit(s[i+1]) {
 			i++
 			continue
 		}

@@ -288,8 +288,11 @@ func (r *parseState) lineOf(off int) int {
 	return sort.Search(len(r.lines), func(i int) bool { return r.lines[i] > off }) - 1
 }
 
-// lineStartOf returns the offset of the start of the line holding off.
-func (r *parseState) lineStartOf(off int) int { return r.lines[r.lineOf(off)] }
+// lineStartOf returns the offset of the start of the line holding off,
+// or of the body when the line starts before it: a heading on the first
+// line of a file with a byte order mark starts after the mark, so the
+// preamble (from the body's start to the first task) is never negative.
+func (r *parseState) lineStartOf(off int) int { return max(r.lines[r.lineOf(off)], r.base) }
 
 // position returns the 1-based line and byte column of offset off.
 func (r *parseState) position(off int) (int, int) {

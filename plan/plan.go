@@ -23,15 +23,17 @@
 //  2. Checklist tasks: top-level list items with a task marker ("- [ ]",
 //     "- [x]", "- [X]"), optionally with an id: "- [ ] 3. Title",
 //     "- [ ] 3.2 Title", "- [ ] T001 [P] [US1] Title", "- [ ] Task 3: Title",
-//     "- [ ] **P0-1: Title**"; Kiro's optional marker "- [ ]* 2. Title" sets
-//     [Task.Optional]. Items under an aside heading ("Definition of done",
-//     "Completed") are context while other items exist; "1.1" right after
-//     "1." is folded into it.
+//     "- [ ] **P0-1: Title**", "- [ ] `tdg-1` Title"; Kiro's optional
+//     marker "- [ ]* 2. Title" sets [Task.Optional]. Items under an aside
+//     heading ("Definition of done", "Completed") are context while
+//     other items exist; "1.1" right after "1." is folded into it.
 //
 // The others: front matter todos (Cursor), <task> blocks, numbered lists
 // under a heading naming the work, table rows with an id column, and
 // numbered or phase section headings. docs/plan-format.md has them all.
-// Otherwise the plan has no tasks: a lint error, not a guess.
+// A plan with none of these whose sections name the work ("## Fix",
+// "### Changes to ...") is one task, the whole plan, with a lint warning
+// saying so; otherwise the plan has no tasks: a lint error, not a guess.
 //
 // Fenced and indented code, HTML blocks and block quotes are never scanned
 // for tasks (the markdown parser says what is code, not a regular
@@ -64,7 +66,9 @@
 // A task's id is its explicit label ("10", "3.2", "T010"), else its 1-based
 // ordinal. A line in a task's prose (not in code) starting "Depends on:",
 // "Depends:" or "Dependencies:" declares dependencies: "Depends on: 1, 3",
-// "depends on Task 3 and Task 5", "Depends: T012"; "none" declares none. A
+// "depends on Task 3 and Task 5", "Depends: T012"; "none" declares none;
+// so does an arrow ending a checklist item, "→ depends: tdg-1, tdg-2",
+// left out of the title. A
 // fenced block with info string "verify" holds the task's verify command.
 //
 // # Everything else
@@ -109,6 +113,7 @@ const (
 	FormNumbered  Form = "numbered"  // "1. ..." items under a Tasks heading
 	FormTable     Form = "table"     // one task per table row
 	FormSections  Form = "sections"  // "## Phase 1", "### 12.1 — Title" headings
+	FormWhole     Form = "whole"     // no task list: the whole plan is one task
 )
 
 // Options change how a plan is read.

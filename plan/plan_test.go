@@ -45,7 +45,7 @@ func checkInvariants(t fataler, src []byte, p *Plan) {
 		if tk.Text != string(src[tk.Start:tk.End]) {
 			t.Fatalf("task %s: text is not src[%d:%d]", tk.ID, tk.Start, tk.End)
 		}
-		if tk.Start > 0 && src[tk.Start-1] != '\n' {
+		if tk.Start > 0 && src[tk.Start-1] != '\n' && !(tk.Start == 3 && bytes.HasPrefix(src, []byte("\xEF\xBB\xBF"))) { // or after a byte order mark
 			t.Fatalf("task %s: span does not start at a line start", tk.ID)
 		}
 		wantLine := bytes.Count(src[:tk.Start], []byte{'\n'}) + 1
@@ -321,6 +321,15 @@ func TestParseLabel(t *testing.T) {
 		{"Testing", false, labelNone, "", ""},
 		{"Phase 1: Setup", false, labelNone, "", ""},
 		{"", true, labelNone, "", ""},
+		{"`tdg-1` Define the syntax", true, labelCode, "tdg-1", "Define the syntax"},
+		{"`gtp-12.3` `openspecSync` description", true, labelCode, "gtp-12.3", "`openspecSync` description"},
+		{"`S01`: Protocol view", false, labelCode, "S01", "Protocol view"},
+		{"`ttd-1.2`—Title", false, labelCode, "ttd-1.2", "Title"},
+		{"`src/main.go` — the entry point", true, labelNone, "", ""},
+		{"`v2` API", true, labelNone, "", ""},
+		{"`go1.22` upgrade", true, labelNone, "", ""},
+		{"`tdg-1`x", true, labelNone, "", ""},
+		{"`tdg-1", true, labelNone, "", ""},
 	} {
 		got := parseLabel(tc.in, tc.bare)
 		if got.kind != tc.kind || got.id != tc.id || got.title != tc.title {
@@ -485,4 +494,167 @@ func TestDeepNestingIsRefused(t *testing.T) {
 	}
 	// Realistic nesting is fine.
 	parseOK(t, "- [ ] 1. a\n  - [ ] 1.1 b\n    - c\n      > d\n")
+}
+
+func TestSlugAndArrowDeps(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"tdg-1", 5}, {"gtp-12.3", 8}, {"auth-2-1", 8}, {"tdg-1.", 5},
+		{"v2", 0}, {"go1.22", 0}, {"tdg-", 0}, {"-1", 0}, {"abcdefghi-1", 0}, {"", 0},
+	} {
+		if got := slugID(tc.in); got != tc.want {
+			t.Errorf("slugID(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"Build the graph → depends: tdg-2", "Build the graph"},
+		{"Implement it → depends: tdg-3, tdg-5", "Implement it"},
+		{"Wire it -> depends: 3", "Wire it"},
+		{"Define `→ depends:` syntax and add it", "Define `→ depends:` syntax and add it"},
+		{"Plain title", "Plain title"},
+	} {
+		if got := trimArrowDeps(tc.in); got != tc.want {
+			t.Errorf("trimArrowDeps(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	src := "# Tasks\n\n- [ ] `ab-1` First\n- [ ] `ab-2` Second → depends: ab-1\n  - [ ] `ab-2.1` Part of it\n" +
+		"- [ ] `ab-3` Third → depends: ab-1, ab-2\n- [ ] `ab-4` Fourth -> depends on the network\n- [ ] `ab-4.1` Flat sub-item\n"
+	p, ds := Parse("p.md", []byte(src))
+	if HasErrors(ds) {
+		t.Fatalf("diagnostics: %v", ds)
+	}
+	want := []struct {
+		id, title string
+		deps      []string
+	}{
+		{"ab-1", "First", nil},
+		{"ab-2", "Second", []string{"ab-1"}},
+		{"ab-3", "Third", []string{"ab-1", "ab-2"}},
+		{"ab-4", "Fourth -> depends on the network", nil},
+	}
+	if len(p.Tasks) != len(want) {
+		t.Fatalf("got %d tasks, want %d: %+v", len(p.Tasks), len(want), p.Tasks)
+	}
+	for i, w := range want {
+		got := p.Tasks[i]
+		if got.ID != w.id || got.Title != w.title || !slices.Equal(got.Deps, w.deps) {
+			t.Errorf("task %d = %q %q %v, want %q %q %v", i+1, got.ID, got.Title, got.Deps, w.id, w.title, w.deps)
+		}
+	}
+}
+
+func TestWholePlan(t *testing.T) {
+	t.Parallel()
+	fix := "# Fix: socket path truncation\n\n## Problem\n\nPaths over 108 bytes are cut.\n\n## Fix\n\n### Changes to `src/ipc.ts`\n\nHash long paths.\n\n## Notes\n\n- none\n"
+	for _, tc := range []struct {
+		name, src string
+		form      Form
+		title     string // "" for no tasks
+		warn      bool
+	}{
+		{"single-fix plan", fix, FormNone, "Fix: socket path truncation", true},
+		{"a note is not a plan", "# Plan\n\nNo tasks here.\n", FormNone, "", false},
+		{"sections that name no work", "# Search\n\n## Typo tolerance\n\nUse trigrams.\n", FormNone, "", false},
+		{"forced, any text", "# Plan\n\nNo tasks here.\n", FormWhole, "Plan", false},
+		{"forced, no heading", "\n\nJust prose here.\nMore.\n", FormWhole, "Just prose here.", false},
+		{"forced, empty", "\n\n", FormWhole, "", false},
+		{"a task list wins", "# Fix\n\n## Fix\n\n- [ ] Do it\n", FormNone, "Do it", false},
+		{"front matter", "---\nform: whole\n---\n# T\n\n- [ ] a\n- [ ] b\n", FormNone, "T", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, ds := ParseWith("p.md", []byte(tc.src), Options{Form: tc.form})
+			if tc.title == "" {
+				if len(p.Tasks) != 0 || !HasErrors(ds) {
+					t.Fatalf("got %d tasks and %v, want no tasks and an error", len(p.Tasks), ds)
+				}
+				return
+			}
+			if len(p.Tasks) != 1 || p.Tasks[0].Title != tc.title {
+				t.Fatalf("got %+v, want one task %q", p.Tasks, tc.title)
+			}
+			if tc.title != "Do it" && (p.Form != FormWhole || p.Tasks[0].ID != "1") {
+				t.Errorf("form %q id %q, want whole and 1", p.Form, p.Tasks[0].ID)
+			}
+			warned := slices.ContainsFunc(ds, func(d Diagnostic) bool { return strings.Contains(d.Message, "the whole plan is one task") })
+			if warned != tc.warn {
+				t.Errorf("warning %v, want %v: %v", warned, tc.warn, ds)
+			}
+		})
+	}
+	p, _ := Parse("p.md", []byte(fix))
+	if p.Preamble != "" || p.Tasks[0].Text != fix {
+		t.Errorf("whole plan: preamble %q, text %q; want all the plan in the task", p.Preamble, p.Tasks[0].Text)
+	}
+}
+
+// TestByteOrderMarkTaskOnFirstLine: a task on the first line of a file with
+// a byte order mark starts after the mark; the preamble is empty, not a
+// slice that ends before it starts (which panicked).
+func TestByteOrderMarkTaskOnFirstLine(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{
+		"# Task 1: a\n\nx\n",
+		"- [ ] a\n- [ ] b\n",
+		"## Phase 1\nx\n## Phase 2\ny\n",
+		"1. **a**\n2. **b**\n",
+		"# [X]",
+		"# Fix\n\n## Fix\n\nx\n",
+		"<task>\n<name>Task 1: a</name>\n</task>\n<task>\n<name>Task 2: b</name>\n</task>\n",
+	} {
+		bom := "\xEF\xBB\xBF" + src
+		p, _ := Parse("p.md", []byte(bom))
+		q, _ := Parse("p.md", []byte(src))
+		if len(p.Tasks) != len(q.Tasks) || len(p.Tasks) == 0 {
+			t.Fatalf("%q: %d tasks with a byte order mark, %d without", src, len(p.Tasks), len(q.Tasks))
+		}
+		if p.Preamble != "" || p.Tasks[0].Start != 3 || p.Tasks[0].Line != 1 || p.Tasks[0].Text != bom[3:p.Tasks[0].End] {
+			t.Errorf("%q: preamble %q, first task at %d (line %d)", src, p.Preamble, p.Tasks[0].Start, p.Tasks[0].Line)
+		}
+	}
+}
+
+func TestTaskishIgnoresFileNames(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		title string
+		want  bool
+	}{
+		{"Tasks", true},
+		{"Implementation steps", true},
+		{"1. src/prompts/plan.md", false},
+		{"`docs/steps.md`", false},
+		{"Update plan.md and the plan", true},
+		{"Typo tolerance", false},
+	} {
+		if got := isTaskish(tc.title); got != tc.want {
+			t.Errorf("isTaskish(%q) = %v, want %v", tc.title, got, tc.want)
+		}
+	}
+}
+
+// TestZencoderSteps: Zencoder's "### [x] Step: Planning" headings are
+// tasks titled without "Step:", and checkbox headings inside a task are
+// its steps, so a task whose "#### [x] 1. ..." steps are all done is done.
+func TestZencoderSteps(t *testing.T) {
+	t.Parallel()
+	src := "# Full SDD workflow\n\n### [x] Step: Planning\n\nPlan it.\n\n### [ ] Step: Implementation\n\n#### [x] 1. First\n\nx\n\n#### [x] 2. Second\n\ny\n\n### [ ] Step: Report\n\n#### [x] 1. Draft\n\n#### [ ] 2. Send\n"
+	p, ds := Parse("p.md", []byte(src))
+	if HasErrors(ds) {
+		t.Fatalf("diagnostics: %v", ds)
+	}
+	want := []struct {
+		title   string
+		checked bool
+	}{{"Planning", true}, {"Implementation", true}, {"Report", false}}
+	if len(p.Tasks) != len(want) {
+		t.Fatalf("got %d tasks, want %d", len(p.Tasks), len(want))
+	}
+	for i, w := range want {
+		if p.Tasks[i].Title != w.title || p.Tasks[i].Checked != w.checked {
+			t.Errorf("task %d = %q checked %v, want %q checked %v", i+1, p.Tasks[i].Title, p.Tasks[i].Checked, w.title, w.checked)
+		}
+	}
 }

@@ -42,6 +42,9 @@ func mdLine(t *rapid.T, label string) string {
 		rapid.Map(rapid.IntRange(0, 6), func(n int) string { return strings.Repeat(" ", n) + "- [ ] nested or not" }),
 		rapid.Map(rapid.IntRange(0, 6), func(n int) string { return strings.Repeat(" ", n) + "- plain item" }),
 		rapid.Map(rapid.IntRange(0, 6), func(n int) string { return strings.Repeat(" ", n) + "  continuation text" }),
+		rapid.Map(rapid.IntRange(1, 12), func(n int) string { return fmt.Sprintf("- [ ] `ab-%d` item → depends: ab-%d", n, n+1) }),
+		rapid.Just("## Fix"),
+		rapid.Just("### Changes to `src/a.go`"),
 		rapid.StringMatching(`[a-z ]{0,20}`),
 	).Draw(t, label)
 }
@@ -164,4 +167,48 @@ func TestGeneratedChecklists(t *testing.T) {
 func TestCRLFTwinsOrphanShare(t *testing.T) {
 	lines := []string{"- [ ] 1. item", "", "Depends on: 1", "  continuation text", "- [x]* 10.10 sub", "## Phase 1: Group"}
 	assertTwins(t, []byte(strings.Join(lines, "\r\n")))
+}
+
+// TestWholePlanProperty: read as one task (--form whole), any plan with
+// text is exactly one task that runs from the body's first line of text
+// to its last, so preamble, task and trailer hold the whole body and the
+// preamble and trailer are only blank lines and breaks. And the unforced
+// whole reading happens only when no other form finds a task.
+func TestWholePlanProperty(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		src := []byte(strings.Join(mdDoc(t), "\n") + "\n")
+		p, ds := ParseWith("p.md", src, Options{Form: FormWhole})
+		checkInvariants(t, src, p)
+		if len(p.Tasks) == 0 {
+			if !HasErrors(ds) {
+				t.Fatalf("no task and no error")
+			}
+			return
+		}
+		if len(p.Tasks) != 1 || p.Tasks[0].ID != "1" {
+			t.Fatalf("forced whole: %d tasks, first id %q", len(p.Tasks), p.Tasks[0].ID)
+		}
+		body := string(src[p.BodyStart:])
+		head := p.Preamble + p.Tasks[0].Text
+		if !strings.HasPrefix(body, head) {
+			t.Fatalf("preamble and task are not the start of the body")
+		}
+		if !onlyBreaks(p.Preamble) || !onlyBreaks(body[len(head):]) {
+			t.Fatalf("text outside the one task: preamble %q, after it %q", p.Preamble, body[len(head):])
+		}
+		q, _ := Parse("p.md", src)
+		if q.Form == FormWhole {
+			for _, f := range Forms[:len(Forms)-1] {
+				if r, _ := ParseWith("p.md", src, Options{Form: f}); len(r.Tasks) > 0 && f != FormTodos {
+					t.Fatalf("read as the whole plan although form %s finds %d tasks", f, len(r.Tasks))
+				}
+			}
+		}
+	})
+}
+
+// onlyBreaks reports whether s is blank lines and thematic breaks.
+func onlyBreaks(s string) bool {
+	return strings.Trim(s, "-*_ \t\r\n") == ""
 }

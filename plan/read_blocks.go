@@ -145,7 +145,8 @@ func (r *parseState) readXML(top topBlocks) reading {
 		if !r.lineStartsWith(l, "<task") {
 			continue
 		}
-		at := r.lines[l] + bytes.Index(r.src[r.lines[l]:], []byte("<task"))
+		from := max(r.lines[l], r.base) // after a byte order mark
+		at := from + bytes.Index(r.src[from:], []byte("<task"))
 		if next := at + len("<task"); next >= len(r.src) || (r.src[next] != ' ' && r.src[next] != '>') {
 			continue
 		}
@@ -162,7 +163,7 @@ func (r *parseState) readXML(top topBlocks) reading {
 			}
 		}
 		t := taskBuild{}
-		t.Start, t.End = r.lines[l], r.lineEnd(last)
+		t.Start, t.End = from, r.lineEnd(last)
 		t.headEnd = r.lineEnd(l)
 		block := r.src[t.Start:t.End]
 		opener := string(r.src[at:t.headEnd])
@@ -188,7 +189,7 @@ func (r *parseState) readXML(top topBlocks) reading {
 // lineStartsWith reports whether 0-based line l, after its indentation,
 // starts with prefix.
 func (r *parseState) lineStartsWith(l int, prefix string) bool {
-	i := r.lines[l]
+	i := max(r.lines[l], r.base) // after a byte order mark
 	for i < len(r.src) && (r.src[i] == ' ' || r.src[i] == '\t') {
 		i++
 	}

@@ -42,13 +42,47 @@ func isAside(title string) bool {
 var taskishWords = []string{"task", "step", "implementation", "todo", "to do", "to-do", "work", "changes", "plan", "milestone", "roadmap", "action", "breakdown"}
 
 func isTaskish(title string) bool {
-	t := strings.ToLower(title)
+	t := strings.ToLower(withoutPaths(title))
 	for _, w := range taskishWords {
 		if strings.Contains(t, w) {
 			return true
 		}
 	}
 	return false
+}
+
+// withoutPaths drops the words of a title that name files ("#### 1.
+// src/prompts/plan.md", "### `docs/steps.md`"): a file called plan.md
+// does not make its section the plan.
+func withoutPaths(title string) string {
+	if !strings.ContainsAny(title, "/.`") {
+		return title
+	}
+	words := strings.Fields(title)
+	kept := words[:0]
+	for _, w := range words {
+		w := strings.Trim(w, "`*_:,;()")
+		if strings.Contains(w, "/") || isFileName(w) {
+			continue
+		}
+		kept = append(kept, w)
+	}
+	return strings.Join(kept, " ")
+}
+
+// isFileName reports whether w looks like a file name: letters, then a
+// dot and a short extension of letters ("plan.md", "steps.ts").
+func isFileName(w string) bool {
+	i := strings.LastIndexByte(w, '.')
+	if i <= 0 || i == len(w)-1 || len(w)-i > 5 {
+		return false
+	}
+	for _, c := range []byte(w[i+1:]) {
+		if !isLetter(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // sectionIndex walks headings in step with offsets that only grow: at
@@ -142,6 +176,7 @@ func (r *parseState) checklistTask(it checkItem) taskBuild {
 	} else {
 		t.Title = strings.TrimSpace(string(rest))
 	}
+	t.Title = trimArrowDeps(t.Title)
 	t.Checked = it.box.IsChecked
 	t.Start, t.End = it.start, it.end
 	t.headEnd = r.lineEnd(r.lineOf(it.start))
@@ -154,7 +189,7 @@ func (r *parseState) foldSubtasks(rd *reading, ts []taskBuild) []taskBuild {
 	var out []taskBuild
 	folded := 0
 	for _, t := range ts {
-		if n := len(out); n > 0 && t.kind == labelNumber && out[n-1].explicitID &&
+		if n := len(out); n > 0 && (t.kind == labelNumber || t.kind == labelCode) && out[n-1].explicitID &&
 			strings.HasPrefix(t.ID, out[n-1].ID+".") && !r.hasText(out[n-1].End, t.Start) {
 			p := &out[n-1]
 			p.End = t.End
