@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"sync"
 	"time"
 
 	"github.com/implloop/implloop/internal/bytepath"
@@ -17,6 +18,13 @@ const (
 	EvUnitStarted  = "unit_started"
 	EvUnitReplayed = "unit_replayed"
 	EvUnitFinished = "unit_finished"
+	// EvAhead tells of a call made ahead with its wave (--jobs): status
+	// "running" when it starts in its worktree, "returned" when the agent
+	// is back (duration_ms; message when it could not run). It is
+	// journaled as a unit at its task's turn (unit_started, unit_finished);
+	// these two say what runs meanwhile. They come from the calls'
+	// goroutines, in the order things happen, between the other events.
+	EvAhead        = "ahead"
 	EvGate         = "gate"
 	EvBoundary     = "boundary"
 	EvConcern      = "concern"
@@ -81,7 +89,9 @@ type PlannedTask struct {
 }
 
 // Observer receives the events of a run as they happen. Implementations
-// must not block for long: the loop calls them inline.
+// must not block for long: the loop calls them inline. Calls never
+// overlap: with --jobs, where events also come from the goroutines of
+// calls made ahead, the loop serializes them (syncObserver).
 type Observer interface {
 	Event(e Event)
 }
@@ -91,6 +101,19 @@ type ObserverFunc func(Event)
 
 // Event calls f.
 func (f ObserverFunc) Event(e Event) { f(e) }
+
+// syncObserver hands events to obs one at a time.
+type syncObserver struct {
+	mu  sync.Mutex
+	obs Observer
+}
+
+// Event calls s.obs.Event under s.mu.
+func (s *syncObserver) Event(ev Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.obs.Event(ev)
+}
 
 func intp(i int) *int    { return &i }
 func boolp(b bool) *bool { return &b }

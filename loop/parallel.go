@@ -67,6 +67,7 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 	}
 	e.waveEnd = end
 	type job struct {
+		i int // the task's index
 		t extractor.Task
 		u unit.Unit
 	}
@@ -78,7 +79,7 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 			return err
 		}
 		if ok {
-			jobs = append(jobs, job{t, u})
+			jobs = append(jobs, job{k, t, u})
 		}
 	}
 	if len(jobs) < 2 || e.prev.Commit == "" {
@@ -99,7 +100,10 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 			e.pool <- worker{}
 		}
 	}
-	j, base := e.j, e.prev.Commit // the goroutines only write blobs and files
+	if _, ok := e.obs.(*syncObserver); !ok {
+		e.obs = &syncObserver{obs: e.obs} // the goroutines emit too (emitAhead)
+	}
+	j, base := e.j, e.prev.Commit // the goroutines only write blobs, files and ahead events
 	for _, jb := range jobs {
 		r := &early{done: make(chan struct{}), u: jb.u, base: base}
 		e.early[jb.u.Identity] = r
@@ -112,7 +116,16 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 			defer func() { e.pool <- w }()
 			w.path, r.err = e.worktreeAt(ctx, dir, w, base)
 			if r.err == nil {
+				ev := Event{Type: EvAhead, Status: "running", Task: jb.t.ID, Title: jb.t.Title, Index: jb.i + 1, Count: len(e.sel.Tasks),
+					Unit: jb.u.ID, Attempt: jb.u.Attempt, Worktree: e.relWorktree(w.path)}
+				e.emitAhead(j, ev)
+				t0 := e.now()
 				r.err = e.callAhead(ctx, j, w.path, jb.t, r)
+				ev.Status, ev.Millis = "returned", e.now().Sub(t0).Milliseconds()
+				if r.err != nil {
+					ev.Message = r.err.Error()
+				}
+				e.emitAhead(j, ev)
 			}
 			// Its tree read, everything it made is in its index: the next
 			// checkout removes it without a clean.
@@ -120,6 +133,25 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 		}()
 	}
 	return nil
+}
+
+// emitAhead is emit for the goroutines of calls made ahead: journaled with
+// the journal they were handed (never a replay batch's, which only the
+// engine's goroutine holds), then handed to the observer, which startWave
+// made safe for more than one goroutine.
+func (e *engine) emitAhead(j *cache.Journal, ev Event) {
+	ev.Time, ev.RunID = e.now().UTC(), e.runID
+	_, _ = j.AppendEvent(e.runID, ev.Type, ev)
+	e.obs.Event(ev)
+}
+
+// relWorktree is a worktree's path as events give it: relative to the
+// repository root, with slashes.
+func (e *engine) relWorktree(path string) string {
+	if rel, err := filepath.Rel(e.o.RepoRoot, path); err == nil {
+		return filepath.ToSlash(rel)
+	}
+	return filepath.ToSlash(path)
 }
 
 // endWaves waits for every call made ahead (a run that stops early still
