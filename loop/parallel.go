@@ -128,8 +128,11 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 				e.emitAhead(j, ev)
 			}
 			// Its tree read, everything it made is in its index: the next
-			// checkout removes it without a clean.
-			w.read = r.err == nil && r.tree != ""
+			// reset needs to touch only what differs (ResetWorktree).
+			w.tree = ""
+			if r.err == nil {
+				w.tree = r.tree
+			}
 		}()
 	}
 	return nil
@@ -210,10 +213,10 @@ func (e *engine) firstLiveUnit(t extractor.Task) (unit.Unit, bool, error) {
 }
 
 // worker is one of --jobs workers: its worktree ("" before its first
-// task), and whether its last task's tree was read.
+// task), and the tree of its last task's work ("" when it was not read).
 type worker struct {
 	path string
-	read bool
+	tree string
 }
 
 // worktreeAt readies worker w's worktree at commit base, making it before
@@ -221,7 +224,7 @@ type worker struct {
 // every file) and removed by endWaves.
 func (e *engine) worktreeAt(ctx context.Context, dir string, w worker, base string) (string, error) {
 	path := w.path
-	if path != "" && boundary.ResetWorktree(ctx, path, base, !w.read) == nil {
+	if path != "" && boundary.ResetWorktree(ctx, path, base, w.tree) == nil {
 		return path, nil
 	}
 	e.wtMu.Lock()
