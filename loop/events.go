@@ -1,7 +1,6 @@
 package loop
 
 import (
-	"sync"
 	"time"
 
 	"github.com/implloop/implloop/internal/bytepath"
@@ -22,8 +21,9 @@ const (
 	// "running" when it starts in its worktree, "returned" when the agent
 	// is back (duration_ms; message when it could not run). It is
 	// journaled as a unit at its task's turn (unit_started, unit_finished);
-	// these two say what runs meanwhile. They come from the calls'
-	// goroutines, in the order things happen, between the other events.
+	// these two say what runs meanwhile. The observer has them as they
+	// happen, from the calls' goroutines; the journal once the run's own
+	// goroutine gets to them (their time is when they happened).
 	EvAhead        = "ahead"
 	EvGate         = "gate"
 	EvBoundary     = "boundary"
@@ -91,7 +91,7 @@ type PlannedTask struct {
 // Observer receives the events of a run as they happen. Implementations
 // must not block for long: the loop calls them inline. Calls never
 // overlap: with --jobs, where events also come from the goroutines of
-// calls made ahead, the loop serializes them (syncObserver).
+// calls made ahead, the loop serializes them (waveObserver).
 type Observer interface {
 	Event(e Event)
 }
@@ -101,19 +101,6 @@ type ObserverFunc func(Event)
 
 // Event calls f.
 func (f ObserverFunc) Event(e Event) { f(e) }
-
-// syncObserver hands events to obs one at a time.
-type syncObserver struct {
-	mu  sync.Mutex
-	obs Observer
-}
-
-// Event calls s.obs.Event under s.mu.
-func (s *syncObserver) Event(ev Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.obs.Event(ev)
-}
 
 func intp(i int) *int    { return &i }
 func boolp(b bool) *bool { return &b }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/implloop/implloop/boundary"
@@ -100,10 +101,11 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 			e.pool <- worker{}
 		}
 	}
-	if _, ok := e.obs.(*syncObserver); !ok {
-		e.obs = &syncObserver{obs: e.obs} // the goroutines emit too (emitAhead)
+	if _, ok := e.obs.(*waveObserver); !ok {
+		e.obs = &waveObserver{obs: e.obs} // the goroutines emit too (emitAhead)
 	}
-	j, base := e.j, e.prev.Commit // the goroutines only write blobs, files and ahead events
+	e.journalAhead()
+	j, base := e.j, e.prev.Commit // the goroutines only write blobs and files
 	for _, jb := range jobs {
 		r := &early{done: make(chan struct{}), u: jb.u, base: base}
 		e.early[jb.u.Identity] = r
@@ -118,14 +120,14 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 			if r.err == nil {
 				ev := Event{Type: EvAhead, Status: "running", Task: jb.t.ID, Title: jb.t.Title, Index: jb.i + 1, Count: len(e.sel.Tasks),
 					Unit: jb.u.ID, Attempt: jb.u.Attempt, Worktree: e.relWorktree(w.path)}
-				e.emitAhead(j, ev)
+				e.emitAhead(ev)
 				t0 := e.now()
 				r.err = e.callAhead(ctx, j, w.path, jb.t, r)
 				ev.Status, ev.Millis = "returned", e.now().Sub(t0).Milliseconds()
 				if r.err != nil {
 					ev.Message = r.err.Error()
 				}
-				e.emitAhead(j, ev)
+				e.emitAhead(ev)
 			}
 			// Its tree read, everything it made is in its index: the next
 			// reset needs to touch only what differs (ResetWorktree).
@@ -138,14 +140,52 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 	return nil
 }
 
-// emitAhead is emit for the goroutines of calls made ahead: journaled with
-// the journal they were handed (never a replay batch's, which only the
-// engine's goroutine holds), then handed to the observer, which startWave
-// made safe for more than one goroutine.
-func (e *engine) emitAhead(j *cache.Journal, ev Event) {
+// waveObserver is the run's observer once calls are made ahead: it hands
+// events to obs one at a time, whichever goroutine emits them, and keeps
+// the ahead events until the run's goroutine journals them
+// (journalAhead). A goroutine does not write the journal itself: the
+// run's goroutine may hold it in a replay batch's transaction, and the
+// wait would be SQLite's busy timeout.
+type waveObserver struct {
+	mu          sync.Mutex
+	obs         Observer
+	unjournaled []Event
+}
+
+// Event calls obs.Event under mu.
+func (w *waveObserver) Event(ev Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.obs.Event(ev)
+}
+
+// emitAhead is emit for the goroutines of calls made ahead: the observer
+// has the event now, the journal at the next journalAhead.
+func (e *engine) emitAhead(ev Event) {
 	ev.Time, ev.RunID = e.now().UTC(), e.runID
-	_, _ = j.AppendEvent(e.runID, ev.Type, ev)
-	e.obs.Event(ev)
+	w := e.obs.(*waveObserver)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.unjournaled = append(w.unjournaled, ev)
+	w.obs.Event(ev)
+}
+
+// journalAhead journals the ahead events emitted since it last ran. The
+// run's goroutine calls it where no replay batch is open: when a wave
+// starts, when a task takes its call made ahead (so the call's "returned"
+// comes before its unit_started), and when the waves end.
+func (e *engine) journalAhead() {
+	w, ok := e.obs.(*waveObserver)
+	if !ok || e.j == nil || e.runID == "" {
+		return
+	}
+	w.mu.Lock()
+	evs := w.unjournaled
+	w.unjournaled = nil
+	w.mu.Unlock()
+	for _, ev := range evs {
+		_, _ = e.j.AppendEvent(e.runID, ev.Type, ev)
+	}
 }
 
 // relWorktree is a worktree's path as events give it: relative to the
@@ -161,6 +201,7 @@ func (e *engine) relWorktree(path string) string {
 // has them running) and removes the task worktrees.
 func (e *engine) endWaves(ctx context.Context) {
 	e.inFlight.Wait()
+	e.journalAhead()
 	if e.worktrees != "" {
 		_ = boundary.RemoveWorktrees(context.WithoutCancel(ctx), e.o.RepoRoot, e.worktrees)
 		_ = os.Remove(filepath.Dir(e.worktrees)) // when no other run's are left
@@ -266,6 +307,7 @@ func (e *engine) takeEarly(u unit.Unit) (*early, error) {
 	}
 	delete(e.early, u.Identity)
 	<-r.done
+	e.journalAhead()
 	return r, r.err
 }
 

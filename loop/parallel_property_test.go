@@ -1,13 +1,16 @@
 package loop
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"pgregory.net/rapid"
 )
@@ -29,7 +32,9 @@ const parallelChecks = "20"
 //     as well) has ended its last call;
 //   - the run ends DONE, every task done, each task's file in the tree with
 //     its content, and no worktree left behind (parRun);
-//   - the journal's invariants hold (runIn).
+//   - the journal's invariants hold (runIn), and it has the "running" and
+//     "returned" ahead events of each call made ahead, before the call's
+//     unit_started (checkAheadJournaled).
 func TestParallelPropertyDependencyOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a loop per case in a real repository")
@@ -117,6 +122,7 @@ func TestParallelPropertyDependencyOrder(t *testing.T) {
 		if len(out.Report.Tasks) != n {
 			rt.Fatalf("plan %q: %d tasks in the report", specs, len(out.Report.Tasks))
 		}
+		checkAheadJournaled(rt, openJournal(t, repo), out.RunID)
 	})
 }
 
@@ -136,4 +142,38 @@ func waitsFor(tasks []extractor.Task) map[string]map[string]bool {
 		out[x.ID] = set
 	}
 	return out
+}
+
+// checkAheadJournaled checks the ahead events of run in the journal: a
+// task whose unit_started says it ran in a worktree has, before it, one
+// "running" and one "returned" ahead event for that worktree, and no other
+// task has any.
+func checkAheadJournaled(rt *rapid.T, j *cache.Journal, run string) {
+	evs, err := j.Events(run)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	seen := map[string][]string{} // task -> statuses of its ahead events so far
+	for _, ce := range evs {
+		var e Event
+		if err := json.Unmarshal(ce.Data, &e); err != nil {
+			rt.Fatal(err)
+		}
+		switch e.Type {
+		case EvAhead:
+			seen[e.Task] = append(seen[e.Task], e.Status+" "+e.Worktree)
+		case EvUnitStarted:
+			want := []string(nil)
+			if e.Worktree != "" {
+				want = []string{"running " + e.Worktree, "returned " + e.Worktree}
+			}
+			if !slices.Equal(seen[e.Task], want) {
+				rt.Fatalf("task %s: unit_started (worktree %q) after ahead events %q", e.Task, e.Worktree, seen[e.Task])
+			}
+			delete(seen, e.Task)
+		}
+	}
+	if len(seen) > 0 {
+		rt.Fatalf("ahead events of no unit: %v", seen)
+	}
 }
