@@ -76,32 +76,67 @@ func AddWorktree(ctx context.Context, repoDir, path, commit string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("worktree: %w", err)
 	}
-	if _, _, err := g.run(nil, nil, "-c", "core.hooksPath=/dev/null", "worktree", "add", "-q", "--detach", "--force", path, commit); err != nil {
+	if _, _, err := g.run(nil, nil, worktreeConfig("worktree", "add", "-q", "--detach", "--force", path, commit)...); err != nil {
 		return fmt.Errorf("worktree for %.12s: %w", commit, err)
 	}
 	return nil
 }
 
-// ResetWorktree makes the task worktree at path hold commit again: checked
-// out, detached, over everything the last task changed (only the paths
-// that differ are rewritten). Files the last task created are gone too
-// when its tree was read (WorktreeTree adds them to the worktree's index,
-// and the checkout removes what the commit does not have); otherwise, or
-// with clean, `git clean` removes every file git does not track, ignored
-// ones included. Without clean, ignored files the last task made (build
-// outputs) stay, as they would on a developer's machine. A worktree is
-// reused from task to task this way: a fresh one checks out every file.
-func ResetWorktree(ctx context.Context, path, commit string, clean bool) error {
-	if _, err := gitcmd.Output(ctx, path, "-c", "core.hooksPath=/dev/null", "checkout", "-q", "-f", "--detach", commit); err != nil {
-		return fmt.Errorf("worktree %s: %w", path, err)
-	}
-	if !clean {
+// ResetWorktree makes the task worktree at path hold commit again,
+// detached, for the worker's next task: a worktree is reused from task to
+// task this way (a fresh one checks out every file).
+//
+// last is the tree WorktreeTree read after the last task, "" when it was
+// not read. When it was, the worktree's index holds exactly that tree (the
+// files the task created included), so only the paths in which it differs
+// from commit (diff-tree, from the two trees) are written back or removed
+// (`git restore`), the other entries keeping their stat data: nothing
+// looks at the other files (a checkout would look at every one), and
+// nothing of the task writes after its tree was read (its process group
+// is killed when the agent exits). HEAD is set apart (the task may have
+// committed). Ignored files the task made (build outputs) stay, as they
+// would on a developer's machine.
+//
+// Otherwise, or should that fail, `checkout -f` rewrites every tracked file
+// that differs and `git clean` removes every file git does not track,
+// ignored ones included.
+func ResetWorktree(ctx context.Context, path, commit, last string) error {
+	if last != "" && resetPaths(ctx, path, commit, last) == nil {
 		return nil
+	}
+	if _, err := gitcmd.Output(ctx, path, worktreeConfig("checkout", "-q", "-f", "--detach", commit)...); err != nil {
+		return fmt.Errorf("worktree %s: %w", path, err)
 	}
 	if _, err := gitcmd.Output(ctx, path, "clean", "-q", "-f", "-f", "-d", "-x"); err != nil {
 		return fmt.Errorf("worktree %s: %w", path, err)
 	}
 	return nil
+}
+
+// resetPaths is ResetWorktree's way when the worktree's index holds the
+// tree last.
+func resetPaths(ctx context.Context, path, commit, last string) error {
+	names, err := gitcmd.Output(ctx, path, "diff-tree", "-r", "-z", "--name-only", "--no-renames", commit, last)
+	if err != nil {
+		return err
+	}
+	if names = strings.TrimRight(names, "\x00"); names != "" {
+		args := worktreeConfig("--literal-pathspecs", "restore", "--source="+commit, "--staged", "--worktree",
+			"--no-overlay", "--pathspec-from-file=-", "--pathspec-file-nul")
+		if _, _, err := gitcmd.Run(ctx, gitcmd.Options{Dir: path, Stdin: strings.NewReader(names + "\x00")}, args...); err != nil {
+			return err
+		}
+	}
+	_, err = gitcmd.Output(ctx, path, worktreeConfig("update-ref", "--no-deref", "HEAD", commit)...)
+	return err
+}
+
+// worktreeConfig prefixes a git command that writes in a task worktree:
+// no user hook runs, and its index (implloop's, and the agent's) is split,
+// so that a command that changes a few entries of a large index writes
+// only those (as Take's index does).
+func worktreeConfig(args ...string) []string {
+	return append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.splitIndex=true"}, args...)
 }
 
 // RemoveWorktrees removes every task worktree under dir (a WorktreeDir, or
@@ -143,10 +178,10 @@ func RemoveWorktrees(ctx context.Context, repoDir, dir string) error {
 // boundary records it (git add -A into the worktree's own index: implloop
 // owns that index), whatever the task committed there.
 func WorktreeTree(ctx context.Context, path string) (string, error) {
-	if _, err := gitcmd.Output(ctx, path, append([]string{"-c", "core.hooksPath=/dev/null", "add", "-A", "--ignore-errors", "--", ":/"}, ownExcludes()...)...); err != nil {
+	if _, err := gitcmd.Output(ctx, path, worktreeConfig(append([]string{"add", "-A", "--ignore-errors", "--", ":/"}, ownExcludes()...)...)...); err != nil {
 		return "", fmt.Errorf("worktree %s: %w", path, err)
 	}
-	id, err := gitcmd.Output(ctx, path, "write-tree")
+	id, err := gitcmd.Output(ctx, path, worktreeConfig("write-tree")...)
 	if err != nil {
 		return "", fmt.Errorf("worktree %s: %w", path, err)
 	}

@@ -17,6 +17,14 @@ const (
 	EvUnitStarted  = "unit_started"
 	EvUnitReplayed = "unit_replayed"
 	EvUnitFinished = "unit_finished"
+	// EvAhead tells of a call made ahead with its wave (--jobs): status
+	// "running" when it starts in its worktree, "returned" when the agent
+	// is back (duration_ms; message when it could not run). It is
+	// journaled as a unit at its task's turn (unit_started, unit_finished);
+	// these two say what runs meanwhile. The observer has them as they
+	// happen, from the calls' goroutines; the journal once the run's own
+	// goroutine gets to them (their time is when they happened).
+	EvAhead        = "ahead"
 	EvGate         = "gate"
 	EvBoundary     = "boundary"
 	EvConcern      = "concern"
@@ -81,7 +89,9 @@ type PlannedTask struct {
 }
 
 // Observer receives the events of a run as they happen. Implementations
-// must not block for long: the loop calls them inline.
+// must not block for long: the loop calls them inline. Calls never
+// overlap: with --jobs, where events also come from the goroutines of
+// calls made ahead, the loop serializes them (waveObserver).
 type Observer interface {
 	Event(e Event)
 }

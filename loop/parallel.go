@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/implloop/implloop/boundary"
@@ -67,6 +68,7 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 	}
 	e.waveEnd = end
 	type job struct {
+		i int // the task's index
 		t extractor.Task
 		u unit.Unit
 	}
@@ -78,7 +80,7 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 			return err
 		}
 		if ok {
-			jobs = append(jobs, job{t, u})
+			jobs = append(jobs, job{k, t, u})
 		}
 	}
 	if len(jobs) < 2 || e.prev.Commit == "" {
@@ -99,6 +101,10 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 			e.pool <- worker{}
 		}
 	}
+	if _, ok := e.obs.(*waveObserver); !ok {
+		e.obs = &waveObserver{obs: e.obs} // the goroutines emit too (emitAhead)
+	}
+	e.journalAhead()
 	j, base := e.j, e.prev.Commit // the goroutines only write blobs and files
 	for _, jb := range jobs {
 		r := &early{done: make(chan struct{}), u: jb.u, base: base}
@@ -112,20 +118,90 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 			defer func() { e.pool <- w }()
 			w.path, r.err = e.worktreeAt(ctx, dir, w, base)
 			if r.err == nil {
+				ev := Event{Type: EvAhead, Status: "running", Task: jb.t.ID, Title: jb.t.Title, Index: jb.i + 1, Count: len(e.sel.Tasks),
+					Unit: jb.u.ID, Attempt: jb.u.Attempt, Worktree: e.relWorktree(w.path)}
+				e.emitAhead(ev)
+				t0 := e.now()
 				r.err = e.callAhead(ctx, j, w.path, jb.t, r)
+				ev.Status, ev.Millis = "returned", e.now().Sub(t0).Milliseconds()
+				if r.err != nil {
+					ev.Message = r.err.Error()
+				}
+				e.emitAhead(ev)
 			}
 			// Its tree read, everything it made is in its index: the next
-			// checkout removes it without a clean.
-			w.read = r.err == nil && r.tree != ""
+			// reset needs to touch only what differs (ResetWorktree).
+			w.tree = ""
+			if r.err == nil {
+				w.tree = r.tree
+			}
 		}()
 	}
 	return nil
+}
+
+// waveObserver is the run's observer once calls are made ahead: it hands
+// events to obs one at a time, whichever goroutine emits them, and keeps
+// the ahead events until the run's goroutine journals them
+// (journalAhead). A goroutine does not write the journal itself: the
+// run's goroutine may hold it in a replay batch's transaction, and the
+// wait would be SQLite's busy timeout.
+type waveObserver struct {
+	mu          sync.Mutex
+	obs         Observer
+	unjournaled []Event
+}
+
+// Event calls obs.Event under mu.
+func (w *waveObserver) Event(ev Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.obs.Event(ev)
+}
+
+// emitAhead is emit for the goroutines of calls made ahead: the observer
+// has the event now, the journal at the next journalAhead.
+func (e *engine) emitAhead(ev Event) {
+	ev.Time, ev.RunID = e.now().UTC(), e.runID
+	w := e.obs.(*waveObserver)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.unjournaled = append(w.unjournaled, ev)
+	w.obs.Event(ev)
+}
+
+// journalAhead journals the ahead events emitted since it last ran. The
+// run's goroutine calls it where no replay batch is open: when a wave
+// starts, when a task takes its call made ahead (so the call's "returned"
+// comes before its unit_started), and when the waves end.
+func (e *engine) journalAhead() {
+	w, ok := e.obs.(*waveObserver)
+	if !ok || e.j == nil || e.runID == "" {
+		return
+	}
+	w.mu.Lock()
+	evs := w.unjournaled
+	w.unjournaled = nil
+	w.mu.Unlock()
+	for _, ev := range evs {
+		_, _ = e.j.AppendEvent(e.runID, ev.Type, ev)
+	}
+}
+
+// relWorktree is a worktree's path as events give it: relative to the
+// repository root, with slashes.
+func (e *engine) relWorktree(path string) string {
+	if rel, err := filepath.Rel(e.o.RepoRoot, path); err == nil {
+		return filepath.ToSlash(rel)
+	}
+	return filepath.ToSlash(path)
 }
 
 // endWaves waits for every call made ahead (a run that stops early still
 // has them running) and removes the task worktrees.
 func (e *engine) endWaves(ctx context.Context) {
 	e.inFlight.Wait()
+	e.journalAhead()
 	if e.worktrees != "" {
 		_ = boundary.RemoveWorktrees(context.WithoutCancel(ctx), e.o.RepoRoot, e.worktrees)
 		_ = os.Remove(filepath.Dir(e.worktrees)) // when no other run's are left
@@ -178,10 +254,10 @@ func (e *engine) firstLiveUnit(t extractor.Task) (unit.Unit, bool, error) {
 }
 
 // worker is one of --jobs workers: its worktree ("" before its first
-// task), and whether its last task's tree was read.
+// task), and the tree of its last task's work ("" when it was not read).
 type worker struct {
 	path string
-	read bool
+	tree string
 }
 
 // worktreeAt readies worker w's worktree at commit base, making it before
@@ -189,7 +265,7 @@ type worker struct {
 // every file) and removed by endWaves.
 func (e *engine) worktreeAt(ctx context.Context, dir string, w worker, base string) (string, error) {
 	path := w.path
-	if path != "" && boundary.ResetWorktree(ctx, path, base, !w.read) == nil {
+	if path != "" && boundary.ResetWorktree(ctx, path, base, w.tree) == nil {
 		return path, nil
 	}
 	e.wtMu.Lock()
@@ -231,6 +307,7 @@ func (e *engine) takeEarly(u unit.Unit) (*early, error) {
 	}
 	delete(e.early, u.Identity)
 	<-r.done
+	e.journalAhead()
 	return r, r.err
 }
 

@@ -14,3 +14,7 @@ done
 checks=${RAPID_CHECKS:-10000}
 echo "property guard TestPropertyDiscards ($checks cases)"
 go test -count=1 -timeout 0 ./guard/ -run '^TestPropertyDiscards$' -rapid.checks="$checks"
+# --jobs over random dependency graphs (about 1 s a case).
+pchecks=${PARALLEL_CHECKS:-200}
+echo "property loop TestParallelPropertyDependencyOrder ($pchecks cases)"
+go test -count=1 -timeout 0 ./loop/ -run '^TestParallelPropertyDependencyOrder$' -rapid.checks="$pchecks"

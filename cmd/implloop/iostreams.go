@@ -39,11 +39,16 @@ func (io *ioStreams) color() bool {
 	return io.escapes(io.outIsTerm, true)
 }
 
-// liveErr reports whether a status line on ErrOut may be redrawn in place.
-func (io *ioStreams) liveErr() bool { return io.escapes(io.errIsTerm, false) }
+// liveErr reports whether status lines on ErrOut may be redrawn in place.
+func (io *ioStreams) liveErr() bool { return io.escapes(io.errIsTerm, false) && cursorMoves() }
 
 // liveOut reports whether Out may be cleared and redrawn (watch's preview).
-func (io *ioStreams) liveOut() bool { return io.escapes(io.outIsTerm, false) }
+func (io *ioStreams) liveOut() bool { return io.escapes(io.outIsTerm, false) && cursorMoves() }
+
+// cursorMoves reports whether the terminal understands cursor movement:
+// not TERM=dumb (Emacs' shell buffers, some CI consoles), where every
+// redraw would stay on the screen.
+func cursorMoves() bool { return os.Getenv("TERM") != "dumb" }
 
 // escapes decides whether a stream may carry escape codes. never and
 // NO_COLOR (https://no-color.org) turn them all off; always turns colors on

@@ -14,9 +14,12 @@ func TestColorModes(t *testing.T) {
 	for _, c := range []struct {
 		mode             colorMode
 		noColor          string
+		term             string
 		outTerm, errTerm bool
 		color, live      bool
 	}{
+		{mode: colorAuto, term: "dumb", outTerm: true, errTerm: true, color: true, live: false},
+		{mode: colorAlways, term: "dumb", outTerm: true, errTerm: true, color: true, live: false},
 		{mode: "", outTerm: true, errTerm: true, color: true, live: true},
 		{mode: colorAuto, outTerm: true, errTerm: true, color: true, live: true},
 		{mode: colorAuto, color: false, live: false},
@@ -26,6 +29,7 @@ func TestColorModes(t *testing.T) {
 		{mode: colorAlways, noColor: "1", outTerm: true, errTerm: true, color: true, live: true},
 	} {
 		t.Setenv("NO_COLOR", c.noColor)
+		t.Setenv("TERM", c.term)
 		io := &ioStreams{outIsTerm: c.outTerm, errIsTerm: c.errTerm, colorMode: c.mode}
 		if got := io.color(); got != c.color {
 			t.Errorf("%+v: color() = %v", c, got)
@@ -53,6 +57,7 @@ func TestProgressEscapesOnlyWhenLive(t *testing.T) {
 		{colorAlways, "1", true},
 	} {
 		t.Setenv("NO_COLOR", c.noColor)
+		t.Setenv("TERM", "xterm")
 		var errOut bytes.Buffer
 		io := &ioStreams{Out: &bytes.Buffer{}, ErrOut: &errOut, errIsTerm: true, colorMode: c.mode}
 		p := newProgress(io, false)

@@ -3,25 +3,37 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/implloop/implloop/loop"
 )
 
 // progress renders the run's events: NDJSON on stdout with --json; on a
-// terminal, one live line per task on stderr (spinner, elapsed, attempt,
-// live or replayed) that settles into a summary line; plain lines
-// otherwise, and with --color never or NO_COLOR set.
+// terminal, a live block on stderr redrawn in place (spinner, elapsed): a
+// line for the task whose turn it is (attempt, live or replayed) and, with
+// --jobs, one line per call made ahead with its wave, each settling into a
+// plain summary line; plain lines otherwise (stderr not a terminal,
+// TERM=dumb, --color never or NO_COLOR set).
 type progress struct {
 	io   *ioStreams
 	json bool
 	live bool // redraw in place
+	now  func() time.Time
 
 	mu      sync.Mutex
 	enc     *json.Encoder
 	task    *taskLine
+	ahead   []*aheadLine // calls made ahead whose task's turn has not come, in plan order
+	drawn   int          // lines of the live block on the screen
+	frame   int
+	width   int // the terminal's columns; 0 when unknown
 	stop    chan struct{}
 	stopped bool
 }
@@ -35,57 +47,142 @@ type taskLine struct {
 	note      string
 }
 
+// aheadLine is a call made ahead with its wave (--jobs), running or back.
+type aheadLine struct {
+	id, title, worktree string
+	index, n            int
+	start               time.Time
+	took                time.Duration // when back
+	back                bool
+}
+
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
 func newProgress(io *ioStreams, asJSON bool) *progress {
-	p := &progress{io: io, json: asJSON, live: io.liveErr() && !asJSON, stop: make(chan struct{})}
+	live := io.liveErr() && !asJSON
+	width := 0
+	if f, ok := io.ErrOut.(*os.File); ok && live {
+		width, _, _ = term.GetSize(int(f.Fd()))
+	}
+	return startProgress(io, asJSON, live, width, 100*time.Millisecond)
+}
+
+// startProgress is newProgress with the terminal's facts given: whether to
+// redraw in place, its width (0: unknown), and how often the spinner
+// turns (0: only when an event comes, as tests want).
+func startProgress(io *ioStreams, asJSON, live bool, width int, tick time.Duration) *progress {
+	p := &progress{io: io, json: asJSON, live: live, width: width, now: time.Now, stop: make(chan struct{})}
 	if asJSON {
 		p.enc = json.NewEncoder(io.Out)
 		p.enc.SetEscapeHTML(false)
 	}
-	if p.live {
-		go p.tick()
+	if p.live && tick > 0 {
+		go p.tick(tick)
 	}
 	return p
 }
 
-func (p *progress) tick() {
-	t := time.NewTicker(100 * time.Millisecond)
+func (p *progress) tick(every time.Duration) {
+	t := time.NewTicker(every)
 	defer t.Stop()
-	i := 0
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-t.C:
 			p.mu.Lock()
-			if p.task != nil {
-				i++
-				p.draw(spinnerFrames[i%len(spinnerFrames)])
+			if !p.stopped {
+				p.frame++
+				p.redraw()
 			}
 			p.mu.Unlock()
 		}
 	}
 }
 
-// Close stops the spinner. Safe to call twice.
+// Close stops the spinner and clears the live block. Safe to call twice.
 func (p *progress) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.stopped {
 		p.stopped = true
 		close(p.stop)
+		p.clear()
 	}
 }
 
-func (p *progress) draw(frame string) {
-	t := p.task
-	line := fmt.Sprintf("%s [%d/%d] task %s %s  %s  attempt %d  %s", frame, t.index, t.n, t.id, clipTitle(t.title),
-		time.Since(t.start).Round(100*time.Millisecond), max(t.attempt, 1), t.source)
-	if t.note != "" {
-		line += "  " + t.note
+// block is the live block's lines: the task whose turn it is (unless its
+// call, made ahead, has not returned: its ahead line says so), then the
+// calls made ahead, in plan order.
+func (p *progress) block() []string {
+	spin := spinnerFrames[p.frame%len(spinnerFrames)]
+	var lines []string
+	if t := p.task; t != nil && !p.aheadRunning(t.id) {
+		line := fmt.Sprintf("%s [%d/%d] task %s %s  %s  attempt %d  %s", spin, t.index, t.n, t.id, clipTitle(t.title),
+			p.now().Sub(t.start).Round(100*time.Millisecond), max(t.attempt, 1), t.source)
+		if t.note != "" {
+			line += "  " + t.note
+		}
+		lines = append(lines, line)
 	}
-	fmt.Fprintf(p.io.ErrOut, "\r\x1b[2K%s", line)
+	for _, a := range p.ahead {
+		if p.task != nil && a.id == p.task.id && a.back {
+			continue
+		}
+		if a.back {
+			lines = append(lines, fmt.Sprintf("· [%d/%d] task %s %s  agent back after %s, waits for its turn", a.index, a.n, a.id, clipTitle(a.title),
+				a.took.Round(100*time.Millisecond)))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s [%d/%d] task %s %s  %s  running ahead in worktree %s", spin, a.index, a.n, a.id, clipTitle(a.title),
+			p.now().Sub(a.start).Round(100*time.Millisecond), path.Base(a.worktree)))
+	}
+	return lines
+}
+
+func (p *progress) aheadRunning(id string) bool {
+	for _, a := range p.ahead {
+		if a.id == id && !a.back {
+			return true
+		}
+	}
+	return false
+}
+
+// redraw replaces the live block on the screen with what it is now. The
+// cursor stays at the end of its last line, so clear can go back up.
+func (p *progress) redraw() {
+	if !p.live {
+		return
+	}
+	p.clear()
+	lines := p.block()
+	for i, l := range lines {
+		if p.width > 1 {
+			if r := []rune(l); len(r) > p.width-1 { // a wrapped line would throw the count off
+				l = string(r[:p.width-1])
+			}
+		}
+		if i > 0 {
+			fmt.Fprint(p.io.ErrOut, "\n")
+		}
+		fmt.Fprint(p.io.ErrOut, l)
+	}
+	p.drawn = len(lines)
+}
+
+// clear erases the live block: back to the start of its first line, then
+// everything below.
+func (p *progress) clear() {
+	if !p.live || p.drawn == 0 {
+		return
+	}
+	up := ""
+	if p.drawn > 1 {
+		up = fmt.Sprintf("\x1b[%dA", p.drawn-1)
+	}
+	fmt.Fprintf(p.io.ErrOut, "\r%s\x1b[J", up)
+	p.drawn = 0
 }
 
 func clipTitle(s string) string {
@@ -103,7 +200,23 @@ func (p *progress) Event(e loop.Event) {
 	if p.json {
 		_ = p.enc.Encode(e)
 	}
+	// The plain lines an event prints go above the live block, which is
+	// then drawn again as the event left it.
+	p.clear()
+	p.plain(e)
+	if !p.stopped {
+		p.redraw()
+	}
+}
+
+// plain updates the live block's state for e and prints its plain lines
+// on stderr: all of them when the block is not drawn, else only those that
+// stay (a task's summary, restores, concerns, blocks); with --json, only
+// the run-level ones (the events say the rest on stdout).
+func (p *progress) plain(e loop.Event) {
 	w := p.io.ErrOut
+	lines := !p.live && !p.json // the live block or the events show the rest
+	stays := !p.json
 	switch e.Type {
 	case loop.EvRunStarted:
 		parent := ""
@@ -121,20 +234,21 @@ func (p *progress) Event(e loop.Event) {
 		if e.Message != "" && e.Task == "" {
 			fmt.Fprintf(w, "implloop: %s\n", e.Message)
 		}
+	case loop.EvAhead:
+		p.aheadEvent(e, lines)
 	case loop.EvTaskStarted:
-		p.task = &taskLine{id: e.Task, title: e.Title, index: e.Index, n: e.Count, start: time.Now(), source: "…"}
-		if e.Message != "" {
-			p.task.note = e.Message
-		}
-		if !p.live && !p.json {
+		p.task = &taskLine{id: e.Task, title: e.Title, index: e.Index, n: e.Count, start: p.now(), source: "…", note: e.Message}
+		p.dropAhead(e.Task, true)
+		if lines {
 			fmt.Fprintf(w, "[%d/%d] task %s: %s\n", e.Index, e.Count, e.Task, e.Title)
 		}
 	case loop.EvUnitStarted:
+		p.dropAhead(e.Task, true) // its call made ahead is back: the task line shows it now
 		if p.task != nil {
 			p.task.attempt, p.task.source = e.Attempt, "live"
 			p.task.note = strings.Join(e.Reasons, ", ")
 		}
-		if !p.live && !p.json {
+		if lines {
 			why := ""
 			if len(e.Reasons) > 0 {
 				why = " (" + strings.Join(e.Reasons, ", ") + ")"
@@ -148,27 +262,22 @@ func (p *progress) Event(e loop.Event) {
 		if p.task != nil {
 			p.task.attempt, p.task.source = e.Attempt, "replayed"
 		}
-		if !p.live && !p.json {
+		if lines {
 			fmt.Fprintf(w, "  attempt %d: replayed from %s\n", e.Attempt, e.From)
 		}
 	case loop.EvUnitFinished:
-		if e.Status != "failed" && p.task != nil {
-			p.task.note = "gate running"
+		if e.Status != "failed" {
+			p.note("gate running")
+			break
 		}
-		if e.Status == "failed" {
-			if p.task != nil {
-				p.task.note = "agent failed"
-			}
-			if !p.live && !p.json {
-				fmt.Fprintf(w, "  agent failed (attempt %d): %s\n", e.Attempt, e.Message)
-			}
+		p.note("agent failed")
+		if lines {
+			fmt.Fprintf(w, "  agent failed (attempt %d): %s\n", e.Attempt, e.Message)
 		}
 	case loop.EvGate:
 		if e.Passed != nil && !*e.Passed {
-			if p.task != nil {
-				p.task.note = "gate failed"
-			}
-			if !p.live && !p.json {
+			p.note("gate failed")
+			if lines {
 				msg := e.Message
 				if msg == "" && e.ExitCode != nil {
 					msg = fmt.Sprintf("exit status %d", *e.ExitCode)
@@ -176,44 +285,72 @@ func (p *progress) Event(e loop.Event) {
 				fmt.Fprintf(w, "  gate failed (attempt %d): %s\n", e.Attempt, msg)
 			}
 		}
-	case loop.EvRestored:
-		if p.live {
-			p.clear()
-		}
-		if !p.json {
-			fmt.Fprintf(w, "  restored: task %s: %s\n", e.Task, e.Message)
-		}
-	case loop.EvConcern:
-		if p.live {
-			p.clear()
-		}
-		if !p.json {
-			fmt.Fprintf(w, "  concern: task %s: %s\n", e.Task, e.Message)
-		}
-	case loop.EvBlocked:
-		if p.live {
-			p.clear()
-		}
-		if !p.json {
-			fmt.Fprintf(w, "  BLOCKED: task %s: %s\n", e.Task, e.Message)
+	case loop.EvRestored, loop.EvConcern, loop.EvBlocked:
+		if stays {
+			label := map[string]string{loop.EvRestored: "restored", loop.EvConcern: "concern", loop.EvBlocked: "BLOCKED"}[e.Type]
+			fmt.Fprintf(w, "  %s: task %s: %s\n", label, e.Task, e.Message)
 		}
 	case loop.EvTaskFinished:
-		if p.live {
-			p.clear()
-		}
-		if !p.json {
-			mark := map[string]string{"done": "✓", "blocked": "✗", "skipped": "-", "interrupted": "!"}[e.Status]
-			if mark == "" {
-				mark = "·"
-			}
-			fmt.Fprintf(w, "%s [%d/%d] task %s %s: %s, %s, %d attempt(s), %s\n", mark, e.Index, e.Count, e.Task,
-				clipTitle(e.Title), e.Status, e.Source, e.Attempt, (time.Duration(e.Millis) * time.Millisecond).Round(time.Millisecond))
-		}
 		p.task = nil
+		p.dropAhead(e.Task, false)
+		if !stays {
+			break
+		}
+		mark := map[string]string{"done": "✓", "blocked": "✗", "skipped": "-", "interrupted": "!"}[e.Status]
+		if mark == "" {
+			mark = "·"
+		}
+		fmt.Fprintf(w, "%s [%d/%d] task %s %s: %s, %s, %d attempt(s), %s\n", mark, e.Index, e.Count, e.Task,
+			clipTitle(e.Title), e.Status, e.Source, e.Attempt, (time.Duration(e.Millis) * time.Millisecond).Round(time.Millisecond))
 	}
 }
 
-func (p *progress) clear() { fmt.Fprint(p.io.ErrOut, "\r\x1b[2K") }
+// aheadEvent follows a call made ahead with its wave: a line in the live
+// block while it runs and until its task's turn; plain, a line when it
+// starts and one when the agent is back.
+func (p *progress) aheadEvent(e loop.Event, lines bool) {
+	w := p.io.ErrOut
+	switch e.Status {
+	case "running":
+		p.dropAhead(e.Task, false)
+		a := &aheadLine{id: e.Task, title: e.Title, worktree: e.Worktree, index: e.Index, n: e.Count, start: p.now()}
+		at := len(p.ahead)
+		for at > 0 && p.ahead[at-1].index > a.index {
+			at--
+		}
+		p.ahead = slices.Insert(p.ahead, at, a)
+		if lines {
+			fmt.Fprintf(w, "  task %s: agent started ahead, with its wave, in %s\n", e.Task, e.Worktree)
+		}
+	case "returned":
+		took := time.Duration(e.Millis) * time.Millisecond
+		for _, a := range p.ahead {
+			if a.id == e.Task {
+				a.back, a.took = true, took
+			}
+		}
+		if lines {
+			why := ""
+			if e.Message != "" {
+				why = ": " + e.Message
+			}
+			fmt.Fprintf(w, "  task %s: agent back after %s, settles at its turn%s\n", e.Task, took.Round(time.Millisecond), why)
+		}
+	}
+}
+
+// dropAhead forgets the call made ahead for task id (its turn took it),
+// only once it is back when onlyBack.
+func (p *progress) dropAhead(id string, onlyBack bool) {
+	p.ahead = slices.DeleteFunc(p.ahead, func(a *aheadLine) bool { return a.id == id && (a.back || !onlyBack) })
+}
+
+// note sets the live task line's note.
+func (p *progress) note(s string) {
+	if p.task != nil {
+		p.task.note = s
+	}
+}
 
 // formatPlan renders a resume plan or a dry run's work list.
 func formatPlan(tasks []loop.PlannedTask, dry bool) string {
