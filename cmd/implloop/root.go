@@ -49,7 +49,7 @@ changed, and says why.
 		}
 		return usagef(hint, "%s", err)
 	})
-	root.PersistentFlags().Var(&io.colorMode, "color", "when to color output and redraw status lines in place: auto (on a terminal, unless NO_COLOR is set), always, never")
+	root.PersistentFlags().Var(&io.colorMode, "color", "when to color output and redraw status lines in place: auto (on a terminal, unless NO_COLOR is set; no redrawing where TERM=dumb), always, never")
 	_ = root.RegisterFlagCompletionFunc("color", completeFixed("auto", "always", "never"))
 	root.SetVersionTemplate("implloop version {{.Version}}\n")
 	root.Flags().BoolP("version", "v", false, "print the version line ('implloop version' prints it too) and exit")
