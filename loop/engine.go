@@ -98,7 +98,7 @@ type engine struct {
 	j       *cache.Journal
 	sel     *extractor.Selection
 	runID   string
-	lineage []string // the parent's lineage: where replays come from
+	lineage *lineage // what earlier runs journaled: where replays come from (lineage.go)
 	ag      agent.Agent
 	norm    identity.Env
 	prev    boundary.Snapshot
@@ -117,12 +117,10 @@ type engine struct {
 	blockedWrote bool
 	blocks       []blockInfo // what BLOCKED.md explains, in order
 
-	facts      map[string]*runFacts   // per lineage run, loaded once (resume.go)
-	found      map[string]*cache.Unit // findCompleted's memo (nil: no completed unit)
-	boundaries int                    // boundaries journaled in this run so far
-	liveGates  int                    // gates run live in this run so far
-	held       *[]Event               // events of a replay batch not yet committed
-	replay     map[string]bool        // task id -> the resume plan replays it (runTasks; built once)
+	boundaries int             // boundaries journaled in this run so far
+	liveGates  int             // gates run live in this run so far
+	held       *[]Event        // events of a replay batch not yet committed
+	replay     map[string]bool // task id -> the resume plan replays it (runTasks; built once)
 
 	// resumeBlocked: the resume's first comparison found discards of a
 	// task the parent never finished; no task runs (boundaries.go).
@@ -151,7 +149,7 @@ type engine struct {
 // newEngine is an engine for o before its plan is read: o's clock and
 // observer, or the real clock and an observer that ignores events.
 func newEngine(o Options) *engine {
-	e := &engine{o: o, s: o.Settings, now: o.Now, obs: o.Observer, art: map[string]string{}}
+	e := &engine{o: o, s: o.Settings, now: o.Now, obs: o.Observer, art: map[string]string{}, lineage: &lineage{}}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -248,13 +246,14 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	}
 
 	out = &Outcome{RunID: e.runID, ParentID: o.Parent}
+	e.lineage = &lineage{j: e.j}
 	if o.Parent != "" {
 		parent, err := e.j.GetRun(o.Parent)
 		if err != nil {
 			return nil, err
 		}
 		out.ParentVerdict = parent.Verdict
-		e.lineage, err = e.j.LineageIDs(parent.ID)
+		e.lineage, err = newLineage(e.j, parent.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -574,7 +573,7 @@ func (e *engine) artifacts(t extractor.Task) []string {
 func (e *engine) depArtifact(d string) string {
 	a, ok := e.art[d]
 	if !ok && !e.runsHere(d) {
-		a = e.lineageArtifact(d)
+		a = e.lineage.artifact(d)
 	}
 	return a
 }

@@ -168,7 +168,7 @@ func (e *engine) firstLiveUnit(t extractor.Task) (unit.Unit, bool, error) {
 		return unit.Unit{}, false, err
 	}
 	u := units[0]
-	if _, found, err := e.findCompleted(u.Identity); err != nil || found && !e.work.mustRun(t.ID) {
+	if _, found, err := e.lineage.findCompleted(u.Identity); err != nil || found && !e.work.mustRun(t.ID) {
 		return unit.Unit{}, false, err
 	}
 	if _, _, chained := e.failedChain(t, u); chained {

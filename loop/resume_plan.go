@@ -83,14 +83,9 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedba
 		var hit *cache.Unit
 		var failedFeedback *string // the chain replays a failure here
 		for _, u := range units {
-			var h *cache.Unit
-			ok := false
-			if e.j != nil {
-				var err error
-				h, ok, err = e.findCompleted(u.Identity)
-				if err != nil {
-					return err
-				}
+			h, ok, err := e.lineage.findCompleted(u.Identity) // nothing without a journal
+			if err != nil {
+				return err
 			}
 			if !ok {
 				if f, g, fok := e.failedChain(t, u); fok {
@@ -134,7 +129,7 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedba
 		if gateCmd == "" {
 			return nil
 		}
-		g, ok := e.journaledGate(hit.RunID, t.ID, attempt)
+		g, ok := e.lineage.journaledGate(hit.RunID, t.ID, attempt)
 		switch {
 		case !ok:
 			p.Reasons = []string{"its gate never finished: the gate runs live"}
@@ -172,7 +167,7 @@ func (e *engine) dryRun(ctx context.Context) (*Outcome, error) {
 	case err != nil:
 		return nil, err
 	default:
-		e.j = j
+		e.j, e.lineage = j, &lineage{j: j}
 		defer j.Close()
 	}
 	if e.o.Parent != "" {
@@ -181,7 +176,7 @@ func (e *engine) dryRun(ctx context.Context) (*Outcome, error) {
 			return nil, err
 		}
 		out.ParentVerdict = parent.Verdict
-		if e.lineage, err = e.j.LineageIDs(parent.ID); err != nil {
+		if e.lineage, err = newLineage(e.j, parent.ID); err != nil {
 			return nil, err
 		}
 		// The tree now, as the resume will see it, without writing

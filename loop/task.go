@@ -74,7 +74,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 
 	if e.skips(t) {
 		e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count, Message: "checked in the plan: skipped"})
-		if row := e.lastRow(t.ID); row != nil && row.Status != cache.TaskSkipped {
+		if row := e.lineage.lastRow(t.ID); row != nil && row.Status != cache.TaskSkipped {
 			e.sawNewSkip = true // ticked since: the resume is not a no-op
 		}
 		return finish(cache.TaskSkipped)
@@ -161,7 +161,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 			hit, final = a.hits[len(a.hits)-1], units[len(units)-1].Identity
 		}
 		for _, u := range todo {
-			h, ok, err := e.findCompleted(u.Identity)
+			h, ok, err := e.lineage.findCompleted(u.Identity)
 			if err != nil {
 				return taskResult{}, err
 			}
@@ -221,7 +221,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 			feedback = failure
 			e.recordGate(t, attempt, cache.Gate{Command: agentGate, Passed: false, ExitCode: -1, Feedback: failure})
 		case allReplayed && hit != nil && !e.o.Reverify && !crossed && e.replayGate(t, attempt, hit):
-			g, _ := e.journaledGate(hit.RunID, t.ID, attempt)
+			g, _ := e.lineage.journaledGate(hit.RunID, t.ID, attempt)
 			passed, feedback = g.Passed, g.Feedback
 		case gateCmd == "":
 			passed = true
@@ -270,28 +270,18 @@ func firstLine(s string) string {
 // call (a 429, say) replays whole instead of paying for the work twice. A
 // failure that was the task's last attempt is retried live.
 func (e *engine) failedChain(t extractor.Task, u unit.Unit) (*cache.Unit, cache.Gate, bool) {
-	if e.j == nil || len(e.lineage) == 0 || e.work.mustRun(t.ID) || e.lastAttempt(t.ID) <= u.Attempt {
+	if e.lineage.j == nil || len(e.lineage.runs) == 0 || e.work.mustRun(t.ID) || e.lineage.lastAttempt(t.ID) <= u.Attempt {
 		return nil, cache.Gate{}, false
 	}
-	f, ok, err := e.j.FindFailed(e.lineage, u.Identity)
+	f, ok, err := e.lineage.findFailed(u.Identity)
 	if err != nil || !ok {
 		return nil, cache.Gate{}, false
 	}
-	g, ok := e.journaledGate(f.RunID, t.ID, u.Attempt)
+	g, ok := e.lineage.journaledGate(f.RunID, t.ID, u.Attempt)
 	if !ok || g.Command != agentGate || g.Passed {
 		return nil, cache.Gate{}, false
 	}
 	return f, g, true
-}
-
-// journaledGate is the gate journaled in run for the task's attempt.
-func (e *engine) journaledGate(runID, taskID string, attempt int) (cache.Gate, bool) {
-	for _, g := range e.factsOf(runID).gates[taskID] {
-		if g.Attempt == attempt {
-			return g, true
-		}
-	}
-	return cache.Gate{}, false
 }
 
 // replayGate carries the gate journaled after the replayed unit over into
@@ -301,7 +291,7 @@ func (e *engine) replayGate(t extractor.Task, attempt int, hit *cache.Unit) bool
 	if e.work != nil && e.work.freshGate[t.ID] {
 		return false // its work was found gone and written back: ask again
 	}
-	g, ok := e.journaledGate(hit.RunID, t.ID, attempt)
+	g, ok := e.lineage.journaledGate(hit.RunID, t.ID, attempt)
 	if !ok || !e.gateReplayable(g, e.gateCommand(t)) {
 		return false
 	}
@@ -566,13 +556,13 @@ func (e *engine) why(t extractor.Task, u unit.Unit) []string {
 	if e.work.mustRun(taskID) {
 		return []string{"its work is no longer in the tree; --rerun-lost: it runs again"}
 	}
-	if len(e.lineage) == 0 {
+	if len(e.lineage.runs) == 0 {
 		if e.o.Parent == "" {
 			return nil
 		}
 		return []string{"never ran"}
 	}
-	c, found, err := e.j.ClosestUnit(e.lineage, taskID, u.Role, u.Attempt)
+	c, found, err := e.lineage.closestUnit(taskID, u.Role, u.Attempt)
 	if err != nil || !found {
 		c = nil
 	}
