@@ -102,8 +102,8 @@ type engine struct {
 	ag      agent.Agent
 	norm    identity.Env
 	prev    boundary.Snapshot
-	art     map[string]string // task id -> identity of its final unit in this run
-	here    map[string]bool   // task id -> in range and not skipped (runsHere)
+	run     *pass           // the run's own pass: what its tasks came to (resume.go)
+	here    map[string]bool // task id -> in range and not skipped (runsHere)
 	obs     Observer
 	lock    *Lock // the work tree's; its descriptor goes to every agent and gate
 
@@ -111,9 +111,6 @@ type engine struct {
 	sawLiveGate  bool                        // a gate ran live
 	sawNewSkip   bool                        // a task checked in the plan since the parent ran it was skipped
 	status       map[string]cache.TaskStatus // task id -> how it ended in this run (plan.go: held)
-	liveDep      map[string]bool             // task id -> dispatched live (in the plan: planned live)
-	mayChange    map[string]string           // plan: task id -> why its artifact may come out otherwise (for its dependents)
-	planning     bool                        // plan() is running: reasons speak of what will run
 	blockedWrote bool
 	blocks       []blockInfo // what BLOCKED.md explains, in order
 
@@ -149,7 +146,8 @@ type engine struct {
 // newEngine is an engine for o before its plan is read: o's clock and
 // observer, or the real clock and an observer that ignores events.
 func newEngine(o Options) *engine {
-	e := &engine{o: o, s: o.Settings, now: o.Now, obs: o.Observer, art: map[string]string{}, lineage: &lineage{}}
+	e := &engine{o: o, s: o.Settings, now: o.Now, obs: o.Observer, lineage: &lineage{}}
+	e.run = newPass(e, false)
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -554,14 +552,14 @@ func (e *engine) agentName() string {
 }
 
 // artifacts are the identities of the final units of t's declared
-// dependencies, sorted: of those that ran in this run, and of those that
-// do not run in it (checked in the plan, out of --task-range) as the
-// lineage last did them, so that ticking or leaving out a dependency does
-// not look like a change to its dependents.
-func (e *engine) artifacts(t extractor.Task) []string {
+// dependencies, sorted: of those that ran in this pass (or are planned
+// to), and of those that do not run in it (checked in the plan, out of
+// --task-range) as the lineage last did them, so that ticking or leaving
+// out a dependency does not look like a change to its dependents.
+func (p *pass) artifacts(t extractor.Task) []string {
 	var out []string
 	for _, d := range t.Deps {
-		if a := e.depArtifact(d); a != "" {
+		if a := p.depArtifact(d); a != "" {
 			out = append(out, a)
 		}
 	}
@@ -570,10 +568,10 @@ func (e *engine) artifacts(t extractor.Task) []string {
 }
 
 // depArtifact is dependency d's artifact as artifacts takes it ("" none).
-func (e *engine) depArtifact(d string) string {
-	a, ok := e.art[d]
-	if !ok && !e.runsHere(d) {
-		a = e.lineage.artifact(d)
+func (p *pass) depArtifact(d string) string {
+	a, ok := p.art[d]
+	if !ok && !p.e.runsHere(d) {
+		a = p.e.lineage.artifact(d)
 	}
 	return a
 }

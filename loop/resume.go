@@ -14,6 +14,26 @@ import (
 // agent call itself failed: the failure is the next attempt's feedback.
 const agentGate = cache.AgentFailed
 
+// A pass goes through the plan's tasks in order and decides, for each,
+// how it starts and why a unit runs live. There are two: the resume
+// plan's (planner, resume_plan.go), which says what will run, and the
+// run's own (engine.run), which records what did. The decisions are the
+// pass's methods, so the plan and the run make them by the same code;
+// each pass keeps its own record of what its tasks came to, which is what
+// their dependents' identities are built on.
+type pass struct {
+	e    *engine
+	art  map[string]string // task id -> identity of its final unit (planned: of the one it would dispatch first)
+	live map[string]bool   // task id -> dispatched live (planned live)
+	// planning: the resume plan's pass, whose reasons speak of what will
+	// run rather than of what ran.
+	planning bool
+}
+
+func newPass(e *engine, planning bool) *pass {
+	return &pass{e: e, art: map[string]string{}, live: map[string]bool{}, planning: planning}
+}
+
 // startKind is how a task's chain of attempts begins in this run.
 type startKind int
 
@@ -44,7 +64,8 @@ type taskStart struct {
 }
 
 // startOf says how task t begins in this run (see chainStart).
-func (e *engine) startOf(t extractor.Task) (taskStart, error) {
+func (p *pass) startOf(t extractor.Task) (taskStart, error) {
+	e := p.e
 	gateCmd := e.gateCommand(t)
 	st := e.lineage.chainStartOf(t.ID)
 	switch {
@@ -68,7 +89,7 @@ func (e *engine) startOf(t extractor.Task) (taskStart, error) {
 		// A fix outside the loop stands in for the task only as long as
 		// the task is the one that was fixed: the unit that would have run
 		// next must still have the identity it had then.
-		now, err := e.standIn(t, g.Attempt, g.Feedback)
+		now, err := p.standIn(t, g.Attempt, g.Feedback)
 		if err != nil {
 			return taskStart{}, err
 		}
@@ -97,8 +118,8 @@ func (e *engine) startOf(t extractor.Task) (taskStart, error) {
 // for: that of the final unit of the next attempt, with the gate's output
 // as its feedback. The recheck journals it; a later resume recomputes it
 // and replays the fix only while the two agree.
-func (e *engine) standIn(t extractor.Task, attempt int, feedback string) (string, error) {
-	units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: attempt + 1, GateFeedback: feedback, Artifacts: e.artifacts(t)})
+func (p *pass) standIn(t extractor.Task, attempt int, feedback string) (string, error) {
+	units, err := unit.WorkList(t, p.e.unitParams(t), unit.Facts{Attempt: attempt + 1, GateFeedback: feedback, Artifacts: p.artifacts(t)})
 	if err != nil || len(units) == 0 {
 		return "", err
 	}
@@ -241,16 +262,16 @@ func (e *engine) heldBy(t extractor.Task) string {
 // depReasons names the dependencies of t whose artifacts are not among
 // old (the artifacts of the closest journaled unit): "dependency 1 runs
 // live", "dependency 2 changed". Nil when none can be named.
-func (e *engine) depReasons(t extractor.Task, old []string) []string {
+func (p *pass) depReasons(t extractor.Task, old []string) []string {
 	had := make(map[string]bool, len(old))
 	for _, a := range old {
 		had[a] = true
 	}
 	var out []string
 	for _, d := range t.Deps {
-		a := e.depArtifact(d)
+		a := p.depArtifact(d)
 		if a != "" && !had[a] {
-			out = append(out, depReason(d, e.liveDep[d], e.planning))
+			out = append(out, depReason(d, p.live[d], p.planning))
 		}
 	}
 	return out

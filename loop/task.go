@@ -118,7 +118,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		}
 		return e.afterTask(ctx, idx, t, ts, finish, cache.TaskDone, "")
 	}
-	st, err := e.startOf(t)
+	st, err := e.run.startOf(t)
 	if err != nil {
 		return taskResult{}, err
 	}
@@ -141,7 +141,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 	}
 
 	for {
-		units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: attempt, GateFeedback: feedback, Artifacts: e.artifacts(t)})
+		units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: attempt, GateFeedback: feedback, Artifacts: e.run.artifacts(t)})
 		if err != nil {
 			return taskResult{}, err
 		}
@@ -197,11 +197,11 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 				break
 			}
 			allReplayed = false
-			reasons := e.why(t, u)
+			reasons := e.run.why(t, u)
 			fail, err := e.dispatch(ctx, idx, t, u, reasons)
 			ts.live++
 			e.sawLive = true
-			e.markLive(t.ID)
+			e.run.live[t.ID] = true
 			if err != nil {
 				return taskResult{}, err
 			}
@@ -237,7 +237,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		}
 		if passed {
 			if final != "" {
-				e.art[t.ID] = final
+				e.run.art[t.ID] = final
 			}
 			return e.afterTask(ctx, idx, t, ts, finish, cache.TaskDone, "")
 		}
@@ -338,7 +338,7 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 	row := cache.Gate{RunID: e.runID, TaskID: t.ID, Attempt: attempt, Command: cmd, Passed: g.Passed,
 		ExitCode: g.ExitCode, Output: w.Hash(), Feedback: g.Feedback(), Duration: g.Duration, At: e.now()}
 	if recheck && g.Passed {
-		if row.StandsFor, err = e.standIn(t, attempt, row.Feedback); err != nil {
+		if row.StandsFor, err = e.run.standIn(t, attempt, row.Feedback); err != nil {
 			return g, err
 		}
 	}
@@ -551,8 +551,8 @@ func (e *engine) stderrTail(hash string) string {
 
 // why says why a unit runs live: the fields that differ from the closest
 // journaled unit of the same task, role and attempt.
-func (e *engine) why(t extractor.Task, u unit.Unit) []string {
-	taskID := t.ID
+func (p *pass) why(t extractor.Task, u unit.Unit) []string {
+	e, taskID := p.e, t.ID
 	if e.work.mustRun(taskID) {
 		return []string{"its work is no longer in the tree; --rerun-lost: it runs again"}
 	}
@@ -572,7 +572,7 @@ func (e *engine) why(t extractor.Task, u unit.Unit) []string {
 			return nil
 		}
 	}
-	why, _ := liveReasons(c, u.Identity, canon, func(old []string) []string { return e.depReasons(t, old) })
+	why, _ := liveReasons(c, u.Identity, canon, func(old []string) []string { return p.depReasons(t, old) })
 	return why
 }
 
@@ -698,12 +698,4 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 		e.emit(Event{Type: EvBlocked, Task: t.ID, Title: t.Title, Message: reason, Paths: v.lost})
 	}
 	return finish(status)
-}
-
-// markLive records that task id dispatched a unit live in this run.
-func (e *engine) markLive(id string) {
-	if e.liveDep == nil {
-		e.liveDep = map[string]bool{}
-	}
-	e.liveDep[id] = true
 }
