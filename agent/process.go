@@ -40,46 +40,20 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 		cmd.ExtraFiles = []*os.File{req.Hold}
 	}
 
-	// Our own pipes rather than exec's: exec.Cmd.Wait would wait for a
-	// grandchild that keeps stdout open, and we want to kill the group
-	// between the agent's exit and the end of its output.
-	var files []*os.File
-	closeAll := func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		if err == nil {
-			files = append(files, r, w)
-		}
-		return r, w, err
-	}
-	inR, inW, err := pipe()
+	p, err := openPipes()
 	if err != nil {
-		return Result{}, fmt.Errorf("agent %s: stdin pipe: %w", name, err)
+		return Result{}, fmt.Errorf("agent %s: %w", name, err)
 	}
-	outR, outW, err := pipe()
-	if err != nil {
-		closeAll()
-		return Result{}, fmt.Errorf("agent %s: stdout pipe: %w", name, err)
-	}
-	errR, errW, err := pipe()
-	if err != nil {
-		closeAll()
-		return Result{}, fmt.Errorf("agent %s: stderr pipe: %w", name, err)
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
 	if err := cmd.Start(); err != nil {
-		closeAll()
+		p.closeAll()
 		return Result{}, fmt.Errorf("agent %s: start %s: %w", name, argv[0], err)
 	}
-	defer closeAll()
+	defer p.closeAll()
 	// The child has its copies; ours of its ends must go, or we never see EOF.
-	inR.Close()
-	outW.Close()
-	errW.Close()
+	p.inR.Close()
+	p.outW.Close()
+	p.errW.Close()
 	pgid := cmd.Process.Pid
 	// Without a watchdog (no /bin/sh) the parent-death signal and the
 	// lock are still there.
@@ -96,51 +70,24 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	stderr := &sink{dst: orDiscard(req.Stderr)}
 	var copies sync.WaitGroup
 	copies.Add(2)
-	go func() { defer copies.Done(); io.Copy(stdout, outR) }()
-	go func() { defer copies.Done(); io.Copy(stderr, errR) }()
+	go func() { defer copies.Done(); io.Copy(stdout, p.outR) }()
+	go func() { defer copies.Done(); io.Copy(stderr, p.errR) }()
 	go func() {
 		// An agent that exits without reading gives EPIPE here: fine.
-		inW.Write(req.Prompt)
-		inW.Close()
+		p.inW.Write(req.Prompt)
+		p.inW.Close()
 	}()
 
 	// exited closes when the leader has exited; on Linux it is not reaped
 	// yet, so its pid (the group id) cannot be reused while we signal the
 	// group (see watchExit).
 	exited, wait := watchExit(cmd)
-
-	var timeout <-chan time.Time
-	if req.Timeout > 0 {
-		t := time.NewTimer(req.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var killedBy error
-	select {
-	case <-exited:
-	case <-timeout:
-		killedBy = fmt.Errorf("%w after %s", ErrTimedOut, req.Timeout)
-		procgroup.Terminate(pgid, exited, grace)
-	case <-ctx.Done():
-		killedBy = context.Cause(ctx)
-		procgroup.Terminate(pgid, exited, grace)
-	}
+	killedBy := awaitExit(ctx, pgid, exited, req.Timeout, grace)
 	// The agent is gone; whatever it left behind in its group goes too.
 	procgroup.Kill(pgid)
 	stopWatch()
 	waitErr := wait()
-
-	drained := make(chan struct{})
-	go func() { copies.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(grace):
-		// Someone outside the group holds a pipe open: stop reading.
-		outR.Close()
-		errR.Close()
-		<-drained
-	}
-	inW.Close()
+	p.drain(&copies, grace)
 
 	res := parser.result()
 	res.ExitCode = cmd.ProcessState.ExitCode()
@@ -159,6 +106,80 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 		return res, fmt.Errorf("agent %s: writing its stderr: %w", name, err)
 	}
 	return res, nil
+}
+
+// pipes are an agent's stdin, stdout and stderr: our own rather than
+// exec's, since exec.Cmd.Wait would wait for a grandchild that keeps
+// stdout open, and we want to kill the group between the agent's exit and
+// the end of its output.
+type pipes struct {
+	inR, inW, outR, outW, errR, errW *os.File
+}
+
+// openPipes opens the three pipes, or none.
+func openPipes() (*pipes, error) {
+	p := &pipes{}
+	var err error
+	if p.inR, p.inW, err = os.Pipe(); err != nil {
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	if p.outR, p.outW, err = os.Pipe(); err != nil {
+		p.closeAll()
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	if p.errR, p.errW, err = os.Pipe(); err != nil {
+		p.closeAll()
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	return p, nil
+}
+
+// closeAll closes every end still open (closing one twice is harmless).
+func (p *pipes) closeAll() {
+	for _, f := range []*os.File{p.inR, p.inW, p.outR, p.outW, p.errR, p.errW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// drain waits for the copies of stdout and stderr to end, at most grace
+// once the group is gone: someone outside it may hold a pipe open, and
+// then we stop reading. Stdin is closed after.
+func (p *pipes) drain(copies *sync.WaitGroup, grace time.Duration) {
+	drained := make(chan struct{})
+	go func() { copies.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(grace):
+		p.outR.Close()
+		p.errR.Close()
+		<-drained
+	}
+	p.inW.Close()
+}
+
+// awaitExit waits for the agent (group pgid) to exit, for at most timeout
+// (0: no limit) and while ctx lasts; on either it terminates the group,
+// with grace, and returns why (ErrTimedOut, or ctx's cause). nil: the
+// agent exited by itself.
+func awaitExit(ctx context.Context, pgid int, exited <-chan struct{}, timeout, grace time.Duration) error {
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-expired:
+		procgroup.Terminate(pgid, exited, grace)
+		return fmt.Errorf("%w after %s", ErrTimedOut, timeout)
+	case <-ctx.Done():
+		procgroup.Terminate(pgid, exited, grace)
+		return context.Cause(ctx)
+	}
 }
 
 // sink copies to dst and tap. A failing dst is remembered and skipped, but

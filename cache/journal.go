@@ -300,6 +300,27 @@ func (j *Journal) query(q string, args ...any) (*sql.Rows, error) {
 	return st.Query(args...)
 }
 
+// scanner is what a row is read from: *sql.Rows, or row.
+type scanner interface{ Scan(...any) error }
+
+// queryAll runs q and reads every row it returns with scan, in order.
+func queryAll[T any](j *Journal, q string, args []any, scan func(scanner) (T, error)) ([]T, error) {
+	rows, err := j.query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // row is sql.Row for a query that may fail to prepare.
 type row struct {
 	rows *sql.Rows

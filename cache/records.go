@@ -57,25 +57,18 @@ func (j *Journal) PutGate(g Gate) error {
 const gateCols = `run_id, task_id, attempt, command, passed, exit_code, output, feedback, replayed, duration_ms, at, stands_for`
 
 func (j *Journal) queryGates(where string, args ...any) ([]Gate, error) {
-	rows, err := j.query(`SELECT `+gateCols+` FROM gates `+where, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Gate
-	for rows.Next() {
-		var g Gate
-		var dur int64
-		var at sql.NullInt64
-		if err := rows.Scan(&g.RunID, &g.TaskID, &g.Attempt, &g.Command, &g.Passed, &g.ExitCode, &g.Output,
-			&g.Feedback, &g.Replayed, &dur, &at, &g.StandsFor); err != nil {
-			return nil, err
-		}
-		g.Duration = time.Duration(dur) * time.Millisecond
-		g.At = fromMS(at)
-		out = append(out, g)
-	}
-	return out, rows.Err()
+	return queryAll(j, `SELECT `+gateCols+` FROM gates `+where, args, scanGate)
+}
+
+func scanGate(sc scanner) (Gate, error) {
+	var g Gate
+	var dur int64
+	var at sql.NullInt64
+	err := sc.Scan(&g.RunID, &g.TaskID, &g.Attempt, &g.Command, &g.Passed, &g.ExitCode, &g.Output,
+		&g.Feedback, &g.Replayed, &dur, &at, &g.StandsFor)
+	g.Duration = time.Duration(dur) * time.Millisecond
+	g.At = fromMS(at)
+	return g, err
 }
 
 // Gates returns a task's gates in a run by attempt; every task's (in run
@@ -171,24 +164,15 @@ func (j *Journal) PutBoundary(b Boundary) (Boundary, error) {
 }
 
 func (j *Journal) queryBoundaries(where string, args ...any) ([]Boundary, error) {
-	rows, err := j.query(`SELECT run_id, seq, after_task, head, snapshot, verdict, salvage_ref, at, commit_id, tree
-		FROM boundaries `+where, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Boundary
-	for rows.Next() {
+	return queryAll(j, `SELECT run_id, seq, after_task, head, snapshot, verdict, salvage_ref, at, commit_id, tree
+		FROM boundaries `+where, args, func(sc scanner) (Boundary, error) {
 		var b Boundary
 		var snap, verdict string
 		var at sql.NullInt64
-		if err := rows.Scan(&b.RunID, &b.Seq, &b.AfterTask, &b.Head, &snap, &verdict, &b.SalvageRef, &at, &b.Commit, &b.Tree); err != nil {
-			return nil, err
-		}
+		err := sc.Scan(&b.RunID, &b.Seq, &b.AfterTask, &b.Head, &snap, &verdict, &b.SalvageRef, &at, &b.Commit, &b.Tree)
 		b.Snapshot, b.Verdict, b.At = json.RawMessage(snap), json.RawMessage(verdict), fromMS(at)
-		out = append(out, b)
-	}
-	return out, rows.Err()
+		return b, err
+	})
 }
 
 // Boundaries returns a run's boundaries in order.
@@ -259,21 +243,16 @@ func (j *Journal) AppendEvent(runID, typ string, data any) (int, error) {
 
 // Events returns a run's events in order.
 func (j *Journal) Events(runID string) ([]Event, error) {
-	rows, err := j.query(`SELECT run_id, seq, type, data, at FROM events WHERE run_id = ? ORDER BY seq`, runID)
-	if err != nil {
-		return nil, fmt.Errorf("events of %s: %w", runID, err)
-	}
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
+	es, err := queryAll(j, `SELECT run_id, seq, type, data, at FROM events WHERE run_id = ? ORDER BY seq`, []any{runID}, func(sc scanner) (Event, error) {
 		var e Event
 		var data string
 		var at sql.NullInt64
-		if err := rows.Scan(&e.RunID, &e.Seq, &e.Type, &data, &at); err != nil {
-			return nil, err
-		}
+		err := sc.Scan(&e.RunID, &e.Seq, &e.Type, &data, &at)
 		e.Data, e.At = json.RawMessage(data), fromMS(at)
-		out = append(out, e)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events of %s: %w", runID, err)
 	}
-	return out, rows.Err()
+	return es, nil
 }

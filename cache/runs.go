@@ -102,7 +102,7 @@ func (j *Journal) FinishRun(runID, verdict string, exitCode int, at time.Time) e
 
 const runCols = `id, parent_id, plan_path, plan_sha256, settings, verdict, exit_code, started_at, finished_at, pid, host, inputs`
 
-func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
+func scanRun(sc scanner) (Run, error) {
 	var r Run
 	var parent sql.NullString
 	var settings string
@@ -118,20 +118,7 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 }
 
 func (j *Journal) queryRuns(where string, args ...any) ([]Run, error) {
-	rows, err := j.query(`SELECT `+runCols+` FROM runs `+where, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return queryAll(j, `SELECT `+runCols+` FROM runs `+where, args, scanRun)
 }
 
 // GetRun returns the run with this exact id, or ErrNotFound.

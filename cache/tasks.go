@@ -93,7 +93,7 @@ func (j *Journal) PutTask(t Task) error {
 const taskCols = `run_id, task_id, ordinal, title, status, source, attempts, started_at, finished_at,
 	duration_ms, block_reason, lost_paths, concerns`
 
-func scanTask(sc interface{ Scan(...any) error }) (Task, error) {
+func scanTask(sc scanner) (Task, error) {
 	var t Task
 	var status, source, lost, concerns string
 	var started, finished sql.NullInt64
@@ -116,38 +116,24 @@ func scanTask(sc interface{ Scan(...any) error }) (Task, error) {
 
 // Tasks returns a run's tasks in plan order.
 func (j *Journal) Tasks(runID string) ([]Task, error) {
-	rows, err := j.query(`SELECT `+taskCols+` FROM tasks WHERE run_id = ? ORDER BY ordinal, task_id`, runID)
+	ts, err := queryAll(j, `SELECT `+taskCols+` FROM tasks WHERE run_id = ? ORDER BY ordinal, task_id`, []any{runID}, scanTask)
 	if err != nil {
 		return nil, fmt.Errorf("tasks of %s: %w", runID, err)
 	}
-	defer rows.Close()
-	var out []Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("tasks of %s: %w", runID, err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return ts, nil
 }
 
 // TaskStatuses returns a run's tasks with only their id and status, in
 // plan order: what deciding a verdict needs, at a fraction of Tasks' cost
 // on a 1,000-task run.
 func (j *Journal) TaskStatuses(runID string) ([]Task, error) {
-	rows, err := j.query(`SELECT task_id, status FROM tasks WHERE run_id = ? ORDER BY ordinal, task_id`, runID)
+	ts, err := queryAll(j, `SELECT task_id, status FROM tasks WHERE run_id = ? ORDER BY ordinal, task_id`, []any{runID}, func(sc scanner) (Task, error) {
+		t := Task{RunID: runID}
+		err := sc.Scan(&t.TaskID, &t.Status)
+		return t, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("tasks of %s: %w", runID, err)
 	}
-	defer rows.Close()
-	var out []Task
-	for rows.Next() {
-		t := Task{RunID: runID}
-		if err := rows.Scan(&t.TaskID, &t.Status); err != nil {
-			return nil, fmt.Errorf("tasks of %s: %w", runID, err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return ts, nil
 }

@@ -197,7 +197,7 @@ const unitCols = `run_id, unit_id, task_id, role, attempt, identity, preimage, s
 	result, tokens_in, tokens_out, cache_read, cache_write, cost_usd, exit_code, error,
 	replayed_from_run, replayed_from_unit, started_at, finished_at, duration_ms`
 
-func scanUnit(sc interface{ Scan(...any) error }) (Unit, error) {
+func scanUnit(sc scanner) (Unit, error) {
 	var u Unit
 	var status string
 	var exit, started, finished sql.NullInt64
@@ -215,20 +215,7 @@ func scanUnit(sc interface{ Scan(...any) error }) (Unit, error) {
 }
 
 func (j *Journal) queryUnits(where string, args ...any) ([]Unit, error) {
-	rows, err := j.query(`SELECT `+unitCols+` FROM units `+where, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Unit
-	for rows.Next() {
-		u, err := scanUnit(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	return queryAll(j, `SELECT `+unitCols+` FROM units `+where, args, scanUnit)
 }
 
 // Units returns a run's units in the order they started.

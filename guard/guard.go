@@ -183,56 +183,11 @@ func (v Verdict) Blocked() bool { return len(v.Lost) > 0 }
 // Compare applies the guard's rules to an earlier and a later snapshot.
 func Compare(prev, cur boundary.Snapshot) Verdict {
 	v := Verdict{PrevHead: prev.Head, CurHead: cur.Head, HeadMoved: prev.Head != cur.Head}
-	where := locator{prev: prev, cur: cur}
+	where := &locator{prev: prev, cur: cur}
 	for _, p := range prev.Paths {
-		r := PathResult{Path: p.Path, Was: p.Worktree, Base: p.Head, Status: p.Status}
-		now, dirty, known := where.content(p)
-		r.Now, r.Clean = now, !dirty
-		switch {
-		case !known || (now.Present() && !now.Known()):
-			r.Outcome = Unverified
-		case now.Same(p.Worktree):
-			if dirty {
-				r.Outcome = Untouched
-			} else {
-				r.Outcome = Committed
-			}
-		case now.Same(p.Head):
-			r.Outcome, r.RevertedTo = Discarded, "head"
-		case p.Status != boundary.StatusConflicted && now.Same(p.Index) && !p.Worktree.Same(p.Head):
-			// Restored from the index (git checkout -- path, git restore
-			// path): the worktree work that was never staged is gone. A
-			// conflicted entry has no stage-0 index content to compare.
-			r.Outcome, r.RevertedTo = Discarded, "index"
-		default:
-			r.Outcome = Changed
-		}
-		if r.Outcome == Discarded {
-			if to, ok := where.elsewhere(p.Path, p.Worktree); ok {
-				r.Outcome, r.RevertedTo, r.MovedTo = Moved, "", to
-			}
-		}
-		v.Paths = append(v.Paths, r)
+		v.Paths = append(v.Paths, where.judge(p))
 	}
-	// The old side of an earlier rename is discarded by the rules when the
-	// rename is undone (its deletion is undone); but if the new side's
-	// content moved back to it, nothing was lost, and restoring the
-	// deletion alone would remove the only copy in the worktree.
-	for i := range v.Paths {
-		r := &v.Paths[i]
-		e, _ := prev.Lookup(r.Path)
-		if r.Outcome != Discarded || e.RenamedTo == "" || r.Was.Present() {
-			continue
-		}
-		for _, o := range v.Paths {
-			// The new side's content is back here (it may be at a copy
-			// too, which elsewhere may have found first).
-			if o.Path == e.RenamedTo && o.Outcome == Moved && (o.MovedTo == r.Path || r.Now.Same(o.Was)) {
-				r.Outcome, r.RevertedTo, r.MovedFrom = Moved, "", o.Path
-				break
-			}
-		}
-	}
+	undoneRenames(prev, v.Paths)
 	hc := cur.HeadChange
 	if hc != nil && (hc.Prev != prev.Head || !v.HeadMoved) {
 		hc = nil // recorded against another HEAD: not this pair's
@@ -242,43 +197,113 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 		v.Paths = where.dropped(v.Paths, hc)
 	}
 	for _, r := range v.Paths {
-		switch r.Outcome {
-		case Untouched:
-			v.Untouched++
-		case Committed:
-			v.Committed++
-		case Changed:
-			v.Changed++
-		case Unverified:
-			v.Unverified++
-			v.Concerns = append(v.Concerns, Concern{Kind: ConcernUnverified, Path: r.Path,
-				Message: fmt.Sprintf("%s: its content now is unknown, so the guard cannot tell whether it was kept", r.Path)})
-		case Moved:
-			v.Moved++
-			if r.MovedTo != "" {
-				v.Concerns = append(v.Concerns, Concern{Kind: ConcernMoved, Path: r.Path,
-					Message: fmt.Sprintf("%s moved to %s", r.Path, r.MovedTo)})
-			}
-		case Discarded:
-			v.Discarded++
-			if r.InCommit != "" {
-				// Committed content: the blob is in the object store, and
-				// the dropped commit is pinned.
-				v.Lost = append(v.Lost, boundary.LostContent{Path: r.Path, Lost: r.Was, Base: r.Base})
-				continue
-			}
-			p, _ := prev.Lookup(r.Path)
-			lc := boundary.LostContent{Path: p.Path, Lost: p.Worktree, Base: p.Head}
-			switch r.RevertedTo {
-			case "index":
-				// What the path was reverted to: Restore may overwrite it.
-				lc.Base = p.Index
-			case "fork":
-				lc.Base = r.Now
-			}
-			v.Lost = append(v.Lost, lc)
+		v.tally(prev, r)
+	}
+	v.stateConcerns(prev, cur, hc)
+	return v
+}
+
+// judge is what became of path p of the previous boundary: its outcome by
+// the rules of the package doc, a discard found elsewhere a move.
+func (l *locator) judge(p boundary.Entry) PathResult {
+	r := PathResult{Path: p.Path, Was: p.Worktree, Base: p.Head, Status: p.Status}
+	now, dirty, known := l.content(p)
+	r.Now, r.Clean = now, !dirty
+	switch {
+	case !known || (now.Present() && !now.Known()):
+		r.Outcome = Unverified
+	case now.Same(p.Worktree):
+		if dirty {
+			r.Outcome = Untouched
+		} else {
+			r.Outcome = Committed
+		}
+	case now.Same(p.Head):
+		r.Outcome, r.RevertedTo = Discarded, "head"
+	case p.Status != boundary.StatusConflicted && now.Same(p.Index) && !p.Worktree.Same(p.Head):
+		// Restored from the index (git checkout -- path, git restore
+		// path): the worktree work that was never staged is gone. A
+		// conflicted entry has no stage-0 index content to compare.
+		r.Outcome, r.RevertedTo = Discarded, "index"
+	default:
+		r.Outcome = Changed
+	}
+	if r.Outcome == Discarded {
+		if to, ok := l.elsewhere(p.Path, p.Worktree); ok {
+			r.Outcome, r.RevertedTo, r.MovedTo = Moved, "", to
 		}
 	}
+	return r
+}
+
+// undoneRenames turns back into moves the discards of paths whose earlier
+// rename was undone. The old side of an earlier rename is discarded by the
+// rules when the rename is undone (its deletion is undone); but if the new
+// side's content moved back to it, nothing was lost, and restoring the
+// deletion alone would remove the only copy in the worktree.
+func undoneRenames(prev boundary.Snapshot, paths []PathResult) {
+	for i := range paths {
+		r := &paths[i]
+		e, _ := prev.Lookup(r.Path)
+		if r.Outcome != Discarded || e.RenamedTo == "" || r.Was.Present() {
+			continue
+		}
+		for _, o := range paths {
+			// The new side's content is back here (it may be at a copy
+			// too, which elsewhere may have found first).
+			if o.Path == e.RenamedTo && o.Outcome == Moved && (o.MovedTo == r.Path || r.Now.Same(o.Was)) {
+				r.Outcome, r.RevertedTo, r.MovedFrom = Moved, "", o.Path
+				break
+			}
+		}
+	}
+}
+
+// tally counts path result r, with its concern, and a discard's lost
+// content as Restore will write it back.
+func (v *Verdict) tally(prev boundary.Snapshot, r PathResult) {
+	switch r.Outcome {
+	case Untouched:
+		v.Untouched++
+	case Committed:
+		v.Committed++
+	case Changed:
+		v.Changed++
+	case Unverified:
+		v.Unverified++
+		v.Concerns = append(v.Concerns, Concern{Kind: ConcernUnverified, Path: r.Path,
+			Message: fmt.Sprintf("%s: its content now is unknown, so the guard cannot tell whether it was kept", r.Path)})
+	case Moved:
+		v.Moved++
+		if r.MovedTo != "" {
+			v.Concerns = append(v.Concerns, Concern{Kind: ConcernMoved, Path: r.Path,
+				Message: fmt.Sprintf("%s moved to %s", r.Path, r.MovedTo)})
+		}
+	case Discarded:
+		v.Discarded++
+		if r.InCommit != "" {
+			// Committed content: the blob is in the object store, and
+			// the dropped commit is pinned.
+			v.Lost = append(v.Lost, boundary.LostContent{Path: r.Path, Lost: r.Was, Base: r.Base})
+			return
+		}
+		p, _ := prev.Lookup(r.Path)
+		lc := boundary.LostContent{Path: p.Path, Lost: p.Worktree, Base: p.Head}
+		switch r.RevertedTo {
+		case "index":
+			// What the path was reverted to: Restore may overwrite it.
+			lc.Base = p.Index
+		case "fork":
+			lc.Base = r.Now
+		}
+		v.Lost = append(v.Lost, lc)
+	}
+}
+
+// stateConcerns are the concerns about the pair as a whole: a HEAD that
+// moved, nothing changed, paths ignored now, nested repositories and
+// unresolved conflicts.
+func (v *Verdict) stateConcerns(prev, cur boundary.Snapshot, hc *boundary.HeadChange) {
 	if v.HeadMoved && !v.Blocked() {
 		v.Concerns = append(v.Concerns, headConcern(prev, cur, hc, v.Paths))
 	}
@@ -297,7 +322,6 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 				Message: fmt.Sprintf("%s: unresolved conflict (%s)", e.Path, e.XY)})
 		}
 	}
-	return v
 }
 
 // nestedConcerns applies the rules inside each submodule or nested

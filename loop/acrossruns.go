@@ -44,7 +44,7 @@ func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, attempt int, 
 			continue
 		}
 		tried[c.RunID] = true
-		if row, ok := e.factsOf(c.RunID).tasks[t.ID]; !ok || row.Status != cache.TaskDone || row.Attempts != 1 {
+		if row, ok := e.lineage.factsOf(c.RunID).tasks[t.ID]; !ok || row.Status != cache.TaskDone || row.Attempts != 1 {
 			continue
 		}
 		from, to, err := taskBoundaries(e.j, c.RunID, t.ID)

@@ -161,21 +161,22 @@ func onResume(blocks []blockInfo) string {
 		}
 	}
 	var out []string
-	if len(again) > 0 {
-		out = append(out, pick(again, "task %s did not finish: it runs again, its unfinished agent call redone",
-			"tasks %s did not finish: they run again, their unfinished agent calls redone"))
-	}
-	if len(gated) > 0 {
-		out = append(out, pick(gated, "task %s runs its gate first and continues only if it still fails",
-			"tasks %s run their gates first and continue only if they still fail"))
-	}
-	if len(failed) > 0 {
-		out = append(out, pick(failed, "task %s has no gate: it goes on with a new agent call, told why the last one failed",
-			"tasks %s have no gate: they go on with a new agent call, told why the last one failed"))
-	}
-	if len(replayed) > 0 {
-		out = append(out, pick(replayed, "task %s has no gate to re-run: its journaled attempt replays, no agent call, and it is done (nothing checks it again, so repair first)",
-			"tasks %s have no gate to re-run: their journaled attempts replay, no agent call, and they are done (nothing checks them again, so repair first)"))
+	for _, g := range []struct {
+		ids       []string
+		one, many string
+	}{
+		{again, "task %s did not finish: it runs again, its unfinished agent call redone",
+			"tasks %s did not finish: they run again, their unfinished agent calls redone"},
+		{gated, "task %s runs its gate first and continues only if it still fails",
+			"tasks %s run their gates first and continue only if they still fail"},
+		{failed, "task %s has no gate: it goes on with a new agent call, told why the last one failed",
+			"tasks %s have no gate: they go on with a new agent call, told why the last one failed"},
+		{replayed, "task %s has no gate to re-run: its journaled attempt replays, no agent call, and it is done (nothing checks it again, so repair first)",
+			"tasks %s have no gate to re-run: their journaled attempts replay, no agent call, and they are done (nothing checks them again, so repair first)"},
+	} {
+		if len(g.ids) > 0 {
+			out = append(out, pick(g.ids, g.one, g.many))
+		}
 	}
 	return strings.Join(out, "; ")
 }

@@ -21,29 +21,19 @@ type guardResult struct {
 	vanished []string
 }
 
-// boundary takes B0. On a resume it compares B0 with the parent's last
-// boundary and reports what happened between the runs: information only,
-// never a block (the user may commit, edit or restore between runs) --
-// unless the parent stopped without finishing a task (killed: no code ran
-// to guard it). Then the discards since the parent's last boundary are that
-// task's, and they block the resume before anything is dispatched
+// firstBoundary takes B0. On a resume it compares B0 with the parent's
+// last boundary and reports what happened between the runs: information
+// only, never a block (the user may commit, edit or restore between runs)
+// -- unless the parent stopped without finishing a task (killed: no code
+// ran to guard it). Then the discards since the parent's last boundary are
+// that task's, and they block the resume before anything is dispatched
 // (e.resumeBlocked).
-func (e *engine) boundary(ctx context.Context, afterTask string, first bool) error {
+func (e *engine) firstBoundary(ctx context.Context) error {
 	// The parent's last boundary is read first, so that B0 is taken once:
 	// tracking the parent's dirty paths (its snapshot does not know their
 	// content now when they are clean now), and chained to the parent's
 	// boundary commit.
-	var pb *cache.Boundary
-	var prev *boundary.Snapshot
-	if first && e.o.Parent != "" {
-		if b, ok, err := e.j.LastBoundary(e.o.Parent); err == nil && ok {
-			if p, err := e.loadBoundary(ctx, *b); err == nil {
-				pb, prev = b, &p
-			} else {
-				e.emit(Event{Type: EvConcern, Message: fmt.Sprintf("run %s's last boundary cannot be read (%v): what changed between the runs is not checked", e.o.Parent, err)})
-			}
-		}
-	}
+	pb, prev := e.parentBoundary(ctx)
 	var track []string
 	if prev != nil {
 		track = prev.PathNames()
@@ -60,55 +50,80 @@ func (e *engine) boundary(ctx context.Context, afterTask string, first bool) err
 	var verdict *guard.Verdict
 	msg := ""
 	if prev != nil {
-		v := guard.Compare(*prev, snap)
-		unfinished, hasUnfinished := e.unfinishedTask(e.o.Parent, pb.AfterTask)
-		journaled := v
-		if !(v.Blocked() && hasUnfinished) {
-			// Information only: what the user discarded between the runs
-			// was their choice, so restore must not offer it back (its
-			// Lost list is what `implloop restore` reads). The per-path
-			// outcomes and counts stay in the record.
-			journaled.Lost = nil
-		}
-		// A blocking verdict is journaled with its Lost list: implloop
-		// restore --run <this run> finds it.
-		verdict = &journaled
-		switch {
-		case v.Blocked() && hasUnfinished:
-			msg = "since run " + e.o.Parent + ": " + v.Summary() +
-				fmt.Sprintf(" (task %s of run %s never finished, so these are its discards)", unfinished.TaskID, e.o.Parent)
-			var lost []string
-			for _, l := range v.Lost {
-				lost = append(lost, l.Path)
-			}
-			block = &blockInfo{RunID: e.runID, PlanPath: e.s.Plan, TaskID: unfinished.TaskID, Title: unfinished.Title,
-				Attempts: unfinished.Attempts, Lost: lost, Unfinished: e.o.Parent,
-				Reason: fmt.Sprintf("run %s stopped without finishing task %s, and since its last boundary uncommitted work was discarded: %s",
-					e.o.Parent, unfinished.TaskID, shownPaths(lost))}
-		default:
-			// Between the runs the user is the one changing things:
-			// a path back at HEAD is their choice, never a block, so
-			// the guard's BLOCKED prefix would mislead here.
-			msg = "since run " + e.o.Parent + ": " + strings.TrimPrefix(v.Summary(), "BLOCKED: ")
-			if v.Blocked() {
-				msg += " (changed between the runs: not a block; the resume plan says what is written back)"
-			}
-		}
+		msg, verdict, block = e.betweenRuns(*pb, *prev, snap)
 	}
-	if err := e.putBoundary(afterTask, snap, verdict); err != nil {
+	if err := e.putBoundary("", snap, verdict); err != nil {
 		return err
 	}
 	e.prev = snap
 	e.emit(Event{Type: EvBoundary, Head: snap.Head, Dirty: intp(len(snap.Paths)), Message: msg})
-	if block != nil {
-		e.blocks = append(e.blocks, *block)
-		if err := writeBlocked(e.o.RepoRoot, e.blocks); err != nil {
-			return err
-		}
-		e.blockedWrote, e.resumeBlocked = true, true
-		e.emit(Event{Type: EvBlocked, Task: block.TaskID, Title: block.Title, Message: block.Reason, Paths: block.Lost})
+	if block == nil {
+		return nil
 	}
+	e.blocks = append(e.blocks, *block)
+	if err := writeBlocked(e.o.RepoRoot, e.blocks); err != nil {
+		return err
+	}
+	e.blockedWrote, e.resumeBlocked = true, true
+	e.emit(Event{Type: EvBlocked, Task: block.TaskID, Title: block.Title, Message: block.Reason, Paths: block.Lost})
 	return nil
+}
+
+// parentBoundary is the parent's last boundary and its snapshot; nil on a
+// fresh run, or when it cannot be read (said as a concern).
+func (e *engine) parentBoundary(ctx context.Context) (*cache.Boundary, *boundary.Snapshot) {
+	if e.o.Parent == "" {
+		return nil, nil
+	}
+	b, ok, err := e.j.LastBoundary(e.o.Parent)
+	if err != nil || !ok {
+		return nil, nil
+	}
+	p, err := e.loadBoundary(ctx, *b)
+	if err != nil {
+		e.emit(Event{Type: EvConcern, Message: fmt.Sprintf("run %s's last boundary cannot be read (%v): what changed between the runs is not checked", e.o.Parent, err)})
+		return nil, nil
+	}
+	return b, &p
+}
+
+// betweenRuns compares B0 (snap) with the parent's last boundary pb
+// (prev): what the boundary event says, the verdict to journal and, when
+// the parent left a task unfinished whose discards these are, the block.
+func (e *engine) betweenRuns(pb cache.Boundary, prev, snap boundary.Snapshot) (string, *guard.Verdict, *blockInfo) {
+	v := guard.Compare(prev, snap)
+	unfinished, hasUnfinished := e.unfinishedTask(e.o.Parent, pb.AfterTask)
+	journaled := v
+	if !(v.Blocked() && hasUnfinished) {
+		// Information only: what the user discarded between the runs
+		// was their choice, so restore must not offer it back (its
+		// Lost list is what `implloop restore` reads). The per-path
+		// outcomes and counts stay in the record.
+		journaled.Lost = nil
+	}
+	// A blocking verdict is journaled with its Lost list: implloop
+	// restore --run <this run> finds it.
+	if v.Blocked() && hasUnfinished {
+		msg := "since run " + e.o.Parent + ": " + v.Summary() +
+			fmt.Sprintf(" (task %s of run %s never finished, so these are its discards)", unfinished.TaskID, e.o.Parent)
+		var lost []string
+		for _, l := range v.Lost {
+			lost = append(lost, l.Path)
+		}
+		block := &blockInfo{RunID: e.runID, PlanPath: e.s.Plan, TaskID: unfinished.TaskID, Title: unfinished.Title,
+			Attempts: unfinished.Attempts, Lost: lost, Unfinished: e.o.Parent,
+			Reason: fmt.Sprintf("run %s stopped without finishing task %s, and since its last boundary uncommitted work was discarded: %s",
+				e.o.Parent, unfinished.TaskID, shownPaths(lost))}
+		return msg, &journaled, block
+	}
+	// Between the runs the user is the one changing things: a path back
+	// at HEAD is their choice, never a block, so the guard's BLOCKED
+	// prefix would mislead here.
+	msg := "since run " + e.o.Parent + ": " + strings.TrimPrefix(v.Summary(), "BLOCKED: ")
+	if v.Blocked() {
+		msg += " (changed between the runs: not a block; the resume plan says what is written back)"
+	}
+	return msg, &journaled, nil
 }
 
 // unfinishedTask returns the task the parent run left running or

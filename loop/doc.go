@@ -20,4 +20,17 @@
 // A resume is a run with a parent: its lineage (parent, grandparent, ...)
 // is where replays come from. A task that ended blocked is never replayed
 // as blocked: its gate runs live first.
+//
+// # The engine
+//
+// The engine is three parts. The lineage (lineage.go) is what earlier
+// runs journaled: each task's last row, attempts, gates and artifact, and
+// the completed units a replay comes from; it only reads, and keeps what
+// it read for the run. The planner (resume_plan.go) makes the resume plan
+// before any task runs; the runner (task.go) runs the tasks. Both go
+// through the tasks in a pass of their own (resume.go), whose methods take
+// every decision (how a task starts, which dependency artifacts enter a
+// unit's identity, why a unit runs live, in words made in one place), so
+// the plan says what the run will do by construction; the planner's pass
+// records what it plans, the runner's what happened.
 package loop

@@ -98,12 +98,12 @@ type engine struct {
 	j       *cache.Journal
 	sel     *extractor.Selection
 	runID   string
-	lineage []string // the parent's lineage: where replays come from
+	lineage *lineage // what earlier runs journaled: where replays come from (lineage.go)
 	ag      agent.Agent
 	norm    identity.Env
 	prev    boundary.Snapshot
-	art     map[string]string // task id -> identity of its final unit in this run
-	here    map[string]bool   // task id -> in range and not skipped (runsHere)
+	run     *pass           // the run's own pass: what its tasks came to (resume.go)
+	here    map[string]bool // task id -> in range and not skipped (runsHere)
 	obs     Observer
 	lock    *Lock // the work tree's; its descriptor goes to every agent and gate
 
@@ -111,18 +111,13 @@ type engine struct {
 	sawLiveGate  bool                        // a gate ran live
 	sawNewSkip   bool                        // a task checked in the plan since the parent ran it was skipped
 	status       map[string]cache.TaskStatus // task id -> how it ended in this run (plan.go: held)
-	liveDep      map[string]bool             // task id -> dispatched live (in the plan: planned live)
-	mayChange    map[string]string           // plan: task id -> why its artifact may come out otherwise (for its dependents)
-	planning     bool                        // plan() is running: reasons speak of what will run
 	blockedWrote bool
 	blocks       []blockInfo // what BLOCKED.md explains, in order
 
-	facts      map[string]*runFacts   // per lineage run, loaded once (resume.go)
-	found      map[string]*cache.Unit // findCompleted's memo (nil: no completed unit)
-	boundaries int                    // boundaries journaled in this run so far
-	liveGates  int                    // gates run live in this run so far
-	held       *[]Event               // events of a replay batch not yet committed
-	replay     map[string]bool        // task id -> the resume plan replays it (runTasks; built once)
+	boundaries int             // boundaries journaled in this run so far
+	liveGates  int             // gates run live in this run so far
+	held       *[]Event        // events of a replay batch not yet committed
+	replay     map[string]bool // task id -> the resume plan replays it (runTasks; built once)
 
 	// resumeBlocked: the resume's first comparison found discards of a
 	// task the parent never finished; no task runs (boundaries.go).
@@ -151,7 +146,8 @@ type engine struct {
 // newEngine is an engine for o before its plan is read: o's clock and
 // observer, or the real clock and an observer that ignores events.
 func newEngine(o Options) *engine {
-	e := &engine{o: o, s: o.Settings, now: o.Now, obs: o.Observer, art: map[string]string{}}
+	e := &engine{o: o, s: o.Settings, now: o.Now, obs: o.Observer, lineage: &lineage{}}
+	e.run = newPass(e, false)
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -164,58 +160,20 @@ func newEngine(o Options) *engine {
 // Run carries out a run (or a resume, when o.Parent is set).
 func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	e := newEngine(o)
-	if err := e.s.Validate(); err != nil {
+	if err := e.readPlan(func(path string) (*extractor.Selection, error) { return loadPlan(path, e.s.TaskRange) }); err != nil {
 		return nil, err
 	}
-	if !o.DryRun {
-		if _, err := os.Stat(filepath.Join(o.RepoRoot, BlockedFile)); err == nil {
-			return nil, ErrBlockedFile
-		}
-	}
-	sel, err := loadPlan(PlanFile(o.RepoRoot, e.s.Plan), e.s.TaskRange)
-	if err != nil {
-		return nil, err
-	}
-	e.sel = sel
-	e.norm = identity.EnvFor(o.RepoRoot)
-	if err := e.resumeFrontMatter(); err != nil {
-		return nil, err
-	}
-
 	if o.DryRun {
 		return e.dryRun(ctx)
 	}
-	inputs := inputsDigest(sel, e.s)
+	inputs := inputsDigest(e.sel, e.s)
 	if o.Parent != "" && !o.Reverify && !o.Full {
 		if out := e.upToDate(ctx, inputs); out != nil {
 			return out, nil
 		}
 	}
-
-	e.ag = o.Agent
-	if e.ag == nil {
-		e.ag, err = agent.New(e.s.Agent, agent.Options{Command: e.s.AgentCmd})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := e.ag.Check(); err != nil {
+	if err := e.startAgent(ctx); err != nil {
 		return nil, err
-	}
-	if e.s.Jobs > 1 {
-		if err := boundary.CheckMergeTree(ctx); err != nil {
-			return nil, err
-		}
-	}
-	// The agent CLI's version is recorded with the run's settings, never
-	// hashed: an agent update must not re-run every task (docs/identity.md).
-	e.s.AgentVersion = ""
-	if v, ok := e.ag.(agent.Versioner); ok {
-		vctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		if ver, err := v.Version(vctx); err == nil {
-			e.s.AgentVersion = ver
-		}
-		cancel()
 	}
 
 	start := e.now()
@@ -248,99 +206,26 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	}
 
 	out = &Outcome{RunID: e.runID, ParentID: o.Parent}
-	if o.Parent != "" {
-		parent, err := e.j.GetRun(o.Parent)
-		if err != nil {
-			return nil, err
-		}
-		out.ParentVerdict = parent.Verdict
-		e.lineage, err = e.j.LineageIDs(parent.ID)
-		if err != nil {
-			return nil, err
-		}
-	}
-
-	settings, _ := json.Marshal(e.s)
-	if err := e.j.CreateRun(&cache.Run{
-		ID: e.runID, ParentID: o.Parent, PlanPath: e.s.Plan, PlanSHA256: sel.PlanSHA256,
-		Settings: settings, StartedAt: start, Inputs: inputs,
-	}); err != nil {
+	if err := e.beginRun(out, start, inputs, dirs); err != nil {
 		return nil, err
 	}
-	// Every task in range is journaled pending first, so that a run killed
-	// at any point still shows what it never reached. One transaction: on
-	// a 1,000-task plan, one commit per row was a tenth of a cached resume.
-	if err := e.j.Batch(false, func(b *cache.Journal) error {
-		for _, t := range sel.Tasks {
-			if err := b.PutTask(cache.Task{RunID: e.runID, TaskID: t.ID, Ordinal: t.Ordinal, Title: t.Title, Status: cache.TaskPending}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	e.emit(Event{Type: EvRunStarted, ParentID: o.Parent, Plan: e.s.Plan, PlanSHA: sel.PlanSHA256, Count: len(sel.Tasks)})
-	e.warnUnsetEnv()
-	if from := e.j.MovedFrom(); from != "" {
-		e.emit(Event{Type: EvJournalMoved, Message: fmt.Sprintf("moved the journal from %s/ to %s/ (implloop now keeps its state in the git directory)",
-			dirs.Shown(from), dirs.Shown(e.j.Dir()))})
-	}
-
 	// B0, and on a resume what happened between the runs (information
 	// only), taken before the resume plans: whether a replayed task's work
 	// is still in the tree, and whether a replayed gate may stand, depend
 	// on the tree (work.go).
-	if err := e.boundary(ctx, "", true); err != nil {
+	if err := e.firstBoundary(ctx); err != nil {
 		return nil, err
 	}
 	if o.Parent != "" {
-		e.loadWorkCheck(e.prev)
-		out.Plan, err = e.plan()
-		if err == nil {
-			err = e.checkWork(ctx, out.Plan)
-		}
-		if err != nil {
+		if err := e.planResume(ctx, out); err != nil {
 			return nil, err
 		}
-		e.planned = make(map[string]PlannedTask, len(out.Plan))
-		for _, p := range out.Plan {
-			e.planned[p.Task] = p
-		}
-		e.emit(Event{Type: EvResumePlan, Tasks: out.Plan})
 	}
 
-	interrupted, stopping := false, false
 	defer e.endWaves(ctx)
-	for i := 0; i < len(sel.Tasks) && !e.resumeBlocked && e.journalGone == ""; {
-		if ctx.Err() != nil {
-			interrupted = true
-			break
-		}
-		// After a block that stops the run, the tasks of its wave whose
-		// calls were made ahead still settle: independent of it, and paid.
-		if stopping && !e.aheadPending(i) {
-			break
-		}
-		if err := e.startWave(ctx, i); err != nil {
-			if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-				interrupted = true
-				break
-			}
-			return nil, err
-		}
-		n, res, err := e.runTasks(ctx, i, out.Plan)
-		i += n
-		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-			interrupted = true
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if res.status == cache.TaskBlocked && e.s.OnBlocked == "stop" {
-			stopping = true
-		}
+	interrupted, err := e.runAll(ctx, out.Plan)
+	if err != nil {
+		return nil, err
 	}
 	e.endWaves(ctx)
 	if interrupted {
@@ -352,15 +237,174 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 			e.emit(Event{Type: EvConcern, Message: "the guard could not check the interrupted task: " + err.Error()})
 		}
 	}
+	if err := e.finishRun(ctx, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
+// readPlan checks the settings and that no BLOCKED.md waits (a dry run
+// writes nothing, so it may look), then reads the plan now with read
+// (from disk, or bytes a Preview was given) and applies its front matter.
+func (e *engine) readPlan(read func(path string) (*extractor.Selection, error)) error {
+	if err := e.s.Validate(); err != nil {
+		return err
+	}
+	if !e.o.DryRun {
+		if _, err := os.Stat(filepath.Join(e.o.RepoRoot, BlockedFile)); err == nil {
+			return ErrBlockedFile
+		}
+	}
+	sel, err := read(PlanFile(e.o.RepoRoot, e.s.Plan))
+	if err != nil {
+		return err
+	}
+	e.sel = sel
+	e.norm = identity.EnvFor(e.o.RepoRoot)
+	return e.resumeFrontMatter()
+}
+
+// startAgent builds the agent backend (unless Options gave one) and checks
+// it can run, and that git can merge trees when calls run in parallel.
+func (e *engine) startAgent(ctx context.Context) error {
+	e.ag = e.o.Agent
+	if e.ag == nil {
+		var err error
+		e.ag, err = agent.New(e.s.Agent, agent.Options{Command: e.s.AgentCmd})
+		if err != nil {
+			return err
+		}
+	}
+	if err := e.ag.Check(); err != nil {
+		return err
+	}
+	if e.s.Jobs > 1 {
+		if err := boundary.CheckMergeTree(ctx); err != nil {
+			return err
+		}
+	}
+	// The agent CLI's version is recorded with the run's settings, never
+	// hashed: an agent update must not re-run every task (docs/identity.md).
+	e.s.AgentVersion = ""
+	if v, ok := e.ag.(agent.Versioner); ok {
+		vctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		if ver, err := v.Version(vctx); err == nil {
+			e.s.AgentVersion = ver
+		}
+		cancel()
+	}
+	return nil
+}
+
+// beginRun journals the run and its tasks pending, after loading the
+// parent's lineage on a resume, and says the run started.
+func (e *engine) beginRun(out *Outcome, start time.Time, inputs string, dirs cache.Dirs) error {
+	e.lineage = &lineage{j: e.j}
+	if e.o.Parent != "" {
+		parent, err := e.j.GetRun(e.o.Parent)
+		if err != nil {
+			return err
+		}
+		out.ParentVerdict = parent.Verdict
+		if e.lineage, err = newLineage(e.j, parent.ID); err != nil {
+			return err
+		}
+	}
+
+	settings, _ := json.Marshal(e.s)
+	if err := e.j.CreateRun(&cache.Run{
+		ID: e.runID, ParentID: e.o.Parent, PlanPath: e.s.Plan, PlanSHA256: e.sel.PlanSHA256,
+		Settings: settings, StartedAt: start, Inputs: inputs,
+	}); err != nil {
+		return err
+	}
+	// Every task in range is journaled pending first, so that a run killed
+	// at any point still shows what it never reached. One transaction: on
+	// a 1,000-task plan, one commit per row was a tenth of a cached resume.
+	if err := e.j.Batch(false, func(b *cache.Journal) error {
+		for _, t := range e.sel.Tasks {
+			if err := b.PutTask(cache.Task{RunID: e.runID, TaskID: t.ID, Ordinal: t.Ordinal, Title: t.Title, Status: cache.TaskPending}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	e.emit(Event{Type: EvRunStarted, ParentID: e.o.Parent, Plan: e.s.Plan, PlanSHA: e.sel.PlanSHA256, Count: len(e.sel.Tasks)})
+	e.warnUnsetEnv()
+	if from := e.j.MovedFrom(); from != "" {
+		e.emit(Event{Type: EvJournalMoved, Message: fmt.Sprintf("moved the journal from %s/ to %s/ (implloop now keeps its state in the git directory)",
+			dirs.Shown(from), dirs.Shown(e.j.Dir()))})
+	}
+	return nil
+}
+
+// planResume makes the resume plan, against the tree as B0 found it, and
+// checks what of the replayed tasks' work is still there.
+func (e *engine) planResume(ctx context.Context, out *Outcome) error {
+	e.loadWorkCheck(e.prev)
+	var err error
+	out.Plan, err = e.plan()
+	if err == nil {
+		err = e.checkWork(ctx, out.Plan)
+	}
+	if err != nil {
+		return err
+	}
+	e.planned = make(map[string]PlannedTask, len(out.Plan))
+	for _, p := range out.Plan {
+		e.planned[p.Task] = p
+	}
+	e.emit(Event{Type: EvResumePlan, Tasks: out.Plan})
+	return nil
+}
+
+// runAll runs the tasks in order, wave by wave (parallel.go), until the
+// last, a block that stops the run, or an interrupt (interrupted).
+func (e *engine) runAll(ctx context.Context, planned []PlannedTask) (interrupted bool, err error) {
+	stopping := false
+	for i := 0; i < len(e.sel.Tasks) && !e.resumeBlocked && e.journalGone == ""; {
+		if ctx.Err() != nil {
+			return true, nil
+		}
+		// After a block that stops the run, the tasks of its wave whose
+		// calls were made ahead still settle: independent of it, and paid.
+		if stopping && !e.aheadPending(i) {
+			break
+		}
+		if err := e.startWave(ctx, i); err != nil {
+			if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+				return true, nil
+			}
+			return false, err
+		}
+		n, res, err := e.runTasks(ctx, i, planned)
+		i += n
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if res.status == cache.TaskBlocked && e.s.OnBlocked == "stop" {
+			stopping = true
+		}
+	}
+	return false, nil
+}
+
+// finishRun decides the verdict from the journal, journals the run
+// finished, writes its reports and, the journal still there, its records.
+func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 	tasks, err := e.j.Tasks(e.runID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	dec := report.Decide(tasks)
 	out.Verdict = string(dec.Verdict)
 	out.Blocked = e.blockedWrote
-	out.NoOp = o.Parent != "" && !interrupted && !e.sawLive && !e.sawLiveGate && !e.sawNewSkip && !e.sawRestore &&
+	out.NoOp = e.o.Parent != "" && !out.Interrupted && !e.sawLive && !e.sawLiveGate && !e.sawNewSkip && !e.sawRestore &&
 		!e.work.treeChanged() && e.sameAsParent(tasks)
 	if e.resumeBlocked || e.journalGone != "" {
 		dec.Verdict, out.NoOp = report.Blocked, false
@@ -368,16 +412,16 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	}
 	out.JournalGone = e.journalGone
 	if err := e.j.FinishRun(e.runID, out.Verdict, dec.Verdict.ExitCode(), e.now()); err != nil {
-		return nil, err
+		return err
 	}
 	rep, err := report.Build(e.j, e.runID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	out.Report = rep
 	if out.ReportPath, _, err = report.Write(e.j.Dir(), rep); err != nil {
 		if e.journalGone == "" {
-			return nil, err
+			return err
 		}
 		// The state directory went with the journal, and came back as
 		// something Write cannot write into: the run still ends BLOCKED.
@@ -393,7 +437,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		}
 		cancel()
 	}
-	e.emit(Event{Type: EvRunFinished, Verdict: out.Verdict, Done: intp(dec.Done), Count: len(sel.Tasks), Message: out.ReportPath})
+	e.emit(Event{Type: EvRunFinished, Verdict: out.Verdict, Done: intp(dec.Done), Count: len(e.sel.Tasks), Message: out.ReportPath})
 	if e.journalGone == "" {
 		// The run's records, as git objects beside its boundaries: what
 		// `implloop push` sends. Written once, now that they are final.
@@ -403,7 +447,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 			out.RecordsErr = err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // resumeFrontMatter applies the plan's front matter as it is now to the
@@ -555,14 +599,14 @@ func (e *engine) agentName() string {
 }
 
 // artifacts are the identities of the final units of t's declared
-// dependencies, sorted: of those that ran in this run, and of those that
-// do not run in it (checked in the plan, out of --task-range) as the
-// lineage last did them, so that ticking or leaving out a dependency does
-// not look like a change to its dependents.
-func (e *engine) artifacts(t extractor.Task) []string {
+// dependencies, sorted: of those that ran in this pass (or are planned
+// to), and of those that do not run in it (checked in the plan, out of
+// --task-range) as the lineage last did them, so that ticking or leaving
+// out a dependency does not look like a change to its dependents.
+func (p *pass) artifacts(t extractor.Task) []string {
 	var out []string
 	for _, d := range t.Deps {
-		if a := e.depArtifact(d); a != "" {
+		if a := p.depArtifact(d); a != "" {
 			out = append(out, a)
 		}
 	}
@@ -571,10 +615,10 @@ func (e *engine) artifacts(t extractor.Task) []string {
 }
 
 // depArtifact is dependency d's artifact as artifacts takes it ("" none).
-func (e *engine) depArtifact(d string) string {
-	a, ok := e.art[d]
-	if !ok && !e.runsHere(d) {
-		a = e.lineageArtifact(d)
+func (p *pass) depArtifact(d string) string {
+	a, ok := p.art[d]
+	if !ok && !p.e.runsHere(d) {
+		a = p.e.lineage.artifact(d)
 	}
 	return a
 }

@@ -235,16 +235,16 @@ func (e *engine) firstLiveUnit(t extractor.Task) (unit.Unit, bool, error) {
 	if p, ok := e.planned[t.ID]; ok && p.Action != ActionLive {
 		return unit.Unit{}, false, nil
 	}
-	st, err := e.startOf(t)
+	st, err := e.run.startOf(t)
 	if err != nil || st.kind != startChain {
 		return unit.Unit{}, false, err
 	}
-	units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: st.attempt, GateFeedback: st.feedback, Artifacts: e.artifacts(t)})
+	units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: st.attempt, GateFeedback: st.feedback, Artifacts: e.run.artifacts(t)})
 	if err != nil || len(units) == 0 {
 		return unit.Unit{}, false, err
 	}
 	u := units[0]
-	if _, found, err := e.findCompleted(u.Identity); err != nil || found && !e.work.mustRun(t.ID) {
+	if _, found, err := e.lineage.findCompleted(u.Identity); err != nil || found && !e.work.mustRun(t.ID) {
 		return unit.Unit{}, false, err
 	}
 	if _, _, chained := e.failedChain(t, u); chained {

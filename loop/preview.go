@@ -7,7 +7,6 @@ import (
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
-	"github.com/implloop/implloop/identity"
 	"github.com/implloop/implloop/plan"
 )
 
@@ -21,16 +20,7 @@ func Preview(o Options, src []byte) (*Outcome, error) {
 	o.DryRun = true
 	o.Observer = nil // a preview's events go nowhere: its result is the Outcome
 	e := newEngine(o)
-	if err := e.s.Validate(); err != nil {
-		return nil, err
-	}
-	sel, err := selectBytes(PlanFile(o.RepoRoot, e.s.Plan), src, e.s.TaskRange)
-	if err != nil {
-		return nil, err
-	}
-	e.sel = sel
-	e.norm = identity.EnvFor(o.RepoRoot)
-	if err := e.resumeFrontMatter(); err != nil {
+	if err := e.readPlan(func(path string) (*extractor.Selection, error) { return selectBytes(path, src, e.s.TaskRange) }); err != nil {
 		return nil, err
 	}
 	return e.dryRun(context.Background())

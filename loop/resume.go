@@ -3,7 +3,6 @@ package loop
 import (
 	"context"
 	"errors"
-	"sort"
 	"strings"
 
 	"github.com/implloop/implloop/cache"
@@ -15,168 +14,24 @@ import (
 // agent call itself failed: the failure is the next attempt's feedback.
 const agentGate = cache.AgentFailed
 
-// runFacts is what one run of the lineage journaled, per task: the lowest
-// and highest attempt of its units, the identity of its final completed
-// unit, and its gates by attempt. Loaded once per run, so a resume of a
-// long plan costs three queries per run, not three per task.
-type runFacts struct {
-	tasks   map[string]cache.Task
-	minUnit map[string]int
-	maxUnit map[string]int
-	// final is the identity of the last completed unit of the highest
-	// attempt that has one: the task's artifact when the run did it.
-	final   map[string]string
-	finalAt map[string]int // the attempt of final
-	gates   map[string][]cache.Gate
+// A pass goes through the plan's tasks in order and decides, for each,
+// how it starts and why a unit runs live. There are two: the resume
+// plan's (planner, resume_plan.go), which says what will run, and the
+// run's own (engine.run), which records what did. The decisions are the
+// pass's methods, so the plan and the run make them by the same code;
+// each pass keeps its own record of what its tasks came to, which is what
+// their dependents' identities are built on.
+type pass struct {
+	e    *engine
+	art  map[string]string // task id -> identity of its final unit (planned: of the one it would dispatch first)
+	live map[string]bool   // task id -> dispatched live (planned live)
+	// planning: the resume plan's pass, whose reasons speak of what will
+	// run rather than of what ran.
+	planning bool
 }
 
-// factsOf loads (once) what run runID journaled.
-func (e *engine) factsOf(runID string) *runFacts {
-	if f, ok := e.facts[runID]; ok {
-		return f
-	}
-	f := &runFacts{tasks: map[string]cache.Task{}, minUnit: map[string]int{}, maxUnit: map[string]int{},
-		final: map[string]string{}, finalAt: map[string]int{}, gates: map[string][]cache.Gate{}}
-	if ts, err := e.j.Tasks(runID); err == nil {
-		for _, t := range ts {
-			f.tasks[t.TaskID] = t
-		}
-	}
-	if us, err := e.j.Units(runID); err == nil {
-		for _, u := range us {
-			if m, ok := f.minUnit[u.TaskID]; !ok || u.Attempt < m {
-				f.minUnit[u.TaskID] = u.Attempt
-			}
-			if u.Attempt > f.maxUnit[u.TaskID] {
-				f.maxUnit[u.TaskID] = u.Attempt
-			}
-			// Units come in dispatch order: within an attempt the last
-			// completed one is the final role's.
-			if u.Status == cache.UnitCompleted && u.Attempt >= f.finalAt[u.TaskID] {
-				f.final[u.TaskID], f.finalAt[u.TaskID] = u.Identity, u.Attempt
-			}
-		}
-	}
-	if gs, err := e.j.Gates(runID, ""); err == nil {
-		for _, g := range gs {
-			f.gates[g.TaskID] = append(f.gates[g.TaskID], g)
-		}
-		for _, l := range f.gates {
-			sort.Slice(l, func(a, b int) bool { return l[a].Attempt < l[b].Attempt })
-		}
-	}
-	if e.facts == nil {
-		e.facts = map[string]*runFacts{}
-	}
-	e.facts[runID] = f
-	return f
-}
-
-// lastRow is the task's row in the nearest run of the lineage that got to
-// it: a pending row (the run stopped before the task), or a running or
-// interrupted one with nothing journaled for the task, says nothing about
-// it, so the search goes on to the next ancestor.
-func (e *engine) lastRow(taskID string) *cache.Task {
-	if e.j == nil {
-		return nil
-	}
-	for _, runID := range e.lineage {
-		f := e.factsOf(runID)
-		row, ok := f.tasks[taskID]
-		if !ok || row.Status == cache.TaskPending {
-			continue
-		}
-		if row.Status == cache.TaskRunning || row.Status == cache.TaskInterrupted {
-			if _, ok := f.minUnit[taskID]; !ok && len(f.gates[taskID]) == 0 {
-				continue
-			}
-		}
-		return &row
-	}
-	return nil
-}
-
-// lastAttempt is the highest attempt journaled for the task in the lineage.
-func (e *engine) lastAttempt(taskID string) int {
-	last := 0
-	for _, id := range e.lineage {
-		last = max(last, e.factsOf(id).maxUnit[taskID])
-	}
-	return last
-}
-
-// lineageArtifact is the artifact the lineage holds for a task that does
-// not run in this run (checked in the plan, or out of --task-range): the
-// identity of the final unit of its done row in the nearest run of the
-// lineage that did it; "" when none did, or when it was done with no agent
-// call (fixed outside the loop), as it would be had it run here.
-func (e *engine) lineageArtifact(taskID string) string {
-	if e.j == nil {
-		return ""
-	}
-	for _, runID := range e.lineage {
-		f := e.factsOf(runID)
-		if row, ok := f.tasks[taskID]; ok && row.Status == cache.TaskDone {
-			return f.final[taskID]
-		}
-	}
-	return ""
-}
-
-// findCompleted is cache.FindCompleted over the lineage, memoized: the
-// resume plan and the run look up the same identities, and the lineage's
-// runs do not change while this one runs.
-func (e *engine) findCompleted(identity string) (*cache.Unit, bool, error) {
-	if u, ok := e.found[identity]; ok {
-		return u, u != nil, nil
-	}
-	u, ok, err := e.j.FindCompleted(e.lineage, identity)
-	if err != nil {
-		return nil, false, err
-	}
-	if !ok {
-		u = nil
-	}
-	if e.found == nil {
-		e.found = map[string]*cache.Unit{}
-	}
-	e.found[identity] = u
-	return u, ok, nil
-}
-
-// chainStart is where a task's chain of attempts starts in this run.
-type chainStart struct {
-	// blocked: the task ended blocked where it last ran; its gate runs live
-	// first, and attempts continue after the last journaled one.
-	blocked bool
-	// recheck: the run the task last ran in began it with this gate (it
-	// was blocked before that run, which re-ran its gate first). This run
-	// begins the same way: it replays that gate (or re-runs it with
-	// --reverify or a changed command), done if it passed, else the next
-	// attempt with its feedback. Starting over at attempt 1 instead would
-	// look for identities that never completed (the old text, no
-	// feedback) and re-run the task live with nothing changed.
-	recheck *cache.Gate
-}
-
-func (e *engine) chainStartOf(taskID string) chainStart {
-	row := e.lastRow(taskID)
-	if row == nil {
-		return chainStart{}
-	}
-	if row.Status == cache.TaskBlocked {
-		return chainStart{blocked: true}
-	}
-	f := e.factsOf(row.RunID)
-	gs := f.gates[taskID]
-	if len(gs) == 0 {
-		return chainStart{}
-	}
-	first := gs[0]
-	if m, ok := f.minUnit[taskID]; ok && m <= first.Attempt {
-		return chainStart{} // the run's first gate followed one of its own attempts
-	}
-	return chainStart{recheck: &first}
+func newPass(e *engine, planning bool) *pass {
+	return &pass{e: e, art: map[string]string{}, live: map[string]bool{}, planning: planning}
 }
 
 // startKind is how a task's chain of attempts begins in this run.
@@ -209,19 +64,20 @@ type taskStart struct {
 }
 
 // startOf says how task t begins in this run (see chainStart).
-func (e *engine) startOf(t extractor.Task) (taskStart, error) {
+func (p *pass) startOf(t extractor.Task) (taskStart, error) {
+	e := p.e
 	gateCmd := e.gateCommand(t)
-	st := e.chainStartOf(t.ID)
+	st := e.lineage.chainStartOf(t.ID)
 	switch {
 	case st.blocked && gateCmd != "":
-		return taskStart{kind: startRecheck, attempt: e.lastAttempt(t.ID),
+		return taskStart{kind: startRecheck, attempt: e.lineage.lastAttempt(t.ID),
 			reasons: []string{"was blocked: its gate runs first; new attempts only if it still fails"}}, nil
 	case st.blocked:
 		// No gate can say it was fixed. After an agent failure the attempts
 		// go on from the last one, its failure carried over as feedback
 		// (and journaled, so the next resume starts the same way); after a
 		// discard the chain replays and the task is done.
-		if g, ok, err := e.j.LastGate(e.lineage, t.ID); err == nil && ok && g.Command == agentGate && !g.Passed {
+		if g, ok, err := e.lineage.lastGate(t.ID); err == nil && ok && g.Command == agentGate && !g.Passed {
 			return taskStart{kind: startChain, attempt: g.Attempt + 1, feedback: g.Feedback, carry: g}, nil
 		}
 		return taskStart{kind: startChain, attempt: 1}, nil
@@ -233,7 +89,7 @@ func (e *engine) startOf(t extractor.Task) (taskStart, error) {
 		// A fix outside the loop stands in for the task only as long as
 		// the task is the one that was fixed: the unit that would have run
 		// next must still have the identity it had then.
-		now, err := e.standIn(t, g.Attempt, g.Feedback)
+		now, err := p.standIn(t, g.Attempt, g.Feedback)
 		if err != nil {
 			return taskStart{}, err
 		}
@@ -262,8 +118,8 @@ func (e *engine) startOf(t extractor.Task) (taskStart, error) {
 // for: that of the final unit of the next attempt, with the gate's output
 // as its feedback. The recheck journals it; a later resume recomputes it
 // and replays the fix only while the two agree.
-func (e *engine) standIn(t extractor.Task, attempt int, feedback string) (string, error) {
-	units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: attempt + 1, GateFeedback: feedback, Artifacts: e.artifacts(t)})
+func (p *pass) standIn(t extractor.Task, attempt int, feedback string) (string, error) {
+	units, err := unit.WorkList(t, p.e.unitParams(t), unit.Facts{Attempt: attempt + 1, GateFeedback: feedback, Artifacts: p.artifacts(t)})
 	if err != nil || len(units) == 0 {
 		return "", err
 	}
@@ -406,16 +262,16 @@ func (e *engine) heldBy(t extractor.Task) string {
 // depReasons names the dependencies of t whose artifacts are not among
 // old (the artifacts of the closest journaled unit): "dependency 1 runs
 // live", "dependency 2 changed". Nil when none can be named.
-func (e *engine) depReasons(t extractor.Task, old []string) []string {
+func (p *pass) depReasons(t extractor.Task, old []string) []string {
 	had := make(map[string]bool, len(old))
 	for _, a := range old {
 		had[a] = true
 	}
 	var out []string
 	for _, d := range t.Deps {
-		a := e.depArtifact(d)
+		a := p.depArtifact(d)
 		if a != "" && !had[a] {
-			out = append(out, depReason(d, e.liveDep[d], e.planning))
+			out = append(out, depReason(d, p.live[d], p.planning))
 		}
 	}
 	return out

@@ -29,14 +29,25 @@ const (
 // would dispatch first (exact when its gate passes on that attempt), so its
 // dependents are planned with it, as the run will compute them; a task
 // whose gate runs live may come out otherwise, and its dependents are
-// marked as such. The run itself starts from no artifacts: it records what
-// actually happens.
+// marked as such. The planner has a pass of its own (see pass): the run's
+// starts from no artifacts and records what actually happens.
 func (e *engine) plan() ([]PlannedTask, error) {
-	e.planning, e.liveDep, e.mayChange = true, map[string]bool{}, map[string]string{}
-	defer func() {
-		e.planning, e.liveDep, e.mayChange = false, nil, nil
-		e.art = map[string]string{}
-	}()
+	p := &planner{pass: newPass(e, true), mayChange: map[string]string{}}
+	return p.plan()
+}
+
+// planner makes the resume plan: a pass of its own over the tasks, which
+// takes the decisions the run takes (startOf, why) and remembers which
+// tasks may come out otherwise than planned.
+type planner struct {
+	*pass
+	// mayChange: task id -> why its artifact may come out otherwise than
+	// planned (its gate runs live), for its dependents' reasons.
+	mayChange map[string]string
+}
+
+func (pl *planner) plan() ([]PlannedTask, error) {
+	e := pl.e
 	var out []PlannedTask
 	for _, t := range e.sel.Tasks {
 		p := PlannedTask{Task: t.ID, Title: t.Title}
@@ -45,7 +56,7 @@ func (e *engine) plan() ([]PlannedTask, error) {
 			p.Action = ActionSkip
 			p.Reasons = []string{"checked in the plan"}
 		default:
-			st, err := e.startOf(t)
+			st, err := pl.startOf(t)
 			if err != nil {
 				return nil, err
 			}
@@ -54,9 +65,9 @@ func (e *engine) plan() ([]PlannedTask, error) {
 				p.Action, p.From, p.Reasons = ActionReplay, st.carry.RunID, st.reasons
 			case startRecheck:
 				p.Action, p.Reasons = ActionGate, st.reasons
-				e.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs first"
+				pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs first"
 			default:
-				if err := e.planChain(t, &p, st.attempt, st.feedback); err != nil {
+				if err := pl.chain(t, &p, st.attempt, st.feedback); err != nil {
 					return nil, err
 				}
 				if len(st.reasons) > 0 {
@@ -64,7 +75,7 @@ func (e *engine) plan() ([]PlannedTask, error) {
 				}
 			}
 			if p.Action == ActionReplay || p.Action == ActionGate {
-				p.Reasons = append(p.Reasons, e.mayRerun(t)...)
+				p.Reasons = append(p.Reasons, pl.mayRerun(t)...)
 			}
 		}
 		out = append(out, p)
@@ -72,25 +83,22 @@ func (e *engine) plan() ([]PlannedTask, error) {
 	return out, nil
 }
 
-func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedback string) error {
+// chain plans task t's chain of attempts from attempt, with feedback.
+func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback string) error {
+	e := pl.e
 	// Artifacts of dependencies are only known once they ran in this run;
 	// the plan assumes replayed dependencies keep their identities.
 	for range 1000 {
-		units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: attempt, GateFeedback: feedback, Artifacts: e.artifacts(t)})
+		units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: attempt, GateFeedback: feedback, Artifacts: pl.artifacts(t)})
 		if err != nil {
 			return err
 		}
 		var hit *cache.Unit
 		var failedFeedback *string // the chain replays a failure here
 		for _, u := range units {
-			var h *cache.Unit
-			ok := false
-			if e.j != nil {
-				var err error
-				h, ok, err = e.findCompleted(u.Identity)
-				if err != nil {
-					return err
-				}
+			h, ok, err := e.lineage.findCompleted(u.Identity) // nothing without a journal
+			if err != nil {
+				return err
 			}
 			if !ok {
 				if f, g, fok := e.failedChain(t, u); fok {
@@ -98,16 +106,16 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedba
 					break
 				}
 				p.Action = ActionLive
-				p.Reasons = e.why(t, u)
+				p.Reasons = pl.why(t, u)
 				if len(p.Reasons) == 0 {
 					p.Reasons = []string{"never ran"}
 				}
-				e.art[t.ID] = units[len(units)-1].Identity
-				e.liveDep[t.ID] = true
+				pl.art[t.ID] = units[len(units)-1].Identity
+				pl.live[t.ID] = true
 				return nil
 			}
 			hit = h
-			e.art[t.ID] = u.Identity
+			pl.art[t.ID] = u.Identity
 		}
 		if hit == nil {
 			p.Action = ActionLive
@@ -127,26 +135,26 @@ func (e *engine) planChain(t extractor.Task, p *PlannedTask, attempt int, feedba
 		if e.o.Reverify {
 			p.Reasons = []string{"--reverify: its gate runs live"}
 			if gateCmd != "" {
-				e.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
+				pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
 			}
 			return nil
 		}
 		if gateCmd == "" {
 			return nil
 		}
-		g, ok := e.journaledGate(hit.RunID, t.ID, attempt)
+		g, ok := e.lineage.journaledGate(hit.RunID, t.ID, attempt)
 		switch {
 		case !ok:
 			p.Reasons = []string{"its gate never finished: the gate runs live"}
-			e.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
+			pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
 			return nil
 		case !e.gateReplayable(g, gateCmd) && e.work.treeChanged() && g.Command == gateCmd:
 			p.Reasons = []string{e.work.changedReason()}
-			e.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
+			pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
 			return nil
 		case !e.gateReplayable(g, gateCmd):
 			p.Reasons = []string{"its gate command changed: the gate runs live"}
-			e.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
+			pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
 			return nil
 		}
 		if g.Passed {
@@ -172,7 +180,7 @@ func (e *engine) dryRun(ctx context.Context) (*Outcome, error) {
 	case err != nil:
 		return nil, err
 	default:
-		e.j = j
+		e.j, e.lineage = j, &lineage{j: j}
 		defer j.Close()
 	}
 	if e.o.Parent != "" {
@@ -181,7 +189,7 @@ func (e *engine) dryRun(ctx context.Context) (*Outcome, error) {
 			return nil, err
 		}
 		out.ParentVerdict = parent.Verdict
-		if e.lineage, err = e.j.LineageIDs(parent.ID); err != nil {
+		if e.lineage, err = newLineage(e.j, parent.ID); err != nil {
 			return nil, err
 		}
 		// The tree now, as the resume will see it, without writing
@@ -206,15 +214,15 @@ func (e *engine) dryRun(ctx context.Context) (*Outcome, error) {
 // live (--reverify, a changed gate command, a task blocked before), or
 // that depends on such a task: should that gate fail, the dependency runs
 // again with a new artifact, and this task with it.
-func (e *engine) mayRerun(t extractor.Task) []string {
+func (pl *planner) mayRerun(t extractor.Task) []string {
 	var out []string
 	for _, d := range t.Deps {
-		if why := e.mayChange[d]; why != "" {
+		if why := pl.mayChange[d]; why != "" {
 			out = append(out, "may re-run: "+why)
 		}
 	}
-	if len(out) > 0 && e.mayChange[t.ID] == "" {
-		e.mayChange[t.ID] = "dependency " + t.ID + " may re-run"
+	if len(out) > 0 && pl.mayChange[t.ID] == "" {
+		pl.mayChange[t.ID] = "dependency " + t.ID + " may re-run"
 	}
 	return out
 }

@@ -47,65 +47,18 @@ func (ts *taskState) source() cache.Source {
 	return cache.SourceNone
 }
 
+// runTask runs task t (the idx-th of the selection): skipped, held, or
+// begun as startOf says and then attempt after attempt until its gate
+// passes or the attempts run out.
 func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskResult, error) {
 	ts := &taskState{row: cache.Task{RunID: e.runID, TaskID: t.ID, Ordinal: t.Ordinal, Title: t.Title, StartedAt: e.now()}, gates0: e.liveGates}
-	count := len(e.sel.Tasks)
-	finish := func(status cache.TaskStatus) (taskResult, error) {
-		status, err := e.unlessJournalGone(t, ts, status)
-		if err != nil {
-			return taskResult{}, err
-		}
-		ts.row.Status = status
-		ts.row.Source = ts.source()
-		ts.row.FinishedAt = e.now()
-		ts.row.Duration = ts.row.FinishedAt.Sub(ts.row.StartedAt)
-		if err := e.j.PutTask(ts.row); err != nil {
-			return taskResult{}, err
-		}
-		if e.status == nil {
-			e.status = map[string]cache.TaskStatus{}
-		}
-		e.status[t.ID] = status
-		e.emit(Event{Type: EvTaskFinished, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count,
-			Status: string(status), Source: string(ts.row.Source), Attempt: ts.row.Attempts,
-			Millis: ts.row.Duration.Milliseconds(), Paths: ts.row.LostPaths})
-		return taskResult{status: status}, nil
+	if res, ok, err := e.notRun(idx, t, ts); ok || err != nil {
+		return res, err
 	}
-
-	if e.skips(t) {
-		e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count, Message: "checked in the plan: skipped"})
-		if row := e.lastRow(t.ID); row != nil && row.Status != cache.TaskSkipped {
-			e.sawNewSkip = true // ticked since: the resume is not a no-op
-		}
-		return finish(cache.TaskSkipped)
-	}
-	// A dependency that did not end done here (blocked, with --on-blocked
-	// continue) leaves nothing to build on: the task is not dispatched and
-	// stays pending, journaled with why.
-	if why := e.heldBy(t); why != "" {
-		note := "not run: " + why
-		ts.row.Concerns = append(ts.row.Concerns, note)
-		e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count, Message: note})
-		e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
-		return finish(cache.TaskPending)
-	}
-	if t0, ok := e.aheadSince[t.ID]; ok && t0.Before(ts.row.StartedAt) {
-		ts.row.StartedAt = t0 // its agent started ahead, with its wave
-	}
-	ts.row.Status = cache.TaskRunning
-	if err := e.j.PutTask(ts.row); err != nil {
-		return taskResult{}, err
-	}
-	e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count})
-
-	if err := e.recheckWork(ctx, t.ID); err != nil {
-		return taskResult{}, err
-	}
-	if err := e.restoreWork(ctx, t.ID, ts); err != nil {
+	if err := e.startTask(ctx, idx, t, ts); err != nil {
 		return taskResult{}, err
 	}
 	gateCmd := e.gateCommand(t)
-	liveAttempts := 0
 
 	// A task that ended blocked is never replayed as blocked: its gate runs
 	// first, since the user may have fixed it by hand. A task whose last
@@ -116,9 +69,9 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		if note != "" {
 			ts.row.Concerns = append(ts.row.Concerns, note)
 		}
-		return e.afterTask(ctx, idx, t, ts, finish, cache.TaskDone, "")
+		return e.afterTask(ctx, idx, t, ts, cache.TaskDone, "")
 	}
-	st, err := e.startOf(t)
+	st, err := e.run.startOf(t)
 	if err != nil {
 		return taskResult{}, err
 	}
@@ -140,118 +93,210 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		attempt, feedback = st.attempt+1, g.Feedback()
 	}
 
+	liveAttempts := 0
 	for {
-		units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: attempt, GateFeedback: feedback, Artifacts: e.artifacts(t)})
+		units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: attempt, GateFeedback: feedback, Artifacts: e.run.artifacts(t)})
 		if err != nil {
 			return taskResult{}, err
 		}
 		ts.row.Attempts++
-		allReplayed := true
-		var hit *cache.Unit
-		var failure string
-		var carried *cache.Gate // a replayed failure's journaled agent-failure gate
-		final := ""
-		todo := units
-		crossed := false
-		if a, ok := e.acrossRuns(ctx, t, attempt, units); ok {
-			if err := e.replayAcross(ctx, t, ts, attempt, units, a); err != nil {
-				return taskResult{}, err
-			}
-			crossed, todo = true, nil
-			hit, final = a.hits[len(a.hits)-1], units[len(units)-1].Identity
+		a, err := e.runAttempt(ctx, idx, t, ts, attempt, units)
+		if err != nil {
+			return taskResult{}, err
 		}
-		for _, u := range todo {
-			h, ok, err := e.findCompleted(u.Identity)
-			if err != nil {
-				return taskResult{}, err
-			}
-			if ok && e.work.mustRun(t.ID) {
-				ok = false // its work is gone and --rerun-lost: the agent does it again
-			}
-			if ok {
-				if _, err := e.j.AddReplayedUnit(e.runID, u.ID, h); err != nil {
-					return taskResult{}, err
-				}
-				ts.replayed++
-				hit = h
-				from := h.RunID + ":" + h.UnitID
-				if h.ReplayedFromRun != "" {
-					from = h.ReplayedFromRun + ":" + h.ReplayedFromUnit
-				}
-				e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
-					Source: "replayed", From: from, TokensIn: h.TokensIn, TokensOut: h.TokensOut, CostUSD: h.CostUSD})
-				final = u.Identity
-				continue
-			}
-			if f, g, ok := e.failedChain(t, u); ok {
-				// The attempt chain went on after this failure: it
-				// replays as that failure, and the next attempt as
-				// what followed it.
-				if _, err := e.j.AddReplayedUnit(e.runID, u.ID, f); err != nil {
-					return taskResult{}, err
-				}
-				ts.replayed++
-				e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
-					Source: "replayed", From: f.RunID + ":" + f.UnitID, Message: "failed: " + firstLine(f.Error)})
-				carried, failure = &g, g.Feedback
-				break
-			}
-			allReplayed = false
-			reasons := e.why(t, u)
-			fail, err := e.dispatch(ctx, idx, t, u, reasons)
-			ts.live++
-			e.sawLive = true
-			e.markLive(t.ID)
-			if err != nil {
-				return taskResult{}, err
-			}
-			if fail != "" {
-				failure = fail
-				break
-			}
-			final = u.Identity
-		}
-
 		var passed bool
-		switch {
-		case carried != nil:
-			feedback = carried.Feedback
-			e.carryGate(t, *carried)
-		case failure != "":
-			feedback = failure
-			e.recordGate(t, attempt, cache.Gate{Command: agentGate, Passed: false, ExitCode: -1, Feedback: failure})
-		case allReplayed && hit != nil && !e.o.Reverify && !crossed && e.replayGate(t, attempt, hit):
-			g, _ := e.journaledGate(hit.RunID, t.ID, attempt)
-			passed, feedback = g.Passed, g.Feedback
-		case gateCmd == "":
-			passed = true
-		default:
-			g, err := e.liveGate(ctx, t, attempt, gateCmd, false)
-			if err != nil {
-				return taskResult{}, err
-			}
-			passed, feedback = g.Passed, g.Feedback()
+		passed, feedback, err = e.judge(ctx, t, attempt, gateCmd, a)
+		if err != nil {
+			return taskResult{}, err
 		}
-		if !allReplayed {
+		if !a.allReplayed {
 			liveAttempts++
 		}
 		if passed {
-			if final != "" {
-				e.art[t.ID] = final
+			if a.final != "" {
+				e.run.art[t.ID] = a.final
 			}
-			return e.afterTask(ctx, idx, t, ts, finish, cache.TaskDone, "")
+			return e.afterTask(ctx, idx, t, ts, cache.TaskDone, "")
 		}
 		if liveAttempts >= e.s.MaxAttempts {
 			reason := fmt.Sprintf("the gate failed on %d attempt(s)", ts.row.Attempts)
-			if failure != "" {
-				reason = fmt.Sprintf("the agent failed on %d attempt(s): %s", ts.row.Attempts, firstLine(failure))
-				ts.agentFailure = failure
-				return e.afterTask(ctx, idx, t, ts, finish, cache.TaskBlocked, reason)
+			if a.failure != "" {
+				reason = fmt.Sprintf("the agent failed on %d attempt(s): %s", ts.row.Attempts, firstLine(a.failure))
+				ts.agentFailure = a.failure
+				return e.afterTask(ctx, idx, t, ts, cache.TaskBlocked, reason)
 			}
-			return e.afterTask(ctx, idx, t, ts, finish, cache.TaskBlocked, reason, feedback)
+			return e.afterTask(ctx, idx, t, ts, cache.TaskBlocked, reason, feedback)
 		}
 		attempt++
 	}
+}
+
+// finishTask journals the task's row as it ended (status, unless the
+// journal went away meanwhile) and says so.
+func (e *engine) finishTask(idx int, t extractor.Task, ts *taskState, status cache.TaskStatus) (taskResult, error) {
+	status, err := e.unlessJournalGone(t, ts, status)
+	if err != nil {
+		return taskResult{}, err
+	}
+	ts.row.Status = status
+	ts.row.Source = ts.source()
+	ts.row.FinishedAt = e.now()
+	ts.row.Duration = ts.row.FinishedAt.Sub(ts.row.StartedAt)
+	if err := e.j.PutTask(ts.row); err != nil {
+		return taskResult{}, err
+	}
+	if e.status == nil {
+		e.status = map[string]cache.TaskStatus{}
+	}
+	e.status[t.ID] = status
+	e.emit(Event{Type: EvTaskFinished, Task: t.ID, Title: t.Title, Index: idx + 1, Count: len(e.sel.Tasks),
+		Status: string(status), Source: string(ts.row.Source), Attempt: ts.row.Attempts,
+		Millis: ts.row.Duration.Milliseconds(), Paths: ts.row.LostPaths})
+	return taskResult{status: status}, nil
+}
+
+// notRun finishes a task that does not run here (ok): checked in the plan
+// (skipped), or held by a dependency that did not end done.
+func (e *engine) notRun(idx int, t extractor.Task, ts *taskState) (res taskResult, ok bool, err error) {
+	count := len(e.sel.Tasks)
+	if e.skips(t) {
+		e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count, Message: "checked in the plan: skipped"})
+		if row := e.lineage.lastRow(t.ID); row != nil && row.Status != cache.TaskSkipped {
+			e.sawNewSkip = true // ticked since: the resume is not a no-op
+		}
+		res, err = e.finishTask(idx, t, ts, cache.TaskSkipped)
+		return res, true, err
+	}
+	// A dependency that did not end done here (blocked, with --on-blocked
+	// continue) leaves nothing to build on: the task is not dispatched and
+	// stays pending, journaled with why.
+	if why := e.heldBy(t); why != "" {
+		note := "not run: " + why
+		ts.row.Concerns = append(ts.row.Concerns, note)
+		e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: count, Message: note})
+		e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
+		res, err = e.finishTask(idx, t, ts, cache.TaskPending)
+		return res, true, err
+	}
+	return taskResult{}, false, nil
+}
+
+// startTask journals the task running and readies its work: checked
+// again, or written back from the boundaries (work.go).
+func (e *engine) startTask(ctx context.Context, idx int, t extractor.Task, ts *taskState) error {
+	if t0, ok := e.aheadSince[t.ID]; ok && t0.Before(ts.row.StartedAt) {
+		ts.row.StartedAt = t0 // its agent started ahead, with its wave
+	}
+	ts.row.Status = cache.TaskRunning
+	if err := e.j.PutTask(ts.row); err != nil {
+		return err
+	}
+	e.emit(Event{Type: EvTaskStarted, Task: t.ID, Title: t.Title, Index: idx + 1, Count: len(e.sel.Tasks)})
+	if err := e.recheckWork(ctx, t.ID); err != nil {
+		return err
+	}
+	return e.restoreWork(ctx, t.ID, ts)
+}
+
+// attemptRun is what the units of one attempt came to.
+type attemptRun struct {
+	allReplayed bool
+	hit         *cache.Unit // the last replayed unit
+	failure     string      // why the agent call failed ("" none)
+	carried     *cache.Gate // a replayed failure's journaled agent-failure gate
+	final       string      // identity of the last unit that completed
+	crossed     bool        // replayed from another run (acrossruns.go)
+}
+
+// runAttempt runs the units of one attempt in order: each replays when
+// its identity completed in the lineage (or as a failure the chain went on
+// from), else it is dispatched live; a failed call ends the attempt.
+func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *taskState, attempt int, units []unit.Unit) (attemptRun, error) {
+	a := attemptRun{allReplayed: true}
+	todo := units
+	if ac, ok := e.acrossRuns(ctx, t, attempt, units); ok {
+		if err := e.replayAcross(ctx, t, ts, attempt, units, ac); err != nil {
+			return a, err
+		}
+		a.crossed, todo = true, nil
+		a.hit, a.final = ac.hits[len(ac.hits)-1], units[len(units)-1].Identity
+	}
+	for _, u := range todo {
+		h, ok, err := e.lineage.findCompleted(u.Identity)
+		if err != nil {
+			return a, err
+		}
+		if ok && e.work.mustRun(t.ID) {
+			ok = false // its work is gone and --rerun-lost: the agent does it again
+		}
+		if ok {
+			if _, err := e.j.AddReplayedUnit(e.runID, u.ID, h); err != nil {
+				return a, err
+			}
+			ts.replayed++
+			a.hit = h
+			from := h.RunID + ":" + h.UnitID
+			if h.ReplayedFromRun != "" {
+				from = h.ReplayedFromRun + ":" + h.ReplayedFromUnit
+			}
+			e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
+				Source: "replayed", From: from, TokensIn: h.TokensIn, TokensOut: h.TokensOut, CostUSD: h.CostUSD})
+			a.final = u.Identity
+			continue
+		}
+		if f, g, ok := e.failedChain(t, u); ok {
+			// The attempt chain went on after this failure: it
+			// replays as that failure, and the next attempt as
+			// what followed it.
+			if _, err := e.j.AddReplayedUnit(e.runID, u.ID, f); err != nil {
+				return a, err
+			}
+			ts.replayed++
+			e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
+				Source: "replayed", From: f.RunID + ":" + f.UnitID, Message: "failed: " + firstLine(f.Error)})
+			a.carried, a.failure = &g, g.Feedback
+			break
+		}
+		a.allReplayed = false
+		reasons := e.run.why(t, u)
+		fail, err := e.dispatch(ctx, idx, t, u, reasons)
+		ts.live++
+		e.sawLive = true
+		e.run.live[t.ID] = true
+		if err != nil {
+			return a, err
+		}
+		if fail != "" {
+			a.failure = fail
+			break
+		}
+		a.final = u.Identity
+	}
+	return a, nil
+}
+
+// judge says whether attempt a passed and, if not, its feedback: a failed
+// call's failure, a replayed gate's verdict, or the gate run now (none: it
+// passed).
+func (e *engine) judge(ctx context.Context, t extractor.Task, attempt int, gateCmd string, a attemptRun) (bool, string, error) {
+	switch {
+	case a.carried != nil:
+		e.carryGate(t, *a.carried)
+		return false, a.carried.Feedback, nil
+	case a.failure != "":
+		e.recordGate(t, attempt, cache.Gate{Command: agentGate, Passed: false, ExitCode: -1, Feedback: a.failure})
+		return false, a.failure, nil
+	case a.allReplayed && a.hit != nil && !e.o.Reverify && !a.crossed && e.replayGate(t, attempt, a.hit):
+		g, _ := e.lineage.journaledGate(a.hit.RunID, t.ID, attempt)
+		return g.Passed, g.Feedback, nil
+	case gateCmd == "":
+		return true, "", nil
+	}
+	g, err := e.liveGate(ctx, t, attempt, gateCmd, false)
+	if err != nil {
+		return false, "", err
+	}
+	return g.Passed, g.Feedback(), nil
 }
 
 func firstLine(s string) string {
@@ -270,28 +315,18 @@ func firstLine(s string) string {
 // call (a 429, say) replays whole instead of paying for the work twice. A
 // failure that was the task's last attempt is retried live.
 func (e *engine) failedChain(t extractor.Task, u unit.Unit) (*cache.Unit, cache.Gate, bool) {
-	if e.j == nil || len(e.lineage) == 0 || e.work.mustRun(t.ID) || e.lastAttempt(t.ID) <= u.Attempt {
+	if e.lineage.j == nil || len(e.lineage.runs) == 0 || e.work.mustRun(t.ID) || e.lineage.lastAttempt(t.ID) <= u.Attempt {
 		return nil, cache.Gate{}, false
 	}
-	f, ok, err := e.j.FindFailed(e.lineage, u.Identity)
+	f, ok, err := e.lineage.findFailed(u.Identity)
 	if err != nil || !ok {
 		return nil, cache.Gate{}, false
 	}
-	g, ok := e.journaledGate(f.RunID, t.ID, u.Attempt)
+	g, ok := e.lineage.journaledGate(f.RunID, t.ID, u.Attempt)
 	if !ok || g.Command != agentGate || g.Passed {
 		return nil, cache.Gate{}, false
 	}
 	return f, g, true
-}
-
-// journaledGate is the gate journaled in run for the task's attempt.
-func (e *engine) journaledGate(runID, taskID string, attempt int) (cache.Gate, bool) {
-	for _, g := range e.factsOf(runID).gates[taskID] {
-		if g.Attempt == attempt {
-			return g, true
-		}
-	}
-	return cache.Gate{}, false
 }
 
 // replayGate carries the gate journaled after the replayed unit over into
@@ -301,7 +336,7 @@ func (e *engine) replayGate(t extractor.Task, attempt int, hit *cache.Unit) bool
 	if e.work != nil && e.work.freshGate[t.ID] {
 		return false // its work was found gone and written back: ask again
 	}
-	g, ok := e.journaledGate(hit.RunID, t.ID, attempt)
+	g, ok := e.lineage.journaledGate(hit.RunID, t.ID, attempt)
 	if !ok || !e.gateReplayable(g, e.gateCommand(t)) {
 		return false
 	}
@@ -348,7 +383,7 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 	row := cache.Gate{RunID: e.runID, TaskID: t.ID, Attempt: attempt, Command: cmd, Passed: g.Passed,
 		ExitCode: g.ExitCode, Output: w.Hash(), Feedback: g.Feedback(), Duration: g.Duration, At: e.now()}
 	if recheck && g.Passed {
-		if row.StandsFor, err = e.standIn(t, attempt, row.Feedback); err != nil {
+		if row.StandsFor, err = e.run.standIn(t, attempt, row.Feedback); err != nil {
 			return g, err
 		}
 	}
@@ -561,18 +596,18 @@ func (e *engine) stderrTail(hash string) string {
 
 // why says why a unit runs live: the fields that differ from the closest
 // journaled unit of the same task, role and attempt.
-func (e *engine) why(t extractor.Task, u unit.Unit) []string {
-	taskID := t.ID
+func (p *pass) why(t extractor.Task, u unit.Unit) []string {
+	e, taskID := p.e, t.ID
 	if e.work.mustRun(taskID) {
 		return []string{"its work is no longer in the tree; --rerun-lost: it runs again"}
 	}
-	if len(e.lineage) == 0 {
+	if len(e.lineage.runs) == 0 {
 		if e.o.Parent == "" {
 			return nil
 		}
 		return []string{"never ran"}
 	}
-	c, found, err := e.j.ClosestUnit(e.lineage, taskID, u.Role, u.Attempt)
+	c, found, err := e.lineage.closestUnit(taskID, u.Role, u.Attempt)
 	if err != nil || !found {
 		c = nil
 	}
@@ -582,7 +617,7 @@ func (e *engine) why(t extractor.Task, u unit.Unit) []string {
 			return nil
 		}
 	}
-	why, _ := liveReasons(c, u.Identity, canon, func(old []string) []string { return e.depReasons(t, old) })
+	why, _ := liveReasons(c, u.Identity, canon, func(old []string) []string { return p.depReasons(t, old) })
 	return why
 }
 
@@ -655,14 +690,14 @@ func depReason(task string, live, planning bool) string {
 // afterTask takes the boundary after the task, runs the guard, writes the
 // task's row and, on a block, BLOCKED.md.
 func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *taskState,
-	finish func(cache.TaskStatus) (taskResult, error), status cache.TaskStatus, reason string, gateOutput ...string) (taskResult, error) {
+	status cache.TaskStatus, reason string, gateOutput ...string) (taskResult, error) {
 	// A task that ran nothing (every unit and gate replayed) cannot have
 	// changed the worktree, so it takes no boundary: the next task that
 	// runs something compares against the last boundary taken, which is
 	// still the state before it. On a fully cached resume this saves one
 	// snapshot commit per task, most of the resume's time.
 	if status == cache.TaskDone && ts.live == 0 && e.liveGates == ts.gates0 && !ts.restored {
-		return finish(status)
+		return e.finishTask(idx, t, ts, status)
 	}
 	v, err := e.takeBoundary(ctx, t.ID, ts.live == 0, "after task "+t.ID)
 	if err != nil {
@@ -707,13 +742,5 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 		e.blockedWrote = true
 		e.emit(Event{Type: EvBlocked, Task: t.ID, Title: t.Title, Message: reason, Paths: v.lost})
 	}
-	return finish(status)
-}
-
-// markLive records that task id dispatched a unit live in this run.
-func (e *engine) markLive(id string) {
-	if e.liveDep == nil {
-		e.liveDep = map[string]bool{}
-	}
-	e.liveDep[id] = true
+	return e.finishTask(idx, t, ts, status)
 }

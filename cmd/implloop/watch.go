@@ -98,23 +98,11 @@ func watchRun(ctx context.Context, o *watchOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	root, err := repoRoot(o.io.workingDir)
+	t, err := watchTargetOf(o)
 	if err != nil {
 		return err
 	}
-	rel := journalPlanPath(root, o.io.workingDir, o.plan)
-	parent, err := watchParent(root, rel, o.run)
-	if err != nil {
-		return err
-	}
-	s, err := loop.SettingsOf(parent, rel)
-	if err != nil {
-		return err
-	}
-	if err := s.Validate(); err != nil {
-		return errorf("", "run %s: %w", parent.ID, err)
-	}
-	w, err := watch.New(loop.PlanFile(root, rel))
+	w, err := watch.New(loop.PlanFile(t.root, t.rel))
 	if err != nil {
 		return errorf("the plan's directory must exist; the plan itself may be missing for now", "%s", err)
 	}
@@ -127,72 +115,20 @@ func watchRun(ctx context.Context, o *watchOptions) error {
 	defer cancel()
 	var gaveUp atomic.Bool
 	if o.giveUp > 0 {
-		t := time.AfterFunc(o.giveUp, func() { gaveUp.Store(true); cancel() })
-		defer t.Stop()
+		giveUp := time.AfterFunc(o.giveUp, func() { gaveUp.Store(true); cancel() })
+		defer giveUp.Stop()
 	}
 
-	var (
-		mu            sync.Mutex
-		gen           int
-		timer         *time.Timer
-		fired         bool
-		warnedBlocked bool
-		previews      int
-	)
-	var fire func(g int)
-	fire = func(g int) {
-		mu.Lock()
-		defer mu.Unlock()
-		if g != gen || fired {
-			return
-		}
-		if _, err := os.Stat(filepath.Join(root, loop.BlockedFile)); err == nil {
-			if !warnedBlocked {
-				warnedBlocked = true
-				fmt.Fprintf(o.io.ErrOut, "implloop watch: --resume waits: %s exists (remove it once its cause is fixed)\n", loop.BlockedFile)
-			}
-			timer = time.AfterFunc(o.quiet, func() { fire(g) })
-			return
-		}
-		fired = true
-		cancel()
-	}
-
-	err = w.Run(wctx, func(ev watch.Event) error {
-		mu.Lock()
-		defer mu.Unlock()
-		gen++
-		if timer != nil {
-			timer.Stop()
-		}
-		pv := previewOf(ev, s, root, parent.ID)
-		previews++
-		fmt.Fprint(o.io.Out, renderWatch(ev, pv, parent, previews, o.redraw))
-		if o.exitAfter > 0 && previews >= o.exitAfter {
-			return errEnough
-		}
-		// Only after an edit: watch --resume is started to edit the plan, and
-		// must not resume the unchanged plan before the first keystroke.
-		if o.resume && ev.Seq > 1 && pv.eligible() {
-			fmt.Fprintf(o.io.ErrOut, "implloop watch: resuming run %s in %s unless the plan changes\n", parent.ID, o.quiet)
-			g := gen
-			timer = time.AfterFunc(o.quiet, func() { fire(g) })
-		}
-		return nil
-	})
-	mu.Lock()
-	if timer != nil {
-		timer.Stop()
-	}
-	resume := fired
-	mu.Unlock()
+	st := &watchState{o: o, t: t, cancel: cancel}
+	err = w.Run(wctx, st.preview)
+	resume := st.stop()
 
 	var de *watch.DirError
 	switch {
 	case errors.Is(err, errEnough):
 		return nil
 	case gaveUp.Load():
-		return errorf("", "watch: gave up after %s with %d preview(s)", o.giveUp, previews)
+		return errorf("", "watch: gave up after %s with %d preview(s)", o.giveUp, st.previews)
 	case errors.As(err, &de):
 		return errorf("start 'implloop watch' again with the plan's new path", "%s", err)
 	case sigCtx.Err() != nil:
@@ -203,15 +139,117 @@ func watchRun(ctx context.Context, o *watchOptions) error {
 		return errorf("", "%w", err)
 	case resume:
 		stopSignals() // the resume handles Ctrl-C itself
-		fmt.Fprintf(o.io.ErrOut, "implloop watch: the plan is quiet and lints clean: resuming run %s\n", parent.ID)
+		fmt.Fprintf(o.io.ErrOut, "implloop watch: the plan is quiet and lints clean: resuming run %s\n", t.parent.ID)
 		// 'implloop resume --run ID --plan PLAN': no flag given again, so
 		// the run's settings as they are.
 		return resumeRun(ctx, &resumeOptions{
-			io: o.io, runRef: parent.ID, planPath: loop.PlanFile(root, rel),
+			io: o.io, runRef: t.parent.ID, planPath: loop.PlanFile(t.root, t.rel),
 			given: loop.DefaultSettings(), flags: &runFlags{},
 		})
 	}
 	return nil
+}
+
+// watchTarget is what watch previews against: the plan (rel, relative to
+// the repo root), the run a resume would continue and its settings.
+type watchTarget struct {
+	root, rel string
+	parent    *cache.Run
+	s         loop.Settings
+}
+
+func watchTargetOf(o *watchOptions) (*watchTarget, error) {
+	root, err := repoRoot(o.io.workingDir)
+	if err != nil {
+		return nil, err
+	}
+	rel := journalPlanPath(root, o.io.workingDir, o.plan)
+	parent, err := watchParent(root, rel, o.run)
+	if err != nil {
+		return nil, err
+	}
+	s, err := loop.SettingsOf(parent, rel)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Validate(); err != nil {
+		return nil, errorf("", "run %s: %w", parent.ID, err)
+	}
+	return &watchTarget{root: root, rel: rel, parent: parent, s: s}, nil
+}
+
+// watchState is a watch in progress: the previews shown, and with
+// --resume the timer that starts the resume once the plan stayed quiet
+// after an edit (each event disarms it; a preview that would run
+// something arms it again).
+type watchState struct {
+	o      *watchOptions
+	t      *watchTarget
+	cancel context.CancelFunc // ends the watch: the resume starts
+
+	mu            sync.Mutex
+	gen           int // events so far: a timer of an older one is stale
+	timer         *time.Timer
+	fired         bool
+	warnedBlocked bool
+	previews      int
+}
+
+// preview shows what a resume would do after event ev, and arms the
+// resume when it may start.
+func (st *watchState) preview(ev watch.Event) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	o := st.o
+	st.gen++
+	if st.timer != nil {
+		st.timer.Stop()
+	}
+	pv := previewOf(ev, st.t.s, st.t.root, st.t.parent.ID)
+	st.previews++
+	fmt.Fprint(o.io.Out, renderWatch(ev, pv, st.t.parent, st.previews, o.redraw))
+	if o.exitAfter > 0 && st.previews >= o.exitAfter {
+		return errEnough
+	}
+	// Only after an edit: watch --resume is started to edit the plan, and
+	// must not resume the unchanged plan before the first keystroke.
+	if o.resume && ev.Seq > 1 && pv.eligible() {
+		fmt.Fprintf(o.io.ErrOut, "implloop watch: resuming run %s in %s unless the plan changes\n", st.t.parent.ID, o.quiet)
+		g := st.gen
+		st.timer = time.AfterFunc(o.quiet, func() { st.fire(g) })
+	}
+	return nil
+}
+
+// fire ends the watch for the resume armed at event g, unless a later
+// event came; while BLOCKED.md exists it waits another --quiet.
+func (st *watchState) fire(g int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if g != st.gen || st.fired {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(st.t.root, loop.BlockedFile)); err == nil {
+		if !st.warnedBlocked {
+			st.warnedBlocked = true
+			fmt.Fprintf(st.o.io.ErrOut, "implloop watch: --resume waits: %s exists (remove it once its cause is fixed)\n", loop.BlockedFile)
+		}
+		st.timer = time.AfterFunc(st.o.quiet, func() { st.fire(g) })
+		return
+	}
+	st.fired = true
+	st.cancel()
+}
+
+// stop disarms the timer once the watch ended and says whether the
+// resume fired.
+func (st *watchState) stop() (resume bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.timer != nil {
+		st.timer.Stop()
+	}
+	return st.fired
 }
 
 // watchParent is the run a resume would continue: ref, else the latest run

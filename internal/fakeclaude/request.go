@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -140,14 +141,7 @@ func (r *Request) IsMessages() bool {
 }
 
 // HasTool reports whether the request offers the named tool.
-func (r *Request) HasTool(name string) bool {
-	for _, t := range r.Tools {
-		if t == name {
-			return true
-		}
-	}
-	return false
-}
+func (r *Request) HasTool(name string) bool { return slices.Contains(r.Tools, name) }
 
 // IsAgentTurn reports whether this is a turn of Claude Code's main agent
 // loop: a Messages call that offers the Write tool. Side calls (quota

@@ -41,24 +41,18 @@ type Options struct {
 }
 
 // Call is the record of one HTTP request the server answered.
+// Its SessionID is the X-Claude-Code-Session-Id header, when sent.
 type Call struct {
-	Seq        int
-	Method     string
-	Path       string
-	Query      string
-	UserAgent  string
-	SessionID  string // the X-Claude-Code-Session-Id header, when sent
-	Messages   bool   // a POST /v1/messages call
-	Agent      bool   // ... that offered the Write tool (an agent turn)
+	scripted.Exchange
+	Messages   bool // a POST /v1/messages call
+	Agent      bool // ... that offered the Write tool (an agent turn)
 	Stream     bool
 	Model      string
 	Tools      int
 	MaxTokens  int
-	Status     int
 	StopReason string
 	Content    []string // what the answer held: "text:..." or "tool_use:Name"
 	Usage      Usage    // reported usage (Messages calls answered 200 only)
-	Duration   time.Duration
 }
 
 // Server is a running fake Messages API on 127.0.0.1.
@@ -130,11 +124,7 @@ func (c Call) Counted() (Usage, string, bool) {
 func (s *Server) Summary() string {
 	var b strings.Builder
 	for _, c := range s.Calls() {
-		q := ""
-		if c.Query != "" {
-			q = "?" + c.Query
-		}
-		fmt.Fprintf(&b, "#%d %s %s%s -> %d (%s)", c.Seq, c.Method, c.Path, q, c.Status, c.Duration.Round(time.Millisecond))
+		b.WriteString(c.Line())
 		if c.Messages {
 			fmt.Fprintf(&b, " model=%s stream=%v tools=%d max_tokens=%d stop=%s content=%q usage=%+v",
 				c.Model, c.Stream, c.Tools, c.MaxTokens, c.StopReason, c.Content, c.Usage)
@@ -151,8 +141,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, in scripted.Incom
 	began := time.Now()
 	body := in.Body
 	req := &Request{Seq: in.Seq, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
-	call := Call{Seq: req.Seq, Method: r.Method, Path: req.Path, Query: req.Query,
-		UserAgent: r.UserAgent(), SessionID: r.Header.Get("X-Claude-Code-Session-Id")}
+	call := Call{Exchange: scripted.NewExchange(r, in, "X-Claude-Code-Session-Id")}
 
 	path := strings.TrimSuffix(req.Path, "/")
 	switch {

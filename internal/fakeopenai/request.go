@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/implloop/implloop/internal/scripted"
@@ -112,14 +113,7 @@ func (r *Request) IsResponses() bool {
 }
 
 // HasTool reports whether the request offers the named tool.
-func (r *Request) HasTool(name string) bool {
-	for _, t := range r.Tools {
-		if t == name {
-			return true
-		}
-	}
-	return false
-}
+func (r *Request) HasTool(name string) bool { return slices.Contains(r.Tools, name) }
 
 // IsAgentTurn reports whether this is a turn of codex's agent loop: a
 // Responses call that offers its shell tool, exec_command.

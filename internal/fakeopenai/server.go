@@ -39,22 +39,16 @@ type Options struct {
 }
 
 // Call is the record of one HTTP request the server answered.
+// Its SessionID is the session_id header codex sends: its thread id.
 type Call struct {
-	Seq       int
-	Method    string
-	Path      string
-	Query     string
-	UserAgent string
-	SessionID string // the session_id header codex sends: its thread id
-	Responses bool   // a POST /v1/responses call
-	Agent     bool   // ... that offered the shell tool (an agent turn)
+	scripted.Exchange
+	Responses bool // a POST /v1/responses call
+	Agent     bool // ... that offered the shell tool (an agent turn)
 	Stream    bool
 	Model     string
 	Tools     int
-	Status    int
 	Output    []string // what the answer held: "message:...", "function_call:NAME", "custom_tool_call:NAME"
 	Usage     Usage    // reported usage (Responses calls answered 200 only)
-	Duration  time.Duration
 }
 
 // Server is a running fake Responses API on 127.0.0.1.
@@ -184,11 +178,7 @@ func (s *Server) Sessions() []string {
 func (s *Server) Summary() string {
 	var b strings.Builder
 	for _, c := range s.Calls() {
-		q := ""
-		if c.Query != "" {
-			q = "?" + c.Query
-		}
-		fmt.Fprintf(&b, "#%d %s %s%s -> %d (%s)", c.Seq, c.Method, c.Path, q, c.Status, c.Duration.Round(time.Millisecond))
+		b.WriteString(c.Line())
 		if c.Responses {
 			fmt.Fprintf(&b, " model=%s stream=%v tools=%d output=%q usage=%+v session=%s",
 				c.Model, c.Stream, c.Tools, c.Output, c.Usage, c.SessionID)
@@ -202,8 +192,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, in scripted.Incom
 	began := time.Now()
 	body := in.Body
 	req := &Request{Seq: in.Seq, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
-	call := Call{Seq: req.Seq, Method: r.Method, Path: req.Path, Query: req.Query,
-		UserAgent: r.UserAgent(), SessionID: r.Header.Get("Session-Id")}
+	call := Call{Exchange: scripted.NewExchange(r, in, "Session-Id")}
 
 	if req.IsResponses() {
 		call.Responses = true

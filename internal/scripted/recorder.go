@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Recorder is the part of a scripted server that does not depend on its
@@ -146,4 +147,34 @@ func UsageBySession[U Adder[U], C Counted[U]](calls []C) map[string]U {
 		}
 	}
 	return out
+}
+
+// Exchange is what a scripted server records of every HTTP request it
+// answered, whatever its API: each server's call record embeds it.
+type Exchange struct {
+	Seq       int
+	Method    string
+	Path      string
+	Query     string
+	UserAgent string
+	SessionID string // the header the CLI names its session with, when sent
+	Status    int
+	Duration  time.Duration
+}
+
+// NewExchange begins the record of request r, numbered in.Seq; session
+// names the header that carries the CLI's session id.
+func NewExchange(r *http.Request, in Incoming, session string) Exchange {
+	return Exchange{Seq: in.Seq, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
+		UserAgent: r.UserAgent(), SessionID: r.Header.Get(session)}
+}
+
+// Line is how a Summary line begins: "#3 POST /v1/messages?beta=true ->
+// 200 (12ms)".
+func (x Exchange) Line() string {
+	q := ""
+	if x.Query != "" {
+		q = "?" + x.Query
+	}
+	return fmt.Sprintf("#%d %s %s%s -> %d (%s)", x.Seq, x.Method, x.Path, q, x.Status, x.Duration.Round(time.Millisecond))
 }
