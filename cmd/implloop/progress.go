@@ -267,7 +267,8 @@ func (p *progress) plain(e loop.Event) {
 		}
 	case loop.EvUnitFinished:
 		if e.Status != "failed" {
-			p.note("gate running")
+			// The gate, if the task has one, then the boundary and the guard.
+			p.note("checking the work")
 			break
 		}
 		p.note("agent failed")
