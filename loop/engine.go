@@ -164,6 +164,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	if o.DryRun {
+		e.warnUnsetEnv() // as the run would: a dry run is its rehearsal
 		return e.dryRun(ctx)
 	}
 	inputs := inputsDigest(e.sel, e.s)
