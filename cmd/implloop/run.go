@@ -162,7 +162,9 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 	ctx, stop := withSignals(ctx, io)
 	defer stop()
 
-	obs := newProgress(io, f.json)
+	// A dry run's --json answer is one object on stdout; its warnings go
+	// to stderr as text.
+	obs := newProgress(io, f.json && !f.dryRun)
 	defer obs.Close()
 	out, err := loop.Run(ctx, loop.Options{
 		Settings: s, RepoRoot: root, Parent: parent, Reverify: f.reverify, RerunLost: f.rerunLost, DryRun: f.dryRun, Observer: obs,
