@@ -39,7 +39,7 @@ func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte, open bool
 	restStart := i + m[1]
 	rest := line[restStart:]
 
-	found, none := r.depList(absStart+restStart, rest)
+	found, none := r.depList(absStart+restStart, rest, false)
 	if !colon && len(found) == 0 {
 		return open // prose: "Depends on the config loader being fast"
 	}
@@ -67,7 +67,7 @@ func (r *parseState) scanNeeds(t *taskBuild, absStart int, line []byte, i int) {
 		return
 	}
 	rest := line[i+m[1]:]
-	found, none := r.depList(absStart+i+m[1], rest)
+	found, none := r.depList(absStart+i+m[1], rest, false)
 	if none || len(found) == 0 {
 		return
 	}
@@ -111,7 +111,7 @@ func (r *parseState) scanInlineDeps(t *taskBuild, absStart int, line []byte, ope
 		if m := leadingOnRe.FindIndex(seg[lead:]); m != nil { // "(depends" ended the line before
 			lead += m[1]
 		}
-		found, _ := r.depList(absStart+lead, seg[lead:])
+		found, _ := r.depList(absStart+lead, seg[lead:], false)
 		t.deps = append(t.deps, found...)
 		if end < 0 {
 			return len(found) > 0 || len(bytes.TrimSpace(seg)) == 0
@@ -134,7 +134,8 @@ func (r *parseState) scanInlineDeps(t *taskBuild, absStart int, line []byte, ope
 		if bytes.IndexByte(seg, '(') >= 0 {
 			continue
 		}
-		found, _ := r.depList(absStart+m[1], seg)
+		arrow := line[m[0]] != '(' && line[m[0]] != ';'
+		found, _ := r.depList(absStart+m[1], seg, arrow)
 		if line[m[0]] != '(' && depTokens(seg) != len(found) {
 			continue // "(cached; depends on 2 flags)", "→ depends on the network" are prose
 		}
@@ -152,14 +153,26 @@ var inlineDepsRe = regexp.MustCompile(`(?:[(;]|→|->)\s*(?i:depends(?:\s+on)?)\
 // arrowDepsRe matches an arrow dependency list ending a title, which the
 // title leaves out: "Build the graph → depends: tdg-2, tdg-3". Only ids
 // may follow: "Define `→ depends:` syntax" keeps its words.
-var arrowDepsRe = regexp.MustCompile(`\s*(?:→|->)\s*(?i:depends(?:\s+on)?)\s*:?\s*[\w.-]+(?:\s*,\s*[\w.-]+)*\s*$`)
+var arrowDepsRe = regexp.MustCompile(`\s*(?:→|->)\s*(?i:depends(?:\s+on)?)\s*:?\s*([\w.-]+(?:\s*,\s*[\w.-]+)*)\s*$`)
 
-// trimArrowDeps takes an arrow dependency list off the end of a title.
+// trimArrowDeps takes an arrow dependency list off the end of a title,
+// when every word of it is a task id: "Set up the client -> depends on
+// network" is prose, and stays.
 func trimArrowDeps(title string) string {
 	if !strings.Contains(title, "epends") && !strings.Contains(title, "EPENDS") {
 		return title
 	}
-	return arrowDepsRe.ReplaceAllString(title, "")
+	m := arrowDepsRe.FindStringSubmatchIndex(title)
+	if m == nil {
+		return title
+	}
+	for _, id := range strings.Split(title[m[2]:m[3]], ",") {
+		id = strings.TrimSpace(id)
+		if !isDepID(id) && slugID(id) != len(id) {
+			return title
+		}
+	}
+	return title[:m[0]]
 }
 
 // leadingOnRe matches the "on" that "(depends" at the end of a line left
@@ -169,8 +182,10 @@ var leadingOnRe = regexp.MustCompile(`^(?i:on)\b\s*:?`)
 // depList reads task ids from the text after "Depends on:"; absStart is
 // the text's offset in the file. It stops at the first word that is not an
 // id, so "Depends on: 1 (the word count)" is [1]. none reports an explicit
-// "none".
-func (r *parseState) depList(absStart int, rest []byte) (found []depRef, none bool) {
+// "none". A slug id ("tdg-2", openspec-gradle's) counts only in backticks
+// or when slugs is set (an arrow list, which holds only ids): elsewhere
+// "node-18" or "go-1.22" is a version named in prose.
+func (r *parseState) depList(absStart int, rest []byte, slugs bool) (found []depRef, none bool) {
 tokens:
 	for _, loc := range depTokenRe.FindAllIndex(rest, -1) {
 		tok := string(rest[loc[0]:loc[1]])
@@ -186,7 +201,8 @@ tokens:
 			none = len(found) == 0
 			break tokens
 		}
-		if !isDepID(tok) {
+		ticked := strings.HasPrefix(string(rest[loc[0]:loc[1]]), "`")
+		if !isDepID(tok) && !((slugs || ticked) && slugID(tok) == len(tok)) {
 			break
 		}
 		l, c := r.position(absStart + off)
@@ -196,12 +212,9 @@ tokens:
 }
 
 // isDepID reports whether s looks like a task id: "3", "3.2", "T012",
-// "S01", "P0-1".
+// "S01", "P0-1" (slug ids like "tdg-2": see depList).
 func isDepID(s string) bool {
 	if n := codeID(s); n > 0 && n == len(s) {
-		return true
-	}
-	if n := slugID(s); n > 0 && n == len(s) {
 		return true
 	}
 	if len(s) > 1 && s[0] == 'T' {

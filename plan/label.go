@@ -25,6 +25,8 @@ type label struct {
 	id    string
 	title string
 	tags  []string // spec-kit's "[P]", "[US1]" after the id, without brackets
+	// ticked: the id was written in backticks ("`tdg-2.1` Title").
+	ticked bool
 }
 
 // parseLabel reads a task label at the start of s. bare allows a bare
@@ -44,6 +46,7 @@ func parseLabelWith(s string, bare, phases bool) label {
 	var kind labelKind
 	var id string
 	var after string
+	ticked := false
 	switch {
 	case hasWordPrefixFold(rest, "task"), hasWordPrefixFold(rest, "step"):
 		kind = labelTask
@@ -78,7 +81,7 @@ func parseLabelWith(s string, bare, phases bool) label {
 		// "`tdg-1` Title" (openspec-gradle): the backticks say it is an
 		// id, so a space is separator enough.
 		n := backtickID(rest)
-		kind, id, after = labelCode, rest[1:n-1], rest[n:]
+		kind, id, after, ticked = labelCode, rest[1:n-1], rest[n:], true
 		if after != "" && after[0] != ' ' && after[0] != '\t' && !codeBoundary(after, "") {
 			return label{}
 		}
@@ -114,7 +117,7 @@ func parseLabelWith(s string, bare, phases bool) label {
 		}
 	}
 	title, tags := splitTags(title)
-	return label{kind: kind, id: id, title: title, tags: tags}
+	return label{kind: kind, id: id, title: title, tags: tags, ticked: ticked}
 }
 
 // splitTags takes spec-kit's markers ("[P] [US1] Create the model") off

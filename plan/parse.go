@@ -210,8 +210,9 @@ type diagKind struct {
 type taskBuild struct {
 	Task
 	kind       labelKind
-	headEnd    int // offset just past the heading (or the item's first line)
-	steps      int // checkbox items inside a heading task
+	ticked     bool // its id was in backticks (label.ticked)
+	headEnd    int  // offset just past the heading (or the item's first line)
+	steps      int  // checkbox items inside a heading task
 	doneSteps  int
 	hasBody    bool
 	hasVerify  bool
@@ -804,7 +805,9 @@ func (r *parseState) finishTasks() {
 		t.Line = r.lineOf(t.Start) + 1
 		t.EndLine = r.lineOf(t.End-1) + 1
 		t.hasBody = t.headEnd < t.End && !isBlank(r.src[t.headEnd:t.End])
-		if t.Level > 0 && t.steps > 0 && t.doneSteps == t.steps {
+		// A single-fix plan read whole is not done because its checkboxes
+		// are: they are notes of the investigation as often as the work.
+		if t.Level > 0 && t.steps > 0 && t.doneSteps == t.steps && r.plan.Form != FormWhole {
 			t.Checked = true
 		}
 	}

@@ -562,6 +562,7 @@ func TestWholePlan(t *testing.T) {
 		{"forced, no heading", "\n\nJust prose here.\nMore.\n", FormWhole, "Just prose here.", false},
 		{"forced, empty", "\n\n", FormWhole, "", false},
 		{"a task list wins", "# Fix\n\n## Fix\n\n- [ ] Do it\n", FormNone, "Do it", false},
+		{"a changelog names no work", "# Notes\n\n## Changelog\n\n- v1\n\n## Fixtures\n\nData.\n", FormNone, "", false},
 		{"front matter", "---\nform: whole\n---\n# T\n\n- [ ] a\n- [ ] b\n", FormNone, "T", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -587,6 +588,49 @@ func TestWholePlan(t *testing.T) {
 	p, _ := Parse("p.md", []byte(fix))
 	if p.Preamble != "" || p.Tasks[0].Text != fix {
 		t.Errorf("whole plan: preamble %q, text %q; want all the plan in the task", p.Preamble, p.Tasks[0].Text)
+	}
+}
+
+// TestWholePlanNotDoneByItsBoxes: a single-fix plan whose only checkboxes
+// are ticked notes of the investigation still runs: its boxes do not make
+// the whole plan done, as they would a heading task's steps.
+func TestWholePlanNotDoneByItsBoxes(t *testing.T) {
+	t.Parallel()
+	src := "# Fix the flaky upload\n\n## Problem\n\nTimeouts.\n\n## Fix\n\n- Investigation\n  - [x] Reproduced\n  - [x] Found the bug\n\nBack off exponentially.\n"
+	p, _ := Parse("p.md", []byte(src))
+	if p.Form != FormWhole || len(p.Tasks) != 1 || p.Tasks[0].Checked {
+		t.Fatalf("form %q, tasks %+v: want one whole task, not checked", p.Form, p.Tasks)
+	}
+}
+
+// TestSlugDependencies: a slug id ("tdg-2") is a dependency in backticks
+// or an arrow list only; in a "Depends on" line of prose, "node-18" is a
+// version, not an unknown task. A bare code id's sub-id ("S1.1" after
+// "S1") stays its own task; a backticked one ("`tdg-2.1`") folds.
+func TestSlugDependencies(t *testing.T) {
+	t.Parallel()
+	versions := "# Plan\n\n### Task 1: Base\n\nDepends on go-1.22, which CI has.\n\n### Task 2: Next\n\nNeeds the runtime (depends on python-3.12)\n"
+	p, ds := Parse("p.md", []byte(versions))
+	if HasErrors(ds) || len(p.Tasks) != 2 || len(p.Tasks[0].Deps)+len(p.Tasks[1].Deps) != 0 {
+		t.Errorf("versions read as dependencies: %+v %v", p.Tasks, ds)
+	}
+	slugs := "# Plan\n\n- [ ] `tdg-1` Parse\n- [ ] `tdg-2` Graph \u2192 depends: tdg-1\n  - [ ] `tdg-2.1` Regex\n- [ ] `tdg-3` Check (depends on `tdg-2`)\n"
+	p, ds = Parse("p.md", []byte(slugs))
+	if HasErrors(ds) || len(p.Tasks) != 3 {
+		t.Fatalf("slugs: %+v %v", p.Tasks, ds)
+	}
+	if !slices.Equal(p.Tasks[1].Deps, []string{"tdg-1"}) || !slices.Equal(p.Tasks[2].Deps, []string{"tdg-2"}) || p.Tasks[1].Title != "Graph" {
+		t.Errorf("slugs: %+v", p.Tasks)
+	}
+	codes := "# Plan\n\n- [x] S1: Storage\n- [ ] S1.1: Schema\n- [ ] S2: API\n  Depends on: S1.1\n"
+	p, ds = Parse("p.md", []byte(codes))
+	if HasErrors(ds) || len(p.Tasks) != 3 || p.Tasks[1].ID != "S1.1" || !slices.Equal(p.Tasks[2].Deps, []string{"S1.1"}) {
+		t.Errorf("bare code sub-ids: %+v %v", p.Tasks, ds)
+	}
+	prose := "# P\n\n- [ ] 1. Set up the client -> depends on network\n- [ ] 2. Next -> depends: 1\n"
+	p, _ = Parse("p.md", []byte(prose))
+	if len(p.Tasks) != 2 || p.Tasks[0].Title != "Set up the client -> depends on network" || p.Tasks[1].Title != "Next" || !slices.Equal(p.Tasks[1].Deps, []string{"1"}) {
+		t.Errorf("arrow prose: %+v", p.Tasks)
 	}
 }
 

@@ -69,7 +69,7 @@ func (r *parseState) readTable(top topBlocks) reading {
 			if depCol >= 0 && depCol < len(cells) {
 				cell := cells[depCol]
 				off := bytes.Index(r.src[t.Start:t.End], []byte(cell))
-				found, _ := r.depList(t.Start+max(off, 0), []byte(strings.NewReplacer("*", " ", "`", " ").Replace(cell)))
+				found, _ := r.depList(t.Start+max(off, 0), []byte(strings.NewReplacer("*", " ", "`", " ").Replace(cell)), false)
 				t.deps = found
 			}
 			rows = append(rows, t)

@@ -172,7 +172,7 @@ func (r *parseState) checklistTask(it checkItem) taskBuild {
 	lab := parseLabel(string(rest), true)
 	t.kind = lab.kind
 	if lab.kind != labelNone {
-		t.ID, t.Title, t.explicitID, t.Labels = lab.id, lab.title, true, lab.tags
+		t.ID, t.Title, t.explicitID, t.Labels, t.ticked = lab.id, lab.title, true, lab.tags, lab.ticked
 	} else {
 		t.Title = strings.TrimSpace(string(rest))
 	}
@@ -184,12 +184,14 @@ func (r *parseState) checklistTask(it checkItem) taskBuild {
 }
 
 // foldSubtasks folds an item whose id extends the id of the task before
-// it ("2.1" after "2") into that task: Kiro writes sub-tasks flat.
+// it ("2.1" after "2") into that task: Kiro writes sub-tasks flat, and
+// openspec-gradle ("`tdg-2.1`" after "`tdg-2`"). A code id written bare
+// ("S1.1" after "S1") is a task of its own, as it always was.
 func (r *parseState) foldSubtasks(rd *reading, ts []taskBuild) []taskBuild {
 	var out []taskBuild
 	folded := 0
 	for _, t := range ts {
-		if n := len(out); n > 0 && (t.kind == labelNumber || t.kind == labelCode) && out[n-1].explicitID &&
+		if n := len(out); n > 0 && (t.kind == labelNumber || (t.kind == labelCode && t.ticked)) && out[n-1].explicitID &&
 			strings.HasPrefix(t.ID, out[n-1].ID+".") && !r.hasText(out[n-1].End, t.Start) {
 			p := &out[n-1]
 			p.End = t.End

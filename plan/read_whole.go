@@ -7,10 +7,11 @@ import (
 // wholeWords name a section that says what to change, in a plan written
 // for one fix: "## Fix", "### Changes to `src/ipc.ts`", "## Proposed
 // solution", "## Approach", "## Implementation".
-var wholeWords = []string{"fix", "solution", "approach", "change", "implementation", "plan of work", "what to do"}
+var wholeWords = []string{"fix", "fixes", "solution", "approach", "change", "changes", "implementation", "plan of work", "what to do"}
 
 // namesWork reports whether a section heading's title says what to
-// change: one of wholeWords starting a word of it.
+// change: one of wholeWords as a whole word of it ("## Changelog" and
+// "## Fixtures" do not).
 func namesWork(title string) bool {
 	t := strings.ToLower(title)
 	for _, w := range wholeWords {
@@ -20,7 +21,8 @@ func namesWork(title string) bool {
 				break
 			}
 			j += i
-			if j == 0 || !isLetter(t[j-1]) {
+			end := j + len(w)
+			if (j == 0 || !isLetter(t[j-1])) && (end == len(t) || !isLetter(t[end])) {
 				return true
 			}
 			i = j + 1
