@@ -154,15 +154,17 @@ func clearStaleLock(lock string) {
 }
 
 // indexConfig prefixes a git command that writes the index Take uses with
-// its configuration: the private index is split (see prepareIndex), a
-// temporary one is not (its shared part would be written to the git
-// directory).
+// its configuration: the private index is split (see prepareIndex) and
+// keeps an untracked cache for `git status --untracked-files=all` (see
+// addChanged: the cache is used only when status.showUntrackedFiles
+// agrees with the command line); a temporary one is neither (its shared
+// part would be written to the git directory).
 func (t *taker) indexConfig(args ...string) []string {
-	split := "true"
 	if t.o.run == "" {
-		split = "false"
+		return append([]string{"-c", "core.splitIndex=false", "-c", "advice.addIgnoredFile=false"}, args...)
 	}
-	return append([]string{"-c", "core.splitIndex=" + split, "-c", "advice.addIgnoredFile=false"}, args...)
+	return append([]string{"-c", "core.splitIndex=true", "-c", "core.untrackedCache=true", "-c", "status.showUntrackedFiles=all",
+		"-c", "advice.addIgnoredFile=false"}, args...)
 }
 
 // removeExcluded drops implloop's own files and the excluded paths from a
