@@ -31,13 +31,13 @@ func stateDir(gitDir string) string { return filepath.Join(gitDir, "implloop") }
 //
 // With WithRun it is the work tree's private index,
 // <git-dir>/implloop/boundary-index, kept from one boundary to the next
-// (and from one run to the next) so that `git add -A` re-hashes only files
-// whose stat data changed. It is a split index (core.splitIndex): git then
-// rewrites only the few entries that changed, not the whole index, at
-// every boundary; the shared part is a sharedindex.<id> file in the git
+// (and from one run to the next) so that only files whose stat data
+// changed are hashed again (see addChanged). It is a split index
+// (core.splitIndex): git then rewrites only the few entries that changed,
+// not the whole index, at every boundary; the shared part is a sharedindex.<id> file in the git
 // directory, which git expires itself once unused. The private index is
 // seeded from the real index when it does not exist yet (so the first
-// snapshot hashes only what is dirty). After that `git add -A` alone keeps
+// snapshot hashes only what is dirty). After that addChanged alone keeps
 // it equal to the work tree, but for two things it cannot see: the
 // excluded paths (the plan file) are dropped from it here when they
 // change, and a file the real index tracks although an ignore rule covers
