@@ -117,8 +117,8 @@ func TestPropertyAddChangedIsAddAll(t *testing.T) {
 		each("commit", "-q", "--allow-empty", "-m", "init")
 
 		prev := make([]Snapshot, 2)
-		for step, steps := 0, rapid.IntRange(1, 5).Draw(rt, "steps"); step < steps; step++ {
-			for i, n := 0, rapid.IntRange(0, 5).Draw(rt, "ops"); i < n; i++ {
+		for step, steps := 0, rapid.IntRange(1, 3).Draw(rt, "steps"); step < steps; step++ {
+			for i, n := 0, rapid.IntRange(1, 6).Draw(rt, "ops"); i < n; i++ {
 				p := pathGen.Draw(rt, "op-path")
 				switch rapid.IntRange(0, 12).Draw(rt, "op") {
 				case 0, 1:
