@@ -31,13 +31,13 @@ func stateDir(gitDir string) string { return filepath.Join(gitDir, "implloop") }
 //
 // With WithRun it is the work tree's private index,
 // <git-dir>/implloop/boundary-index, kept from one boundary to the next
-// (and from one run to the next) so that `git add -A` re-hashes only files
-// whose stat data changed. It is a split index (core.splitIndex): git then
-// rewrites only the few entries that changed, not the whole index, at
-// every boundary; the shared part is a sharedindex.<id> file in the git
+// (and from one run to the next) so that only files whose stat data
+// changed are hashed again (see addChanged). It is a split index
+// (core.splitIndex): git then rewrites only the few entries that changed,
+// not the whole index, at every boundary; the shared part is a sharedindex.<id> file in the git
 // directory, which git expires itself once unused. The private index is
 // seeded from the real index when it does not exist yet (so the first
-// snapshot hashes only what is dirty). After that `git add -A` alone keeps
+// snapshot hashes only what is dirty). After that addChanged alone keeps
 // it equal to the work tree, but for two things it cannot see: the
 // excluded paths (the plan file) are dropped from it here when they
 // change, and a file the real index tracks although an ignore rule covers
@@ -154,15 +154,17 @@ func clearStaleLock(lock string) {
 }
 
 // indexConfig prefixes a git command that writes the index Take uses with
-// its configuration: the private index is split (see prepareIndex), a
-// temporary one is not (its shared part would be written to the git
-// directory).
+// its configuration: the private index is split (see prepareIndex) and
+// keeps an untracked cache for `git status --untracked-files=all` (see
+// addChanged: the cache is used only when status.showUntrackedFiles
+// agrees with the command line); a temporary one is neither (its shared
+// part would be written to the git directory).
 func (t *taker) indexConfig(args ...string) []string {
-	split := "true"
 	if t.o.run == "" {
-		split = "false"
+		return append([]string{"-c", "core.splitIndex=false", "-c", "advice.addIgnoredFile=false"}, args...)
 	}
-	return append([]string{"-c", "core.splitIndex=" + split, "-c", "advice.addIgnoredFile=false"}, args...)
+	return append([]string{"-c", "core.splitIndex=true", "-c", "core.untrackedCache=true", "-c", "status.showUntrackedFiles=all",
+		"-c", "advice.addIgnoredFile=false"}, args...)
 }
 
 // removeExcluded drops implloop's own files and the excluded paths from a

@@ -5,12 +5,15 @@
 //
 // # The snapshot commit
 //
-// [Take] builds the work tree's tree with git's own plumbing: `git add -A`
-// (tracked and untracked files, not ignored ones; modes, symlinks,
-// submodule commits) into a private index under the git directory
-// (<git-dir>/implloop/boundary-index, seeded from the real index, so that
-// only what changed is hashed), then `git write-tree`. With [WithRun] the
-// tree is committed, its parents the previous boundary and the HEAD of the
+// [Take] builds the work tree's tree with git's own plumbing: what
+// `git add -A` records (tracked and untracked files, not ignored ones;
+// modes, symlinks, submodule commits) into a private index under the git
+// directory (<git-dir>/implloop/boundary-index, seeded from the real
+// index, so that only what changed is hashed), then `git write-tree`. With
+// [WithRun] the private index is brought up to date by `git status` (which
+// keeps an untracked cache in it) and `git update-index` of the paths the
+// status lists, a cheaper equivalent of `git add -A`, and the tree is
+// committed, its parents the previous boundary and the HEAD of the
 // moment, and refs/implloop/runs/<run> moves to it: everything a run saw,
 // committed or not, stays reachable, so `git gc`, `reset --hard` or
 // `reflog expire` cannot take it away. Without WithRun nothing is written

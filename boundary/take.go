@@ -28,6 +28,7 @@ type options struct {
 	prevGiven   bool
 	fromPrivate bool // WithBoundaryIndex
 	treeOnly    bool // WithTreeOnly
+	fullAdd     bool // tests: always `git add -A`, never addChanged
 }
 
 // WithCompare asks Take for the changes from tree (a boundary's tree) to
@@ -207,7 +208,7 @@ func (t *taker) take() (Snapshot, error) {
 		if err := t.forceAdd(missing); err != nil {
 			return Snapshot{}, err
 		}
-		if tree, err = t.writeTree(); err != nil {
+		if tree, err = t.writeIndexTree(); err != nil {
 			return Snapshot{}, err
 		}
 		if entries, err = t.dirtySet(head, tree); err != nil {
@@ -293,12 +294,32 @@ func ownExcludes() []string {
 // writeTree adds the whole work tree to the index Take uses and writes it
 // as a tree.
 func (t *taker) writeTree() (string, error) {
+	if err := t.addAll(); err != nil {
+		return "", err
+	}
+	return t.writeIndexTree()
+}
+
+// addAll adds the whole work tree to the index Take uses: `git add -A`,
+// or on the private index its cheaper equivalent (addChanged) when that
+// can do the work.
+func (t *taker) addAll() error {
+	if t.o.run != "" && !t.o.fullAdd {
+		if done, err := t.addChanged(); err != nil || done {
+			return err
+		}
+	}
 	args := t.indexConfig(append([]string{"add", "-A", "--ignore-errors", "--", ":/"}, t.excludes()...)...)
 	if _, stderr, err := t.g.run(t.env, nil, args...); err != nil {
 		if err := t.addProblems(stderr); err != nil {
-			return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(string(stderr)))
+			return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(stderr)))
 		}
 	}
+	return nil
+}
+
+// writeIndexTree writes the index Take uses as a tree.
+func (t *taker) writeIndexTree() (string, error) {
 	wt := []string{"write-tree"}
 	if t.o.run == "" {
 		// Read-only: the objects of unchanged files are not in the
@@ -407,7 +428,7 @@ func (t *taker) keepIgnored(prevTree, tree string) ([]string, string, error) {
 	if err := t.forceAdd(kept); err != nil {
 		return nil, "", err
 	}
-	newTree, err := t.writeTree()
+	newTree, err := t.writeIndexTree()
 	if err != nil {
 		return nil, "", err
 	}
