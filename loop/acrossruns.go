@@ -44,7 +44,7 @@ func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, attempt int, 
 			return nil, false
 		}
 	}
-	cands, err := e.j.CompletedElsewhere(units[0].Identity, e.runID)
+	cands, err := e.j.CompletedElsewhereFrom(units[0].Identity, e.runID, e.prev.Tree)
 	if err != nil {
 		return nil, false
 	}
