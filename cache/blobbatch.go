@@ -52,8 +52,8 @@ func (s *Blobs) NewBatch() (*BlobBatch, error) {
 // skip says whether h is in the batch already. What the store has is for
 // the caller to skip: it knows before it reads the content.
 func (b *BlobBatch) skip(h string) (bool, error) {
-	if _, err := b.s.Path(h); err != nil {
-		return false, err
+	if !validHash(h) {
+		return false, fmt.Errorf("invalid blob hash %q", h)
 	}
 	return b.added[h], nil
 }

@@ -140,7 +140,7 @@ func (r *Records) check() error {
 }
 
 // insertChunk is how many rows insertRows writes with one statement.
-const insertChunk = 32
+const insertChunk = 64
 
 // insertRows inserts rows (values in the order of cols) into table,
 // insertChunk rows a statement: an import writes tens of thousands of

@@ -275,7 +275,7 @@ func catBatch(ctx context.Context, dir string, ids []string, fn func(i int, typ 
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := gitcmd.Run(ctx, gitcmd.Options{Dir: dir, Stdin: strings.NewReader(strings.Join(ids, "\n") + "\n"), Stdout: pw}, "cat-file", "--batch")
+		_, _, err := gitcmd.Run(ctx, gitcmd.Options{Dir: dir, Stdin: strings.NewReader(strings.Join(ids, "\n") + "\n"), Stdout: pw}, "cat-file", "--batch", "--buffer")
 		pw.CloseWithError(err)
 		done <- err
 	}()
