@@ -70,12 +70,16 @@ func (r *Records) Blobs() []string {
 // none. A run already in the journal is skipped (an import is
 // idempotent); a run whose parent is neither in the journal nor earlier
 // in recs is refused. Every row must belong to its run, and every blob
-// the rows name must be in the blob store already. It returns the ids of
+// the rows name must be in the blob store before the transaction
+// commits: blobs, when not nil, is called after the rows are written and
+// before they are checked, so that the caller can store the blobs while
+// the rows go in (its error rolls the import back). It returns the ids of
 // the runs it added.
-func (j *Journal) ImportRecords(recs []*Records) ([]string, error) {
+func (j *Journal) ImportRecords(recs []*Records, blobs func() error) ([]string, error) {
 	var added []string
 	err := j.tx(true, func(w *Journal) error {
 		added = added[:0]
+		var fresh []*Records
 		for _, rec := range recs {
 			id := rec.Run.ID
 			if _, err := w.GetRun(id); err == nil {
@@ -89,15 +93,22 @@ func (j *Journal) ImportRecords(recs []*Records) ([]string, error) {
 					return fmt.Errorf("run %s resumes run %s, which is not in the journal", id, p)
 				}
 			}
-			for _, h := range rec.Blobs() {
-				if !w.blobs.Has(h) {
-					return fmt.Errorf("run %s: blob %s is not in the blob store", id, h)
-				}
-			}
 			if err := w.insertRecords(rec); err != nil {
 				return fmt.Errorf("import run %s: %w", id, err)
 			}
-			added = append(added, id)
+			added, fresh = append(added, id), append(fresh, rec)
+		}
+		if blobs != nil {
+			if err := blobs(); err != nil {
+				return err
+			}
+		}
+		for _, rec := range fresh {
+			for _, h := range rec.Blobs() {
+				if !w.blobs.Has(h) {
+					return fmt.Errorf("run %s: blob %s is not in the blob store", rec.Run.ID, h)
+				}
+			}
 		}
 		return nil
 	})

@@ -256,14 +256,27 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	if err := checkBoundaries(ctx, dir, ins); err != nil {
 		return nil, err
 	}
-	if err := storeBlobs(ctx, dir, j, ins); err != nil {
-		return nil, err
-	}
 	recs := make([]*cache.Records, len(ins))
 	for i, in := range ins {
 		recs[i] = in.rec
 	}
-	if res.Imported, err = j.ImportRecords(recs); err != nil {
+	// The blobs are stored while the rows go in; the import commits only
+	// once they are, and not at all when one is refused.
+	stored := make(chan error, 1)
+	go func() { stored <- storeBlobs(ctx, dir, j, ins) }()
+	var blobsErr error
+	waited := false
+	wait := func() error {
+		if !waited {
+			waited, blobsErr = true, <-stored
+		}
+		return blobsErr
+	}
+	res.Imported, err = j.ImportRecords(recs, wait)
+	if werr := wait(); werr != nil {
+		return nil, werr // the refusal, rather than the rollback it caused
+	}
+	if err != nil {
 		return nil, err
 	}
 	var refs strings.Builder
