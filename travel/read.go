@@ -176,7 +176,7 @@ func readTree(r io.Reader, oidLen int, fn func(mode, name, oid string) error) er
 	for len(b) > 0 {
 		sp := bytes.IndexByte(b, ' ')
 		nul := bytes.IndexByte(b, 0)
-		if sp < 0 || nul < sp || len(b) < nul+1+oidLen {
+		if sp <= 0 || nul <= sp+1 || len(b) < nul+1+oidLen {
 			return fmt.Errorf("a damaged tree object")
 		}
 		mode, name := string(b[:sp]), string(b[sp+1:nul])
