@@ -131,10 +131,12 @@ func TestBlobRoundTripProperty(t *testing.T) {
 }
 
 // A batch stores blobs checked against their names; one that does not
-// match is refused, and an aborted batch leaves nothing behind.
+// match is refused, and an aborted batch leaves nothing behind. Committed,
+// the packed and the file blobs read back, in this store and in another
+// that opens the same directory.
 func TestBlobBatch(t *testing.T) {
 	s := openT(t, newRepo(t)).Blobs()
-	good, bad := []byte("good\n"), []byte("bad\n")
+	good, bad, file := []byte("good\n"), []byte("bad\n"), []byte("gate output\n")
 	b, err := s.NewBatch()
 	if err != nil {
 		t.Fatal(err)
@@ -145,21 +147,59 @@ func TestBlobBatch(t *testing.T) {
 	if s.Has(HashBytes(good)) {
 		t.Fatal("a blob is in place before Commit")
 	}
-	if err := b.Add(HashBytes(good), bytes.NewReader(bad)); !errors.Is(err, ErrBlobMismatch) {
+	if err := b.Add(HashBytes(file), bytes.NewReader(bad)); !errors.Is(err, ErrBlobMismatch) {
 		t.Fatalf("mismatched content: %v, want ErrBlobMismatch", err)
+	}
+	if err := b.AddFile(HashBytes([]byte("other\n")), bytes.NewReader(bad)); !errors.Is(err, ErrBlobMismatch) {
+		t.Fatalf("mismatched content of a file: %v, want ErrBlobMismatch", err)
 	}
 	b.Abort()
 	if es, _ := os.ReadDir(s.dir); len(es) != 0 {
 		t.Fatalf("left after Abort: %v", es)
 	}
 	b, _ = s.NewBatch()
+	if err := b.Add(HashBytes(bad), bytes.NewReader(good)); !errors.Is(err, ErrBlobMismatch) {
+		t.Fatalf("mismatched content: %v, want ErrBlobMismatch", err)
+	}
 	if err := b.Add(HashBytes(good), bytes.NewReader(good)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddFile(HashBytes(file), bytes.NewReader(file)); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.ReadAll(HashBytes(good)); err != nil || !bytes.Equal(got, good) {
-		t.Fatalf("after Commit: %q, %v", got, err)
+	other := &Blobs{dir: s.dir, readOnly: true}
+	for _, store := range []*Blobs{s, other} {
+		for _, want := range [][]byte{good, file} {
+			h := HashBytes(want)
+			if got, err := store.ReadAll(h); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("after Commit: %q, %v", got, err)
+			}
+			r, err := store.Open(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(r)
+			r.Close()
+			if err != nil || !bytes.Equal(got, want) || !store.Has(h) {
+				t.Fatalf("opened after Commit: %q, %v", got, err)
+			}
+		}
+		if store.Has(HashBytes(bad)) {
+			t.Fatal("a refused blob is in the store")
+		}
 	}
+	if p, _ := s.Path(HashBytes(file)); !fileExists(p) {
+		t.Errorf("AddFile's blob is not a file of its own")
+	}
+	if p, _ := s.Path(HashBytes(good)); fileExists(p) {
+		t.Errorf("Add's blob is a file of its own, not in the pack")
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

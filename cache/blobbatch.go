@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,17 +17,25 @@ import (
 var ErrBlobMismatch = errors.New("blob content does not match its hash")
 
 // BlobBatch stores many blobs at once, each checked against the hash it is
-// named by (blobs that came from elsewhere: a pull). Each is written to a
-// temporary file; Commit makes them all durable with one flush of the file
-// system (syncfs on Linux; one fsync per file elsewhere), renames them
-// into place and makes the renames durable, so a blob under a hash name is
-// complete, as with a BlobWriter, at a fraction of the cost of one fsync
-// per blob. Until Commit nothing is under a hash name; Abort removes the
-// temporary files.
+// named by (blobs that came from elsewhere: a pull). [BlobBatch.Add]
+// appends to one pack (see packDir), [BlobBatch.AddFile] writes a file of
+// its own (for a blob people open by path: gate output). Commit makes
+// them all durable with one flush of the file system (syncfs on Linux; one
+// fsync per file elsewhere), moves them into place and makes that durable,
+// so a blob under a hash name is complete, as with a BlobWriter, at a
+// fraction of the cost of one fsync per blob. Until Commit nothing is
+// under a hash name; Abort removes the temporary files.
 type BlobBatch struct {
 	s     *Blobs
-	temps []string // temporary files, in Add order
+	added map[string]bool
+	temps []string // temporary files of AddFile, in Add order
 	names []string // their hashes
+
+	pack    *os.File      // the pack's temporary file, once Add wrote to it
+	packBuf *bufio.Writer // in front of pack: one write call per blob costs more than the blob
+	off     int64
+	index   bytes.Buffer // the pack's index lines
+	entries map[string]packed
 }
 
 // NewBatch starts a batch.
@@ -36,17 +46,67 @@ func (s *Blobs) NewBatch() (*BlobBatch, error) {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("blob store: %w", err)
 	}
-	return &BlobBatch{s: s}, nil
+	return &BlobBatch{s: s, added: map[string]bool{}}, nil
 }
 
-// Add writes r's content as blob h, unless the store has it. Content that
-// does not hash to h is refused with an error wrapping ErrBlobMismatch.
+// skip says whether h is in the batch already. What the store has is for
+// the caller to skip: it knows before it reads the content.
+func (b *BlobBatch) skip(h string) (bool, error) {
+	if !validHash(h) {
+		return false, fmt.Errorf("invalid blob hash %q", h)
+	}
+	return b.added[h], nil
+}
+
+func mismatch(h string, sum []byte) error {
+	if got := hex.EncodeToString(sum); got != h {
+		return fmt.Errorf("blob %s: its content's sha256 is %s: %w", h, got, ErrBlobMismatch)
+	}
+	return nil
+}
+
+// Add appends r's content to the batch's pack as blob h, unless the batch
+// has it. Content that does not hash to h is refused with an
+// error wrapping ErrBlobMismatch (and left out of the pack).
 func (b *BlobBatch) Add(h string, r io.Reader) error {
-	if _, err := b.s.Path(h); err != nil {
+	if skip, err := b.skip(h); skip || err != nil {
 		return err
 	}
-	if b.s.Has(h) {
-		return nil
+	if b.pack == nil {
+		f, err := os.CreateTemp(b.s.dir, "tmp-pack-*")
+		if err != nil {
+			return fmt.Errorf("blob store: %w", err)
+		}
+		b.pack, b.packBuf, b.entries = f, bufio.NewWriterSize(f, 256<<10), map[string]packed{}
+	}
+	sum := sha256.New()
+	n, err := io.Copy(io.MultiWriter(b.packBuf, sum), r)
+	if err == nil {
+		err = mismatch(h, sum.Sum(nil))
+	}
+	if err != nil {
+		// Back to where this blob began: the pack holds whole blobs only.
+		ferr := b.packBuf.Flush()
+		if ferr == nil {
+			ferr = b.pack.Truncate(b.off)
+		}
+		if ferr == nil {
+			_, ferr = b.pack.Seek(b.off, io.SeekStart)
+		}
+		return errors.Join(err, ferr)
+	}
+	fmt.Fprintf(&b.index, "%s %d %d\n", h, b.off, n)
+	b.entries[h] = packed{off: b.off, size: n}
+	b.off += n
+	b.added[h] = true
+	return nil
+}
+
+// AddFile writes r's content as blob h in a file of its own, unless the
+// batch has it; checked as Add checks.
+func (b *BlobBatch) AddFile(h string, r io.Reader) error {
+	if skip, err := b.skip(h); skip || err != nil {
+		return err
 	}
 	f, err := os.CreateTemp(b.s.dir, "tmp-*")
 	if err != nil {
@@ -58,28 +118,73 @@ func (b *BlobBatch) Add(h string, r io.Reader) error {
 		err = cerr
 	}
 	if err == nil {
-		if got := hex.EncodeToString(sum.Sum(nil)); got != h {
-			err = fmt.Errorf("blob %s: its content's sha256 is %s: %w", h, got, ErrBlobMismatch)
-		}
+		err = mismatch(h, sum.Sum(nil))
 	}
 	if err != nil {
 		os.Remove(f.Name())
 		return err
 	}
 	b.temps, b.names = append(b.temps, f.Name()), append(b.names, h)
+	b.added[h] = true
 	return nil
 }
 
 // Commit moves the blobs into place, durably.
 func (b *BlobBatch) Commit() error {
-	if len(b.temps) == 0 {
+	var idx string
+	if b.pack != nil && b.index.Len() == 0 { // every Add was refused
+		b.pack.Close()
+		os.Remove(b.pack.Name())
+		b.pack = nil
+	}
+	if b.pack != nil {
+		err := b.packBuf.Flush()
+		if cerr := b.pack.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			idx, err = b.writeIndex()
+		}
+		if err != nil {
+			b.Abort()
+			return fmt.Errorf("blob store: %w", err)
+		}
+	}
+	if len(b.temps) == 0 && b.pack == nil {
 		return nil
 	}
-	if err := syncFiles(b.s.dir, b.temps); err != nil {
+	files := append([]string{}, b.temps...)
+	if b.pack != nil {
+		files = append(files, b.pack.Name(), idx)
+	}
+	if err := syncFiles(b.s.dir, files); err != nil {
 		b.Abort()
+		os.Remove(idx)
 		return fmt.Errorf("blob store: fsync: %w", err)
 	}
 	dirs := map[string]bool{}
+	if b.pack != nil {
+		// The pack first, its index last: a pack is seen only whole.
+		dir := filepath.Join(b.s.dir, packDir)
+		name := filepath.Join(dir, HashBytes(b.index.Bytes()))
+		err := os.MkdirAll(dir, 0o755)
+		if err == nil {
+			err = os.Chmod(b.pack.Name(), 0o444)
+		}
+		if err == nil {
+			err = os.Rename(b.pack.Name(), name+".pack")
+		}
+		if err == nil {
+			err = os.Rename(idx, name+".idx")
+		}
+		if err != nil {
+			b.Abort()
+			os.Remove(idx)
+			return fmt.Errorf("blob store: %w", err)
+		}
+		b.pack, dirs[dir] = nil, true
+		b.s.addPacked(filepath.Base(name), b.entries)
+	}
 	for i, tmp := range b.temps {
 		dst, _ := b.s.Path(b.names[i])
 		dir := filepath.Dir(dst)
@@ -104,6 +209,23 @@ func (b *BlobBatch) Commit() error {
 	return syncDirs(b.s.dir, dirs)
 }
 
+// writeIndex writes the pack's index to a temporary file.
+func (b *BlobBatch) writeIndex() (string, error) {
+	f, err := os.CreateTemp(b.s.dir, "tmp-idx-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(b.index.Bytes())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
 // Abort removes what was not committed.
 func (b *BlobBatch) Abort() {
 	for _, t := range b.temps {
@@ -111,5 +233,12 @@ func (b *BlobBatch) Abort() {
 			os.Remove(t)
 		}
 	}
-	b.temps, b.names = nil, nil
+	if b.pack != nil {
+		b.pack.Close()
+		os.Remove(b.pack.Name())
+		b.pack = nil
+	}
+	b.temps, b.names, b.added = nil, nil, map[string]bool{}
+	b.index.Reset()
+	b.off = 0
 }

@@ -121,6 +121,10 @@ ALTER TABLE boundaries ADD COLUMN tree TEXT NOT NULL DEFAULT '';`,
 	// computed from (see Run.Inputs). Rows from before it read as "": such
 	// a run is never taken as up to date without a full resume.
 	`ALTER TABLE runs ADD COLUMN inputs TEXT NOT NULL DEFAULT '';`,
+	// 5: boundaries by tree, for a replay across runs: which runs did a
+	// task from the tree this run is at, in one indexed look
+	// (CompletedElsewhereFrom), however many runs the journal holds.
+	`CREATE INDEX boundaries_tree ON boundaries(tree);`,
 }
 
 // SchemaVersion is the schema version this implloop writes.

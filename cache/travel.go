@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"strings"
 )
 
 // Records are the durable facts of one run: its row and every row that
@@ -69,12 +70,16 @@ func (r *Records) Blobs() []string {
 // none. A run already in the journal is skipped (an import is
 // idempotent); a run whose parent is neither in the journal nor earlier
 // in recs is refused. Every row must belong to its run, and every blob
-// the rows name must be in the blob store already. It returns the ids of
+// the rows name must be in the blob store before the transaction
+// commits: blobs, when not nil, is called after the rows are written and
+// before they are checked, so that the caller can store the blobs while
+// the rows go in (its error rolls the import back). It returns the ids of
 // the runs it added.
-func (j *Journal) ImportRecords(recs []*Records) ([]string, error) {
+func (j *Journal) ImportRecords(recs []*Records, blobs func() error) ([]string, error) {
 	var added []string
 	err := j.tx(true, func(w *Journal) error {
 		added = added[:0]
+		var fresh []*Records
 		for _, rec := range recs {
 			id := rec.Run.ID
 			if _, err := w.GetRun(id); err == nil {
@@ -88,15 +93,22 @@ func (j *Journal) ImportRecords(recs []*Records) ([]string, error) {
 					return fmt.Errorf("run %s resumes run %s, which is not in the journal", id, p)
 				}
 			}
-			for _, h := range rec.Blobs() {
-				if !w.blobs.Has(h) {
-					return fmt.Errorf("run %s: blob %s is not in the blob store", id, h)
-				}
-			}
 			if err := w.insertRecords(rec); err != nil {
 				return fmt.Errorf("import run %s: %w", id, err)
 			}
-			added = append(added, id)
+			added, fresh = append(added, id), append(fresh, rec)
+		}
+		if blobs != nil {
+			if err := blobs(); err != nil {
+				return err
+			}
+		}
+		for _, rec := range fresh {
+			for _, h := range rec.Blobs() {
+				if !w.blobs.Has(h) {
+					return fmt.Errorf("run %s: blob %s is not in the blob store", rec.Run.ID, h)
+				}
+			}
 		}
 		return nil
 	})
@@ -138,6 +150,39 @@ func (r *Records) check() error {
 	return nil
 }
 
+// insertChunk is how many rows insertRows writes with one statement.
+const insertChunk = 64
+
+// insertRows inserts rows (values in the order of cols) into table,
+// insertChunk rows a statement: an import writes tens of thousands of
+// rows, and one statement each costs most of the time in the statement
+// round trips, not in SQLite's B-trees. Only inside tx.
+func (w *Journal) insertRows(table, cols string, rows [][]any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(rows[0])), ", ") + ")"
+	stmt := func(n int) string {
+		return "INSERT INTO " + table + " (" + cols + ") VALUES " + strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
+	}
+	full := stmt(insertChunk)
+	for len(rows) > 0 {
+		q, n := full, insertChunk
+		if len(rows) < insertChunk {
+			q, n = stmt(1), 1
+		}
+		var args []any
+		for _, r := range rows[:n] {
+			args = append(args, r...)
+		}
+		if _, err := w.run(q, args...); err != nil {
+			return fmt.Errorf("%s: %w", table, err)
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
 // otherRun is the first run id of rows that is not id.
 func otherRun[T any](rows []T, id string, runOf func(T) string) (string, bool) {
 	for _, row := range rows {
@@ -166,24 +211,35 @@ func (w *Journal) insertRecords(rec *Records) error {
 		ms(r.FinishedAt), r.PID, r.Host, r.Inputs); err != nil {
 		return err
 	}
+	var rows [][]any
 	for _, t := range rec.Tasks {
-		if err := w.PutTask(t); err != nil {
-			return err
+		if t.Source == "" {
+			t.Source = SourceNone
 		}
+		rows = append(rows, []any{t.RunID, t.TaskID, t.Ordinal, t.Title, string(t.Status), string(t.Source), t.Attempts,
+			ms(t.StartedAt), ms(t.FinishedAt), t.Duration.Milliseconds(), t.BlockReason,
+			pathList(t.LostPaths), jsonList(t.Concerns)})
 	}
+	if err := w.insertRows("tasks", taskCols, rows); err != nil {
+		return err
+	}
+	rows = rows[:0]
 	for _, u := range rec.Units {
-		if _, err := w.run(`INSERT INTO units (`+unitCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			u.RunID, u.UnitID, u.TaskID, u.Role, u.Attempt, u.Identity, []byte(u.Preimage), string(u.Status),
+		rows = append(rows, []any{u.RunID, u.UnitID, u.TaskID, u.Role, u.Attempt, u.Identity, []byte(u.Preimage), string(u.Status),
 			u.Prompt, u.Stdout, u.Stderr, u.Result, u.TokensIn, u.TokensOut, u.CacheRead, u.CacheWrite, u.CostUSD,
 			u.ExitCode, u.Error, u.ReplayedFromRun, u.ReplayedFromUnit, ms(u.StartedAt), ms(u.FinishedAt),
-			u.Duration.Milliseconds()); err != nil {
-			return err
-		}
+			u.Duration.Milliseconds()})
 	}
+	if err := w.insertRows("units", unitCols, rows); err != nil {
+		return err
+	}
+	rows = rows[:0]
 	for _, g := range rec.Gates {
-		if err := w.PutGate(g); err != nil {
-			return err
-		}
+		rows = append(rows, []any{g.RunID, g.TaskID, g.Attempt, g.Command, g.Passed, g.ExitCode, g.Output, g.Feedback, g.Replayed,
+			g.Duration.Milliseconds(), ms(g.At), g.StandsFor})
+	}
+	if err := w.insertRows("gates", gateCols, rows); err != nil {
+		return err
 	}
 	for _, b := range rec.Boundaries {
 		snap, err := rawOr(b.Snapshot, "{}")

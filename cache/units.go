@@ -339,12 +339,20 @@ func (j *Journal) ClosestUnit(lineage []string, taskID, role string, attempt int
 	return &us[best], true, nil
 }
 
-// CompletedElsewhere are the completed live units of identity in any run
-// but exclude, newest first, whose result blob is stored: the candidates
-// for a replay across runs (the loop decides which may stand in).
-func (j *Journal) CompletedElsewhere(identity, exclude string) ([]Unit, error) {
+// CompletedElsewhereFrom are the completed live units of identity in any
+// run but exclude, newest first, whose result blob is stored and whose run
+// did their task from tree (the boundary before the task's last boundary
+// in that run has it): the candidates for a replay across runs (the loop
+// decides which may stand in). One query, so that a task whose identity many other
+// runs share, from other trees (a plan run at many commits), costs no
+// per-run look.
+func (j *Journal) CompletedElsewhereFrom(identity, exclude, tree string) ([]Unit, error) {
 	us, err := j.queryUnits(`WHERE identity = ? AND status = 'completed' AND replayed_from_run = '' AND run_id != ?
-		ORDER BY started_at DESC, rowid DESC`, identity, exclude)
+		AND (run_id, task_id) IN (SELECT a.run_id, a.after_task
+			FROM boundaries p JOIN boundaries a ON a.run_id = p.run_id AND a.seq = p.seq + 1
+			WHERE p.tree = ? AND a.after_task != ''
+			AND NOT EXISTS (SELECT 1 FROM boundaries l WHERE l.run_id = a.run_id AND l.seq > a.seq AND l.after_task = a.after_task))
+		ORDER BY started_at DESC, rowid DESC`, identity, exclude, tree)
 	if err != nil {
 		return nil, fmt.Errorf("find %s elsewhere: %w", identity, err)
 	}

@@ -17,9 +17,14 @@ import (
 // that run's boundary commits, no agent call; the gate runs live. So a
 // plan run again at the commit where someone already ran it pays nothing.
 //
+// A resume replays from its lineage first: a task of a resume replays
+// across runs only when no run of its lineage has a unit of it (a task
+// the lineage never reached, done meanwhile by a teammate whose run was
+// pulled).
+//
 // What must hold, all of it (a first slice: the common case, exactly):
-// the run is fresh (a resume replays from its lineage), one job at a time
-// (--jobs dispatches ahead), the task's first attempt; the other run did
+// one job at a time (--jobs dispatches ahead), the task's first attempt,
+// nothing of the task in a resume's lineage; the other run did
 // the task in one attempt and it ended done; its boundary before the task
 // has the tree this run's has; and every unit of the attempt has a
 // completed live unit of the same identity in that run.
@@ -31,10 +36,15 @@ type acrossRun struct {
 
 // acrossRuns finds the run t's first attempt may replay from.
 func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, attempt int, units []unit.Unit) (*acrossRun, bool) {
-	if e.o.Parent != "" || attempt != 1 || e.s.Jobs > 1 || len(units) == 0 || e.prev.Tree == "" {
+	if attempt != 1 || e.s.Jobs > 1 || len(units) == 0 || e.prev.Tree == "" {
 		return nil, false
 	}
-	cands, err := e.j.CompletedElsewhere(units[0].Identity, e.runID)
+	for _, id := range e.lineage.runs {
+		if _, ok := e.lineage.factsOf(id).maxUnit[t.ID]; ok {
+			return nil, false
+		}
+	}
+	cands, err := e.j.CompletedElsewhereFrom(units[0].Identity, e.runID, e.prev.Tree)
 	if err != nil {
 		return nil, false
 	}

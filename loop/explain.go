@@ -2,6 +2,7 @@ package loop
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/implloop/implloop/cache"
@@ -22,13 +23,17 @@ type Explanation struct {
 // UnitExplanation is one unit of a run: replayed from where, or live and
 // why.
 type UnitExplanation struct {
-	Task         string          `json:"task"`
-	Unit         string          `json:"unit"`
-	Attempt      int             `json:"attempt"`
-	Identity     string          `json:"identity"`
-	Status       string          `json:"status"`
-	Source       string          `json:"source"` // live or replayed
-	ReplayedFrom string          `json:"replayed_from,omitempty"`
+	Task         string `json:"task"`
+	Unit         string `json:"unit"`
+	Attempt      int    `json:"attempt"`
+	Identity     string `json:"identity"`
+	Status       string `json:"status"`
+	Source       string `json:"source"`                  // live or replayed
+	ReplayedFrom string `json:"replayed_from,omitempty"` // run:unit
+	// AcrossRuns: replayed from a run outside the lineage (a fresh run's
+	// or a teammate's, pulled), on machine ReplayedOn (its host name).
+	AcrossRuns   bool            `json:"across_runs,omitempty"`
+	ReplayedOn   string          `json:"replayed_on,omitempty"`
 	Reason       string          `json:"reason,omitempty"`
 	ComparedWith string          `json:"compared_with,omitempty"` // run:unit of the closest journaled unit
 	Changes      []ExplainChange `json:"changes,omitempty"`
@@ -111,6 +116,12 @@ func explainUnit(j *cache.Journal, lineage []string, u cache.Unit, byIdentity ma
 	if u.Replayed() {
 		x.Source = "replayed"
 		x.ReplayedFrom = u.ReplayedFromRun + ":" + u.ReplayedFromUnit
+		if !slices.Contains(lineage, u.ReplayedFromRun) {
+			x.AcrossRuns = true
+			if r, err := j.GetRun(u.ReplayedFromRun); err == nil {
+				x.ReplayedOn = r.Host
+			}
+		}
 		return x
 	}
 	if len(lineage) == 0 {

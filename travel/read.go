@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,66 +38,168 @@ type incoming struct {
 	blobs  map[string]string // sha256 -> git blob id
 }
 
-// readRecords reads and checks the records of run at commit: the layout,
-// the format, that every row is the run's, that each unit's identity is
-// the digest of its preimage, and that every blob the rows name is in the
-// tree (its content's hash is checked when it is stored).
-func readRecords(ctx context.Context, dir, run, commit string) (*incoming, error) {
-	refuse := func(format string, args ...any) error {
-		return &RefusedError{Run: run, Commit: commit, Reason: fmt.Sprintf(format, args...)}
+// pending is a run's records commit, fetched and not yet read.
+type pending struct {
+	run, commit string
+}
+
+// readRecords reads and checks the records of runs at their commits: the
+// layout, the format, that every row is the run's, that each unit's
+// identity is the digest of its preimage, and that every blob the rows
+// name is in the tree (its content's hash is checked when it is stored).
+// The objects of all runs are read in three rounds of one `git cat-file
+// --batch` each (commits, root trees, then the JSON files and blob
+// trees), so a pull of many runs starts three processes, not two per run.
+func readRecords(ctx context.Context, dir string, runs []pending) ([]*incoming, error) {
+	refuse := func(p pending, format string, args ...any) error {
+		return &RefusedError{Run: p.run, Commit: p.commit, Reason: fmt.Sprintf(format, args...)}
 	}
-	out, err := git(ctx, dir, nil, nil, "ls-tree", "-r", "-z", "--full-tree", commit)
-	if err != nil {
-		return nil, refuse("its tree cannot be read: %v", err)
-	}
-	jsonIDs := map[string]string{}
-	in := &incoming{commit: commit, blobs: map[string]string{}}
-	for _, e := range strings.Split(strings.TrimSuffix(out, "\x00"), "\x00") {
-		if e == "" {
-			continue
+	// A catBatch error names the object it met, whose run is refused.
+	catRefused := func(owner func(i int) pending, err error) error {
+		var ce *catError
+		if errors.As(err, &ce) {
+			return refuse(owner(ce.Index), "%v", ce.Err)
 		}
-		meta, path, ok := strings.Cut(e, "\t")
-		f := strings.Fields(meta)
-		if !ok || len(f) != 3 || f[0] != "100644" || f[1] != "blob" {
-			return nil, refuse("unexpected entry %q", e)
-		}
-		switch {
-		case strings.HasPrefix(path, blobDir+"/"):
-			h := strings.TrimPrefix(path, blobDir+"/")
-			if !validSHA256(h) {
-				return nil, refuse("unexpected file %s", path)
-			}
-			in.blobs[h] = f[2]
-		case path == fileRecords || path == fileRun || path == fileTasks || path == fileUnits ||
-			path == fileGates || path == fileBoundaries || path == fileEvents:
-			jsonIDs[path] = f[2]
-		default:
-			return nil, refuse("unexpected file %s", path)
-		}
-	}
-	var names, ids []string
-	for _, n := range []string{fileRecords, fileRun, fileTasks, fileUnits, fileGates, fileBoundaries, fileEvents} {
-		id, ok := jsonIDs[n]
-		if !ok {
-			return nil, refuse("%s is missing", n)
-		}
-		names, ids = append(names, n), append(ids, id)
-	}
-	content := map[string][]byte{}
-	err = catBatch(ctx, dir, ids, func(i int, r io.Reader) error {
-		b, err := io.ReadAll(r)
-		content[names[i]] = b
 		return err
+	}
+	// Round 1: the commits, for their trees.
+	ids := make([]string, len(runs))
+	for i, p := range runs {
+		ids[i] = p.commit
+	}
+	roots := make([]string, len(runs))
+	err := catBatch(ctx, dir, ids, func(i int, typ string, r io.Reader) error {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		tree, ok := strings.CutPrefix(string(b), "tree ")
+		if typ != "commit" || !ok {
+			return refuse(runs[i], "it is not a commit")
+		}
+		roots[i], _, _ = strings.Cut(tree, "\n")
+		return nil
 	})
 	if err != nil {
-		return nil, refuse("%v", err)
+		return nil, catRefused(func(i int) pending { return runs[i] }, err)
+	}
+	// Round 2: the root trees: the JSON files and the blobs tree.
+	jsonIDs := make([]map[string]string, len(runs))
+	blobTrees := make([]string, len(runs))
+	err = catBatch(ctx, dir, roots, func(i int, typ string, r io.Reader) error {
+		if typ != "tree" {
+			return refuse(runs[i], "its tree is a %s", typ)
+		}
+		jsonIDs[i] = map[string]string{}
+		return readTree(r, len(roots[i])/2, func(mode, name, oid string) error {
+			switch {
+			case mode == "40000" && name == blobDir:
+				blobTrees[i] = oid
+			case mode == "100644" && slices.Contains(recordFiles, name):
+				jsonIDs[i][name] = oid
+			default:
+				return refuse(runs[i], "unexpected entry %s %s", mode, name)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, catRefused(func(i int) pending { return runs[i] }, err)
+	}
+	// Round 3: the JSON files and the blobs trees of every run.
+	type object struct {
+		run  int
+		name string // "" for the blobs tree
+	}
+	var objs []object
+	ids = ids[:0]
+	for i := range runs {
+		for _, n := range recordFiles {
+			id, ok := jsonIDs[i][n]
+			if !ok {
+				return nil, refuse(runs[i], "%s is missing", n)
+			}
+			objs, ids = append(objs, object{i, n}), append(ids, id)
+		}
+		if blobTrees[i] != "" {
+			objs, ids = append(objs, object{i, ""}), append(ids, blobTrees[i])
+		}
+	}
+	ins := make([]*incoming, len(runs))
+	content := make([]map[string][]byte, len(runs))
+	for i, p := range runs {
+		ins[i] = &incoming{commit: p.commit, blobs: map[string]string{}}
+		content[i] = map[string][]byte{}
+	}
+	err = catBatch(ctx, dir, ids, func(k int, typ string, r io.Reader) error {
+		o := objs[k]
+		if o.name != "" {
+			if typ != "blob" {
+				return refuse(runs[o.run], "%s is a %s", o.name, typ)
+			}
+			b, err := io.ReadAll(r)
+			content[o.run][o.name] = b
+			return err
+		}
+		if typ != "tree" {
+			return refuse(runs[o.run], "%s is a %s", blobDir, typ)
+		}
+		return readTree(r, len(ids[k])/2, func(mode, name, oid string) error {
+			if mode != "100644" || !validSHA256(name) {
+				return refuse(runs[o.run], "unexpected file %s/%s", blobDir, name)
+			}
+			ins[o.run].blobs[name] = oid
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, catRefused(func(k int) pending { return runs[objs[k].run] }, err)
+	}
+	for i, p := range runs {
+		if ins[i].rec, err = decodeRecords(p, content[i], ins[i].blobs); err != nil {
+			return nil, err
+		}
+	}
+	return ins, nil
+}
+
+// recordFiles are the JSON files of a records tree.
+var recordFiles = []string{fileRecords, fileRun, fileTasks, fileUnits, fileGates, fileBoundaries, fileEvents}
+
+// readTree calls fn for each entry of a git tree object, whose object ids
+// are oidLen bytes.
+func readTree(r io.Reader, oidLen int, fn func(mode, name, oid string) error) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	for len(b) > 0 {
+		sp := bytes.IndexByte(b, ' ')
+		nul := bytes.IndexByte(b, 0)
+		if sp <= 0 || nul <= sp+1 || len(b) < nul+1+oidLen {
+			return fmt.Errorf("a damaged tree object")
+		}
+		mode, name := string(b[:sp]), string(b[sp+1:nul])
+		oid := hex.EncodeToString(b[nul+1 : nul+1+oidLen])
+		b = b[nul+1+oidLen:]
+		if err := fn(mode, name, oid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeRecords decodes and checks one run's JSON files.
+func decodeRecords(p pending, content map[string][]byte, blobs map[string]string) (*cache.Records, error) {
+	refuse := func(format string, args ...any) error {
+		return &RefusedError{Run: p.run, Commit: p.commit, Reason: fmt.Sprintf(format, args...)}
 	}
 	var marker formatMarker
 	if err := strict(content[fileRecords], &marker); err != nil {
 		return nil, refuse("%s: %v", fileRecords, err)
 	}
 	if marker.Format > Format {
-		return nil, fmt.Errorf("run %s: format %d > %d: %w", run, marker.Format, Format, ErrNewerFormat)
+		return nil, fmt.Errorf("run %s: format %d > %d: %w", p.run, marker.Format, Format, ErrNewerFormat)
 	}
 	if marker.Format != Format {
 		return nil, refuse("format %d is not %d", marker.Format, Format)
@@ -107,7 +212,7 @@ func readRecords(ctx context.Context, dir, run, commit string) (*incoming, error
 			return nil, refuse("%s: %v", name, err)
 		}
 	}
-	if rec.Run.ID != run {
+	if rec.Run.ID != p.run {
 		return nil, refuse("it holds run %q", rec.Run.ID)
 	}
 	for _, u := range units {
@@ -118,12 +223,11 @@ func readRecords(ctx context.Context, dir, run, commit string) (*incoming, error
 		rec.Units = append(rec.Units, u.Unit)
 	}
 	for _, h := range rec.Blobs() {
-		if _, ok := in.blobs[h]; !ok {
+		if _, ok := blobs[h]; !ok {
 			return nil, refuse("blob %s is named but not in its tree", h)
 		}
 	}
-	in.rec = rec
-	return in, nil
+	return rec, nil
 }
 
 // strict decodes one JSON value with no unknown fields and nothing after.
@@ -151,16 +255,27 @@ func validSHA256(h string) bool {
 	return true
 }
 
+// catError is an object catBatch could not read: Index is its place in
+// the ids asked for.
+type catError struct {
+	Index int
+	Err   error
+}
+
+func (e *catError) Error() string { return e.Err.Error() }
+func (e *catError) Unwrap() error { return e.Err }
+
 // catBatch reads the objects ids with one `git cat-file --batch`, handing
-// each one's content to fn as a stream.
-func catBatch(ctx context.Context, dir string, ids []string, fn func(i int, r io.Reader) error) error {
+// each one's type and content to fn as a stream. An object git does not
+// have is a *catError.
+func catBatch(ctx context.Context, dir string, ids []string, fn func(i int, typ string, r io.Reader) error) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := gitcmd.Run(ctx, gitcmd.Options{Dir: dir, Stdin: strings.NewReader(strings.Join(ids, "\n") + "\n"), Stdout: pw}, "cat-file", "--batch")
+		_, _, err := gitcmd.Run(ctx, gitcmd.Options{Dir: dir, Stdin: strings.NewReader(strings.Join(ids, "\n") + "\n"), Stdout: pw}, "cat-file", "--batch", "--buffer")
 		pw.CloseWithError(err)
 		done <- err
 	}()
@@ -174,16 +289,16 @@ func catBatch(ctx context.Context, dir string, ids []string, fn func(i int, r io
 		}
 		f := strings.Fields(header)
 		if len(f) != 3 {
-			ferr = fmt.Errorf("object %s: %s", ids[i], strings.TrimSpace(header))
+			ferr = &catError{i, fmt.Errorf("object %s: %s", ids[i], strings.TrimSpace(header))}
 			break
 		}
 		size, err := strconv.ParseInt(f[2], 10, 64)
 		if err != nil {
-			ferr = fmt.Errorf("object %s: %s", ids[i], strings.TrimSpace(header))
+			ferr = &catError{i, fmt.Errorf("object %s: %s", ids[i], strings.TrimSpace(header))}
 			break
 		}
 		lr := io.LimitReader(br, size)
-		if err := fn(i, lr); err != nil {
+		if err := fn(i, f[1], lr); err != nil {
 			ferr = err
 			break
 		}

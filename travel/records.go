@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -233,8 +234,12 @@ func writeTree(ctx context.Context, dir, tmp string, j *cache.Journal, rec *cach
 		if err != nil {
 			return "", err
 		}
-		if !j.Blobs().Has(h) {
-			return "", fmt.Errorf("blob %s is not in the blob store", h)
+		if _, err := os.Stat(p); err != nil {
+			// Not a file of its own (it came with a pull, in a pack):
+			// staged like the JSON files.
+			if p, err = stageBlob(j, h, stage); err != nil {
+				return "", err
+			}
 		}
 		paths = append(paths, p)
 	}
@@ -262,6 +267,25 @@ func writeTree(ctx context.Context, dir, tmp string, j *cache.Journal, rec *cach
 		fmt.Fprintf(&root, "040000 tree %s\t%s\x00", t, blobDir)
 	}
 	return git(ctx, dir, root.Bytes(), nil, "mktree", "-z")
+}
+
+// stageBlob copies blob h to a file in stage.
+func stageBlob(j *cache.Journal, h, stage string) (string, error) {
+	r, err := j.Blobs().Open(h)
+	if err != nil {
+		return "", fmt.Errorf("blob %s is not in the blob store: %w", h, err)
+	}
+	defer r.Close()
+	p := filepath.Join(stage, "blob-"+h)
+	f, err := os.Create(p)
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return p, err
 }
 
 // liteTrailer marks the records commit without transcripts.

@@ -224,7 +224,7 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		return nil, err
 	}
 	defer j.Close()
-	var ins []*incoming
+	var todo []pending
 	for _, line := range strings.Split(out, "\n") {
 		commit, ref, ok := strings.Cut(line, " ")
 		if !ok {
@@ -240,11 +240,11 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		} else if !errors.Is(err, cache.ErrNotFound) {
 			return nil, err
 		}
-		in, err := readRecords(ctx, dir, run, commit)
-		if err != nil {
-			return nil, err
-		}
-		ins = append(ins, in)
+		todo = append(todo, pending{run, commit})
+	}
+	ins, err := readRecords(ctx, dir, todo)
+	if err != nil {
+		return nil, err
 	}
 	ins, err = parentsFirst(ins)
 	if err != nil {
@@ -256,14 +256,27 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	if err := checkBoundaries(ctx, dir, ins); err != nil {
 		return nil, err
 	}
-	if err := storeBlobs(ctx, dir, j, ins); err != nil {
-		return nil, err
-	}
 	recs := make([]*cache.Records, len(ins))
 	for i, in := range ins {
 		recs[i] = in.rec
 	}
-	if res.Imported, err = j.ImportRecords(recs); err != nil {
+	// The blobs are stored while the rows go in; the import commits only
+	// once they are, and not at all when one is refused.
+	stored := make(chan error, 1)
+	go func() { stored <- storeBlobs(ctx, dir, j, ins) }()
+	var blobsErr error
+	waited := false
+	wait := func() error {
+		if !waited {
+			waited, blobsErr = true, <-stored
+		}
+		return blobsErr
+	}
+	res.Imported, err = j.ImportRecords(recs, wait)
+	if werr := wait(); werr != nil {
+		return nil, werr // the refusal, rather than the rollback it caused
+	}
+	if err != nil {
 		return nil, err
 	}
 	var refs strings.Builder
@@ -368,17 +381,18 @@ func checkBoundaries(ctx context.Context, dir string, ins []*incoming) error {
 	return nil
 }
 
-// storeBlobs copies the records' blobs from git into the journal's blob
-// store in one batch, each checked against the hash it is named by: a
-// blob that fails leaves none of them stored.
+// storeBlobs copies the records' blobs the store lacks from git into it
+// in one batch, each checked against the hash it is named by: a blob that
+// fails leaves none of them stored.
 func storeBlobs(ctx context.Context, dir string, j *cache.Journal, ins []*incoming) error {
 	var ids, hashes []string
 	var owner []*incoming
+	gateOutput := map[string]bool{}
 	for _, in := range ins {
-		for _, h := range in.rec.Blobs() {
-			if j.Blobs().Has(h) {
-				continue
-			}
+		for _, g := range in.rec.Gates {
+			gateOutput[g.Output] = true
+		}
+		for _, h := range j.Blobs().Missing(in.rec.Blobs()) {
 			ids, hashes, owner = append(ids, in.blobs[h]), append(hashes, h), append(owner, in)
 		}
 	}
@@ -386,8 +400,17 @@ func storeBlobs(ctx context.Context, dir string, j *cache.Journal, ins []*incomi
 	if err != nil {
 		return err
 	}
-	err = catBatch(ctx, dir, ids, func(i int, r io.Reader) error {
-		err := batch.Add(hashes[i], r)
+	err = catBatch(ctx, dir, ids, func(i int, typ string, r io.Reader) error {
+		if typ != "blob" {
+			return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: fmt.Sprintf("blob %s is a %s", hashes[i], typ)}
+		}
+		// Gate output is opened by path (the report names its file);
+		// the rest goes into one pack.
+		add := batch.Add
+		if gateOutput[hashes[i]] {
+			add = batch.AddFile
+		}
+		err := add(hashes[i], r)
 		if errors.Is(err, cache.ErrBlobMismatch) {
 			return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: err.Error()}
 		}

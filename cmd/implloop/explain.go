@@ -31,6 +31,9 @@ func newExplainCmdWith(io *ioStreams, runF func(*explainOptions) error) *cobra.C
 the latest): replayed from which run and unit, or live and why, with a
 field-by-field diff of its identity preimage against the closest journaled
 unit of the same task, role and attempt in the parent's lineage.
+A replay across runs (from a run outside the lineage: an earlier run
+here, or a teammate's or CI's, pulled) names that run and the machine it
+ran on ("across_runs" and "replayed_on" in --json).
 Read-only: it writes nothing.
 
 ` + exitStatusHelp(),
@@ -88,6 +91,10 @@ func explainRun(o *explainOptions) error {
 		if u.ReplayedFrom != "" {
 			fmt.Fprintf(out, " from %s", u.ReplayedFrom)
 		}
+		if u.AcrossRuns {
+			run, _, _ := strings.Cut(u.ReplayedFrom, ":")
+			fmt.Fprintf(out, " (across runs: replayed from run %s on machine %s)", run, orUnknown(u.ReplayedOn))
+		}
 		if u.Reason != "" {
 			fmt.Fprintf(out, ": %s", u.Reason)
 		}
@@ -100,4 +107,12 @@ func explainRun(o *explainOptions) error {
 		fmt.Fprintf(out, "task %s  %s: %s\n", t.Task, t.Action, strings.Join(t.Reasons, "; "))
 	}
 	return nil
+}
+
+// orUnknown is s, or "unknown" when a run recorded no host name.
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
