@@ -103,6 +103,7 @@ func (e *engine) replayAcross(ctx context.Context, t extractor.Task, ts *taskSta
 			TokensIn: h.TokensIn, TokensOut: h.TokensOut, CostUSD: h.CostUSD})
 	}
 	written, left := writeBack(ctx, e.o.RepoRoot, a.work)
+	ts.restored = true // the boundary after the task holds that work
 	note := "replayed: " + why + "; its work written into the tree"
 	if len(written) > 0 {
 		note += ": " + shownPaths(written)

@@ -30,8 +30,10 @@ type taskState struct {
 	// agentFailure is why the last attempt's agent call failed (BLOCKED.md
 	// shows it instead of a gate's output).
 	agentFailure string
-	// restored: the task's work was written back before it replayed, so
-	// it takes a boundary of its own.
+	// restored: the task's work was written into the tree (back from
+	// this run's lineage before it replayed, or from another run's
+	// boundaries as it replayed across runs), so it takes a boundary of
+	// its own: the next task starts from the tree that work made.
 	restored bool
 }
 
