@@ -29,14 +29,33 @@ import (
 // has the tree this run's has; and every unit of the attempt has a
 // completed live unit of the same identity in that run.
 type acrossRun struct {
-	origin *cache.Run
-	hits   []*cache.Unit          // per unit of the attempt, in order
-	work   []boundary.LostContent // the task's effect there, to write
+	origin   *cache.Run
+	from, to cache.Boundary         // the task's boundaries in that run
+	hits     []*cache.Unit          // per unit of the attempt, in order
+	work     []boundary.LostContent // the task's effect there, to write
 }
 
-// acrossRuns finds the run t's first attempt may replay from.
+// acrossRuns finds the run t's first attempt may replay from, with the
+// task's effect there read, to write.
 func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, attempt int, units []unit.Unit) (*acrossRun, bool) {
-	if attempt != 1 || e.s.Jobs > 1 || len(units) == 0 || e.prev.Tree == "" {
+	return e.acrossMatch(t, attempt, units, e.prev.Tree, func(a *acrossRun) bool {
+		effects, err := boundary.Effects(ctx, e.o.RepoRoot, [][2]string{{a.from.Commit, a.to.Commit}})
+		if err != nil {
+			return false
+		}
+		for _, ch := range effects[0] {
+			a.work = append(a.work, boundary.LostContent{Path: ch.Path, Lost: ch.After, Base: ch.Before})
+		}
+		return true
+	})
+}
+
+// acrossMatch finds the run t's first attempt may replay from when the
+// tree before the task is tree: the one decision the run takes
+// (acrossRuns) and the resume plan predicts (planner.chain). accept may
+// refuse a candidate (nil: any).
+func (e *engine) acrossMatch(t extractor.Task, attempt int, units []unit.Unit, tree string, accept func(*acrossRun) bool) (*acrossRun, bool) {
+	if attempt != 1 || e.s.Jobs > 1 || len(units) == 0 || tree == "" || e.j == nil {
 		return nil, false
 	}
 	for _, id := range e.lineage.runs {
@@ -44,7 +63,7 @@ func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, attempt int, 
 			return nil, false
 		}
 	}
-	cands, err := e.j.CompletedElsewhereFrom(units[0].Identity, e.runID, e.prev.Tree)
+	cands, err := e.j.CompletedElsewhereFrom(units[0].Identity, e.runID, tree)
 	if err != nil {
 		return nil, false
 	}
@@ -58,10 +77,10 @@ func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, attempt int, 
 			continue
 		}
 		from, to, err := taskBoundaries(e.j, c.RunID, t.ID)
-		if err != nil || from.Tree != e.prev.Tree {
+		if err != nil || from.Tree != tree {
 			continue
 		}
-		a := &acrossRun{}
+		a := &acrossRun{from: from, to: to}
 		for _, u := range units {
 			h, ok, err := e.j.FindCompleted([]string{c.RunID}, u.Identity)
 			if err != nil || !ok || h.Replayed() || h.Attempt != 1 {
@@ -73,14 +92,10 @@ func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, attempt int, 
 		if a == nil {
 			continue
 		}
-		effects, err := boundary.Effects(ctx, e.o.RepoRoot, [][2]string{{from.Commit, to.Commit}})
-		if err != nil {
+		if a.origin, err = e.j.GetRun(c.RunID); err != nil {
 			continue
 		}
-		for _, ch := range effects[0] {
-			a.work = append(a.work, boundary.LostContent{Path: ch.Path, Lost: ch.After, Base: ch.Before})
-		}
-		if a.origin, err = e.j.GetRun(c.RunID); err != nil {
+		if accept != nil && !accept(a) {
 			continue
 		}
 		return a, true

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,18 @@ func TestAcrossRunsWholePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The work list says so beforehand, task by task: the tree is
+	// followed through each replay across runs.
+	dry, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, DryRun: true})
+	if err != nil {
+		t.Fatalf("dry run: %v", err)
+	}
+	for _, p := range dry.Plan {
+		if p.Action != ActionAcross || p.From == "" {
+			t.Errorf("dry run: task %s planned %s from %q (%v), want across", p.Task, p.Action, p.From, p.Reasons)
+		}
+	}
+
 	out := runIn(t, repo, s)
 	if out.Verdict != "DONE" {
 		t.Fatalf("second run: %s", out.Verdict)
@@ -44,4 +57,41 @@ func TestAcrossRunsWholePlan(t *testing.T) {
 		}
 	}
 	checkJournal(t, repo)
+}
+
+// TestAcrossRunsPlanStopsAtAGate: a task replayed across runs whose gate
+// runs live may leave another tree than the other run's (a gate can
+// write), so the plan stops predicting there: the next task is planned
+// live, the cautious side (the run may still replay it across runs).
+func TestAcrossRunsPlanStopsAtAGate(t *testing.T) {
+	plan := "# Plan\n\n### Task 1: One\n\nDo one.\n\n```verify\ntest -f out-1.txt\n```\n\n### Task 2: Two\n\nDo two.\n"
+	repo := newRepo(t, map[string]string{"plan.md": plan})
+	agentPath, _ := fakeAgent(t, `echo "step $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"`)
+	s := settingsFor(agentPath)
+	if out := runIn(t, repo, s); out.Verdict != "DONE" {
+		t.Fatalf("first run: %s", out.Verdict)
+	}
+	git(t, repo, "clean", "-fdq")
+	dry, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, DryRun: true})
+	if err != nil {
+		t.Fatalf("dry run: %v", err)
+	}
+	if len(dry.Plan) != 2 || dry.Plan[0].Action != ActionAcross || dry.Plan[1].Action != ActionLive {
+		t.Fatalf("plan %+v, want task 1 across (its gate live), task 2 live", dry.Plan)
+	}
+	if !strings.Contains(strings.Join(dry.Plan[0].Reasons, "; "), "its gate runs live") {
+		t.Errorf("task 1's reasons %v do not say its gate runs live", dry.Plan[0].Reasons)
+	}
+	// --jobs 2 never replays across runs (its calls are made ahead), and
+	// the plan says so.
+	s.Jobs = 2
+	dry, err = Run(context.Background(), Options{Settings: s, RepoRoot: repo, DryRun: true})
+	if err != nil {
+		t.Fatalf("dry run --jobs 2: %v", err)
+	}
+	for _, p := range dry.Plan {
+		if p.Action != ActionLive {
+			t.Errorf("--jobs 2: task %s planned %s, want live", p.Task, p.Action)
+		}
+	}
 }

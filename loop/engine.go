@@ -346,7 +346,7 @@ func (e *engine) beginRun(out *Outcome, start time.Time, inputs string, dirs cac
 func (e *engine) planResume(ctx context.Context, out *Outcome) error {
 	e.loadWorkCheck(e.prev)
 	var err error
-	out.Plan, err = e.plan()
+	out.Plan, err = e.plan(e.acrossTree(e.prev.Tree))
 	if err == nil {
 		err = e.checkWork(ctx, out.Plan)
 	}

@@ -18,6 +18,10 @@ const (
 	ActionLive   = "live"   // at least one unit runs live
 	ActionSkip   = "skip"   // checked in the plan
 	ActionGate   = "gate"   // was blocked: its gate runs first
+	// ActionAcross: its first attempt replays across runs (acrossruns.go):
+	// another run did it from the same tree with the same identities, and
+	// its work is written in, no agent call; the gate, if any, runs live.
+	ActionAcross = "across"
 )
 
 // plan is the resume plan: per task, replay or live and why. It follows
@@ -31,8 +35,16 @@ const (
 // whose gate runs live may come out otherwise, and its dependents are
 // marked as such. The planner has a pass of its own (see pass): the run's
 // starts from no artifacts and records what actually happens.
-func (e *engine) plan() ([]PlannedTask, error) {
-	p := &planner{pass: newPass(e, true), mayChange: map[string]string{}}
+//
+// tree is the tree before the first task, when it is known and the run
+// will start from it ("" otherwise): a task that would run live but that
+// another run did from the tree it will start from is planned to replay
+// across runs (ActionAcross), as the run will decide. The tree is followed
+// from task to task while it is certain: a skipped task or one replayed
+// from the lineage leaves it as it is, one replayed across runs leaves the
+// tree that run's task left; anything live (a call, a gate) ends it.
+func (e *engine) plan(tree string) ([]PlannedTask, error) {
+	p := &planner{pass: newPass(e, true), mayChange: map[string]string{}, tree: tree}
 	return p.plan()
 }
 
@@ -44,6 +56,9 @@ type planner struct {
 	// mayChange: task id -> why its artifact may come out otherwise than
 	// planned (its gate runs live), for its dependents' reasons.
 	mayChange map[string]string
+	// tree: the tree before the next task, while it is certain ("" once
+	// it is not); see plan.
+	tree string
 }
 
 func (pl *planner) plan() ([]PlannedTask, error) {
@@ -78,6 +93,12 @@ func (pl *planner) plan() ([]PlannedTask, error) {
 				p.Reasons = append(p.Reasons, pl.mayRerun(t)...)
 			}
 		}
+		switch {
+		case p.Action == ActionSkip, p.Action == ActionAcross:
+		case p.Action == ActionReplay && pl.mayChange[t.ID] == "":
+		default:
+			pl.tree = "" // a call or a gate runs: what it leaves is not known
+		}
 		out = append(out, p)
 	}
 	return out, nil
@@ -95,7 +116,7 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 		}
 		var hit *cache.Unit
 		var failedFeedback *string // the chain replays a failure here
-		for _, u := range units {
+		for i, u := range units {
 			h, ok, err := e.lineage.findCompleted(u.Identity) // nothing without a journal
 			if err != nil {
 				return err
@@ -104,6 +125,17 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 				if f, g, fok := e.failedChain(t, u); fok {
 					hit, failedFeedback = f, &g.Feedback
 					break
+				}
+				if a, ok := e.acrossMatch(t, attempt, units, pl.tree, nil); ok && i == 0 {
+					p.Action, p.From = ActionAcross, a.origin.ID
+					p.Reasons = []string{fmt.Sprintf("run %s on %s did it from this tree with the same identities: its work is written in, no agent call", a.origin.ID, a.origin.Host)}
+					pl.art[t.ID], pl.tree = units[len(units)-1].Identity, a.to.Tree
+					if e.gateCommand(t) != "" {
+						p.Reasons = append(p.Reasons, "its gate runs live")
+						pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
+						pl.tree = "" // what the gate leaves is not known
+					}
+					return nil
 				}
 				p.Action = ActionLive
 				p.Reasons = pl.why(t, u)
@@ -171,6 +203,7 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 // boundary, no agent.
 func (e *engine) dryRun(ctx context.Context) (*Outcome, error) {
 	out := &Outcome{ParentID: e.o.Parent}
+	tree := "" // the tree the run would start from, for plan
 	j, err := cache.OpenReadOnly(e.o.RepoRoot)
 	switch {
 	case errors.Is(err, cache.ErrNoJournal):
@@ -203,11 +236,30 @@ func (e *engine) dryRun(ctx context.Context) (*Outcome, error) {
 			return nil, fmt.Errorf("boundary: %w", err)
 		}
 		e.loadWorkCheck(now)
+		tree = e.acrossTree(now.Tree)
+	} else if e.j != nil && e.s.Jobs <= 1 {
+		// A fresh run may replay across runs from its first task: the
+		// tree now says whether it will (read-only, as above).
+		now, err := boundary.Take(ctx, e.o.RepoRoot, boundary.WithExclude(e.excludes()...))
+		if err != nil {
+			return nil, fmt.Errorf("boundary: %w", err)
+		}
+		tree = now.Tree
 	}
-	if out.Plan, err = e.plan(); err != nil {
+	if out.Plan, err = e.plan(tree); err != nil {
 		return out, err
 	}
 	return out, e.checkWork(ctx, out.Plan)
+}
+
+// acrossTree is the tree a resume's plan may predict replays across runs
+// from (see plan): now, when it is the tree the parent left; "" when it
+// changed since, as work the resume writes back changes it on the way.
+func (e *engine) acrossTree(now string) string {
+	if e.work.treeChanged() {
+		return ""
+	}
+	return now
 }
 
 // mayRerun marks a task planned to replay whose dependency's gate runs

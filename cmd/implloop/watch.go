@@ -280,8 +280,8 @@ func (p preview) eligible() bool {
 		return false
 	}
 	for _, t := range p.tasks {
-		if t.Action == loop.ActionLive || t.Action == loop.ActionGate {
-			return true
+		if t.Action == loop.ActionLive || t.Action == loop.ActionGate || t.Action == loop.ActionAcross {
+			return true // a call, a gate, or work written in from another run
 		}
 	}
 	return false
@@ -346,7 +346,7 @@ func renderWatch(ev watch.Event, pv preview, parent *cache.Run, n int, redraw bo
 		counts[t.Action]++
 	}
 	fmt.Fprintf(&b, "implloop watch: a resume would run %d task(s) live, replay %d, restore %d, re-run %d gate(s), skip %d\n",
-		counts[loop.ActionLive], counts[loop.ActionReplay], counts[loop.ActionRestore], counts[loop.ActionGate], counts[loop.ActionSkip])
+		counts[loop.ActionLive], counts[loop.ActionReplay]+counts[loop.ActionAcross], counts[loop.ActionRestore], counts[loop.ActionGate], counts[loop.ActionSkip])
 	if redraw {
 		fmt.Fprintf(&b, "\nwatching %s; Ctrl-C to stop\n", ev.Path)
 	}
