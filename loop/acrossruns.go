@@ -22,8 +22,12 @@ import (
 // the lineage never reached, done meanwhile by a teammate whose run was
 // pulled).
 //
-// What must hold, all of it (a first slice: the common case, exactly):
-// one job at a time (--jobs dispatches ahead), the task's first attempt,
+// With --jobs, a wave's task that will replay across runs is not called
+// ahead (startWave asks the same question, following the tree through the
+// wave as the resume plan does); one whose call was made ahead after all
+// keeps that call.
+//
+// What must hold, all of it (the common case, exactly): the task's first attempt,
 // nothing of the task in a resume's lineage; the other run did
 // the task in one attempt and it ended done; its boundary before the task
 // has the tree this run's has; and every unit of the attempt has a
@@ -55,7 +59,7 @@ func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, attempt int, 
 // (acrossRuns) and the resume plan predicts (planner.chain). accept may
 // refuse a candidate (nil: any).
 func (e *engine) acrossMatch(t extractor.Task, attempt int, units []unit.Unit, tree string, accept func(*acrossRun) bool) (*acrossRun, bool) {
-	if attempt != 1 || e.s.Jobs > 1 || len(units) == 0 || tree == "" || e.j == nil {
+	if attempt != 1 || len(units) == 0 || tree == "" || e.j == nil {
 		return nil, false
 	}
 	for _, id := range e.lineage.runs {

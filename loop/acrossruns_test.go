@@ -82,16 +82,44 @@ func TestAcrossRunsPlanStopsAtAGate(t *testing.T) {
 	if !strings.Contains(strings.Join(dry.Plan[0].Reasons, "; "), "its gate runs live") {
 		t.Errorf("task 1's reasons %v do not say its gate runs live", dry.Plan[0].Reasons)
 	}
-	// --jobs 2 never replays across runs (its calls are made ahead), and
-	// the plan says so.
-	s.Jobs = 2
-	dry, err = Run(context.Background(), Options{Settings: s, RepoRoot: repo, DryRun: true})
+}
+
+// TestAcrossRunsJobs: with --jobs, a plan another run did from the same
+// tree replays across runs as a serial run does: the wave's tasks are not
+// called ahead, and each replays at its turn. A plan of independent [P]
+// tasks, run a second time after its work was cleaned away: zero calls.
+func TestAcrossRunsJobs(t *testing.T) {
+	plan := "# Plan\n\n- [ ] T001 [P] One\n- [ ] T002 [P] Two\n- [ ] T003 [P] Three\n"
+	repo := newRepo(t, map[string]string{"plan.md": plan})
+	agentPath, logDir := fakeAgent(t, `echo "$IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"; echo call >> "$LOG/calls"`)
+	s := settingsFor(agentPath)
+	s.Jobs = 3
+	if out := runIn(t, repo, s); out.Verdict != "DONE" {
+		t.Fatalf("first run: %s", out.Verdict)
+	}
+	git(t, repo, "clean", "-fdq")
+	if err := os.Remove(filepath.Join(logDir, "calls")); err != nil {
+		t.Fatal(err)
+	}
+	dry, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, DryRun: true})
 	if err != nil {
-		t.Fatalf("dry run --jobs 2: %v", err)
+		t.Fatalf("dry run: %v", err)
 	}
 	for _, p := range dry.Plan {
-		if p.Action != ActionLive {
-			t.Errorf("--jobs 2: task %s planned %s, want live", p.Task, p.Action)
+		if p.Action != ActionAcross {
+			t.Errorf("dry run: task %s planned %s, want across", p.Task, p.Action)
+		}
+	}
+	out := runIn(t, repo, s)
+	if out.Verdict != "DONE" {
+		t.Fatalf("second run: %s", out.Verdict)
+	}
+	if _, err := os.Stat(filepath.Join(logDir, "calls")); err == nil {
+		t.Errorf("the second run called the agent: %s", readFile(t, filepath.Join(logDir, "calls")))
+	}
+	for _, id := range []string{"T001", "T002", "T003"} {
+		if got := strings.TrimSpace(readFile(t, filepath.Join(repo, "out-"+id+".txt"))); got != id {
+			t.Errorf("out-%s.txt = %q after the replay across runs", id, got)
 		}
 	}
 }

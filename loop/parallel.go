@@ -73,15 +73,31 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 		u unit.Unit
 	}
 	var jobs []job
+	tree := e.prev.Tree // before the next task of the wave, while certain
 	for k := i; k < end; k++ {
 		t := e.sel.Tasks[k]
-		u, ok, err := e.firstLiveUnit(t)
+		units, ok, err := e.firstLiveUnits(t)
 		if err != nil {
 			return err
 		}
-		if ok {
-			jobs = append(jobs, job{k, t, u})
+		if !ok {
+			if !e.skips(t) {
+				tree = "" // it replays or waits: what it leaves is not certain
+			}
+			continue
 		}
+		// A task that will replay across runs at its turn is not called
+		// ahead (acrossruns.go): the tree it starts from there is known
+		// while every task before it in the wave replays across runs.
+		if a, across := e.acrossMatch(t, units[0].Attempt, units, tree, nil); across {
+			tree = a.to.Tree
+			if e.gateCommand(t) != "" {
+				tree = "" // what its gate leaves is not known
+			}
+			continue
+		}
+		tree = ""
+		jobs = append(jobs, job{k, t, units[0]})
 	}
 	if len(jobs) < 2 || e.prev.Commit == "" {
 		return nil
@@ -224,33 +240,33 @@ func (e *engine) aheadPending(i int) bool {
 	return false
 }
 
-// firstLiveUnit is the unit task t would dispatch live first at its turn,
-// when that is known now: a task that runs (not skipped, not held), starts
-// a fresh attempt chain (not a recheck), and whose first unit has no
-// completed twin in the lineage.
-func (e *engine) firstLiveUnit(t extractor.Task) (unit.Unit, bool, error) {
+// firstLiveUnits is the attempt task t would dispatch live first at its
+// turn, when that is known now: a task that runs (not skipped, not held),
+// starts a fresh attempt chain (not a recheck), and whose first unit has
+// no completed twin in the lineage.
+func (e *engine) firstLiveUnits(t extractor.Task) ([]unit.Unit, bool, error) {
 	if e.skips(t) || e.heldBy(t) != "" {
-		return unit.Unit{}, false, nil
+		return nil, false, nil
 	}
 	if p, ok := e.planned[t.ID]; ok && p.Action != ActionLive {
-		return unit.Unit{}, false, nil
+		return nil, false, nil
 	}
 	st, err := e.run.startOf(t)
 	if err != nil || st.kind != startChain {
-		return unit.Unit{}, false, err
+		return nil, false, err
 	}
 	units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: st.attempt, GateFeedback: st.feedback, Artifacts: e.run.artifacts(t)})
 	if err != nil || len(units) == 0 {
-		return unit.Unit{}, false, err
+		return nil, false, err
 	}
 	u := units[0]
 	if _, found, err := e.lineage.findCompleted(u.Identity); err != nil || found && !e.work.mustRun(t.ID) {
-		return unit.Unit{}, false, err
+		return nil, false, err
 	}
 	if _, _, chained := e.failedChain(t, u); chained {
-		return unit.Unit{}, false, nil
+		return nil, false, nil
 	}
-	return u, true, nil
+	return units, true, nil
 }
 
 // worker is one of --jobs workers: its worktree ("" before its first

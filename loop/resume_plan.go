@@ -237,7 +237,7 @@ func (e *engine) dryRun(ctx context.Context) (*Outcome, error) {
 		}
 		e.loadWorkCheck(now)
 		tree = e.acrossTree(now.Tree)
-	} else if e.j != nil && e.s.Jobs <= 1 {
+	} else if e.j != nil {
 		// A fresh run may replay across runs from its first task: the
 		// tree now says whether it will (read-only, as above).
 		now, err := boundary.Take(ctx, e.o.RepoRoot, boundary.WithExclude(e.excludes()...))

@@ -216,12 +216,15 @@ type attemptRun struct {
 func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *taskState, attempt int, units []unit.Unit) (attemptRun, error) {
 	a := attemptRun{allReplayed: true}
 	todo := units
-	if ac, ok := e.acrossRuns(ctx, t, attempt, units); ok {
-		if err := e.replayAcross(ctx, t, ts, attempt, units, ac); err != nil {
-			return a, err
+	calledAhead := len(units) > 0 && e.early[units[0].Identity] != nil // with its wave (--jobs): that call stands
+	if !calledAhead {
+		if ac, ok := e.acrossRuns(ctx, t, attempt, units); ok {
+			if err := e.replayAcross(ctx, t, ts, attempt, units, ac); err != nil {
+				return a, err
+			}
+			a.crossed, todo = true, nil
+			a.hit, a.final = ac.hits[len(ac.hits)-1], units[len(units)-1].Identity
 		}
-		a.crossed, todo = true, nil
-		a.hit, a.final = ac.hits[len(ac.hits)-1], units[len(units)-1].Identity
 	}
 	for _, u := range todo {
 		h, ok, err := e.lineage.findCompleted(u.Identity)
