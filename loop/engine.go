@@ -371,8 +371,17 @@ func (e *engine) runAll(ctx context.Context, planned []PlannedTask) (interrupted
 		}
 		// After a block that stops the run, the tasks of its wave whose
 		// calls were made ahead still settle: independent of it, and paid.
-		if stopping && !e.aheadPending(i) {
-			break
+		// The others of the wave (replays, a task that would replay across
+		// runs) do not run: the run stops.
+		if stopping {
+			switch {
+			case e.aheadPending(i):
+			case e.aheadPendingAfter(i):
+				i++
+				continue
+			default:
+				return false, nil
+			}
 		}
 		if err := e.startWave(ctx, i); err != nil {
 			if errors.Is(err, context.Canceled) || ctx.Err() != nil {

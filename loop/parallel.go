@@ -240,6 +240,17 @@ func (e *engine) aheadPending(i int) bool {
 	return false
 }
 
+// aheadPendingAfter reports whether a task of the current wave after
+// task i has a call made ahead that its turn has not taken yet.
+func (e *engine) aheadPendingAfter(i int) bool {
+	for k := i + 1; k < e.waveEnd; k++ {
+		if e.aheadPending(k) {
+			return true
+		}
+	}
+	return false
+}
+
 // firstLiveUnits is the attempt task t would dispatch live first at its
 // turn, when that is known now: a task that runs (not skipped, not held),
 // starts a fresh attempt chain (not a recheck), and whose first unit has

@@ -288,3 +288,40 @@ func TestParallelResumesSerially(t *testing.T) {
 		t.Errorf("serial resume: live %v NoOp=%v %s, want everything replayed", live, out.NoOp, out.Verdict)
 	}
 }
+
+// TestParallelStopSettlesPaidCallsPastAReplay: a wave whose first task
+// blocks (on_blocked stop) still settles the calls it made ahead for later
+// tasks, past a task of the wave that was not called ahead (a resume's
+// replay, or a task that will replay across runs): that one does not run,
+// as the run stops; the paid call after it is journaled and merged.
+func TestParallelStopSettlesPaidCallsPastAReplay(t *testing.T) {
+	plan := "# Plan\n\n- [ ] T001 [P] One\n- [ ] T002 [P] Two\n- [ ] T003 [P] Three\n"
+	repo := newRepo(t, map[string]string{"plan.md": plan})
+	agentPath, logDir := fakeAgent(t, `
+	if [ "$IMPLLOOP_TASK_ID" = T001 ] && [ -e "$LOG/fail" ]; then exit 1; fi
+	echo "$IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"`)
+	s := settingsFor(agentPath)
+	s.Jobs, s.MaxAttempts = 3, 1
+	first := runIn(t, repo, s)
+	if first.Verdict != "DONE" {
+		t.Fatalf("first run: %s", first.Verdict)
+	}
+	writeFile(t, filepath.Join(logDir, "fail"), "")
+	writeFile(t, filepath.Join(repo, "plan.md"), strings.NewReplacer("One", "One, again", "Three", "Three, again").Replace(plan))
+	if err := os.Remove(filepath.Join(repo, "out-T003.txt")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, Parent: first.RunID})
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	checkJournal(t, repo)
+	rows := taskRows(t, openJournal(t, repo), out.RunID)
+	if rows["T001"].Status != "blocked" || rows["T002"].Status != "pending" || rows["T003"].Status != "done" {
+		t.Errorf("statuses T001 %s, T002 %s, T003 %s; want blocked, pending (not run: the run stops), done (its paid call settled)",
+			rows["T001"].Status, rows["T002"].Status, rows["T003"].Status)
+	}
+	if got := strings.TrimSpace(readFile(t, filepath.Join(repo, "out-T003.txt"))); got != "T003" {
+		t.Errorf("out-T003.txt = %q, want its settled work", got)
+	}
+}

@@ -239,12 +239,11 @@ func (e *engine) dryRun(ctx context.Context) (*Outcome, error) {
 		tree = e.acrossTree(now.Tree)
 	} else if e.j != nil {
 		// A fresh run may replay across runs from its first task: the
-		// tree now says whether it will (read-only, as above).
-		now, err := boundary.Take(ctx, e.o.RepoRoot, boundary.WithExclude(e.excludes()...))
-		if err != nil {
-			return nil, fmt.Errorf("boundary: %w", err)
+		// tree now says whether it will (read-only, as above). Unreadable,
+		// the list is made without it: its tasks are planned live.
+		if now, err := boundary.Take(ctx, e.o.RepoRoot, boundary.WithExclude(e.excludes()...)); err == nil {
+			tree = now.Tree
 		}
-		tree = now.Tree
 	}
 	if out.Plan, err = e.plan(tree); err != nil {
 		return out, err

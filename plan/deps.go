@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -40,8 +41,8 @@ func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte, open bool
 	rest := line[restStart:]
 
 	found, none := r.depList(absStart+restStart, rest, false)
-	if !colon && len(found) == 0 {
-		return open // prose: "Depends on the config loader being fast"
+	if !colon && !slices.ContainsFunc(found, func(d depRef) bool { return !d.weak }) {
+		return open // prose: "Depends on the config loader being fast", "Depends on go-1.22"
 	}
 	if len(found) == 0 && !none {
 		l, c := r.position(absStart + i)
@@ -182,9 +183,10 @@ var leadingOnRe = regexp.MustCompile(`^(?i:on)\b\s*:?`)
 // depList reads task ids from the text after "Depends on:"; absStart is
 // the text's offset in the file. It stops at the first word that is not an
 // id, so "Depends on: 1 (the word count)" is [1]. none reports an explicit
-// "none". A slug id ("tdg-2", openspec-gradle's) counts only in backticks
-// or when slugs is set (an arrow list, which holds only ids): elsewhere
-// "node-18" or "go-1.22" is a version named in prose.
+// "none". A slug id ("tdg-2", openspec-gradle's) is read as weak
+// (depRef.weak) unless it is in backticks or slugs is set (an arrow list
+// or a dependency column, which hold only ids): in prose, "node-18" or
+// "go-1.22" is more often a version than a task.
 func (r *parseState) depList(absStart int, rest []byte, slugs bool) (found []depRef, none bool) {
 tokens:
 	for _, loc := range depTokenRe.FindAllIndex(rest, -1) {
@@ -201,12 +203,13 @@ tokens:
 			none = len(found) == 0
 			break tokens
 		}
-		ticked := strings.HasPrefix(string(rest[loc[0]:loc[1]]), "`")
-		if !isDepID(tok) && !((slugs || ticked) && slugID(tok) == len(tok)) {
+		ticked := strings.HasPrefix(strings.TrimLeft(string(rest[loc[0]:loc[1]]), "*_([#"), "`")
+		slug := !isDepID(tok) && slugID(tok) == len(tok)
+		if !isDepID(tok) && !slug {
 			break
 		}
 		l, c := r.position(absStart + off)
-		found = append(found, depRef{id: tok, line: l, col: c})
+		found = append(found, depRef{id: tok, line: l, col: c, weak: slug && !slugs && !ticked})
 	}
 	return found, none
 }

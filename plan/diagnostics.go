@@ -67,6 +67,9 @@ func (r *parseState) check(doc ast.Node) {
 			seen[d.id] = true
 			j, ok := first[d.id]
 			switch {
+			case !ok && d.weak:
+				r.diag(d.line, d.col, SeverityWarning, "task %s: a dependency line names %q, which is no task of this plan: read as prose, not as a dependency", t.ID, d.id)
+				continue
 			case !ok:
 				r.diag(d.line, d.col, SeverityError, "task %s depends on unknown task %q%s", t.ID, d.id, r.didYouMean(d.id))
 				continue

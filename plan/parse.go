@@ -224,6 +224,10 @@ type taskBuild struct {
 type depRef struct {
 	id        string
 	line, col int
+	// weak: a slug ("node-18") read where prose may stand (not in
+	// backticks, not in an arrow list or a dependency column): a
+	// dependency when the plan has such a task, else prose, not an error.
+	weak bool
 }
 
 // MaxDiagnosticsPerKind bounds the diagnostics of one kind a plan gets: a

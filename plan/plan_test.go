@@ -563,6 +563,7 @@ func TestWholePlan(t *testing.T) {
 		{"forced, empty", "\n\n", FormWhole, "", false},
 		{"a task list wins", "# Fix\n\n## Fix\n\n- [ ] Do it\n", FormNone, "Do it", false},
 		{"a changelog names no work", "# Notes\n\n## Changelog\n\n- v1\n\n## Fixtures\n\nData.\n", FormNone, "", false},
+		{"a gerund names the work", "# Fix the race\n\nIt races.\n\n## Fixing the race\n\nLock it.\n", FormNone, "Fix the race", true},
 		{"front matter", "---\nform: whole\n---\n# T\n\n- [ ] a\n- [ ] b\n", FormNone, "T", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -626,6 +627,25 @@ func TestSlugDependencies(t *testing.T) {
 	p, ds = Parse("p.md", []byte(codes))
 	if HasErrors(ds) || len(p.Tasks) != 3 || p.Tasks[1].ID != "S1.1" || !slices.Equal(p.Tasks[2].Deps, []string{"S1.1"}) {
 		t.Errorf("bare code sub-ids: %+v %v", p.Tasks, ds)
+	}
+	// Wrapped in emphasis or parentheses, a backticked slug is still a
+	// dependency; a bare one after "Depends on:" is one when the plan has
+	// such a task, else prose with a warning, never an error.
+	wrapped := "# Plan\n\n- [ ] `tdg-1` Parse\n- [ ] `tdg-2` Graph\n  Depends on: **`tdg-1`**\n- [ ] `tdg-3` Check\n  Depends on: tdg-2\n- [ ] `tdg-4` More\n  Depends on: node-18 or later\n"
+	p, ds = Parse("p.md", []byte(wrapped))
+	if HasErrors(ds) || len(p.Tasks) != 4 || !slices.Equal(p.Tasks[1].Deps, []string{"tdg-1"}) || !slices.Equal(p.Tasks[2].Deps, []string{"tdg-2"}) || len(p.Tasks[3].Deps) != 0 {
+		t.Errorf("wrapped and bare slugs: %+v %v", p.Tasks, ds)
+	}
+	if !slices.ContainsFunc(ds, func(d Diagnostic) bool {
+		return strings.Contains(d.Message, `names "node-18", which is no task of this plan`)
+	}) {
+		t.Errorf("no warning for node-18: %v", ds)
+	}
+	// A table's id and dependency columns hold ids: slugs read there.
+	table := "# P\n\n| ID | Task | Depends |\n|---|---|---|\n| tdg-1 | Parse | - |\n| tdg-2 | Graph | `tdg-1` |\n| tdg-3 | Check | tdg-2 |\n"
+	p, ds = Parse("p.md", []byte(table))
+	if HasErrors(ds) || len(p.Tasks) != 3 || !slices.Equal(p.Tasks[2].Deps, []string{"tdg-2"}) || !slices.Equal(p.Tasks[1].Deps, []string{"tdg-1"}) {
+		t.Errorf("slug table: %+v %v", p.Tasks, ds)
 	}
 	prose := "# P\n\n- [ ] 1. Set up the client -> depends on network\n- [ ] 2. Next -> depends: 1\n"
 	p, _ = Parse("p.md", []byte(prose))

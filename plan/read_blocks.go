@@ -69,7 +69,7 @@ func (r *parseState) readTable(top topBlocks) reading {
 			if depCol >= 0 && depCol < len(cells) {
 				cell := cells[depCol]
 				off := bytes.Index(r.src[t.Start:t.End], []byte(cell))
-				found, _ := r.depList(t.Start+max(off, 0), []byte(strings.NewReplacer("*", " ", "`", " ").Replace(cell)), false)
+				found, _ := r.depList(t.Start+max(off, 0), []byte(strings.NewReplacer("*", " ", "`", " ").Replace(cell)), true)
 				t.deps = found
 			}
 			rows = append(rows, t)
@@ -94,7 +94,7 @@ func oneOf(s string, words ...string) bool {
 // "T012", "S01", "P0-1".
 func isTableID(s string) bool {
 	s = strings.TrimSuffix(s, ".")
-	return s != "" && (dottedNumber(s) == len(s) || codeID(s) == len(s) || isDepID(s))
+	return s != "" && (dottedNumber(s) == len(s) || codeID(s) == len(s) || isDepID(s) || slugID(s) == len(s))
 }
 
 // tableCells splits a table row into its cells, trimmed; a "\|" is part

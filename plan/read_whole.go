@@ -7,7 +7,10 @@ import (
 // wholeWords name a section that says what to change, in a plan written
 // for one fix: "## Fix", "### Changes to `src/ipc.ts`", "## Proposed
 // solution", "## Approach", "## Implementation".
-var wholeWords = []string{"fix", "fixes", "solution", "approach", "change", "changes", "implementation", "plan of work", "what to do"}
+var wholeWords = []string{
+	"fix", "fixes", "fixing", "solution", "solutions", "approach", "approaches",
+	"change", "changes", "changing", "implementation", "implementing", "plan of work", "what to do",
+}
 
 // namesWork reports whether a section heading's title says what to
 // change: one of wholeWords as a whole word of it ("## Changelog" and
