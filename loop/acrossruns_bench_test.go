@@ -69,7 +69,7 @@ func BenchmarkAcrossRunsLookup(b *testing.B) {
 		}
 	}
 	lookups := func(j *cache.Journal) time.Duration {
-		e := &engine{j: j, runID: "r-20261130-120000-self", s: Settings{Jobs: 1}, prev: boundary.Snapshot{Tree: "this tree"}}
+		e := &engine{j: j, lineage: &lineage{j: j}, runID: "r-20261130-120000-self", s: Settings{Jobs: 1}, prev: boundary.Snapshot{Tree: "this tree"}}
 		t0 := time.Now()
 		for t := range tasks {
 			task := extractor.Task{ID: strconv.Itoa(t + 1)}
