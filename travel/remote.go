@@ -196,19 +196,20 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	if res.Remote == "" {
 		res.Remote = DefaultRemote(ctx, dir)
 	}
-	clearNS := func() error {
-		out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=delete %(refname)", pullNS)
-		if err != nil || out == "" {
-			return err
+	// The staging refs go with the refs an import sets, in one update-ref
+	// (cleared below); on any other way out they are deleted here. What
+	// an interrupted pull left behind, --prune deletes.
+	cleared := false
+	defer func() {
+		if cleared {
+			return
 		}
-		_, err = git(ctx, dir, []byte(out+"\n"), nil, "update-ref", "--stdin")
-		return err
-	}
-	if err := clearNS(); err != nil {
-		return nil, err
-	}
-	defer clearNS()
-	if _, err := git(ctx, dir, nil, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", res.Remote,
+		out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=delete %(refname)", pullNS)
+		if err == nil && out != "" {
+			_, _ = git(ctx, dir, []byte(out+"\n"), nil, "update-ref", "--stdin")
+		}
+	}()
+	if _, err := git(ctx, dir, nil, nil, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", res.Remote,
 		"+"+RecordsRefPrefix+"*:"+pullNS+"*"); err != nil {
 		return nil, &RemoteError{Remote: res.Remote, Op: "fetch", Err: err}
 	}
@@ -217,8 +218,10 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		return nil, err
 	}
 	if out == "" {
+		cleared = true
 		return res, nil // the remote has no runs: no journal needed
 	}
+	var refs strings.Builder
 	j, err := open()
 	if err != nil {
 		return nil, err
@@ -230,6 +233,7 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		if !ok {
 			continue
 		}
+		fmt.Fprintf(&refs, "delete %s\n", ref)
 		run := strings.TrimPrefix(ref, pullNS)
 		if !validRunID(run) {
 			return nil, &RefusedError{Run: run, Commit: commit, Reason: "the run id is not one implloop writes"}
@@ -279,7 +283,6 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	if err != nil {
 		return nil, err
 	}
-	var refs strings.Builder
 	for _, in := range ins {
 		if !slices.Contains(res.Imported, in.rec.Run.ID) {
 			continue
@@ -289,11 +292,10 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 			fmt.Fprintf(&refs, "update %s %s\n", boundary.RunRef(in.rec.Run.ID), bs[len(bs)-1].Commit)
 		}
 	}
-	if refs.Len() > 0 {
-		if _, err := git(ctx, dir, []byte(refs.String()), nil, "update-ref", "--stdin"); err != nil {
-			return nil, err
-		}
+	if _, err := git(ctx, dir, []byte(refs.String()), nil, "update-ref", "--stdin"); err != nil {
+		return nil, err
 	}
+	cleared = true
 	return res, nil
 }
 
