@@ -131,8 +131,23 @@ func readRecords(ctx context.Context, dir string, runs []pending) ([]*incoming, 
 		ins[i] = &incoming{commit: p.commit, blobs: map[string]string{}}
 		content[i] = map[string][]byte{}
 	}
+	// A run is decoded as soon as its last object is read, while git
+	// reads the next runs' (decoding costs more than reading). Errors are
+	// reported as before: a read error first, then the first run's.
+	decode := make(chan int, len(runs))
+	decodeErrs := make([]error, len(runs))
+	decoded := make(chan struct{})
+	go func() {
+		defer close(decoded)
+		for i := range decode {
+			ins[i].rec, decodeErrs[i] = decodeRecords(runs[i], content[i], ins[i].blobs)
+		}
+	}()
 	err = catBatch(ctx, dir, ids, func(k int, typ string, r io.Reader) error {
 		o := objs[k]
+		if k+1 == len(objs) || objs[k+1].run != o.run {
+			defer func() { decode <- o.run }()
+		}
 		if o.name != "" {
 			if typ != "blob" {
 				return refuse(runs[o.run], "%s is a %s", o.name, typ)
@@ -152,11 +167,13 @@ func readRecords(ctx context.Context, dir string, runs []pending) ([]*incoming, 
 			return nil
 		})
 	})
+	close(decode)
+	<-decoded
 	if err != nil {
 		return nil, catRefused(func(k int) pending { return runs[objs[k].run] }, err)
 	}
-	for i, p := range runs {
-		if ins[i].rec, err = decodeRecords(p, content[i], ins[i].blobs); err != nil {
+	for _, err := range decodeErrs {
+		if err != nil {
 			return nil, err
 		}
 	}
