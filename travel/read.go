@@ -50,7 +50,9 @@ type pending struct {
 // The objects of all runs are read in three rounds of one `git cat-file
 // --batch` each (commits, root trees, then the JSON files and blob
 // trees), so a pull of many runs starts three processes, not two per run.
-func readRecords(ctx context.Context, dir string, runs []pending) ([]*incoming, error) {
+// each, when not nil, is handed each run as soon as it is decoded and
+// checked, in the order of runs, until one fails (from another goroutine).
+func readRecords(ctx context.Context, dir string, runs []pending, each func(*incoming)) ([]*incoming, error) {
 	refuse := func(p pending, format string, args ...any) error {
 		return &RefusedError{Run: p.run, Commit: p.commit, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -139,8 +141,13 @@ func readRecords(ctx context.Context, dir string, runs []pending) ([]*incoming, 
 	decoded := make(chan struct{})
 	go func() {
 		defer close(decoded)
+		failed := false
 		for i := range decode {
 			ins[i].rec, decodeErrs[i] = decodeRecords(runs[i], content[i], ins[i].blobs)
+			failed = failed || decodeErrs[i] != nil
+			if !failed && each != nil {
+				each(ins[i])
+			}
 		}
 	}()
 	err = catBatch(ctx, dir, ids, func(k int, typ string, r io.Reader) error {

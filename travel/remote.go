@@ -246,42 +246,61 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		}
 		todo = append(todo, pending{run, commit})
 	}
-	ins, err := readRecords(ctx, dir, todo)
-	if err != nil {
-		return nil, err
-	}
-	ins, err = parentsFirst(ins)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkParents(j, ins); err != nil {
-		return nil, err
-	}
-	if err := checkBoundaries(ctx, dir, ins); err != nil {
-		return nil, err
-	}
-	recs := make([]*cache.Records, len(ins))
-	for i, in := range ins {
-		recs[i] = in.rec
-	}
-	// The blobs are stored while the rows go in; the import commits only
-	// once they are, and not at all when one is refused.
-	stored := make(chan error, 1)
-	go func() { stored <- storeBlobs(ctx, dir, j, ins) }()
-	var blobsErr error
+	// The rows go in as the runs are decoded; once all are read, the
+	// checks that need every run and the blobs' storing run beside them.
+	// The import commits only once both are done, and not at all when
+	// either refused something.
+	decoded := make(chan *incoming, len(todo))
+	var ins []*incoming
+	read := make(chan error, 1)
+	go func() {
+		var err error
+		ins, err = readRecords(ctx, dir, todo, func(in *incoming) { decoded <- in })
+		close(decoded)
+		read <- err
+	}()
+	checked := make(chan error, 1)
+	go func() {
+		err := <-read
+		if err == nil {
+			ins, err = parentsFirst(ins)
+		}
+		if err == nil {
+			err = checkParents(j, ins)
+		}
+		if err == nil {
+			err = checkBoundaries(ctx, dir, ins)
+		}
+		if err == nil {
+			err = storeBlobs(ctx, dir, j, ins)
+		}
+		checked <- err
+	}()
+	var checkErr error
 	waited := false
 	wait := func() error {
 		if !waited {
-			waited, blobsErr = true, <-stored
+			waited, checkErr = true, <-checked
 		}
-		return blobsErr
+		return checkErr
 	}
-	res.Imported, err = j.ImportRecords(recs, wait)
+	added, err := j.ImportRecords(func(yield func(*cache.Records) bool) {
+		for in := range decoded {
+			if !yield(in.rec) {
+				return
+			}
+		}
+	}, wait)
 	if werr := wait(); werr != nil {
 		return nil, werr // the refusal, rather than the rollback it caused
 	}
 	if err != nil {
 		return nil, err
+	}
+	for _, in := range ins { // parents first
+		if slices.Contains(added, in.rec.Run.ID) {
+			res.Imported = append(res.Imported, in.rec.Run.ID)
+		}
 	}
 	for _, in := range ins {
 		if !slices.Contains(res.Imported, in.rec.Run.ID) {
