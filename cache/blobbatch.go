@@ -36,6 +36,7 @@ type BlobBatch struct {
 	off     int64
 	index   bytes.Buffer // the pack's index lines
 	entries map[string]packed
+	buf     []byte // for copying, reused: io.Copy would allocate 32 KiB for each blob of a pull's tens of thousands
 }
 
 // NewBatch starts a batch.
@@ -65,6 +66,13 @@ func mismatch(h string, sum []byte) error {
 	return nil
 }
 
+func (b *BlobBatch) copyBuf() []byte {
+	if b.buf == nil {
+		b.buf = make([]byte, 32<<10)
+	}
+	return b.buf
+}
+
 // Add appends r's content to the batch's pack as blob h, unless the batch
 // has it. Content that does not hash to h is refused with an
 // error wrapping ErrBlobMismatch (and left out of the pack).
@@ -80,7 +88,7 @@ func (b *BlobBatch) Add(h string, r io.Reader) error {
 		b.pack, b.packBuf, b.entries = f, bufio.NewWriterSize(f, 256<<10), map[string]packed{}
 	}
 	sum := sha256.New()
-	n, err := io.Copy(io.MultiWriter(b.packBuf, sum), r)
+	n, err := io.CopyBuffer(io.MultiWriter(b.packBuf, sum), r, b.copyBuf())
 	if err == nil {
 		err = mismatch(h, sum.Sum(nil))
 	}
@@ -113,7 +121,7 @@ func (b *BlobBatch) AddFile(h string, r io.Reader) error {
 		return fmt.Errorf("blob store: %w", err)
 	}
 	sum := sha256.New()
-	_, err = io.Copy(io.MultiWriter(f, sum), r)
+	_, err = io.CopyBuffer(io.MultiWriter(f, sum), r, b.copyBuf())
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
