@@ -246,22 +246,29 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		}
 		todo = append(todo, pending{run, commit})
 	}
-	// The rows go in as the runs are decoded; once all are read, the
-	// checks that need every run and the blobs' storing run beside them.
-	// The import commits only once both are done, and not at all when
-	// either refused something.
+	// The rows go in and the blobs are stored as the runs are decoded;
+	// once all are read, the checks that need every run are made. The
+	// import commits only once all are done, and not at all when one
+	// refused something.
 	decoded := make(chan *incoming, len(todo))
+	toStore := make(chan *incoming, len(todo))
 	var ins []*incoming
-	read := make(chan error, 1)
+	var readErr error
+	read := make(chan struct{})
 	go func() {
-		var err error
-		ins, err = readRecords(ctx, dir, todo, func(in *incoming) { decoded <- in })
+		ins, readErr = readRecords(ctx, dir, todo, func(in *incoming) { decoded <- in; toStore <- in })
 		close(decoded)
-		read <- err
+		close(toStore)
+		close(read)
+	}()
+	stored := make(chan error, 1)
+	go func() {
+		stored <- storeBlobs(ctx, dir, j, toStore, len(todo), func() error { <-read; return readErr })
 	}()
 	checked := make(chan error, 1)
 	go func() {
-		err := <-read
+		<-read
+		err := readErr
 		if err == nil {
 			ins, err = parentsFirst(ins)
 		}
@@ -271,8 +278,8 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		if err == nil {
 			err = checkBoundaries(ctx, dir, ins)
 		}
-		if err == nil {
-			err = storeBlobs(ctx, dir, j, ins)
+		if serr := <-stored; err == nil {
+			err = serr
 		}
 		checked <- err
 	}()
@@ -404,39 +411,61 @@ func checkBoundaries(ctx context.Context, dir string, ins []*incoming) error {
 
 // storeBlobs copies the records' blobs the store lacks from git into it
 // in one batch, each checked against the hash it is named by: a blob that
-// fails leaves none of them stored.
-func storeBlobs(ctx context.Context, dir string, j *cache.Journal, ins []*incoming) error {
-	var ids, hashes []string
-	var owner []*incoming
-	gateOutput := map[string]bool{}
-	for _, in := range ins {
-		for _, g := range in.rec.Gates {
-			gateOutput[g.Output] = true
-		}
-		for _, h := range j.Blobs().Missing(in.rec.Blobs()) {
-			ids, hashes, owner = append(ids, in.blobs[h]), append(hashes, h), append(owner, in)
-		}
-	}
+// fails leaves none of them stored. It takes the runs as they are decoded
+// (n of them), reading their blobs in at most four `git cat-file --batch`
+// rounds while the next runs are decoded; readErr says whether the reading
+// failed, which stores nothing.
+func storeBlobs(ctx context.Context, dir string, j *cache.Journal, runs <-chan *incoming, n int, readErr func() error) error {
 	batch, err := j.Blobs().NewBatch()
 	if err != nil {
 		return err
 	}
-	err = catBatch(ctx, dir, ids, func(i int, typ string, r io.Reader) error {
-		if typ != "blob" {
-			return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: fmt.Sprintf("blob %s is a %s", hashes[i], typ)}
+	var chunk []*incoming
+	round := func() error {
+		var ids, hashes []string
+		var owner []*incoming
+		gateOutput := map[string]bool{}
+		for _, in := range chunk {
+			for _, g := range in.rec.Gates {
+				gateOutput[g.Output] = true
+			}
+			for _, h := range j.Blobs().Missing(in.rec.Blobs()) {
+				ids, hashes, owner = append(ids, in.blobs[h]), append(hashes, h), append(owner, in)
+			}
 		}
-		// Gate output is opened by path (the report names its file);
-		// the rest goes into one pack.
-		add := batch.Add
-		if gateOutput[hashes[i]] {
-			add = batch.AddFile
+		chunk = chunk[:0]
+		return catBatch(ctx, dir, ids, func(i int, typ string, r io.Reader) error {
+			if typ != "blob" {
+				return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: fmt.Sprintf("blob %s is a %s", hashes[i], typ)}
+			}
+			// Gate output is opened by path (the report names its file);
+			// the rest goes into one pack.
+			add := batch.Add
+			if gateOutput[hashes[i]] {
+				add = batch.AddFile
+			}
+			err := add(hashes[i], r)
+			if errors.Is(err, cache.ErrBlobMismatch) {
+				return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: err.Error()}
+			}
+			return err
+		})
+	}
+	per := (n + 3) / 4
+	for in := range runs {
+		if err != nil {
+			continue // the reader never waits on this goroutine
 		}
-		err := add(hashes[i], r)
-		if errors.Is(err, cache.ErrBlobMismatch) {
-			return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: err.Error()}
+		if chunk = append(chunk, in); len(chunk) >= per {
+			err = round()
 		}
-		return err
-	})
+	}
+	if err == nil {
+		err = readErr()
+	}
+	if err == nil {
+		err = round()
+	}
 	if err != nil {
 		batch.Abort()
 		return err
