@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -202,4 +204,25 @@ func TestBlobBatch(t *testing.T) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// Missing names the blobs neither loose nor packed, whether or not their
+// fan-out directory exists.
+func TestBlobsMissing(t *testing.T) {
+	j := openT(t, newRepo(t))
+	have, err := j.PutBlob([]byte("have"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameDir := have[:2] + strings.Repeat("0", 62)
+	otherDir := func() string {
+		if have[:2] == "ff" {
+			return "00"
+		}
+		return "ff"
+	}() + strings.Repeat("1", 62)
+	got := j.Blobs().Missing([]string{have, sameDir, otherDir})
+	if want := []string{sameDir, otherDir}; !slices.Equal(got, want) {
+		t.Errorf("Missing = %v, want %v", got, want)
+	}
 }

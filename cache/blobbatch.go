@@ -27,15 +27,16 @@ var ErrBlobMismatch = errors.New("blob content does not match its hash")
 // under a hash name; Abort removes the temporary files.
 type BlobBatch struct {
 	s     *Blobs
-	added map[string]bool
-	temps []string // temporary files of AddFile, in Add order
-	names []string // their hashes
+	added map[string]uint8 // inPack | inFile
+	temps []string         // temporary files of AddFile, in Add order
+	names []string         // their hashes
 
 	pack    *os.File      // the pack's temporary file, once Add wrote to it
 	packBuf *bufio.Writer // in front of pack: one write call per blob costs more than the blob
 	off     int64
 	index   bytes.Buffer // the pack's index lines
 	entries map[string]packed
+	buf     []byte // for copying, reused: io.Copy would allocate 32 KiB for each blob of a pull's tens of thousands
 }
 
 // NewBatch starts a batch.
@@ -46,16 +47,24 @@ func (s *Blobs) NewBatch() (*BlobBatch, error) {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("blob store: %w", err)
 	}
-	return &BlobBatch{s: s, added: map[string]bool{}}, nil
+	return &BlobBatch{s: s, added: map[string]uint8{}}, nil
 }
 
-// skip says whether h is in the batch already. What the store has is for
-// the caller to skip: it knows before it reads the content.
-func (b *BlobBatch) skip(h string) (bool, error) {
+// Where a batch holds a blob: a blob AddFile is asked for after Add had
+// it is written as a file too, since it is opened by path.
+const (
+	inPack uint8 = 1 << iota
+	inFile
+)
+
+// skip says whether h is in the batch already where want asks for it (any
+// place will do for a blob read by hash: inPack|inFile). What the store
+// has is for the caller to skip: it knows before it reads the content.
+func (b *BlobBatch) skip(h string, want uint8) (bool, error) {
 	if !validHash(h) {
 		return false, fmt.Errorf("invalid blob hash %q", h)
 	}
-	return b.added[h], nil
+	return b.added[h]&want != 0, nil
 }
 
 func mismatch(h string, sum []byte) error {
@@ -65,11 +74,18 @@ func mismatch(h string, sum []byte) error {
 	return nil
 }
 
+func (b *BlobBatch) copyBuf() []byte {
+	if b.buf == nil {
+		b.buf = make([]byte, 32<<10)
+	}
+	return b.buf
+}
+
 // Add appends r's content to the batch's pack as blob h, unless the batch
 // has it. Content that does not hash to h is refused with an
 // error wrapping ErrBlobMismatch (and left out of the pack).
 func (b *BlobBatch) Add(h string, r io.Reader) error {
-	if skip, err := b.skip(h); skip || err != nil {
+	if skip, err := b.skip(h, inPack|inFile); skip || err != nil {
 		return err
 	}
 	if b.pack == nil {
@@ -80,7 +96,7 @@ func (b *BlobBatch) Add(h string, r io.Reader) error {
 		b.pack, b.packBuf, b.entries = f, bufio.NewWriterSize(f, 256<<10), map[string]packed{}
 	}
 	sum := sha256.New()
-	n, err := io.Copy(io.MultiWriter(b.packBuf, sum), r)
+	n, err := io.CopyBuffer(io.MultiWriter(b.packBuf, sum), r, b.copyBuf())
 	if err == nil {
 		err = mismatch(h, sum.Sum(nil))
 	}
@@ -98,14 +114,15 @@ func (b *BlobBatch) Add(h string, r io.Reader) error {
 	fmt.Fprintf(&b.index, "%s %d %d\n", h, b.off, n)
 	b.entries[h] = packed{off: b.off, size: n}
 	b.off += n
-	b.added[h] = true
+	b.added[h] |= inPack
 	return nil
 }
 
 // AddFile writes r's content as blob h in a file of its own, unless the
-// batch has it; checked as Add checks.
+// batch has it as a file (a blob Add had is written again: it is opened by
+// path); checked as Add checks.
 func (b *BlobBatch) AddFile(h string, r io.Reader) error {
-	if skip, err := b.skip(h); skip || err != nil {
+	if skip, err := b.skip(h, inFile); skip || err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(b.s.dir, "tmp-*")
@@ -113,7 +130,7 @@ func (b *BlobBatch) AddFile(h string, r io.Reader) error {
 		return fmt.Errorf("blob store: %w", err)
 	}
 	sum := sha256.New()
-	_, err = io.Copy(io.MultiWriter(f, sum), r)
+	_, err = io.CopyBuffer(io.MultiWriter(f, sum), r, b.copyBuf())
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -125,7 +142,7 @@ func (b *BlobBatch) AddFile(h string, r io.Reader) error {
 		return err
 	}
 	b.temps, b.names = append(b.temps, f.Name()), append(b.names, h)
-	b.added[h] = true
+	b.added[h] |= inFile
 	return nil
 }
 
@@ -238,7 +255,7 @@ func (b *BlobBatch) Abort() {
 		os.Remove(b.pack.Name())
 		b.pack = nil
 	}
-	b.temps, b.names, b.added = nil, nil, map[string]bool{}
+	b.temps, b.names, b.added = nil, nil, map[string]uint8{}
 	b.index.Reset()
 	b.off = 0
 }

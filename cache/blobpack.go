@@ -141,12 +141,27 @@ func (s *Blobs) Missing(hs []string) []string {
 	s.refreshLocked()
 	s.mu.Unlock()
 	var out []string
+	// A fan-out directory that is not there holds none of its blobs: one
+	// look at it, not one per blob (a pull into a new clone asks for
+	// tens of thousands).
+	noDir := map[string]bool{}
 	for _, h := range hs {
 		if _, ok := s.knownPacked(h); ok {
 			continue
 		}
 		p, err := s.Path(h)
 		if err != nil {
+			out = append(out, h)
+			continue
+		}
+		dir := p[:len(p)-len(h)+1] // p less its separator and h[2:]
+		absent, seen := noDir[dir]
+		if !seen {
+			_, err := os.Stat(dir)
+			absent = errors.Is(err, fs.ErrNotExist)
+			noDir[dir] = absent
+		}
+		if absent {
 			out = append(out, h)
 			continue
 		}

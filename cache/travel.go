@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"iter"
 	"strings"
 )
 
@@ -65,48 +66,68 @@ func (r *Records) Blobs() []string {
 	return out
 }
 
-// ImportRecords adds runs written elsewhere to the journal, parents before
-// children, in one durable transaction: all of them or, on any error,
-// none. A run already in the journal is skipped (an import is
-// idempotent); a run whose parent is neither in the journal nor earlier
-// in recs is refused. Every row must belong to its run, and every blob
-// the rows name must be in the blob store before the transaction
-// commits: blobs, when not nil, is called after the rows are written and
-// before they are checked, so that the caller can store the blobs while
-// the rows go in (its error rolls the import back). It returns the ids of
-// the runs it added.
-func (j *Journal) ImportRecords(recs []*Records, blobs func() error) ([]string, error) {
+// ImportRecords adds runs written elsewhere to the journal, in one durable
+// transaction: all of them or, on any error, none. recs may yield them as
+// they are decoded, in any order: a run's parent is checked once every
+// run is in (foreign keys are deferred to the commit), so the rows go in
+// while the caller still reads the next runs. A run already in the
+// journal is skipped (an import is idempotent); a run whose parent is
+// neither in the journal nor in recs, or whose lineage in recs is a
+// cycle, is refused. Every row must belong to its run, and every blob the
+// rows name must be in the blob store before the transaction commits:
+// before, when not nil, is called after the rows are written and before
+// they are checked, so that the caller can finish its own checks and
+// store the blobs while the rows go in (its error rolls the import back).
+// It returns the ids of the runs it added, in the order recs yielded
+// them.
+func (j *Journal) ImportRecords(recs iter.Seq[*Records], before func() error) ([]string, error) {
 	var added []string
 	err := j.tx(true, func(w *Journal) error {
 		added = added[:0]
-		var fresh []*Records
-		for _, rec := range recs {
+		if _, err := w.run("PRAGMA defer_foreign_keys = ON"); err != nil {
+			return err
+		}
+		fresh := map[string]*Records{}
+		var order []*Records
+		for rec := range recs {
 			id := rec.Run.ID
+			if _, ok := fresh[id]; ok {
+				continue
+			}
 			if _, err := w.GetRun(id); err == nil {
 				continue
 			}
 			if err := rec.check(); err != nil {
 				return err
 			}
-			if p := rec.Run.ParentID; p != "" {
-				if _, err := w.GetRun(p); err != nil {
-					return fmt.Errorf("run %s resumes run %s, which is not in the journal", id, p)
-				}
-			}
 			if err := w.insertRecords(rec); err != nil {
 				return fmt.Errorf("import run %s: %w", id, err)
 			}
-			added, fresh = append(added, id), append(fresh, rec)
+			added, fresh[id], order = append(added, id), rec, append(order, rec)
 		}
-		if blobs != nil {
-			if err := blobs(); err != nil {
+		if before != nil {
+			if err := before(); err != nil {
 				return err
 			}
 		}
-		for _, rec := range fresh {
+		for _, rec := range order {
+			id := rec.Run.ID
+			for p, n := rec.Run.ParentID, 0; p != ""; n++ {
+				if n > len(order) {
+					return fmt.Errorf("run %s: its lineage is a cycle", id)
+				}
+				r, ok := fresh[p]
+				if !ok {
+					if _, err := w.GetRun(p); err != nil {
+						return fmt.Errorf("run %s resumes run %s, which is not in the journal", id, p)
+					}
+					break
+				}
+				p = r.Run.ParentID
+			}
 			for _, h := range rec.Blobs() {
 				if !w.blobs.Has(h) {
-					return fmt.Errorf("run %s: blob %s is not in the blob store", rec.Run.ID, h)
+					return fmt.Errorf("run %s: blob %s is not in the blob store", id, h)
 				}
 			}
 		}

@@ -50,7 +50,9 @@ type pending struct {
 // The objects of all runs are read in three rounds of one `git cat-file
 // --batch` each (commits, root trees, then the JSON files and blob
 // trees), so a pull of many runs starts three processes, not two per run.
-func readRecords(ctx context.Context, dir string, runs []pending) ([]*incoming, error) {
+// each, when not nil, is handed each run as soon as it is decoded and
+// checked, in the order of runs, until one fails (from another goroutine).
+func readRecords(ctx context.Context, dir string, runs []pending, each func(*incoming)) ([]*incoming, error) {
 	refuse := func(p pending, format string, args ...any) error {
 		return &RefusedError{Run: p.run, Commit: p.commit, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -131,8 +133,28 @@ func readRecords(ctx context.Context, dir string, runs []pending) ([]*incoming, 
 		ins[i] = &incoming{commit: p.commit, blobs: map[string]string{}}
 		content[i] = map[string][]byte{}
 	}
+	// A run is decoded as soon as its last object is read, while git
+	// reads the next runs' (decoding costs more than reading). Errors are
+	// reported as before: a read error first, then the first run's.
+	decode := make(chan int, len(runs))
+	decodeErrs := make([]error, len(runs))
+	decoded := make(chan struct{})
+	go func() {
+		defer close(decoded)
+		failed := false
+		for i := range decode {
+			ins[i].rec, decodeErrs[i] = decodeRecords(runs[i], content[i], ins[i].blobs)
+			failed = failed || decodeErrs[i] != nil
+			if !failed && each != nil {
+				each(ins[i])
+			}
+		}
+	}()
 	err = catBatch(ctx, dir, ids, func(k int, typ string, r io.Reader) error {
 		o := objs[k]
+		if k+1 == len(objs) || objs[k+1].run != o.run {
+			defer func() { decode <- o.run }()
+		}
 		if o.name != "" {
 			if typ != "blob" {
 				return refuse(runs[o.run], "%s is a %s", o.name, typ)
@@ -152,11 +174,13 @@ func readRecords(ctx context.Context, dir string, runs []pending) ([]*incoming, 
 			return nil
 		})
 	})
+	close(decode)
+	<-decoded
 	if err != nil {
 		return nil, catRefused(func(k int) pending { return runs[objs[k].run] }, err)
 	}
-	for i, p := range runs {
-		if ins[i].rec, err = decodeRecords(p, content[i], ins[i].blobs); err != nil {
+	for _, err := range decodeErrs {
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -196,19 +196,20 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	if res.Remote == "" {
 		res.Remote = DefaultRemote(ctx, dir)
 	}
-	clearNS := func() error {
-		out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=delete %(refname)", pullNS)
-		if err != nil || out == "" {
-			return err
+	// The staging refs go with the refs an import sets, in one update-ref
+	// (cleared below); on any other way out they are deleted here. What
+	// an interrupted pull left behind, --prune deletes.
+	cleared := false
+	defer func() {
+		if cleared {
+			return
 		}
-		_, err = git(ctx, dir, []byte(out+"\n"), nil, "update-ref", "--stdin")
-		return err
-	}
-	if err := clearNS(); err != nil {
-		return nil, err
-	}
-	defer clearNS()
-	if _, err := git(ctx, dir, nil, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", res.Remote,
+		out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=delete %(refname)", pullNS)
+		if err == nil && out != "" {
+			_, _ = git(ctx, dir, []byte(out+"\n"), nil, "update-ref", "--stdin")
+		}
+	}()
+	if _, err := git(ctx, dir, nil, nil, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", res.Remote,
 		"+"+RecordsRefPrefix+"*:"+pullNS+"*"); err != nil {
 		return nil, &RemoteError{Remote: res.Remote, Op: "fetch", Err: err}
 	}
@@ -217,8 +218,10 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		return nil, err
 	}
 	if out == "" {
+		cleared = true
 		return res, nil // the remote has no runs: no journal needed
 	}
+	var refs strings.Builder
 	j, err := open()
 	if err != nil {
 		return nil, err
@@ -230,6 +233,7 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		if !ok {
 			continue
 		}
+		fmt.Fprintf(&refs, "delete %s\n", ref)
 		run := strings.TrimPrefix(ref, pullNS)
 		if !validRunID(run) {
 			return nil, &RefusedError{Run: run, Commit: commit, Reason: "the run id is not one implloop writes"}
@@ -242,44 +246,69 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		}
 		todo = append(todo, pending{run, commit})
 	}
-	ins, err := readRecords(ctx, dir, todo)
-	if err != nil {
-		return nil, err
-	}
-	ins, err = parentsFirst(ins)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkParents(j, ins); err != nil {
-		return nil, err
-	}
-	if err := checkBoundaries(ctx, dir, ins); err != nil {
-		return nil, err
-	}
-	recs := make([]*cache.Records, len(ins))
-	for i, in := range ins {
-		recs[i] = in.rec
-	}
-	// The blobs are stored while the rows go in; the import commits only
-	// once they are, and not at all when one is refused.
+	// The rows go in and the blobs are stored as the runs are decoded;
+	// once all are read, the checks that need every run are made. The
+	// import commits only once all are done, and not at all when one
+	// refused something.
+	decoded := make(chan *incoming, len(todo))
+	toStore := make(chan *incoming, len(todo))
+	var ins []*incoming
+	var readErr error
+	read := make(chan struct{})
+	go func() {
+		ins, readErr = readRecords(ctx, dir, todo, func(in *incoming) { decoded <- in; toStore <- in })
+		close(decoded)
+		close(toStore)
+		close(read)
+	}()
 	stored := make(chan error, 1)
-	go func() { stored <- storeBlobs(ctx, dir, j, ins) }()
-	var blobsErr error
+	go func() {
+		stored <- storeBlobs(ctx, dir, j, toStore, len(todo), func() error { <-read; return readErr })
+	}()
+	checked := make(chan error, 1)
+	go func() {
+		<-read
+		err := readErr
+		if err == nil {
+			ins, err = parentsFirst(ins)
+		}
+		if err == nil {
+			err = checkParents(j, ins)
+		}
+		if err == nil {
+			err = checkBoundaries(ctx, dir, ins)
+		}
+		if serr := <-stored; err == nil {
+			err = serr
+		}
+		checked <- err
+	}()
+	var checkErr error
 	waited := false
 	wait := func() error {
 		if !waited {
-			waited, blobsErr = true, <-stored
+			waited, checkErr = true, <-checked
 		}
-		return blobsErr
+		return checkErr
 	}
-	res.Imported, err = j.ImportRecords(recs, wait)
+	added, err := j.ImportRecords(func(yield func(*cache.Records) bool) {
+		for in := range decoded {
+			if !yield(in.rec) {
+				return
+			}
+		}
+	}, wait)
 	if werr := wait(); werr != nil {
 		return nil, werr // the refusal, rather than the rollback it caused
 	}
 	if err != nil {
 		return nil, err
 	}
-	var refs strings.Builder
+	for _, in := range ins { // parents first
+		if slices.Contains(added, in.rec.Run.ID) {
+			res.Imported = append(res.Imported, in.rec.Run.ID)
+		}
+	}
 	for _, in := range ins {
 		if !slices.Contains(res.Imported, in.rec.Run.ID) {
 			continue
@@ -289,11 +318,10 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 			fmt.Fprintf(&refs, "update %s %s\n", boundary.RunRef(in.rec.Run.ID), bs[len(bs)-1].Commit)
 		}
 	}
-	if refs.Len() > 0 {
-		if _, err := git(ctx, dir, []byte(refs.String()), nil, "update-ref", "--stdin"); err != nil {
-			return nil, err
-		}
+	if _, err := git(ctx, dir, []byte(refs.String()), nil, "update-ref", "--stdin"); err != nil {
+		return nil, err
 	}
+	cleared = true
 	return res, nil
 }
 
@@ -383,39 +411,61 @@ func checkBoundaries(ctx context.Context, dir string, ins []*incoming) error {
 
 // storeBlobs copies the records' blobs the store lacks from git into it
 // in one batch, each checked against the hash it is named by: a blob that
-// fails leaves none of them stored.
-func storeBlobs(ctx context.Context, dir string, j *cache.Journal, ins []*incoming) error {
-	var ids, hashes []string
-	var owner []*incoming
-	gateOutput := map[string]bool{}
-	for _, in := range ins {
-		for _, g := range in.rec.Gates {
-			gateOutput[g.Output] = true
-		}
-		for _, h := range j.Blobs().Missing(in.rec.Blobs()) {
-			ids, hashes, owner = append(ids, in.blobs[h]), append(hashes, h), append(owner, in)
-		}
-	}
+// fails leaves none of them stored. It takes the runs as they are decoded
+// (n of them), reading their blobs in at most four `git cat-file --batch`
+// rounds while the next runs are decoded; readErr says whether the reading
+// failed, which stores nothing.
+func storeBlobs(ctx context.Context, dir string, j *cache.Journal, runs <-chan *incoming, n int, readErr func() error) error {
 	batch, err := j.Blobs().NewBatch()
 	if err != nil {
 		return err
 	}
-	err = catBatch(ctx, dir, ids, func(i int, typ string, r io.Reader) error {
-		if typ != "blob" {
-			return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: fmt.Sprintf("blob %s is a %s", hashes[i], typ)}
+	var chunk []*incoming
+	round := func() error {
+		var ids, hashes []string
+		var owner []*incoming
+		gateOutput := map[string]bool{}
+		for _, in := range chunk {
+			for _, g := range in.rec.Gates {
+				gateOutput[g.Output] = true
+			}
+			for _, h := range j.Blobs().Missing(in.rec.Blobs()) {
+				ids, hashes, owner = append(ids, in.blobs[h]), append(hashes, h), append(owner, in)
+			}
 		}
-		// Gate output is opened by path (the report names its file);
-		// the rest goes into one pack.
-		add := batch.Add
-		if gateOutput[hashes[i]] {
-			add = batch.AddFile
+		chunk = chunk[:0]
+		return catBatch(ctx, dir, ids, func(i int, typ string, r io.Reader) error {
+			if typ != "blob" {
+				return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: fmt.Sprintf("blob %s is a %s", hashes[i], typ)}
+			}
+			// Gate output is opened by path (the report names its file);
+			// the rest goes into one pack.
+			add := batch.Add
+			if gateOutput[hashes[i]] {
+				add = batch.AddFile
+			}
+			err := add(hashes[i], r)
+			if errors.Is(err, cache.ErrBlobMismatch) {
+				return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: err.Error()}
+			}
+			return err
+		})
+	}
+	per := (n + 3) / 4
+	for in := range runs {
+		if err != nil {
+			continue // the reader never waits on this goroutine
 		}
-		err := add(hashes[i], r)
-		if errors.Is(err, cache.ErrBlobMismatch) {
-			return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: err.Error()}
+		if chunk = append(chunk, in); len(chunk) >= per {
+			err = round()
 		}
-		return err
-	})
+	}
+	if err == nil {
+		err = readErr()
+	}
+	if err == nil {
+		err = round()
+	}
 	if err != nil {
 		batch.Abort()
 		return err

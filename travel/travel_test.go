@@ -324,3 +324,26 @@ func agentOf(t *testing.T, dir, run string) string {
 	}
 	return s.AgentCmd
 }
+
+// What an interrupted pull left in the staging namespace is not imported
+// and is gone after the next pull, which leaves nothing there either.
+func TestPullPrunesWhatAnInterruptedPullLeft(t *testing.T) {
+	ctx := context.Background()
+	a, run := ranRepo(t)
+	b := gittest.New(t)
+	b.Git("commit", "-q", "--allow-empty", "-m", "stray")
+	b.Git("update-ref", "refs/implloop-pull/r-20200101-000000-dead", "HEAD")
+	pr, err := travel.Pull(ctx, b.Dir, a.Dir, func() (*cache.Journal, error) { return cache.Open(b.Dir) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(pr.Imported, []string{run}) {
+		t.Fatalf("imported %v", pr.Imported)
+	}
+	if out := b.Git("for-each-ref", "refs/implloop-pull/"); out != "" {
+		t.Errorf("staging refs after a pull:\n%s", out)
+	}
+	if out := b.Git("for-each-ref", "--format=%(refname)", travel.RecordsRef(run)); strings.TrimSpace(out) != travel.RecordsRef(run) {
+		t.Errorf("records ref after a pull: %q", out)
+	}
+}
