@@ -18,38 +18,13 @@ func TestAcrossRunsWholePlan(t *testing.T) {
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(3)})
 	agentPath, logDir := fakeAgent(t, `echo "step $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"; echo call >> "$LOG/calls"`)
 	s := settingsFor(agentPath)
-	if out := runIn(t, repo, s); out.Verdict != "DONE" {
-		t.Fatalf("first run: %s", out.Verdict)
-	}
-	git(t, repo, "clean", "-fdq")
-	if err := os.Remove(filepath.Join(logDir, "calls")); err != nil {
-		t.Fatal(err)
-	}
+	runThenClean(t, repo, s, logDir)
 
 	// The work list says so beforehand, task by task: the tree is
 	// followed through each replay across runs.
-	dry, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, DryRun: true})
-	if err != nil {
-		t.Fatalf("dry run: %v", err)
-	}
-	for _, p := range dry.Plan {
-		if p.Action != ActionAcross || p.From == "" {
-			t.Errorf("dry run: task %s planned %s from %q (%v), want across", p.Task, p.Action, p.From, p.Reasons)
-		}
-	}
+	checkPlannedAcross(t, repo, s)
 
-	out := runIn(t, repo, s)
-	if out.Verdict != "DONE" {
-		t.Fatalf("second run: %s", out.Verdict)
-	}
-	if _, err := os.Stat(filepath.Join(logDir, "calls")); err == nil {
-		t.Errorf("the second run called the agent: %s", readFile(t, filepath.Join(logDir, "calls")))
-	}
-	for _, id := range []string{"1", "2", "3"} {
-		if got := strings.TrimSpace(readFile(t, filepath.Join(repo, "out-"+id+".txt"))); got != "step "+id {
-			t.Errorf("out-%s.txt = %q after the replay across runs", id, got)
-		}
-	}
+	out := replayedWithoutCalls(t, repo, s, logDir, map[string]string{"1": "step 1", "2": "step 2", "3": "step 3"})
 	rows := taskRows(t, openJournal(t, repo), out.RunID)
 	for _, id := range []string{"1", "2", "3"} {
 		if r := rows[id]; r.Source != "replayed" {
@@ -94,6 +69,15 @@ func TestAcrossRunsJobs(t *testing.T) {
 	agentPath, logDir := fakeAgent(t, `echo "$IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"; echo call >> "$LOG/calls"`)
 	s := settingsFor(agentPath)
 	s.Jobs = 3
+	runThenClean(t, repo, s, logDir)
+	checkPlannedAcross(t, repo, s)
+	replayedWithoutCalls(t, repo, s, logDir, map[string]string{"T001": "T001", "T002": "T002", "T003": "T003"})
+}
+
+// runThenClean runs the plan to DONE, then cleans its work out of the tree
+// and forgets the agent's calls ($LOG/calls), for a second run to replay.
+func runThenClean(t *testing.T, repo string, s Settings, logDir string) {
+	t.Helper()
 	if out := runIn(t, repo, s); out.Verdict != "DONE" {
 		t.Fatalf("first run: %s", out.Verdict)
 	}
@@ -101,15 +85,27 @@ func TestAcrossRunsJobs(t *testing.T) {
 	if err := os.Remove(filepath.Join(logDir, "calls")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkPlannedAcross requires a dry run to plan every task across runs,
+// from a named run.
+func checkPlannedAcross(t *testing.T, repo string, s Settings) {
+	t.Helper()
 	dry, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, DryRun: true})
 	if err != nil {
 		t.Fatalf("dry run: %v", err)
 	}
 	for _, p := range dry.Plan {
-		if p.Action != ActionAcross {
-			t.Errorf("dry run: task %s planned %s, want across", p.Task, p.Action)
+		if p.Action != ActionAcross || p.From == "" {
+			t.Errorf("dry run: task %s planned %s from %q (%v), want across", p.Task, p.Action, p.From, p.Reasons)
 		}
 	}
+}
+
+// replayedWithoutCalls runs the plan again, requires DONE with no agent
+// call and each task's out-ID.txt as want says, and returns the outcome.
+func replayedWithoutCalls(t *testing.T, repo string, s Settings, logDir string, want map[string]string) *Outcome {
+	t.Helper()
 	out := runIn(t, repo, s)
 	if out.Verdict != "DONE" {
 		t.Fatalf("second run: %s", out.Verdict)
@@ -117,9 +113,10 @@ func TestAcrossRunsJobs(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(logDir, "calls")); err == nil {
 		t.Errorf("the second run called the agent: %s", readFile(t, filepath.Join(logDir, "calls")))
 	}
-	for _, id := range []string{"T001", "T002", "T003"} {
-		if got := strings.TrimSpace(readFile(t, filepath.Join(repo, "out-"+id+".txt"))); got != id {
-			t.Errorf("out-%s.txt = %q after the replay across runs", id, got)
+	for id, content := range want {
+		if got := strings.TrimSpace(readFile(t, filepath.Join(repo, "out-"+id+".txt"))); got != content {
+			t.Errorf("out-%s.txt = %q after the replay across runs, want %q", id, got, content)
 		}
 	}
+	return out
 }
