@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,10 +20,60 @@ import (
 // against a plain `git fetch` of the same refs into another, from a bare
 // repository on disk. Each task has a unit (prompt, stdout and result
 // blobs) and a gate. Reported: ms per pull and the ratio pull/fetch
-// (the issue asks for at most 3).
+// (the issue asks for at most 3), and the same in CPU time.
 func BenchmarkPull(b *testing.B) {
 	runs, tasks := envInt("IMPLLOOP_BENCH_RUNS", 100), envInt("IMPLLOOP_BENCH_TASKS", 100)
 	ctx := context.Background()
+	// IMPLLOOP_BENCH_BARE names a directory to keep the set-up in (a
+	// minute to make) for the next runs of the benchmark: made when empty
+	// (it must be emptied when the counts change).
+	bare := os.Getenv("IMPLLOOP_BENCH_BARE")
+	if bare == "" {
+		bare = b.TempDir()
+	}
+	if ents, _ := os.ReadDir(bare); len(ents) == 0 {
+		pushFakeRuns(b, ctx, bare, runs, tasks)
+	}
+	// The set-up takes a minute: the pulls are a sub-benchmark, so that
+	// it is made once however many times the pulls run. Each iteration is
+	// a fetch and a pull into new clones, in turns which goes first (the
+	// second one finds the remote's objects in the page cache).
+	b.Run("pull", func(b *testing.B) {
+		var pull, fetch, pullCPU, fetchCPU time.Duration
+		for i := range b.N {
+			b.StopTimer()
+			f, p := gittest.New(b), gittest.New(b)
+			b.StartTimer()
+			doFetch := func() {
+				t0, c0 := time.Now(), cpuTime()
+				f.Git("fetch", "-q", "--no-tags", bare, "+refs/implloop/records/*:refs/implloop/records/*")
+				fetch, fetchCPU = fetch+time.Since(t0), fetchCPU+cpuTime()-c0
+			}
+			if i%2 == 0 {
+				doFetch()
+			}
+			t0, c0 := time.Now(), cpuTime()
+			res, err := travel.Pull(ctx, p.Dir, bare, func() (*cache.Journal, error) { return cache.Open(p.Dir) })
+			pull, pullCPU = pull+time.Since(t0), pullCPU+cpuTime()-c0
+			if err != nil || len(res.Imported) != runs {
+				b.Fatalf("pull: %v (%d imported)", err, len(res.Imported))
+			}
+			if i%2 == 1 {
+				doFetch()
+			}
+		}
+		b.ReportMetric(float64(pull.Milliseconds())/float64(b.N), "ms/pull")
+		b.ReportMetric(float64(pull)/float64(fetch), "pull/fetch")
+		// CPU time (this process and the git processes it waited for)
+		// is steadier than wall time on a loaded machine.
+		b.ReportMetric(float64(pullCPU.Milliseconds())/float64(b.N), "cpu-ms/pull")
+		b.ReportMetric(float64(pullCPU)/float64(fetchCPU), "cpu-pull/fetch")
+	})
+}
+
+// pushFakeRuns makes runs x tasks fake runs in a journal and pushes them
+// to the bare repository bare (made here).
+func pushFakeRuns(b *testing.B, ctx context.Context, bare string, runs, tasks int) {
 	a := gittest.New(b)
 	j, err := cache.Open(a.Dir)
 	if err != nil {
@@ -50,30 +101,11 @@ func BenchmarkPull(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	bare := b.TempDir()
 	gittest.At(b, bare).Git("init", "-q", "--bare")
 	if _, err := travel.Push(ctx, j, travel.PushOptions{Remote: bare}); err != nil {
 		b.Fatal(err)
 	}
 	j.Close()
-	var pull, fetch time.Duration
-	b.ResetTimer()
-	for range b.N {
-		b.StopTimer()
-		f, p := gittest.New(b), gittest.New(b)
-		b.StartTimer()
-		t0 := time.Now()
-		f.Git("fetch", "-q", "--no-tags", bare, "+refs/implloop/records/*:refs/implloop/records/*")
-		t1 := time.Now()
-		res, err := travel.Pull(ctx, p.Dir, bare, func() (*cache.Journal, error) { return cache.Open(p.Dir) })
-		t2 := time.Now()
-		if err != nil || len(res.Imported) != runs {
-			b.Fatalf("pull: %v (%d imported)", err, len(res.Imported))
-		}
-		fetch, pull = fetch+t1.Sub(t0), pull+t2.Sub(t1)
-	}
-	b.ReportMetric(float64(pull.Milliseconds())/float64(b.N), "ms/pull")
-	b.ReportMetric(float64(pull)/float64(fetch), "pull/fetch")
 }
 
 func fakeTask(w *cache.Journal, run string, t int) error {
@@ -103,6 +135,19 @@ func fakeTask(w *cache.Journal, run string, t int) error {
 		return err
 	}
 	return w.PutTask(cache.Task{RunID: run, TaskID: id, Ordinal: t, Status: cache.TaskDone, Source: cache.SourceLive, Attempts: 1})
+}
+
+// cpuTime is the CPU time used by this process and its waited-for
+// children so far.
+func cpuTime() time.Duration {
+	var self, kids syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	var sum time.Duration
+	for _, tv := range []syscall.Timeval{self.Utime, self.Stime, kids.Utime, kids.Stime} {
+		sum += time.Duration(tv.Nano())
+	}
+	return sum
 }
 
 func envInt(name string, def int) int {
