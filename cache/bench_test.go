@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -68,4 +69,42 @@ func BenchmarkReplay1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "ms/resume")
 	b.ReportMetric(float64(ref)/float64(ours), "fsync-each/ours")
+}
+
+// BenchmarkImportRecords is the journal's share of a pull: 100 runs of
+// 100 tasks (a unit, a gate and a task row each) imported into a new
+// journal in one ImportRecords. Reported: ms per import and µs per row.
+func BenchmarkImportRecords(b *testing.B) {
+	const runs, tasks = 100, 100
+	start := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	recs := make([]*Records, runs)
+	for r := range recs {
+		id := fmt.Sprintf("r-20261130-1000%02d-%04x", r%60, r)
+		rec := &Records{Run: Run{ID: id, PlanPath: "plan.md", PlanSHA256: "x", Verdict: "DONE",
+			StartedAt: start.Add(time.Duration(r) * time.Minute), FinishedAt: start.Add(time.Duration(r+1) * time.Minute)}}
+		for t := range tasks {
+			u := unitFor(id, fmt.Sprint(t+1), 1, fmt.Sprintf("task %d of %s", t+1, id))
+			u.StartedAt = rec.Run.StartedAt.Add(time.Duration(t) * time.Second)
+			u.Status, u.TokensIn, u.FinishedAt = UnitCompleted, 10, u.StartedAt.Add(time.Second)
+			rec.Units = append(rec.Units, u)
+			rec.Gates = append(rec.Gates, Gate{RunID: id, TaskID: u.TaskID, Attempt: 1, Command: "true", Passed: true, At: u.FinishedAt})
+			rec.Tasks = append(rec.Tasks, Task{RunID: id, TaskID: u.TaskID, Ordinal: t, Status: TaskDone, Source: SourceLive, Attempts: 1,
+				StartedAt: u.StartedAt, FinishedAt: u.FinishedAt})
+		}
+		recs[r] = rec
+	}
+	var took time.Duration
+	for range b.N {
+		b.StopTimer()
+		j := openT(b, newRepo(b))
+		b.StartTimer()
+		t0 := time.Now()
+		added, err := j.ImportRecords(slices.Values(recs), nil)
+		took += time.Since(t0)
+		if err != nil || len(added) != runs {
+			b.Fatalf("import: %v (%d added)", err, len(added))
+		}
+	}
+	b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "ms/import")
+	b.ReportMetric(float64(took.Microseconds())/float64(b.N*runs*tasks*3), "µs/row")
 }

@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // ErrBlobMismatch: content added to a BlobBatch does not hash to the name
@@ -36,7 +38,9 @@ type BlobBatch struct {
 	off     int64
 	index   bytes.Buffer // the pack's index lines
 	entries map[string]packed
-	buf     []byte // for copying, reused: io.Copy would allocate 32 KiB for each blob of a pull's tens of thousands
+	buf     []byte    // for copying, reused: io.Copy would allocate 32 KiB for each blob of a pull's tens of thousands
+	sum     hash.Hash // Add's, reset for each blob
+	line    []byte    // Add's index line, reused
 }
 
 // NewBatch starts a batch.
@@ -68,10 +72,32 @@ func (b *BlobBatch) skip(h string, want uint8) (bool, error) {
 }
 
 func mismatch(h string, sum []byte) error {
-	if got := hex.EncodeToString(sum); got != h {
+	var buf [2 * sha256.Size]byte
+	if got := hex.AppendEncode(buf[:0], sum); string(got) != h {
 		return fmt.Errorf("blob %s: its content's sha256 is %s: %w", h, got, ErrBlobMismatch)
 	}
 	return nil
+}
+
+// copyTo copies r to both w and sum through buf.
+func copyTo(w, sum io.Writer, r io.Reader, buf []byte) (int64, error) {
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			if _, werr := w.Write(buf[:k]); werr != nil {
+				return n, werr
+			}
+			sum.Write(buf[:k]) // a hash never fails
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 func (b *BlobBatch) copyBuf() []byte {
@@ -95,10 +121,16 @@ func (b *BlobBatch) Add(h string, r io.Reader) error {
 		}
 		b.pack, b.packBuf, b.entries = f, bufio.NewWriterSize(f, 256<<10), map[string]packed{}
 	}
-	sum := sha256.New()
-	n, err := io.CopyBuffer(io.MultiWriter(b.packBuf, sum), r, b.copyBuf())
+	// One hash for the batch and no MultiWriter: a pull adds tens of
+	// thousands of small blobs, where what is made per blob shows.
+	if b.sum == nil {
+		b.sum = sha256.New()
+	}
+	b.sum.Reset()
+	n, err := copyTo(b.packBuf, b.sum, r, b.copyBuf())
 	if err == nil {
-		err = mismatch(h, sum.Sum(nil))
+		var sum [sha256.Size]byte
+		err = mismatch(h, b.sum.Sum(sum[:0]))
 	}
 	if err != nil {
 		// Back to where this blob began: the pack holds whole blobs only.
@@ -111,7 +143,10 @@ func (b *BlobBatch) Add(h string, r io.Reader) error {
 		}
 		return errors.Join(err, ferr)
 	}
-	fmt.Fprintf(&b.index, "%s %d %d\n", h, b.off, n)
+	line := append(append(b.line[:0], h...), ' ')
+	line = append(strconv.AppendInt(line, b.off, 10), ' ')
+	b.line = append(strconv.AppendInt(line, n, 10), '\n')
+	b.index.Write(b.line)
 	b.entries[h] = packed{off: b.off, size: n}
 	b.off += n
 	b.added[h] |= inPack

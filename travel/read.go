@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/implloop/implloop/cache"
@@ -279,6 +278,35 @@ func validSHA256(h string) bool {
 	return true
 }
 
+// parseCatHeader reads a `git cat-file --batch` header, "<oid> <type>
+// <size>\n"; a missing object's ("<oid> missing\n") is not one.
+func parseCatHeader(h []byte) (typ string, size int64, ok bool) {
+	h = bytes.TrimSuffix(h, []byte("\n"))
+	_, rest, ok := bytes.Cut(h, []byte(" "))
+	if !ok {
+		return "", 0, false
+	}
+	t, n, ok := bytes.Cut(rest, []byte(" "))
+	if !ok || len(n) == 0 || len(n) > 18 {
+		return "", 0, false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return "", 0, false
+		}
+		size = size*10 + int64(c-'0')
+	}
+	switch string(t) { // the common types without an allocation each
+	case "blob":
+		return "blob", size, true
+	case "tree":
+		return "tree", size, true
+	case "commit":
+		return "commit", size, true
+	}
+	return string(t), size, true
+}
+
 // catError is an object catBatch could not read: Index is its place in
 // the ids asked for.
 type catError struct {
@@ -306,29 +334,26 @@ func catBatch(ctx context.Context, dir string, ids []string, fn func(i int, typ 
 	br := bufio.NewReaderSize(pr, 64<<10)
 	var ferr error
 	for i := range ids {
-		header, err := br.ReadString('\n')
+		header, err := br.ReadSlice('\n')
 		if err != nil {
 			ferr = fmt.Errorf("reading object %s: %w", ids[i], err)
 			break
 		}
-		f := strings.Fields(header)
-		if len(f) != 3 {
-			ferr = &catError{i, fmt.Errorf("object %s: %s", ids[i], strings.TrimSpace(header))}
+		typ, size, ok := parseCatHeader(header)
+		if !ok {
+			ferr = &catError{i, fmt.Errorf("object %s: %s", ids[i], bytes.TrimSpace(header))}
 			break
 		}
-		size, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil {
-			ferr = &catError{i, fmt.Errorf("object %s: %s", ids[i], strings.TrimSpace(header))}
-			break
-		}
-		lr := io.LimitReader(br, size)
-		if err := fn(i, f[1], lr); err != nil {
+		lr := io.LimitedReader{R: br, N: size}
+		if err := fn(i, typ, &lr); err != nil {
 			ferr = err
 			break
 		}
-		if _, err := io.Copy(io.Discard, lr); err != nil {
-			ferr = err
-			break
+		if lr.N > 0 {
+			if _, err := br.Discard(int(lr.N)); err != nil {
+				ferr = err
+				break
+			}
 		}
 		if _, err := br.Discard(1); err != nil { // the newline after the content
 			ferr = err

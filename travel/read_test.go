@@ -30,3 +30,31 @@ func FuzzReadTree(f *testing.F) {
 		})
 	})
 }
+
+// TestParseCatHeader: the headers `git cat-file --batch` writes, and what
+// it writes for an object it lacks.
+func TestParseCatHeader(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		typ  string
+		size int64
+		ok   bool
+	}{
+		{"0123abcd blob 12\n", "blob", 12, true},
+		{"0123abcd tree 0\n", "tree", 0, true},
+		{"0123abcd commit 250\n", "commit", 250, true},
+		{"0123abcd tag 7\n", "tag", 7, true},
+		{"0123abcd missing\n", "", 0, false},
+		{"0123abcd ambiguous\n", "", 0, false},
+		{"0123abcd blob -1\n", "", 0, false},
+		{"0123abcd blob 1x\n", "", 0, false},
+		{"0123abcd blob \n", "", 0, false},
+		{"0123abcd blob 9999999999999999999\n", "", 0, false},
+		{"\n", "", 0, false},
+	} {
+		typ, size, ok := parseCatHeader([]byte(c.in))
+		if ok != c.ok || ok && (typ != c.typ || size != c.size) {
+			t.Errorf("%q: %q %d %v, want %q %d %v", c.in, typ, size, ok, c.typ, c.size, c.ok)
+		}
+	}
+}
