@@ -241,19 +241,36 @@ func (w *BlobWriter) Hash() string { return w.sum }
 func (w *BlobWriter) Size() int64 { return w.n }
 
 // removeStaleTemps deletes temporary files that a killed writer left in
-// objects/ (they never got a hash name, so nothing refers to them). Only
-// old ones: a temp file of a live writer is young.
+// objects/ (they never got a hash name, so nothing refers to them), and a
+// pack a killed batch renamed into place without its index (the index
+// goes last, so such a pack was never seen: see packDir). Only old ones:
+// a live writer's are young.
 func (s *Blobs) removeStaleTemps(age time.Duration) {
-	es, err := os.ReadDir(s.dir)
+	stale := func(e fs.DirEntry) bool {
+		fi, err := e.Info()
+		return err == nil && time.Since(fi.ModTime()) > age
+	}
+	if es, err := os.ReadDir(s.dir); err == nil {
+		for _, e := range es {
+			if !e.IsDir() && strings.HasPrefix(e.Name(), "tmp-") && stale(e) {
+				os.Remove(filepath.Join(s.dir, e.Name()))
+			}
+		}
+	}
+	dir := filepath.Join(s.dir, packDir)
+	es, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
+	idx := map[string]bool{}
 	for _, e := range es {
-		if e.IsDir() || !strings.HasPrefix(e.Name(), "tmp-") {
-			continue
+		if name, ok := strings.CutSuffix(e.Name(), ".idx"); ok {
+			idx[name] = true
 		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > age {
-			os.Remove(filepath.Join(s.dir, e.Name()))
+	}
+	for _, e := range es {
+		if name, ok := strings.CutSuffix(e.Name(), ".pack"); ok && !idx[name] && !e.IsDir() && stale(e) {
+			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -224,5 +225,59 @@ func TestBlobsMissing(t *testing.T) {
 	got := j.Blobs().Missing([]string{have, sameDir, otherDir})
 	if want := []string{sameDir, otherDir}; !slices.Equal(got, want) {
 		t.Errorf("Missing = %v, want %v", got, want)
+	}
+}
+
+// A pack a killed batch renamed into place without its index (the kill
+// came between the two renames) was never seen; the next open of the
+// journal removes it once it is old, as it removes stale temporary files,
+// and leaves whole packs and a young pack (a live batch's) alone.
+func TestStalePackRemoved(t *testing.T) {
+	repo := newRepo(t)
+	j := openT(t, repo)
+	s := j.Blobs()
+	b, err := s.NewBatch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := []byte("kept\n")
+	if err := b.Add(HashBytes(blob), bytes.NewReader(blob)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(s.dir, packDir)
+	old := time.Now().Add(-2 * time.Hour)
+	orphan, young, temp := filepath.Join(dir, "orphan.pack"), filepath.Join(dir, "young.pack"), filepath.Join(s.dir, "tmp-pack-1")
+	for _, p := range []string{orphan, temp} {
+		if err := os.WriteFile(p, []byte("half a pull"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, _ := os.ReadDir(dir)
+	for _, e := range es { // the whole pack is old too
+		if err := os.Chtimes(filepath.Join(dir, e.Name()), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(temp, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(young, []byte("a live batch's"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	j = openT(t, repo)
+	for _, p := range []string{orphan, temp} {
+		if fileExists(p) {
+			t.Errorf("%s is still there", filepath.Base(p))
+		}
+	}
+	if !fileExists(young) {
+		t.Error("a young pack without its index (a live batch's) was removed")
+	}
+	if got, err := j.Blobs().ReadAll(HashBytes(blob)); err != nil || !bytes.Equal(got, blob) {
+		t.Errorf("the whole pack's blob: %q, %v", got, err)
 	}
 }

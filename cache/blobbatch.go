@@ -227,7 +227,9 @@ func (b *BlobBatch) Commit() error {
 			err = os.Rename(b.pack.Name(), name+".pack")
 		}
 		if err == nil {
-			err = os.Rename(idx, name+".idx")
+			if err = os.Rename(idx, name+".idx"); err != nil {
+				os.Remove(name + ".pack") // never seen without its index
+			}
 		}
 		if err != nil {
 			b.Abort()

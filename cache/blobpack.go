@@ -20,7 +20,8 @@ import (
 // blobs' contents end to end, and <name>.idx beside it, one line
 // "<sha256> <offset> <size>" per blob. The index is renamed into place
 // after the pack is durable, so a pack is seen only whole; a pack without
-// an index is not seen at all. A blob is looked up as a loose file first,
+// an index (a batch killed between the two renames) is not seen at all,
+// and the journal's next open removes it once it is an hour old. A blob is looked up as a loose file first,
 // then in the packs, whose indexes are read on the first miss and again
 // whenever a miss meets an index not read yet.
 const packDir = "packs"
