@@ -78,6 +78,10 @@ func (e *ChildRunningError) Error() string {
 // it refuses with ChildRunningError.
 const orphanWait = 2 * time.Second
 
+// probeWait is how long acquireLock retries a lock held by no run (see
+// lockHeld's probe) before it refuses with LockedError.
+const probeWait = 200 * time.Millisecond
+
 // acquireLock takes the lock in dir (cache.Dirs.Lock) for runID.
 func acquireLock(dir, runID string, now time.Time) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -88,7 +92,7 @@ func acquireLock(dir, runID string, now time.Time) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	deadline := time.Now().Add(orphanWait)
+	deadline, probed := time.Now().Add(orphanWait), time.Now().Add(probeWait)
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -99,6 +103,12 @@ func acquireLock(dir, runID string, now time.Time) (*Lock, error) {
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		h := readLockHolder(path)
+		if h.PID == 0 && time.Now().Before(probed) {
+			// A file naming no run: a read-only command's shared
+			// probe (lockHeld) may hold it for an instant.
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
 		if h.PID == 0 || procgroup.Alive(h.PID) {
 			f.Close()
 			return nil, &LockedError{Holder: h, Path: path}
@@ -130,7 +140,8 @@ func childRunning(h LockHolder, path string) *ChildRunningError {
 }
 
 // lockHeld reports whether a live process holds the work tree's lock (see
-// acquireLock), without taking it or creating anything.
+// acquireLock), without creating or writing anything: a shared flock for
+// an instant, which acquireLock waits out (probeWait).
 func lockHeld(dir string) bool {
 	f, err := os.Open(filepath.Join(dir, "lock"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -214,9 +225,10 @@ func (l *Lock) Release() error {
 // Running maps the id of every run that is running now, in any work tree
 // of the repository at repoRoot, to its pid: implloop's, or, when that
 // died, the pid of the agent or gate it left holding the lock. It reads
-// the lock files and nothing else (for read-only commands). After a kill -9
-// a lock file goes on naming its run until the next run takes the lock: a
-// pid of it reused by another process meanwhile reads as running.
+// the lock files and nothing else (for read-only commands). A lock file
+// counts only while its flock is held: after a kill -9 the file goes on
+// naming its run until the next run takes the lock, and the pid it names
+// may meanwhile be another process's.
 func Running(repoRoot string) (map[string]int, error) {
 	dirs, err := cache.StateDir(repoRoot)
 	if err != nil {
@@ -229,7 +241,7 @@ func Running(repoRoot string) (map[string]int, error) {
 	for _, p := range paths {
 		h := readLockHolder(p)
 		switch {
-		case h.RunID == "":
+		case h.RunID == "", !lockHeld(filepath.Dir(p)):
 		case procgroup.Alive(h.PID):
 			running[h.RunID] = h.PID
 		default:
