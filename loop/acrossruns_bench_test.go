@@ -73,7 +73,7 @@ func BenchmarkAcrossRunsLookup(b *testing.B) {
 		t0 := time.Now()
 		for t := range tasks {
 			task := extractor.Task{ID: strconv.Itoa(t + 1)}
-			if _, ok := e.acrossRuns(context.Background(), task, 1, []unit.Unit{{ID: task.ID + "/implement~a1", Identity: ids[t]}}); ok {
+			if _, ok := e.acrossRuns(context.Background(), task, unit.Facts{Attempt: 1}, []unit.Unit{{ID: task.ID + "/implement~a1", Identity: ids[t]}}); ok {
 				b.Fatal("a replay across runs from another tree")
 			}
 		}
