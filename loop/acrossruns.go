@@ -14,9 +14,10 @@ import (
 // A replay across runs: a fresh run's task replays the calls another run
 // made for it, from any run in the journal (pulled from a teammate or CI,
 // or an earlier run here), when that run did the task from the same tree
-// with the same identities. Its work is then written into the tree from
-// that run's boundary commits, no agent call; the gate runs live. So a
-// plan run again at the commit where someone already ran it pays nothing.
+// with the same identities, in one attempt or several. Its work is then
+// written into the tree from that run's boundary commits, no agent call;
+// the final gate runs live. So a plan run again at the commit where
+// someone already ran it pays nothing.
 //
 // A resume replays from its lineage first: a task of a resume replays
 // across runs only when no run of its lineage has a unit of it (a task
@@ -37,8 +38,11 @@ import (
 // failed gate (or failed call) that ended attempt i there, carried over as
 // journaled: its feedback is hashed into them, so they are computed here
 // from it and must be units of that run too. A carried gate must have
-// been the gate this run would run (the same command, not --reverify): a
-// changed gate asks another question, whose feedback is not known.
+// been the gate this run would run (the same command): a changed gate
+// asks another question, whose feedback is not known. Not with
+// --reverify, either, which asks every gate again: that of an attempt
+// before the last would have to judge a tree nobody has, so only a task
+// done in one attempt (whose only gate runs live anyway) replays then.
 //
 // Boundaries are per task, not per attempt, so there is no tree between
 // attempts to write: the chain is replayed as a resume replays its
@@ -53,12 +57,8 @@ import (
 // attempt 1 and going live at attempt 2 would hand the agent feedback
 // about work that is not in the tree.
 //
-// A later attempt of this run does not replay across runs even when its
-// identity matches another run's (its attempt 1 ran live here, failed,
-// and the feedback came out the same): the other run's attempt began
-// from a tree no boundary recorded, and so did this one's, so there is no
-// tree to match, and a replay would stand in for work done on a tree
-// nobody can show was this one.
+// A later attempt of this run never starts a replay across runs (the
+// package doc says why).
 type acrossRun struct {
 	origin   *cache.Run
 	from, to cache.Boundary         // the task's boundaries in that run
