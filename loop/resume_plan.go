@@ -214,7 +214,7 @@ func (pl *planner) acrossAt(t extractor.Task, i int, facts unit.Facts, units []u
 // acrossReason is why a task is planned across runs (chain a).
 func acrossReason(a *acrossRun) string {
 	if n := len(a.attempts); n > 1 {
-		return fmt.Sprintf("run %s on %s did it from this tree with the same identities, in %d attempts: they replay, its failed gates as journaled, its work is written in, no agent call",
+		return fmt.Sprintf("run %s on %s did it from this tree with the same identities, in %d attempts: they replay, each failure as journaled, and its work is written in, no agent call",
 			a.origin.ID, a.origin.Host, n)
 	}
 	return fmt.Sprintf("run %s on %s did it from this tree with the same identities: its work is written in, no agent call", a.origin.ID, a.origin.Host)
