@@ -146,7 +146,7 @@ func (e *engine) acrossChain(t extractor.Task, facts unit.Facts, units []unit.Un
 	if !ok || row.Status != cache.TaskDone || k < 1 || f.minUnit[t.ID] != 1 || f.maxUnit[t.ID] != k {
 		return nil, false
 	}
-	from, to, err := taskBoundaries(e.j, runID, t.ID)
+	from, to, err := e.lineage.taskBoundaries(runID, t.ID)
 	if err != nil || from.Tree != tree {
 		return nil, false
 	}
