@@ -298,3 +298,60 @@ func TestAcrossRunsGateChanged(t *testing.T) {
 		t.Errorf("gates %+v (%v), want two live", gs, err)
 	}
 }
+
+// TestAcrossRunsResumeChain: a resume whose lineage never reached a task
+// that a teammate's run did in two attempts from the tree the resume is
+// at replays it across runs, chain and all, after replaying its own
+// tasks from its lineage.
+func TestAcrossRunsResumeChain(t *testing.T) {
+	plan := "# Plan\n\n### Task 1: One\n\nDo one.\n\n### Task 2: Two\n\nDo two.\n\n```verify\n" + checkGate("2") + "\n```\n"
+	repo := newRepo(t, map[string]string{"plan.md": plan})
+	agentPath, logDir := fakeAgent(t, attemptsAgent)
+	s := settingsFor(agentPath)
+	s.TaskRange = "1"
+	mine := runIn(t, repo, s) // stops before task 2
+	if mine.Verdict != "DONE" {
+		t.Fatalf("first run: %s", mine.Verdict)
+	}
+	s.TaskRange = ""
+	theirs := runIn(t, repo, s) // the teammate's: task 1 across from mine, task 2 in two attempts
+	if theirs.Verdict != "DONE" {
+		t.Fatalf("their run: %s", theirs.Verdict)
+	}
+	if err := os.Remove(filepath.Join(repo, "out-2.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(logDir, "calls")); err != nil {
+		t.Fatal(err)
+	}
+
+	dry, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, Parent: mine.RunID, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dry.Plan) != 2 || dry.Plan[0].Action != ActionReplay || dry.Plan[1].Action != ActionAcross || dry.Plan[1].From != theirs.RunID {
+		t.Fatalf("resume plan %+v, want task 1 replay, task 2 across from %s", dry.Plan, theirs.RunID)
+	}
+	out, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, Parent: mine.RunID})
+	if err != nil || out.Verdict != "DONE" {
+		t.Fatalf("resume: %v %+v", err, out)
+	}
+	checkJournal(t, repo)
+	if _, err := os.Stat(filepath.Join(logDir, "calls")); err == nil {
+		t.Errorf("the resume called the agent: %s", readFile(t, filepath.Join(logDir, "calls")))
+	}
+	if got := readFile(t, filepath.Join(repo, "out-2.txt")); got != "attempt 2\n" {
+		t.Errorf("out-2.txt = %q, want their second attempt's", got)
+	}
+	units, err := openJournal(t, repo).Units(out.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := map[string]string{}
+	for _, u := range units {
+		from[u.UnitID] = u.ReplayedFromRun
+	}
+	if from["1/implement~a1"] != mine.RunID || from["2/implement~a1"] != theirs.RunID || from["2/implement~a2"] != theirs.RunID {
+		t.Errorf("replayed from %v, want task 1 from %s (lineage), task 2's two attempts from %s", from, mine.RunID, theirs.RunID)
+	}
+}
