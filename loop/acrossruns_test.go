@@ -302,7 +302,7 @@ func TestAcrossRunsGateChanged(t *testing.T) {
 // TestAcrossRunsResumeChain: a resume whose lineage never reached a task
 // that a teammate's run did in two attempts from the tree the resume is
 // at replays it across runs, chain and all, after replaying its own
-// tasks from its lineage.
+// tasks from its lineage; not with --reverify.
 func TestAcrossRunsResumeChain(t *testing.T) {
 	plan := "# Plan\n\n### Task 1: One\n\nDo one.\n\n### Task 2: Two\n\nDo two.\n\n```verify\n" + checkGate("2") + "\n```\n"
 	repo := newRepo(t, map[string]string{"plan.md": plan})
@@ -332,6 +332,16 @@ func TestAcrossRunsResumeChain(t *testing.T) {
 	if len(dry.Plan) != 2 || dry.Plan[0].Action != ActionReplay || dry.Plan[1].Action != ActionAcross || dry.Plan[1].From != theirs.RunID {
 		t.Fatalf("resume plan %+v, want task 1 replay, task 2 across from %s", dry.Plan, theirs.RunID)
 	}
+	// --reverify asks every gate again: attempt 1's of their chain would
+	// have to judge a tree nobody has, so the chain is refused.
+	dry, err = Run(context.Background(), Options{Settings: s, RepoRoot: repo, Parent: mine.RunID, DryRun: true, Reverify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dry.Plan[1].Action != ActionLive {
+		t.Errorf("--reverify: task 2 planned %s (%v), want live", dry.Plan[1].Action, dry.Plan[1].Reasons)
+	}
+
 	out, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, Parent: mine.RunID})
 	if err != nil || out.Verdict != "DONE" {
 		t.Fatalf("resume: %v %+v", err, out)
