@@ -123,7 +123,7 @@ ALTER TABLE boundaries ADD COLUMN tree TEXT NOT NULL DEFAULT '';`,
 	`ALTER TABLE runs ADD COLUMN inputs TEXT NOT NULL DEFAULT '';`,
 	// 5: boundaries by tree, for a replay across runs: which runs did a
 	// task from the tree this run is at, in one indexed look
-	// (CompletedElsewhereFrom), however many runs the journal holds.
+	// (LiveElsewhereFrom), however many runs the journal holds.
 	`CREATE INDEX boundaries_tree ON boundaries(tree);`,
 }
 

@@ -339,15 +339,16 @@ func (j *Journal) ClosestUnit(lineage []string, taskID, role string, attempt int
 	return &us[best], true, nil
 }
 
-// CompletedElsewhereFrom are the completed live units of identity in any
-// run but exclude, newest first, whose result blob is stored and whose run
-// did their task from tree (the boundary before the task's last boundary
-// in that run has it): the candidates for a replay across runs (the loop
-// decides which may stand in). One query, so that a task whose identity many other
-// runs share, from other trees (a plan run at many commits), costs no
-// per-run look.
-func (j *Journal) CompletedElsewhereFrom(identity, exclude, tree string) ([]Unit, error) {
-	us, err := j.queryUnits(`WHERE identity = ? AND status = 'completed' AND replayed_from_run = '' AND run_id != ?
+// LiveElsewhereFrom are the live units of identity that completed or
+// failed in any run but exclude, newest first, whose result blob is
+// stored and whose run did their task from tree (the boundary before the
+// task's last boundary in that run has it): the candidates for a replay
+// across runs (the loop decides which may stand in; a failed call only
+// where the run's attempts went on after it). One query, so that a task
+// whose identity many other runs share, from other trees (a plan run at
+// many commits), costs no per-run look.
+func (j *Journal) LiveElsewhereFrom(identity, exclude, tree string) ([]Unit, error) {
+	us, err := j.queryUnits(`WHERE identity = ? AND status IN ('completed', 'failed') AND replayed_from_run = '' AND run_id != ?
 		AND (run_id, task_id) IN (SELECT a.run_id, a.after_task
 			FROM boundaries p JOIN boundaries a ON a.run_id = p.run_id AND a.seq = p.seq + 1
 			WHERE p.tree = ? AND a.after_task != ''

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
@@ -13,9 +14,10 @@ import (
 // A replay across runs: a fresh run's task replays the calls another run
 // made for it, from any run in the journal (pulled from a teammate or CI,
 // or an earlier run here), when that run did the task from the same tree
-// with the same identities. Its work is then written into the tree from
-// that run's boundary commits, no agent call; the gate runs live. So a
-// plan run again at the commit where someone already ran it pays nothing.
+// with the same identities, in one attempt or several. Its work is then
+// written into the tree from that run's boundary commits, no agent call;
+// the final gate runs live. So a plan run again at the commit where
+// someone already ran it pays nothing.
 //
 // A resume replays from its lineage first: a task of a resume replays
 // across runs only when no run of its lineage has a unit of it (a task
@@ -27,22 +29,64 @@ import (
 // wave as the resume plan does); one whose call was made ahead after all
 // keeps that call.
 //
-// What must hold, all of it (the common case, exactly): the task's first attempt,
-// nothing of the task in a resume's lineage; the other run did
-// the task in one attempt and it ended done; its boundary before the task
-// has the tree this run's has; and every unit of the attempt has a
-// completed live unit of the same identity in that run.
+// What must hold, all of it: the task's first attempt here, nothing of
+// the task in a resume's lineage; the other run did the task in k
+// attempts (attempts 1 to k all in that run, none of its units replayed)
+// and it ended done; its boundary before the task has the tree this run's
+// has; and each attempt's units have the other run's identities. Those
+// of attempt 1 match by lookup. Those of attempt i+1 follow from the
+// failed gate (or failed call) that ended attempt i there, carried over as
+// journaled: its feedback is hashed into them, so they are computed here
+// from it and must be units of that run too. A carried gate must have
+// been the gate this run would run (the same command): a changed gate
+// asks another question, whose feedback is not known. Not with
+// --reverify, either, which asks every gate again: that of an attempt
+// before the last would have to judge a tree nobody has, so only a task
+// done in one attempt (whose only gate runs live anyway) replays then.
+//
+// Boundaries are per task, not per attempt, so there is no tree between
+// attempts to write: the chain is replayed as a resume replays its
+// lineage's (runAttempt, judge): attempt i's units replayed and its
+// failed gate carried, ..., the last attempt's units replayed, then the
+// task's whole effect (the diff between its boundaries there, every
+// attempt's work and what the gates left) written into the tree, and the
+// final gate run live. The whole chain is checked before anything is
+// written: a mismatch at any attempt (an identity that run has not, a gate
+// that changed) refuses that run as the source, and with no other the
+// task runs live from attempt 1, as if no run had done it. Replaying
+// attempt 1 and going live at attempt 2 would hand the agent feedback
+// about work that is not in the tree.
+//
+// A later attempt of this run never starts a replay across runs (the
+// package doc says why).
 type acrossRun struct {
 	origin   *cache.Run
 	from, to cache.Boundary         // the task's boundaries in that run
-	hits     []*cache.Unit          // per unit of the attempt, in order
+	attempts []acrossAttempt        // 1 to k, in order
 	work     []boundary.LostContent // the task's effect there, to write
 }
 
-// acrossRuns finds the run t's first attempt may replay from, with the
-// task's effect there read, to write.
-func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, attempt int, units []unit.Unit) (*acrossRun, bool) {
-	return e.acrossMatch(t, attempt, units, e.prev.Tree, func(a *acrossRun) bool {
+// acrossAttempt is attempt i of the other run's chain: its units as this
+// run computes them, and the unit of that run each replays as, in order
+// (a failed call ends the attempt, and the units after it have none); for
+// every attempt but the last, the failed gate (or the agent failure) the
+// next attempt took as feedback there, carried over.
+type acrossAttempt struct {
+	units []unit.Unit
+	hits  []*cache.Unit
+	gate  *cache.Gate
+}
+
+// final is the identity of the chain's last unit: the task's artifact.
+func (a *acrossRun) final() string {
+	last := a.attempts[len(a.attempts)-1].units
+	return last[len(last)-1].Identity
+}
+
+// acrossRuns finds the run t's first attempt (facts, units) may replay
+// from, with the task's effect there read, to write.
+func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, facts unit.Facts, units []unit.Unit) (*acrossRun, bool) {
+	return e.acrossMatch(t, facts, units, e.prev.Tree, func(a *acrossRun) bool {
 		effects, err := boundary.Effects(ctx, e.o.RepoRoot, [][2]string{{a.from.Commit, a.to.Commit}})
 		if err != nil {
 			return false
@@ -54,12 +98,12 @@ func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, attempt int, 
 	})
 }
 
-// acrossMatch finds the run t's first attempt may replay from when the
-// tree before the task is tree: the one decision the run takes
-// (acrossRuns) and the resume plan predicts (planner.chain). accept may
-// refuse a candidate (nil: any).
-func (e *engine) acrossMatch(t extractor.Task, attempt int, units []unit.Unit, tree string, accept func(*acrossRun) bool) (*acrossRun, bool) {
-	if attempt != 1 || len(units) == 0 || tree == "" || e.j == nil {
+// acrossMatch finds the run t's first attempt (facts, units) may replay
+// from when the tree before the task is tree: the one decision the run
+// takes (acrossRuns), the resume plan predicts (planner.chain) and a wave
+// honours (startWave). accept may refuse a candidate (nil: any).
+func (e *engine) acrossMatch(t extractor.Task, facts unit.Facts, units []unit.Unit, tree string, accept func(*acrossRun) bool) (*acrossRun, bool) {
+	if facts.Attempt != 1 || len(units) == 0 || tree == "" || e.j == nil {
 		return nil, false
 	}
 	for _, id := range e.lineage.runs {
@@ -67,7 +111,7 @@ func (e *engine) acrossMatch(t extractor.Task, attempt int, units []unit.Unit, t
 			return nil, false
 		}
 	}
-	cands, err := e.j.CompletedElsewhereFrom(units[0].Identity, e.runID, tree)
+	cands, err := e.j.LiveElsewhereFrom(units[0].Identity, e.runID, tree)
 	if err != nil {
 		return nil, false
 	}
@@ -77,23 +121,8 @@ func (e *engine) acrossMatch(t extractor.Task, attempt int, units []unit.Unit, t
 			continue
 		}
 		tried[c.RunID] = true
-		if row, ok := e.lineage.factsOf(c.RunID).tasks[t.ID]; !ok || row.Status != cache.TaskDone || row.Attempts != 1 {
-			continue
-		}
-		from, to, err := taskBoundaries(e.j, c.RunID, t.ID)
-		if err != nil || from.Tree != tree {
-			continue
-		}
-		a := &acrossRun{from: from, to: to}
-		for _, u := range units {
-			h, ok, err := e.j.FindCompleted([]string{c.RunID}, u.Identity)
-			if err != nil || !ok || h.Replayed() || h.Attempt != 1 {
-				a = nil
-				break
-			}
-			a.hits = append(a.hits, h)
-		}
-		if a == nil {
+		a, ok := e.acrossChain(t, facts, units, c.RunID, tree)
+		if !ok {
 			continue
 		}
 		if a.origin, err = e.j.GetRun(c.RunID); err != nil {
@@ -107,19 +136,106 @@ func (e *engine) acrossMatch(t extractor.Task, attempt int, units []unit.Unit, t
 	return nil, false
 }
 
-// replayAcross replays the attempt's units from a.origin and writes the
-// task's work there into the tree.
-func (e *engine) replayAcross(ctx context.Context, t extractor.Task, ts *taskState, attempt int, units []unit.Unit, a *acrossRun) error {
+// acrossChain is task t's chain of attempts in run runID, as this run
+// would replay it from attempt 1 (facts, units), when it holds (see
+// acrossRun); not ok at the first thing that does not.
+func (e *engine) acrossChain(t extractor.Task, facts unit.Facts, units []unit.Unit, runID, tree string) (*acrossRun, bool) {
+	f := e.lineage.factsOf(runID)
+	row, ok := f.tasks[t.ID]
+	k := row.Attempts
+	if !ok || row.Status != cache.TaskDone || k < 1 || f.minUnit[t.ID] != 1 || f.maxUnit[t.ID] != k {
+		return nil, false
+	}
+	from, to, err := e.lineage.taskBoundaries(runID, t.ID)
+	if err != nil || from.Tree != tree {
+		return nil, false
+	}
+	a := &acrossRun{from: from, to: to}
+	gateCmd := e.gateCommand(t)
+	for attempt := 1; attempt <= k; attempt++ {
+		if attempt > 1 {
+			facts.Attempt = attempt
+			if units, err = unit.WorkList(t, e.unitParams(t), facts); err != nil || len(units) == 0 {
+				return nil, false
+			}
+		}
+		at := acrossAttempt{units: units}
+		failed := false
+		for _, u := range units {
+			h, ok, err := e.j.FindCompleted([]string{runID}, u.Identity)
+			if err == nil && ok && !h.Replayed() && h.Attempt == attempt {
+				at.hits = append(at.hits, h)
+				continue
+			}
+			h, ok, err = e.j.FindFailed([]string{runID}, u.Identity)
+			if err != nil || !ok || h.Attempt != attempt {
+				return nil, false // not that run's identity
+			}
+			at.hits, failed = append(at.hits, h), true
+			break
+		}
+		if attempt == k {
+			if failed {
+				return nil, false
+			}
+			a.attempts = append(a.attempts, at)
+			break
+		}
+		g, ok := e.lineage.journaledGate(runID, t.ID, attempt)
+		switch {
+		case !ok || g.Passed || g.Replayed:
+			return nil, false
+		case failed && g.Command != agentGate:
+			return nil, false
+		case !failed && (g.Command != gateCmd || gateCmd == "" || e.o.Reverify):
+			return nil, false // another gate now: its feedback is not known
+		}
+		at.gate = &g
+		a.attempts = append(a.attempts, at)
+		facts.GateFeedback = g.Feedback
+	}
+	return a, true
+}
+
+// replayAcross replays attempt (units) of the chain a from a.origin: its
+// units, then its failed gate carried (judge carries it) or, on the last
+// attempt, the task's work there written into the tree (judge runs the
+// gate live).
+func (e *engine) replayAcross(ctx context.Context, t extractor.Task, ts *taskState, attempt int, units []unit.Unit, a *acrossRun) (attemptRun, error) {
+	at := a.attempts[attempt-1]
+	r := attemptRun{allReplayed: true, crossed: true}
+	if !sameIdentities(units, at.units) {
+		// The chain was computed from the same facts and the feedback it
+		// carries: this is a bug, not a reason to go on half replayed.
+		return r, fmt.Errorf("task %s: attempt %d's units are not those its replay across runs from run %s was decided on", t.ID, attempt, a.origin.ID)
+	}
 	why := fmt.Sprintf("run %s on %s did this task from the same tree with the same identities", a.origin.ID, a.origin.Host)
-	for i, u := range units {
-		h := a.hits[i]
+	if n := len(a.attempts); n > 1 {
+		why += fmt.Sprintf(", in %d attempts", n)
+	}
+	for i, h := range at.hits {
+		u := units[i]
 		if _, err := e.j.AddReplayedUnit(e.runID, u.ID, h); err != nil {
-			return err
+			return r, err
 		}
 		ts.replayed++
+		msg := why
+		if h.Status == cache.UnitFailed {
+			msg = "failed: " + firstLine(h.Error) + " (" + why + ")"
+		} else {
+			r.final = u.Identity
+		}
+		r.hit = h
 		e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
-			Source: "replayed", From: h.RunID + ":" + h.UnitID, Message: why,
+			Source: "replayed", From: h.RunID + ":" + h.UnitID, Message: msg,
 			TokensIn: h.TokensIn, TokensOut: h.TokensOut, CostUSD: h.CostUSD})
+	}
+	if at.gate != nil {
+		r.carried = at.gate
+		if at.gate.Command == agentGate {
+			r.failure = at.gate.Feedback
+		}
+		return r, nil
 	}
 	written, left := writeBack(ctx, e.o.RepoRoot, a.work)
 	ts.restored = true // the boundary after the task holds that work
@@ -134,5 +250,10 @@ func (e *engine) replayAcross(ctx context.Context, t extractor.Task, ts *taskSta
 		ts.row.Concerns = append(ts.row.Concerns, note)
 		e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
 	}
-	return nil
+	return r, nil
+}
+
+// sameIdentities reports whether a and b are the same units, by identity.
+func sameIdentities(a, b []unit.Unit) bool {
+	return slices.EqualFunc(a, b, func(x, y unit.Unit) bool { return x.Identity == y.Identity })
 }

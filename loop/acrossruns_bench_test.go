@@ -73,7 +73,7 @@ func BenchmarkAcrossRunsLookup(b *testing.B) {
 		t0 := time.Now()
 		for t := range tasks {
 			task := extractor.Task{ID: strconv.Itoa(t + 1)}
-			if _, ok := e.acrossRuns(context.Background(), task, 1, []unit.Unit{{ID: task.ID + "/implement~a1", Identity: ids[t]}}); ok {
+			if _, ok := e.acrossRuns(context.Background(), task, unit.Facts{Attempt: 1}, []unit.Unit{{ID: task.ID + "/implement~a1", Identity: ids[t]}}); ok {
 				b.Fatal("a replay across runs from another tree")
 			}
 		}
@@ -97,4 +97,104 @@ func journalT(b *testing.B) *cache.Journal {
 	}
 	b.Cleanup(func() { j.Close() })
 	return j
+}
+
+// BenchmarkAcrossRunsChainLookup is what finding a replay across runs
+// costs per task when it is found: 100 tasks another run did, each from
+// the tree this run's is at (each task's tree another), each in two attempts (a failed gate, then the fix), against the
+// same lookups when that run did each in one. The chain costs its second
+// attempt's units, computed from the carried feedback and looked up in
+// that run. Reported: ms per task for the chain, and the ratio.
+func BenchmarkAcrossRunsChainLookup(b *testing.B) {
+	const tasks = 100
+	e := &engine{runID: "r-20261130-120000-self", s: DefaultSettings(), sel: &extractor.Selection{Count: tasks, PlanSHA256: "x"}}
+	e.s.Agent, e.s.Verify = "builtin", "make check"
+	ts := make([]extractor.Task, tasks)
+	units := make([][2][]unit.Unit, tasks)
+	for i := range ts {
+		ts[i] = extractor.Task{ID: strconv.Itoa(i + 1), Ordinal: i + 1, Text: fmt.Sprintf("### Task %d\n\nDo %d.\n", i+1, i+1)}
+		for a := range 2 {
+			f := unit.Facts{Attempt: a + 1}
+			if a == 1 {
+				f.GateFeedback = "FAIL: task " + ts[i].ID
+			}
+			us, err := unit.WorkList(ts[i], e.unitParams(ts[i]), f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			units[i][a] = us
+		}
+	}
+	fill := func(j *cache.Journal, attempts int) {
+		result, err := j.PutBlob([]byte(`{"result":"ok"}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		run := &cache.Run{ID: "r-20261130-100000-0001", PlanPath: "plan.md", PlanSHA256: "x", StartedAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+		if err := j.CreateRun(run); err != nil {
+			b.Fatal(err)
+		}
+		err = j.Batch(false, func(w *cache.Journal) error {
+			if _, err := w.PutBoundary(cache.Boundary{RunID: run.ID, Commit: "c", Tree: "tree-0"}); err != nil {
+				return err
+			}
+			for i, t := range ts {
+				for a := range attempts {
+					for _, u := range units[i][a] {
+						canon, err := identity.Canonical(u.Preimage)
+						if err != nil {
+							return err
+						}
+						cu := cache.Unit{RunID: run.ID, UnitID: u.ID, TaskID: t.ID, Role: u.Role, Attempt: u.Attempt, Identity: u.Identity, Preimage: canon}
+						if err := w.StartUnit(cu); err != nil {
+							return err
+						}
+						if err := w.FinishUnit(run.ID, u.ID, cache.Outcome{Status: cache.UnitCompleted, Result: result}); err != nil {
+							return err
+						}
+					}
+					g := cache.Gate{RunID: run.ID, TaskID: t.ID, Attempt: a + 1, Command: e.s.Verify, Passed: a+1 == attempts}
+					if !g.Passed {
+						g.ExitCode, g.Feedback = 1, "FAIL: task "+t.ID
+					}
+					if err := w.PutGate(g); err != nil {
+						return err
+					}
+				}
+				if err := w.PutTask(cache.Task{RunID: run.ID, TaskID: t.ID, Ordinal: i, Status: cache.TaskDone, Source: cache.SourceLive, Attempts: attempts}); err != nil {
+					return err
+				}
+				if _, err := w.PutBoundary(cache.Boundary{RunID: run.ID, AfterTask: t.ID, Commit: "c", Tree: "tree-" + t.ID}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	single, chain := journalT(b), journalT(b)
+	fill(single, 1)
+	fill(chain, 2)
+	lookups := func(j *cache.Journal, attempts int) time.Duration {
+		e.j, e.lineage = j, &lineage{j: j}
+		t0 := time.Now()
+		for i, t := range ts {
+			a, ok := e.acrossMatch(t, unit.Facts{Attempt: 1}, units[i][0], "tree-"+strconv.Itoa(i), nil)
+			if !ok || len(a.attempts) != attempts {
+				b.Fatalf("task %s: no replay across runs in %d attempt(s)", t.ID, attempts)
+			}
+		}
+		return time.Since(t0)
+	}
+	var one, two time.Duration
+	b.ResetTimer()
+	for range b.N {
+		one += lookups(single, 1)
+		two += lookups(chain, 2)
+	}
+	perTask := float64(b.N * tasks)
+	b.ReportMetric(float64(two)/perTask/1e6, "ms/task")
+	b.ReportMetric(float64(two)/float64(one), "chain/single")
 }

@@ -21,6 +21,29 @@
 // is where replays come from. A task that ended blocked is never replayed
 // as blocked: its gate runs live first.
 //
+// # Replays across runs
+//
+// A task may also replay from a run outside the lineage (acrossruns.go):
+// any run in the journal, pulled from a teammate or CI, that did the task
+// from the tree this run's task starts from (the tree of the boundary
+// before it), with the same identities. Boundaries are per task, not per
+// attempt, so what is matched is the task's whole chain of attempts, from
+// its first: attempt 1's units by identity, each later attempt's units
+// computed here from the feedback of the failed gate (or failed call) that
+// ended the attempt before it there, carried as journaled, and found in
+// that run too. The chain replays as a lineage's does, then the task's
+// effect there is written from that run's boundary commits and the final
+// gate runs live. It is decided whole, before anything is written; a
+// mismatch at any attempt leaves the task live from attempt 1.
+//
+// A later attempt never replays across runs on its own. When attempt 1
+// ran live here (its identity matched no run's, or --jobs called it ahead)
+// and failed, attempt 2 may well have the identity another run's attempt
+// 2 had; but each began from the tree its attempt 1 and gate left, and no
+// boundary recorded either tree, so there is nothing to match, and a
+// replay would stand in for work done on a tree nobody can show was this
+// one. It runs live.
+//
 // # The engine
 //
 // The engine is three parts. The lineage (lineage.go) is what earlier

@@ -65,6 +65,12 @@ func taskBoundaries(j *cache.Journal, runID, taskID string) (from, to cache.Boun
 	if err != nil {
 		return from, to, err
 	}
+	return boundariesAround(bs, runID, taskID)
+}
+
+// boundariesAround are the boundaries around the task's last run among
+// bs, run runID's boundaries in order.
+func boundariesAround(bs []cache.Boundary, runID, taskID string) (from, to cache.Boundary, err error) {
 	at := -1
 	for i, b := range bs {
 		if b.AfterTask == taskID && i > 0 {

@@ -47,6 +47,11 @@ type runFacts struct {
 	final   map[string]string
 	finalAt map[string]int // the attempt of final
 	gates   map[string][]cache.Gate
+	// bounds are the run's boundaries in order, loaded on first use
+	// (boundariesOf): only a replay across runs reads them, once per
+	// run rather than once per task.
+	bounds     []cache.Boundary
+	boundsRead bool
 }
 
 // factsOf loads (once) what run runID journaled: a run of the lineage, or
@@ -93,6 +98,19 @@ func (l *lineage) factsOf(runID string) *runFacts {
 	}
 	l.facts[runID] = f
 	return f
+}
+
+// taskBoundaries are the boundaries around the task in run runID, as the
+// package's taskBoundaries says, from the run's boundaries loaded once.
+func (l *lineage) taskBoundaries(runID, taskID string) (from, to cache.Boundary, err error) {
+	f := l.factsOf(runID)
+	if !f.boundsRead {
+		if f.bounds, err = l.j.Boundaries(runID); err != nil {
+			return from, to, err
+		}
+		f.boundsRead = true
+	}
+	return boundariesAround(f.bounds, runID, taskID)
 }
 
 // lastRow is the task's row in the nearest run of the lineage that got to

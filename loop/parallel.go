@@ -76,7 +76,7 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 	tree := e.prev.Tree // before the next task of the wave, while certain
 	for k := i; k < end; k++ {
 		t := e.sel.Tasks[k]
-		units, ok, err := e.firstLiveUnits(t)
+		units, facts, ok, err := e.firstLiveUnits(t)
 		if err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 		// A task that will replay across runs at its turn is not called
 		// ahead (acrossruns.go): the tree it starts from there is known
 		// while every task before it in the wave replays across runs.
-		if a, across := e.acrossMatch(t, units[0].Attempt, units, tree, nil); across {
+		if a, across := e.acrossMatch(t, facts, units, tree, nil); across {
 			tree = a.to.Tree
 			if e.gateCommand(t) != "" {
 				tree = "" // what its gate leaves is not known
@@ -252,32 +252,34 @@ func (e *engine) aheadPendingAfter(i int) bool {
 }
 
 // firstLiveUnits is the attempt task t would dispatch live first at its
-// turn, when that is known now: a task that runs (not skipped, not held),
+// turn (its units and the facts they were made from), when that is known
+// now: a task that runs (not skipped, not held),
 // starts a fresh attempt chain (not a recheck), and whose first unit has
 // no completed twin in the lineage.
-func (e *engine) firstLiveUnits(t extractor.Task) ([]unit.Unit, bool, error) {
+func (e *engine) firstLiveUnits(t extractor.Task) ([]unit.Unit, unit.Facts, bool, error) {
 	if e.skips(t) || e.heldBy(t) != "" {
-		return nil, false, nil
+		return nil, unit.Facts{}, false, nil
 	}
 	if p, ok := e.planned[t.ID]; ok && p.Action != ActionLive {
-		return nil, false, nil
+		return nil, unit.Facts{}, false, nil
 	}
 	st, err := e.run.startOf(t)
 	if err != nil || st.kind != startChain {
-		return nil, false, err
+		return nil, unit.Facts{}, false, err
 	}
-	units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: st.attempt, GateFeedback: st.feedback, Artifacts: e.run.artifacts(t)})
+	facts := unit.Facts{Attempt: st.attempt, GateFeedback: st.feedback, Artifacts: e.run.artifacts(t)}
+	units, err := unit.WorkList(t, e.unitParams(t), facts)
 	if err != nil || len(units) == 0 {
-		return nil, false, err
+		return nil, unit.Facts{}, false, err
 	}
 	u := units[0]
 	if _, found, err := e.lineage.findCompleted(u.Identity); err != nil || found && !e.work.mustRun(t.ID) {
-		return nil, false, err
+		return nil, unit.Facts{}, false, err
 	}
 	if _, _, chained := e.failedChain(t, u); chained {
-		return nil, false, nil
+		return nil, unit.Facts{}, false, nil
 	}
-	return units, true, nil
+	return units, facts, true, nil
 }
 
 // worker is one of --jobs workers: its worktree ("" before its first

@@ -5,3 +5,7 @@ package loop
 // replayChecks is TestReplayPropertyNeedsItsWork's default number of
 // cases (about 0.5 s each on 2 cores).
 const replayChecks = "60"
+
+// acrossChecks is TestAcrossRunsPropertyChains' default number of cases
+// (about 1 s each on 2 cores).
+const acrossChecks = "30"

@@ -18,9 +18,11 @@ const (
 	ActionLive   = "live"   // at least one unit runs live
 	ActionSkip   = "skip"   // checked in the plan
 	ActionGate   = "gate"   // was blocked: its gate runs first
-	// ActionAcross: its first attempt replays across runs (acrossruns.go):
-	// another run did it from the same tree with the same identities, and
-	// its work is written in, no agent call; the gate, if any, runs live.
+	// ActionAcross: its attempts replay across runs (acrossruns.go):
+	// another run did it from the same tree with the same identities (in
+	// one attempt or several, whose failed gates replay as journaled),
+	// and its work is written in, no agent call; the final gate, if any,
+	// runs live.
 	ActionAcross = "across"
 )
 
@@ -110,7 +112,8 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 	// Artifacts of dependencies are only known once they ran in this run;
 	// the plan assumes replayed dependencies keep their identities.
 	for range 1000 {
-		units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: attempt, GateFeedback: feedback, Artifacts: pl.artifacts(t)})
+		facts := unit.Facts{Attempt: attempt, GateFeedback: feedback, Artifacts: pl.artifacts(t)}
+		units, err := unit.WorkList(t, e.unitParams(t), facts)
 		if err != nil {
 			return err
 		}
@@ -126,10 +129,10 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 					hit, failedFeedback = f, &g.Feedback
 					break
 				}
-				if a, ok := e.acrossMatch(t, attempt, units, pl.tree, nil); ok && i == 0 {
+				if a, ok := pl.acrossAt(t, i, facts, units); ok {
 					p.Action, p.From = ActionAcross, a.origin.ID
-					p.Reasons = []string{fmt.Sprintf("run %s on %s did it from this tree with the same identities: its work is written in, no agent call", a.origin.ID, a.origin.Host)}
-					pl.art[t.ID], pl.tree = units[len(units)-1].Identity, a.to.Tree
+					p.Reasons = []string{acrossReason(a)}
+					pl.art[t.ID], pl.tree = a.final(), a.to.Tree
 					if e.gateCommand(t) != "" {
 						p.Reasons = append(p.Reasons, "its gate runs live")
 						pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
@@ -196,6 +199,25 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 		feedback = g.Feedback
 	}
 	return errors.New("plan: attempt chain too long")
+}
+
+// acrossAt is the run task t replays across runs from, planned at its
+// attempt's unit i (facts, units): only its first attempt's first unit,
+// from the tree before the task, while it is certain.
+func (pl *planner) acrossAt(t extractor.Task, i int, facts unit.Facts, units []unit.Unit) (*acrossRun, bool) {
+	if i != 0 {
+		return nil, false
+	}
+	return pl.e.acrossMatch(t, facts, units, pl.tree, nil)
+}
+
+// acrossReason is why a task is planned across runs (chain a).
+func acrossReason(a *acrossRun) string {
+	if n := len(a.attempts); n > 1 {
+		return fmt.Sprintf("run %s on %s did it from this tree with the same identities, in %d attempts: they replay, each failure as journaled, and its work is written in, no agent call",
+			a.origin.ID, a.origin.Host, n)
+	}
+	return fmt.Sprintf("run %s on %s did it from this tree with the same identities: its work is written in, no agent call", a.origin.ID, a.origin.Host)
 }
 
 // dryRun computes the work list without writing anything: the journal is

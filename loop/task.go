@@ -35,6 +35,10 @@ type taskState struct {
 	// boundaries as it replayed across runs), so it takes a boundary of
 	// its own: the next task starts from the tree that work made.
 	restored bool
+	// across: the chain of attempts another run made for the task, which
+	// its attempts replay one by one (acrossruns.go); decided at attempt
+	// 1, nil when there is none.
+	across *acrossRun
 }
 
 func (ts *taskState) source() cache.Source {
@@ -97,12 +101,13 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 
 	liveAttempts := 0
 	for {
-		units, err := unit.WorkList(t, e.unitParams(t), unit.Facts{Attempt: attempt, GateFeedback: feedback, Artifacts: e.run.artifacts(t)})
+		facts := unit.Facts{Attempt: attempt, GateFeedback: feedback, Artifacts: e.run.artifacts(t)}
+		units, err := unit.WorkList(t, e.unitParams(t), facts)
 		if err != nil {
 			return taskResult{}, err
 		}
 		ts.row.Attempts++
-		a, err := e.runAttempt(ctx, idx, t, ts, attempt, units)
+		a, err := e.runAttempt(ctx, idx, t, ts, facts, units)
 		if err != nil {
 			return taskResult{}, err
 		}
@@ -210,23 +215,22 @@ type attemptRun struct {
 	crossed     bool        // replayed from another run (acrossruns.go)
 }
 
-// runAttempt runs the units of one attempt in order: each replays when
-// its identity completed in the lineage (or as a failure the chain went on
-// from), else it is dispatched live; a failed call ends the attempt.
-func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *taskState, attempt int, units []unit.Unit) (attemptRun, error) {
-	a := attemptRun{allReplayed: true}
-	todo := units
+// runAttempt runs the units of one attempt (facts) in order: the
+// attempt of another run's chain it replays across runs, or each unit
+// replays when its identity completed in the lineage (or as a failure the
+// chain went on from), else it is dispatched live; a failed call ends the
+// attempt.
+func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *taskState, facts unit.Facts, units []unit.Unit) (attemptRun, error) {
+	attempt := facts.Attempt
 	calledAhead := len(units) > 0 && e.early[units[0].Identity] != nil // with its wave (--jobs): that call stands
-	if !calledAhead {
-		if ac, ok := e.acrossRuns(ctx, t, attempt, units); ok {
-			if err := e.replayAcross(ctx, t, ts, attempt, units, ac); err != nil {
-				return a, err
-			}
-			a.crossed, todo = true, nil
-			a.hit, a.final = ac.hits[len(ac.hits)-1], units[len(units)-1].Identity
-		}
+	if attempt == 1 && !calledAhead && ts.across == nil {
+		ts.across, _ = e.acrossRuns(ctx, t, facts, units)
 	}
-	for _, u := range todo {
+	if ac := ts.across; ac != nil && attempt <= len(ac.attempts) {
+		return e.replayAcross(ctx, t, ts, attempt, units, ac)
+	}
+	a := attemptRun{allReplayed: true}
+	for _, u := range units {
 		h, ok, err := e.lineage.findCompleted(u.Identity)
 		if err != nil {
 			return a, err

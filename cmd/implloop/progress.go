@@ -283,7 +283,11 @@ func (p *progress) plain(e loop.Event) {
 				if msg == "" && e.ExitCode != nil {
 					msg = fmt.Sprintf("exit status %d", *e.ExitCode)
 				}
-				fmt.Fprintf(w, "  gate failed (attempt %d): %s\n", e.Attempt, msg)
+				how := "" // a journaled verdict carried over: no gate ran now
+				if e.Source == "replayed" {
+					how = ", replayed"
+				}
+				fmt.Fprintf(w, "  gate failed (attempt %d%s): %s\n", e.Attempt, how, msg)
 			}
 		}
 	case loop.EvRestored, loop.EvConcern, loop.EvBlocked:
