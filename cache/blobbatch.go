@@ -19,19 +19,16 @@ import (
 var ErrBlobMismatch = errors.New("blob content does not match its hash")
 
 // BlobBatch stores many blobs at once, each checked against the hash it is
-// named by (blobs that came from elsewhere: a pull). [BlobBatch.Add]
-// appends to one pack (see packDir), [BlobBatch.AddFile] writes a file of
-// its own (for a blob people open by path: gate output). Commit makes
-// them all durable with one flush of the file system (syncfs on Linux; one
-// fsync per file elsewhere), moves them into place and makes that durable,
-// so a blob under a hash name is complete, as with a BlobWriter, at a
-// fraction of the cost of one fsync per blob. Until Commit nothing is
-// under a hash name; Abort removes the temporary files.
+// named by (blobs that came from elsewhere: a pull), in one pack (see
+// packDir). Commit makes the pack and its index durable with one flush of
+// the file system (syncfs on Linux; one fsync per file elsewhere), moves
+// them into place and makes that durable, so a blob is seen only
+// complete, as with a BlobWriter, at a fraction of the cost of a file
+// and an fsync per blob. Until Commit nothing is seen; Abort removes the
+// temporary files.
 type BlobBatch struct {
 	s     *Blobs
-	added map[string]uint8 // inPack | inFile
-	temps []string         // temporary files of AddFile, in Add order
-	names []string         // their hashes
+	added map[string]bool // the hashes added
 
 	pack    *os.File      // the pack's temporary file, once Add wrote to it
 	packBuf *bufio.Writer // in front of pack: one write call per blob costs more than the blob
@@ -51,24 +48,16 @@ func (s *Blobs) NewBatch() (*BlobBatch, error) {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("blob store: %w", err)
 	}
-	return &BlobBatch{s: s, added: map[string]uint8{}}, nil
+	return &BlobBatch{s: s, added: map[string]bool{}}, nil
 }
 
-// Where a batch holds a blob: a blob AddFile is asked for after Add had
-// it is written as a file too, since it is opened by path.
-const (
-	inPack uint8 = 1 << iota
-	inFile
-)
-
-// skip says whether h is in the batch already where want asks for it (any
-// place will do for a blob read by hash: inPack|inFile). What the store
-// has is for the caller to skip: it knows before it reads the content.
-func (b *BlobBatch) skip(h string, want uint8) (bool, error) {
+// skip says whether h is in the batch already. What the store has is for
+// the caller to skip: it knows before it reads the content.
+func (b *BlobBatch) skip(h string) (bool, error) {
 	if !validHash(h) {
 		return false, fmt.Errorf("invalid blob hash %q", h)
 	}
-	return b.added[h]&want != 0, nil
+	return b.added[h], nil
 }
 
 func mismatch(h string, sum []byte) error {
@@ -111,7 +100,7 @@ func (b *BlobBatch) copyBuf() []byte {
 // has it. Content that does not hash to h is refused with an
 // error wrapping ErrBlobMismatch (and left out of the pack).
 func (b *BlobBatch) Add(h string, r io.Reader) error {
-	if skip, err := b.skip(h, inPack|inFile); skip || err != nil {
+	if skip, err := b.skip(h); skip || err != nil {
 		return err
 	}
 	if b.pack == nil {
@@ -149,35 +138,7 @@ func (b *BlobBatch) Add(h string, r io.Reader) error {
 	b.index.Write(b.line)
 	b.entries[h] = packed{off: b.off, size: n}
 	b.off += n
-	b.added[h] |= inPack
-	return nil
-}
-
-// AddFile writes r's content as blob h in a file of its own, unless the
-// batch has it as a file (a blob Add had is written again: it is opened by
-// path); checked as Add checks.
-func (b *BlobBatch) AddFile(h string, r io.Reader) error {
-	if skip, err := b.skip(h, inFile); skip || err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(b.s.dir, "tmp-*")
-	if err != nil {
-		return fmt.Errorf("blob store: %w", err)
-	}
-	sum := sha256.New()
-	_, err = io.CopyBuffer(io.MultiWriter(f, sum), r, b.copyBuf())
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = mismatch(h, sum.Sum(nil))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	b.temps, b.names = append(b.temps, f.Name()), append(b.names, h)
-	b.added[h] |= inFile
+	b.added[h] = true
 	return nil
 }
 
@@ -202,65 +163,37 @@ func (b *BlobBatch) Commit() error {
 			return fmt.Errorf("blob store: %w", err)
 		}
 	}
-	if len(b.temps) == 0 && b.pack == nil {
+	if b.pack == nil {
 		return nil
 	}
-	files := append([]string{}, b.temps...)
-	if b.pack != nil {
-		files = append(files, b.pack.Name(), idx)
-	}
-	if err := syncFiles(b.s.dir, files); err != nil {
+	if err := syncFiles(b.s.dir, []string{b.pack.Name(), idx}); err != nil {
 		b.Abort()
 		os.Remove(idx)
 		return fmt.Errorf("blob store: fsync: %w", err)
 	}
-	dirs := map[string]bool{}
-	if b.pack != nil {
-		// The pack first, its index last: a pack is seen only whole.
-		dir := filepath.Join(b.s.dir, packDir)
-		name := filepath.Join(dir, HashBytes(b.index.Bytes()))
-		err := os.MkdirAll(dir, 0o755)
-		if err == nil {
-			err = os.Chmod(b.pack.Name(), 0o444)
-		}
-		if err == nil {
-			err = os.Rename(b.pack.Name(), name+".pack")
-		}
-		if err == nil {
-			if err = os.Rename(idx, name+".idx"); err != nil {
-				os.Remove(name + ".pack") // never seen without its index
-			}
-		}
-		if err != nil {
-			b.Abort()
-			os.Remove(idx)
-			return fmt.Errorf("blob store: %w", err)
-		}
-		b.pack, dirs[dir] = nil, true
-		b.s.addPacked(filepath.Base(name), b.entries)
+	// The pack first, its index last: a pack is seen only whole.
+	dir := filepath.Join(b.s.dir, packDir)
+	name := filepath.Join(dir, HashBytes(b.index.Bytes()))
+	err := os.MkdirAll(dir, 0o755)
+	if err == nil {
+		err = os.Chmod(b.pack.Name(), 0o444)
 	}
-	for i, tmp := range b.temps {
-		dst, _ := b.s.Path(b.names[i])
-		dir := filepath.Dir(dst)
-		if !dirs[dir] {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				b.Abort()
-				return fmt.Errorf("blob store: %w", err)
-			}
-			dirs[dir] = true
-		}
-		if err := os.Chmod(tmp, 0o444); err != nil {
-			b.Abort()
-			return fmt.Errorf("blob store: %w", err)
-		}
-		if err := os.Rename(tmp, dst); err != nil {
-			b.Abort()
-			return fmt.Errorf("blob store: %w", err)
-		}
-		b.temps[i] = ""
+	if err == nil {
+		err = os.Rename(b.pack.Name(), name+".pack")
 	}
-	b.temps, b.names = nil, nil
-	return syncDirs(b.s.dir, dirs)
+	if err == nil {
+		if err = os.Rename(idx, name+".idx"); err != nil {
+			os.Remove(name + ".pack") // never seen without its index
+		}
+	}
+	if err != nil {
+		b.Abort()
+		os.Remove(idx)
+		return fmt.Errorf("blob store: %w", err)
+	}
+	b.pack = nil
+	b.s.addPacked(filepath.Base(name), b.entries)
+	return syncDirs(b.s.dir, map[string]bool{dir: true})
 }
 
 // writeIndex writes the pack's index to a temporary file.
@@ -282,17 +215,12 @@ func (b *BlobBatch) writeIndex() (string, error) {
 
 // Abort removes what was not committed.
 func (b *BlobBatch) Abort() {
-	for _, t := range b.temps {
-		if t != "" {
-			os.Remove(t)
-		}
-	}
 	if b.pack != nil {
 		b.pack.Close()
 		os.Remove(b.pack.Name())
 		b.pack = nil
 	}
-	b.temps, b.names, b.added = nil, nil, map[string]uint8{}
+	b.added = map[string]bool{}
 	b.index.Reset()
 	b.off = 0
 }

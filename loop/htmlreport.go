@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -30,7 +31,32 @@ func WriteHTMLReport(ctx context.Context, j *cache.Journal, repoRoot string, rep
 	if err != nil {
 		return "", err
 	}
+	gateOutputFiles(j, rep)
 	return report.WriteHTML(j.Dir(), rep, x)
+}
+
+// gateOutputFiles gives each task's gate output a file for the page to
+// name: the blob's own file, else (a gate output pulled into a pack) a
+// copy beside the report; none when the blob cannot be read.
+func gateOutputFiles(j *cache.Journal, rep *report.Report) {
+	for i := range rep.Tasks {
+		t := &rep.Tasks[i]
+		if t.GateOutputBlob == "" {
+			continue
+		}
+		if fi, err := os.Stat(t.GateOutput); err == nil && fi.Mode().IsRegular() {
+			continue
+		}
+		t.GateOutput = ""
+		r, err := j.Blobs().Open(t.GateOutputBlob)
+		if err != nil {
+			continue
+		}
+		if p, err := report.CopyGateOutput(j.Dir(), rep, i, r); err == nil {
+			t.GateOutput = p
+		}
+		r.Close()
+	}
 }
 
 // reportExtras are what run runID's HTML report adds to the journal's

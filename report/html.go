@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"html/template"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -434,4 +435,38 @@ func clock(t time.Time) string {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
+}
+
+// CopyGateOutput writes the whole gate output of task r.Tasks[i] from src
+// beside the run's report.html (runs/<id>/gate-output/), replaced
+// atomically, for the page to name: a gate output that came with a pull
+// is kept in a pack of the blob store, not in a file of its own.
+func CopyGateOutput(stateDir string, r *Report, i int, src io.Reader) (string, error) {
+	safe := strings.Map(func(c rune) rune {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' {
+			return c
+		}
+		return '_'
+	}, r.Tasks[i].ID)
+	dir := filepath.Join(filepath.Dir(HTMLPath(stateDir, r.RunID)), "gate-output")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("write report: %w", err)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%03d-%.60s.txt", i+1, safe))
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("write report: %w", err)
+	}
+	_, err = io.Copy(f, src)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("write report: %w", err)
+	}
+	return path, nil
 }

@@ -185,9 +185,12 @@ type Task struct {
 	LostPaths   bytepath.List `json:"lost_paths,omitempty"`
 
 	// For the HTML report: the last gate's output tail and where its whole
-	// output is (a file in the blob store; "" when not kept).
+	// output is (a file in the blob store, or a copy beside the report of
+	// one kept in a pack: see GateOutputBlob; "" when not kept).
 	GateTail   string `json:"-"`
 	GateOutput string `json:"-"`
+	// GateOutputBlob is the whole output's blob hash ("" none).
+	GateOutputBlob string `json:"-"`
 }
 
 // Spend sums units: their count, tokens and cost.
@@ -289,7 +292,7 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 	r.Attempts = attempts(units, gates)
 	for _, g := range gates {
 		if t := byTask[g.TaskID]; t != nil {
-			t.GateTail, t.GateOutput = g.Feedback, ""
+			t.GateTail, t.GateOutput, t.GateOutputBlob = g.Feedback, "", g.Output
 			if p, err := j.Blobs().Path(g.Output); err == nil && g.Output != "" {
 				t.GateOutput = p
 			}

@@ -431,11 +431,7 @@ func storeBlobs(ctx context.Context, dir string, j *cache.Journal, runs <-chan *
 	round := func() error {
 		var ids, hashes []string
 		var owner []*incoming
-		gateOutput := map[string]bool{}
 		for _, in := range chunk {
-			for _, g := range in.rec.Gates {
-				gateOutput[g.Output] = true
-			}
 			for _, h := range j.Blobs().Missing(in.rec.Blobs()) {
 				ids, hashes, owner = append(ids, in.blobs[h]), append(hashes, h), append(owner, in)
 			}
@@ -445,13 +441,11 @@ func storeBlobs(ctx context.Context, dir string, j *cache.Journal, runs <-chan *
 			if typ != "blob" {
 				return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: fmt.Sprintf("blob %s is a %s", hashes[i], typ)}
 			}
-			// Gate output is opened by path (the report names its file);
-			// the rest goes into one pack.
-			add := batch.Add
-			if gateOutput[hashes[i]] {
-				add = batch.AddFile
-			}
-			err := add(hashes[i], r)
+			// All into one pack, gate output too: the HTML report
+			// copies a packed gate output beside itself to name it
+			// (loop.WriteHTMLReport). A file each cost more than the
+			// whole pull besides.
+			err := batch.Add(hashes[i], r)
 			if errors.Is(err, cache.ErrBlobMismatch) {
 				return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: err.Error()}
 			}
