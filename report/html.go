@@ -88,7 +88,7 @@ func WriteHTML(stateDir string, r *Report, x *Extras) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", fmt.Errorf("write report: %w", err)
 	}
-	return path, writeAtomic(path, b)
+	return path, writeAtomic(path, bytes.NewReader(b), true)
 }
 
 // HTML is the report as one self-contained HTML page: inline CSS and SVG,
@@ -439,8 +439,8 @@ func firstLine(s string) string {
 
 // CopyGateOutput writes the whole gate output of task r.Tasks[i] from src
 // beside the run's report.html (runs/<id>/gate-output/), replaced
-// atomically, for the page to name: a gate output that came with a pull
-// is kept in a pack of the blob store, not in a file of its own.
+// atomically (once), for the page to name: a gate output that came with a
+// pull is kept in a pack of the blob store, not in a file of its own.
 func CopyGateOutput(stateDir string, r *Report, i int, src io.Reader) (string, error) {
 	safe := strings.Map(func(c rune) rune {
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' {
@@ -452,21 +452,15 @@ func CopyGateOutput(stateDir string, r *Report, i int, src io.Reader) (string, e
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("write report: %w", err)
 	}
-	path := filepath.Join(dir, fmt.Sprintf("%03d-%.60s.txt", i+1, safe))
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return "", fmt.Errorf("write report: %w", err)
+	// Named by its blob too: a page written while the run ran may have
+	// had an earlier attempt's output.
+	path := filepath.Join(dir, fmt.Sprintf("%03d-%.60s-%.12s.txt", i+1, safe, r.Tasks[i].GateOutputBlob))
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		return path, nil // written for an earlier page
 	}
-	_, err = io.Copy(f, src)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("write report: %w", err)
+	// Not fsynced: a copy a crash left empty is written again next time.
+	if err := writeAtomic(path, src, false); err != nil {
+		return "", err
 	}
 	return path, nil
 }

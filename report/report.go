@@ -20,8 +20,10 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -349,22 +351,24 @@ func Write(stateDir string, r *Report) (md, js string, err error) {
 	if err := os.MkdirAll(filepath.Dir(md), 0o755); err != nil {
 		return "", "", fmt.Errorf("write report: %w", err)
 	}
-	if err := writeAtomic(md, Markdown(r)); err != nil {
+	if err := writeAtomic(md, bytes.NewReader(Markdown(r)), true); err != nil {
 		return "", "", err
 	}
-	if err := writeAtomic(js, JSON(r)); err != nil {
+	if err := writeAtomic(js, bytes.NewReader(JSON(r)), true); err != nil {
 		return "", "", err
 	}
 	return md, js, nil
 }
 
-func writeAtomic(path string, b []byte) error {
+// writeAtomic replaces the file at path with src's content, made durable
+// first when sync.
+func writeAtomic(path string, src io.Reader, sync bool) error {
 	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	_, err = f.Write(b)
-	if err == nil {
+	_, err = io.Copy(f, src)
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
