@@ -234,6 +234,14 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		return nil, err
 	}
 	defer j.Close()
+	local, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(refname)", RecordsRefPrefix, boundary.RunRefPrefix)
+	if err != nil {
+		return nil, err
+	}
+	haveRef := map[string]bool{}
+	for _, r := range strings.Split(local, "\n") {
+		haveRef[r] = true
+	}
 	var todo []pending
 	for _, line := range strings.Split(out, "\n") {
 		commit, ref, ok := strings.Cut(line, " ")
@@ -247,6 +255,9 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		}
 		if _, err := j.GetRun(run); err == nil {
 			res.Present = append(res.Present, run)
+			if err := repairRefs(ctx, dir, j, run, commit, haveRef, &refs); err != nil {
+				return nil, err
+			}
 			continue
 		} else if !errors.Is(err, cache.ErrNotFound) {
 			return nil, err
@@ -298,13 +309,34 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		}
 		return checkErr
 	}
+	// Once every check passed, and before the import commits, the refs
+	// are set (and the staging refs dropped) in one update-ref: a pull
+	// killed between the two leaves refs to checked records that the
+	// journal lacks, which the next pull imports, never runs in the
+	// journal whose boundary commits no ref keeps from git gc.
+	setRefs := func() error {
+		if err := wait(); err != nil {
+			return err
+		}
+		for _, in := range ins {
+			fmt.Fprintf(&refs, "update %s %s\n", RecordsRef(in.rec.Run.ID), in.commit)
+			if bs := in.rec.Boundaries; len(bs) > 0 && bs[len(bs)-1].Commit != "" {
+				fmt.Fprintf(&refs, "update %s %s\n", boundary.RunRef(in.rec.Run.ID), bs[len(bs)-1].Commit)
+			}
+		}
+		if _, err := git(ctx, dir, []byte(refs.String()), nil, "update-ref", "--stdin"); err != nil {
+			return err
+		}
+		cleared = true
+		return nil
+	}
 	added, err := j.ImportRecords(func(yield func(*cache.Records) bool) {
 		for in := range decoded {
 			if !yield(in.rec) {
 				return
 			}
 		}
-	}, wait)
+	}, setRefs)
 	if werr := wait(); werr != nil {
 		return nil, werr // the refusal, rather than the rollback it caused
 	}
@@ -316,20 +348,32 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 			res.Imported = append(res.Imported, in.rec.Run.ID)
 		}
 	}
-	for _, in := range ins {
-		if !slices.Contains(res.Imported, in.rec.Run.ID) {
-			continue
-		}
-		fmt.Fprintf(&refs, "update %s %s\n", RecordsRef(in.rec.Run.ID), in.commit)
-		if bs := in.rec.Boundaries; len(bs) > 0 && bs[len(bs)-1].Commit != "" {
-			fmt.Fprintf(&refs, "update %s %s\n", boundary.RunRef(in.rec.Run.ID), bs[len(bs)-1].Commit)
-		}
-	}
-	if _, err := git(ctx, dir, []byte(refs.String()), nil, "update-ref", "--stdin"); err != nil {
-		return nil, err
-	}
-	cleared = true
 	return res, nil
+}
+
+// repairRefs adds to refs the updates a run the journal has lacks: its
+// records ref (to the commit fetched for it) and its boundary ref (to the
+// last boundary commit the journal names, when git has it), as a pull
+// killed after its import and before its refs left it.
+func repairRefs(ctx context.Context, dir string, j *cache.Journal, run, commit string, haveRef map[string]bool, refs *strings.Builder) error {
+	if !haveRef[RecordsRef(run)] {
+		fmt.Fprintf(refs, "update %s %s\n", RecordsRef(run), commit)
+	}
+	if haveRef[boundary.RunRef(run)] {
+		return nil
+	}
+	bs, err := j.Boundaries(run)
+	if err != nil {
+		return err
+	}
+	if len(bs) == 0 || bs[len(bs)-1].Commit == "" {
+		return nil
+	}
+	last := bs[len(bs)-1].Commit
+	if _, err := git(ctx, dir, nil, nil, "cat-file", "-e", last+"^{commit}"); err == nil {
+		fmt.Fprintf(refs, "update %s %s\n", boundary.RunRef(run), last)
+	}
+	return nil
 }
 
 // parentsFirst orders runs so that each comes after the run it resumes.

@@ -347,3 +347,38 @@ func TestPullPrunesWhatAnInterruptedPullLeft(t *testing.T) {
 		t.Errorf("records ref after a pull: %q", out)
 	}
 }
+
+// A pull killed after its import committed and before it set the refs
+// (what pulls did until the refs went first) left runs in the journal
+// with no ref keeping their records and boundary commits from git gc. The
+// next pull, finding them there, sets those refs; and a pull now sets the
+// refs before its import commits, so a kill between the two leaves refs
+// whose runs the next pull imports.
+func TestPullSetsTheRefsAKilledPullLacks(t *testing.T) {
+	ctx := context.Background()
+	a, run := ranRepo(t)
+	b := gittest.New(t)
+	open := func() (*cache.Journal, error) { return cache.Open(b.Dir) }
+	if _, err := travel.Pull(ctx, b.Dir, a.Dir, open); err != nil {
+		t.Fatal(err)
+	}
+	refs := func() string {
+		return b.Git("for-each-ref", "--format=%(refname) %(objectname)", "refs/implloop/")
+	}
+	want := refs()
+	if !strings.Contains(want, boundary.RunRef(run)) || !strings.Contains(want, travel.RecordsRef(run)) {
+		t.Fatalf("refs after a pull:\n%s", want)
+	}
+	b.Git("update-ref", "-d", travel.RecordsRef(run))
+	b.Git("update-ref", "-d", boundary.RunRef(run))
+	pr, err := travel.Pull(ctx, b.Dir, a.Dir, open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pr.Imported) != 0 || !reflect.DeepEqual(pr.Present, []string{run}) {
+		t.Fatalf("second pull: imported %v, present %v", pr.Imported, pr.Present)
+	}
+	if got := refs(); got != want {
+		t.Errorf("refs after the second pull:\n%s\nwant\n%s", got, want)
+	}
+}
