@@ -78,7 +78,7 @@ func pullRun(ctx context.Context, o *pullOptions) error {
 	}
 	fmt.Fprintf(o.io.Out, "pulled from %s: %d run(s) imported", res.Remote, len(res.Imported))
 	if len(res.Imported) > 0 {
-		fmt.Fprintf(o.io.Out, " (%s)", strings.Join(res.Imported, " "))
+		fmt.Fprintf(o.io.Out, " (%s)", runList(res.Imported))
 	}
 	fmt.Fprintf(o.io.Out, ", %d already here\n", len(res.Present))
 	return nil
@@ -106,6 +106,17 @@ func travelError(err error, remote string) error {
 		return errorf("let it finish, or resume it ('implloop resume --run ID'), then push", "%s: it has no records yet", err)
 	}
 	return loopError(err)
+}
+
+// runList names runs for a line of output: the first few, then how many
+// more (a pull of a team's history brings hundreds; 'implloop runs'
+// lists them all).
+func runList(ids []string) string {
+	const shown = 5
+	if len(ids) <= shown+1 {
+		return strings.Join(ids, " ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:shown], " "), len(ids)-shown)
 }
 
 func remoteOr(r string) string {

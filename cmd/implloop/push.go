@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -96,7 +95,7 @@ func pushRun(ctx context.Context, o *pushOptions) error {
 	}
 	fmt.Fprintf(o.io.Out, "pushed %d run(s) to %s, %s", len(res.Runs), res.Remote, what)
 	if len(res.Runs) > 0 {
-		fmt.Fprintf(o.io.Out, ": %s", strings.Join(res.Runs, " "))
+		fmt.Fprintf(o.io.Out, ": %s", runList(res.Runs))
 	}
 	fmt.Fprintf(o.io.Out, "; %d already there\n", len(res.There))
 	return nil
