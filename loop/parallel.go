@@ -88,12 +88,12 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 		}
 		// A task that will replay across runs at its turn is not called
 		// ahead (acrossruns.go): the tree it starts from there is known
-		// while every task before it in the wave replays across runs,
-		// and taken to be the tree the other run had after the task's
-		// gate too (a gate that writes otherwise than there only costs
-		// the tasks after it their call ahead: they run at their turn).
+		// while every task before it in the wave replays across runs.
 		if a, across := e.acrossMatch(t, facts, units, tree, nil); across {
 			tree = a.to.Tree
+			if e.gateCommand(t) != "" {
+				tree = "" // what its gate leaves is not known
+			}
 			continue
 		}
 		tree = ""

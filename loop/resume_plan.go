@@ -44,8 +44,7 @@ const (
 // across runs (ActionAcross), as the run will decide. The tree is followed
 // from task to task while it is certain: a skipped task or one replayed
 // from the lineage leaves it as it is, one replayed across runs leaves the
-// tree that run's task left, its gate included (a gate doing what it did
-// there); anything else live (a call, a lineage replay's gate) ends it.
+// tree that run's task left; anything live (a call, a gate) ends it.
 func (e *engine) plan(tree string) ([]PlannedTask, error) {
 	p := &planner{pass: newPass(e, true), mayChange: map[string]string{}, tree: tree}
 	return p.plan()
@@ -135,13 +134,9 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 					p.Reasons = []string{acrossReason(a)}
 					pl.art[t.ID], pl.tree = a.final(), a.to.Tree
 					if e.gateCommand(t) != "" {
-						// The other run's boundary after the task was
-						// taken after its gate: a gate that does what it
-						// did there leaves that tree, and the next tasks
-						// are planned from it (at their turn the run
-						// compares the tree there is).
-						p.Reasons = append(p.Reasons, "its gate runs live; the tasks after it are planned from the tree it left in that run")
+						p.Reasons = append(p.Reasons, "its gate runs live")
 						pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
+						pl.tree = "" // what the gate leaves is not known
 					}
 					return nil
 				}
