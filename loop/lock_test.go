@@ -58,10 +58,13 @@ func TestAcquireWaitsOutAProbe(t *testing.T) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
 		t.Fatal(err)
 	}
+	fd, unlocked := int(f.Fd()), make(chan struct{})
 	go func() {
+		defer close(unlocked)
 		time.Sleep(50 * time.Millisecond)
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = syscall.Flock(fd, syscall.LOCK_UN)
 	}()
+	defer func() { <-unlocked }() // before f closes
 	lock, err := acquireLock(dir, "r-new", time.Now())
 	if err != nil {
 		t.Fatalf("acquire during a probe: %v", err)
@@ -89,10 +92,13 @@ func TestAcquireWaitsOutAProbeOfAStaleLock(t *testing.T) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
 		t.Fatal(err)
 	}
+	fd, unlocked := int(f.Fd()), make(chan struct{})
 	go func() {
+		defer close(unlocked)
 		time.Sleep(50 * time.Millisecond)
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = syscall.Flock(fd, syscall.LOCK_UN)
 	}()
+	defer func() { <-unlocked }() // before f closes
 	lock, err := acquireLock(dir, "r-new", time.Now())
 	if err != nil {
 		t.Fatalf("acquire during a probe of a stale lock file: %v", err)
