@@ -34,29 +34,34 @@ func TestAcrossRunsWholePlan(t *testing.T) {
 	checkJournal(t, repo)
 }
 
-// TestAcrossRunsPlanStopsAtAGate: a task replayed across runs whose gate
-// runs live may leave another tree than the other run's (a gate can
-// write), so the plan stops predicting there: the next task is planned
-// live, the cautious side (the run may still replay it across runs).
-func TestAcrossRunsPlanStopsAtAGate(t *testing.T) {
+// TestAcrossRunsPlanThroughAGate: a task replayed across runs whose gate
+// runs live is taken to leave the tree as it found it (a gate checks the
+// tree), so the plan goes on predicting after it, as the run then
+// replays: the next task is planned across runs too, saying what that
+// rests on, and the run replays it, no agent call. Planning it live (as
+// the plan did before) said "never ran" of a task another run did and
+// this one replays, and made a --jobs wave call it ahead, paying for it.
+func TestAcrossRunsPlanThroughAGate(t *testing.T) {
 	plan := "# Plan\n\n### Task 1: One\n\nDo one.\n\n```verify\ntest -f out-1.txt\n```\n\n### Task 2: Two\n\nDo two.\n"
 	repo := newRepo(t, map[string]string{"plan.md": plan})
-	agentPath, _ := fakeAgent(t, `echo "step $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"`)
+	agentPath, logDir := fakeAgent(t, `echo "step $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"; echo call >> "$LOG/calls"`)
 	s := settingsFor(agentPath)
-	if out := runIn(t, repo, s); out.Verdict != "DONE" {
-		t.Fatalf("first run: %s", out.Verdict)
-	}
-	git(t, repo, "clean", "-fdq")
+	runThenClean(t, repo, s, logDir)
 	dry, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, DryRun: true})
 	if err != nil {
 		t.Fatalf("dry run: %v", err)
 	}
-	if len(dry.Plan) != 2 || dry.Plan[0].Action != ActionAcross || dry.Plan[1].Action != ActionLive {
-		t.Fatalf("plan %+v, want task 1 across (its gate live), task 2 live", dry.Plan)
+	if len(dry.Plan) != 2 || dry.Plan[0].Action != ActionAcross || dry.Plan[1].Action != ActionAcross {
+		t.Fatalf("plan %+v, want task 1 across (its gate live), task 2 across", dry.Plan)
 	}
 	if !strings.Contains(strings.Join(dry.Plan[0].Reasons, "; "), "its gate runs live") {
 		t.Errorf("task 1's reasons %v do not say its gate runs live", dry.Plan[0].Reasons)
 	}
+	if !strings.Contains(strings.Join(dry.Plan[1].Reasons, "; "), "if the gate of task 1 leaves the tree as it found it") {
+		t.Errorf("task 2's reasons %v do not say what the plan rests on", dry.Plan[1].Reasons)
+	}
+	replayedWithoutCalls(t, repo, s, logDir, map[string]string{"1": "step 1", "2": "step 2"})
+	checkJournal(t, repo)
 }
 
 // TestAcrossRunsJobs: with --jobs, a plan another run did from the same

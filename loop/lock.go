@@ -78,8 +78,8 @@ func (e *ChildRunningError) Error() string {
 // it refuses with ChildRunningError.
 const orphanWait = 2 * time.Second
 
-// probeWait is how long acquireLock retries a lock held by no run (see
-// lockHeld's probe) before it refuses with LockedError.
+// probeWait is how long acquireLock retries a held lock before it looks
+// at who holds it: lockHeld's probe holds it for an instant.
 const probeWait = 200 * time.Millisecond
 
 // acquireLock takes the lock in dir (cache.Dirs.Lock) for runID.
@@ -102,13 +102,15 @@ func acquireLock(dir, runID string, now time.Time) (*Lock, error) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		h := readLockHolder(path)
-		if h.PID == 0 && time.Now().Before(probed) {
-			// A file naming no run: a read-only command's shared
-			// probe (lockHeld) may hold it for an instant.
+		if time.Now().Before(probed) {
+			// A read-only command's shared probe (lockHeld) may hold
+			// it for an instant, whatever the file names: after a
+			// kill -9 it names the dead run, whose pid may be another
+			// live process's by now.
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		h := readLockHolder(path)
 		if h.PID == 0 || procgroup.Alive(h.PID) {
 			f.Close()
 			return nil, &LockedError{Holder: h, Path: path}

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,7 +45,9 @@ const (
 // across runs (ActionAcross), as the run will decide. The tree is followed
 // from task to task while it is certain: a skipped task or one replayed
 // from the lineage leaves it as it is, one replayed across runs leaves the
-// tree that run's task left; anything live (a call, a gate) ends it.
+// tree that run's task left (its live gate taken to leave the tree as it
+// found it, which the tasks planned on that say); anything else live (a
+// call, another gate) ends it.
 func (e *engine) plan(tree string) ([]PlannedTask, error) {
 	p := &planner{pass: newPass(e, true), mayChange: map[string]string{}, tree: tree}
 	return p.plan()
@@ -61,6 +64,10 @@ type planner struct {
 	// tree: the tree before the next task, while it is certain ("" once
 	// it is not); see plan.
 	tree string
+	// gated: the first task replayed across runs whose gate runs live
+	// since the tree was last certain: tree is the one its work left,
+	// taken to be what its gate leaves too ("" when none).
+	gated string
 }
 
 func (pl *planner) plan() ([]PlannedTask, error) {
@@ -99,7 +106,7 @@ func (pl *planner) plan() ([]PlannedTask, error) {
 		case p.Action == ActionSkip, p.Action == ActionAcross:
 		case p.Action == ActionReplay && pl.mayChange[t.ID] == "":
 		default:
-			pl.tree = "" // a call or a gate runs: what it leaves is not known
+			pl.tree, pl.gated = "", "" // a call or a gate runs: what it leaves is not known
 		}
 		out = append(out, p)
 	}
@@ -132,11 +139,16 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 				if a, ok := pl.acrossAt(t, i, facts, units); ok {
 					p.Action, p.From = ActionAcross, a.origin.ID
 					p.Reasons = []string{acrossReason(a)}
+					if pl.gated != "" {
+						p.Reasons = append(p.Reasons, "if the gate of task "+pl.gated+" leaves the tree as it found it")
+					}
 					pl.art[t.ID], pl.tree = a.final(), a.to.Tree
 					if e.gateCommand(t) != "" {
 						p.Reasons = append(p.Reasons, "its gate runs live")
 						pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
-						pl.tree = "" // what the gate leaves is not known
+						// A gate checks the tree; taken to leave it as
+						// it found it, as the run's waves take it.
+						pl.gated = cmp.Or(pl.gated, t.ID)
 					}
 					return nil
 				}

@@ -354,9 +354,15 @@ func (e *engine) replayGate(t extractor.Task, attempt int, hit *cache.Unit) bool
 }
 
 // carryGate journals gate g, from an earlier run, as this run's (replayed).
+// An agent failure's verdict (agentGate) gets no gate event, as a live one
+// gets none (recordGate): no gate ran; the failed unit's unit_replayed
+// event says why the call failed.
 func (e *engine) carryGate(t extractor.Task, g cache.Gate) {
 	g.RunID, g.Replayed, g.At = e.runID, true, e.now()
 	_ = e.j.PutGate(g)
+	if g.Command == agentGate {
+		return
+	}
 	e.emit(Event{Type: EvGate, Task: t.ID, Attempt: g.Attempt, Command: g.Command, Passed: boolp(g.Passed),
 		ExitCode: intp(g.ExitCode), Source: "replayed"})
 }

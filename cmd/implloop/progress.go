@@ -264,6 +264,11 @@ func (p *progress) plain(e loop.Event) {
 		}
 		if lines {
 			fmt.Fprintf(w, "  attempt %d: replayed from %s\n", e.Attempt, e.From)
+			// A failed call the attempt chain went on from, replayed:
+			// said as a live one is (EvUnitFinished).
+			if why, ok := strings.CutPrefix(e.Message, "failed: "); ok {
+				fmt.Fprintf(w, "  agent failed (attempt %d, replayed): %s\n", e.Attempt, why)
+			}
 		}
 	case loop.EvUnitFinished:
 		if e.Status != "failed" {
