@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,8 +36,8 @@ func TestAcrossRunsWholePlan(t *testing.T) {
 }
 
 // TestAcrossRunsPlanThroughAGate: a task replayed across runs whose gate
-// runs live is taken to leave the tree as it found it (a gate checks the
-// tree), so the plan goes on predicting after it, as the run then
+// runs live is taken to leave the tree as it did in the other run (whose
+// boundary after the task was taken after it), so the plan goes on predicting after it, as the run then
 // replays: the next task is planned across runs too, saying what that
 // rests on, and the run replays it, no agent call. Planning it live (as
 // the plan did before) said "never ran" of a task another run did and
@@ -57,11 +58,37 @@ func TestAcrossRunsPlanThroughAGate(t *testing.T) {
 	if !strings.Contains(strings.Join(dry.Plan[0].Reasons, "; "), "its gate runs live") {
 		t.Errorf("task 1's reasons %v do not say its gate runs live", dry.Plan[0].Reasons)
 	}
-	if !strings.Contains(strings.Join(dry.Plan[1].Reasons, "; "), "if the gate of task 1 leaves the tree as it found it") {
+	if !strings.Contains(strings.Join(dry.Plan[1].Reasons, "; "), "if the gate of task 1 leaves the tree as it did in that run") {
 		t.Errorf("task 2's reasons %v do not say what the plan rests on", dry.Plan[1].Reasons)
 	}
 	replayedWithoutCalls(t, repo, s, logDir, map[string]string{"1": "step 1", "2": "step 2"})
 	checkJournal(t, repo)
+}
+
+// TestAcrossRunsGateWritesEachTime: a gate that writes something new at
+// each run (a timestamp into an unignored file) leaves another tree than
+// the other run's, so the tasks planned across runs after it (the plan
+// takes the gate to do what it did there) run live at their turn, serial
+// or --jobs, and the run still ends DONE with the first task replayed.
+func TestAcrossRunsGateWritesEachTime(t *testing.T) {
+	for _, jobs := range []int{1, 3} {
+		t.Run(fmt.Sprintf("jobs %d", jobs), func(t *testing.T) {
+			plan := "# Plan\n\n- [ ] T001 [P] One\n- [ ] T002 [P] Two\n- [ ] T003 [P] Three\n"
+			repo := newRepo(t, map[string]string{"plan.md": plan})
+			agentPath, logDir := fakeAgent(t, `echo "step $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"; echo call >> "$LOG/calls"`)
+			s := settingsFor(agentPath)
+			s.Jobs, s.Verify = jobs, "test -f out-$IMPLLOOP_TASK_ID.txt && date +%s%N > stamp-$IMPLLOOP_TASK_ID.txt"
+			runThenClean(t, repo, s, logDir)
+			checkPlannedAcross(t, repo, s)
+			out := runIn(t, repo, s)
+			rows := taskRows(t, openJournal(t, repo), out.RunID)
+			if out.Verdict != "DONE" || rows["T001"].Source != "replayed" || rows["T002"].Source != "live" || rows["T003"].Source != "live" {
+				t.Errorf("run %s, sources %s %s %s: want DONE, T001 replayed across runs, T002 and T003 live",
+					out.Verdict, rows["T001"].Source, rows["T002"].Source, rows["T003"].Source)
+			}
+			checkJournal(t, repo)
+		})
+	}
 }
 
 // TestAcrossRunsJobs: with --jobs, a plan another run did from the same

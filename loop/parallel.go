@@ -89,10 +89,10 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 		// A task that will replay across runs at its turn is not called
 		// ahead (acrossruns.go): the tree it starts from there is known
 		// while every task before it in the wave replays across runs.
-		// Their gates are taken to leave the tree as they found it (as
-		// the plan takes them): one that does not only makes a task
-		// after it run live at its turn instead of ahead, whereas a
-		// call made ahead would pay for a task the run replays.
+		// Their gates are taken to leave the tree as they did in that
+		// run (as the plan takes them): one that does not only makes a
+		// task after it run live at its turn instead of ahead, whereas
+		// a call made ahead would pay for a task the run replays.
 		if a, across := e.acrossMatch(t, facts, units, tree, nil); across {
 			tree = a.to.Tree
 			continue

@@ -140,14 +140,16 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 					p.Action, p.From = ActionAcross, a.origin.ID
 					p.Reasons = []string{acrossReason(a)}
 					if pl.gated != "" {
-						p.Reasons = append(p.Reasons, "if the gate of task "+pl.gated+" leaves the tree as it found it")
+						p.Reasons = append(p.Reasons, "if the gate of task "+pl.gated+" leaves the tree as it did in that run")
 					}
 					pl.art[t.ID], pl.tree = a.final(), a.to.Tree
 					if e.gateCommand(t) != "" {
 						p.Reasons = append(p.Reasons, "its gate runs live")
 						pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
-						// A gate checks the tree; taken to leave it as
-						// it found it, as the run's waves take it.
+						// That run's boundary after the task was taken
+						// after its gate: this gate is taken to leave
+						// the tree as that one did, as the run's waves
+						// take it.
 						pl.gated = cmp.Or(pl.gated, t.ID)
 					}
 					return nil
