@@ -182,7 +182,8 @@ func (b *BlobBatch) Commit() error {
 		err = os.Rename(b.pack.Name(), name+".pack")
 	}
 	if err == nil {
-		if err = os.Rename(idx, name+".idx"); err != nil {
+		_, had := os.Stat(name + ".idx") // the same pack, whole already
+		if err = os.Rename(idx, name+".idx"); err != nil && had != nil {
 			os.Remove(name + ".pack") // never seen without its index
 		}
 	}

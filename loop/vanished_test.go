@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 )
 
@@ -72,5 +73,15 @@ func TestJournalInPlaceNotGone(t *testing.T) {
 	out := runIn(t, repo, settingsFor(agentPath))
 	if out.Verdict != "DONE" || out.JournalGone != "" {
 		t.Fatalf("verdict %s, journal gone %q", out.Verdict, out.JournalGone)
+	}
+}
+
+// TestWriteBackWithoutGit: when the boundary commits cannot be read at
+// all (no repository there), every path is left alone with why, never
+// counted as written back.
+func TestWriteBackWithoutGit(t *testing.T) {
+	done, left := writeBack(t.Context(), t.TempDir(), []boundary.LostContent{{Path: "a.txt"}, {Path: "b.txt"}})
+	if len(done) != 0 || len(left) != 2 || !strings.HasPrefix(left[0], "a.txt (") || left[0] == "a.txt ()" {
+		t.Errorf("done %q, left %q: want both left alone, with why", done, left)
 	}
 }

@@ -315,9 +315,11 @@ func (e *engine) restoreWork(ctx context.Context, taskID string, ts *taskState) 
 }
 
 // writeBack writes work back from the boundary commits (boundary.Restore,
-// never forced) and sorts its paths: written, and left alone with why.
+// never forced) and sorts its paths: written, and left alone with why. A
+// path Restore never came to (git could not be read, an interrupt) is
+// left alone with Restore's error.
 func writeBack(ctx context.Context, root string, work []boundary.LostContent) (done, left []string) {
-	results, _ := boundary.Restore(ctx, root, work, false)
+	results, err := boundary.Restore(ctx, root, work, false)
 	for _, r := range results {
 		switch r.Action {
 		case boundary.RestoreWritten, boundary.RestoreRemoved, boundary.RestoreUnchanged:
@@ -325,6 +327,9 @@ func writeBack(ctx context.Context, root string, work []boundary.LostContent) (d
 		default:
 			left = append(left, r.Path+" ("+r.Reason+")")
 		}
+	}
+	for _, w := range work[min(len(results), len(work)):] {
+		left = append(left, w.Path+" ("+firstLine(fmt.Sprint(err))+")")
 	}
 	return done, left
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"testing"
@@ -41,6 +42,8 @@ func BenchmarkPull(b *testing.B) {
 	// (the second finds the remote's objects in the page cache): `make
 	// bench`'s one iteration then still gives a figure of several pulls.
 	const pairs = 3
+	// As `implloop pull` sets it (cmd/implloop: pullGCPercent).
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	b.Run("pull", func(b *testing.B) {
 		var pull, fetch, pullCPU, fetchCPU time.Duration
 		for i := range b.N * pairs {

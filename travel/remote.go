@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -197,12 +196,6 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	if res.Remote == "" {
 		res.Remote = DefaultRemote(ctx, dir)
 	}
-	// A pull holds every run's records until it commits them, tens of
-	// megabytes for a hundred runs, and at the default setting the
-	// collector marks them again each time the heap doubles: a tenth of
-	// a pull's CPU. Collecting less often costs memory for the length of
-	// the pull only.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	// The staging refs go with the refs an import sets, in one update-ref
 	// (cleared below); on any other way out they are deleted here. What
 	// an interrupted pull left behind, --prune deletes.
