@@ -41,8 +41,8 @@ func WriteHTMLReport(ctx context.Context, j *cache.Journal, repoRoot string, rep
 func gateOutputFiles(j *cache.Journal, rep *report.Report) {
 	for i := range rep.Tasks {
 		t := &rep.Tasks[i]
-		if t.GateOutputBlob == "" {
-			continue
+		if t.GateOutputBlob == "" || t.GateTail == "" {
+			continue // no output shown, none to name
 		}
 		if fi, err := os.Stat(t.GateOutput); err == nil && fi.Mode().IsRegular() {
 			continue
