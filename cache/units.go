@@ -339,6 +339,21 @@ func (j *Journal) ClosestUnit(lineage []string, taskID, role string, attempt int
 	return &us[best], true, nil
 }
 
+// CompletedElsewhere is the newest live unit of identity that completed
+// in any run but exclude, from whatever tree: for the words saying why a
+// unit runs live here although another run did it.
+func (j *Journal) CompletedElsewhere(identity, exclude string) (*Unit, bool, error) {
+	us, err := j.queryUnits(`WHERE identity = ? AND status = 'completed' AND replayed_from_run = '' AND run_id != ?
+		ORDER BY started_at DESC, rowid DESC LIMIT 1`, identity, exclude)
+	if err != nil {
+		return nil, false, fmt.Errorf("find %s elsewhere: %w", identity, err)
+	}
+	if len(us) == 0 {
+		return nil, false, nil
+	}
+	return &us[0], true, nil
+}
+
 // LiveElsewhereFrom are the live units of identity that completed or
 // failed in any run but exclude, newest first, whose result blob is
 // stored and whose run did their task from tree (the boundary before the

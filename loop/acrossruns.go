@@ -257,3 +257,33 @@ func (e *engine) replayAcross(ctx context.Context, t extractor.Task, ts *taskSta
 func sameIdentities(a, b []unit.Unit) bool {
 	return slices.EqualFunc(a, b, func(x, y unit.Unit) bool { return x.Identity == y.Identity })
 }
+
+// liveWhy is why unit u runs live, in the words of why (the lineage's
+// closest unit), or, where those say no more than that it never ran, why
+// another run that did it does not stand in: a fresh run's "never ran"
+// would be untrue of a task a teammate's pulled run did. tree is the tree
+// before the task ("" when a plan does not know it).
+func (e *engine) liveWhy(p *pass, t extractor.Task, u unit.Unit, tree string) []string {
+	why := p.why(t, u)
+	if len(why) > 1 || len(why) == 1 && why[0] != "never ran" || e.j == nil {
+		return why
+	}
+	c, ok, err := e.j.CompletedElsewhere(u.Identity, e.runID)
+	if err != nil || !ok {
+		return why
+	}
+	who := "run " + c.RunID
+	if r, err := e.j.GetRun(c.RunID); err == nil && r.Host != "" {
+		who += " on " + r.Host
+	}
+	from, _, err := taskBoundaries(e.j, c.RunID, t.ID)
+	switch {
+	case tree == "":
+		return []string{who + " did it: it replays at its turn only if the tree then is the one that run did it from"}
+	case err != nil || from.Tree != tree:
+		return []string{who + " did it, from another tree"}
+	case !e.j.Blobs().Has(c.Result):
+		return []string{who + " did it from this tree, but its result is not in the blob store"}
+	}
+	return []string{who + " did it from this tree, but not in this chain of attempts"}
+}

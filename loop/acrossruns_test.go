@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/implloop/implloop/cache"
 )
 
 // TestAcrossRunsWholePlan: a fresh run of a plan another run already did
@@ -396,4 +398,62 @@ func TestAcrossRunsResumeChain(t *testing.T) {
 	if from["1/implement~a1"] != mine.RunID || from["2/implement~a1"] != theirs.RunID || from["2/implement~a2"] != theirs.RunID {
 		t.Errorf("replayed from %v, want task 1 from %s (lineage), task 2's two attempts from %s", from, mine.RunID, theirs.RunID)
 	}
+}
+
+// TestAcrossRunsSaysWhyNot: a fresh run's task that another run did, but
+// that does not replay across runs, says why instead of "never ran": the
+// tree is another (a file committed since), or the result is not in the
+// blob store. The plan says it beforehand, explain after.
+func TestAcrossRunsSaysWhyNot(t *testing.T) {
+	repo := newRepo(t, map[string]string{"plan.md": plainPlan(1)})
+	agentPath, logDir := fakeAgent(t, `echo "step $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"; echo call >> "$LOG/calls"`)
+	s := settingsFor(agentPath)
+	runThenClean(t, repo, s, logDir)
+	first, err := openJournal(t, repo).ListRuns()
+	if err != nil || len(first) != 1 {
+		t.Fatalf("runs %v, %v", first, err)
+	}
+	check := func(wants ...string) string {
+		t.Helper()
+		dry, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range wants {
+			if len(dry.Plan) != 1 || dry.Plan[0].Action != ActionLive || !strings.Contains(strings.Join(dry.Plan[0].Reasons, "; "), want) {
+				t.Errorf("plan %+v, want live: %s", dry.Plan, want)
+			}
+		}
+		out := runIn(t, repo, s)
+		j := openJournal(t, repo)
+		run, err := j.GetRun(out.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := Explain(j, run, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range wants {
+			if len(x.Units) != 1 || x.Units[0].Source != "live" || !strings.Contains(x.Units[0].Reason, want) {
+				t.Errorf("explain %+v, want live: %s", x.Units, want)
+			}
+		}
+		git(t, repo, "clean", "-fdq")
+		return out.RunID
+	}
+	// Another tree: a file committed since.
+	writeFile(t, filepath.Join(repo, "notes.txt"), "notes\n")
+	git(t, repo, "add", "notes.txt")
+	git(t, repo, "commit", "-q", "-m", "notes")
+	second := check("run "+first[0].ID+" on ", "did it, from another tree")
+	// The same tree as the second run, whose blobs are gone.
+	dirs, err := cache.StateDir(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dirs.State, "objects")); err != nil {
+		t.Fatal(err)
+	}
+	check("run "+second+" on ", "did it from this tree, but its result is not in the blob store")
 }

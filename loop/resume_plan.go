@@ -155,7 +155,7 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 					return nil
 				}
 				p.Action = ActionLive
-				p.Reasons = pl.why(t, u)
+				p.Reasons = e.liveWhy(pl.pass, t, u, pl.tree)
 				if len(p.Reasons) == 0 {
 					p.Reasons = []string{"never ran"}
 				}

@@ -267,7 +267,7 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 			break
 		}
 		a.allReplayed = false
-		reasons := e.run.why(t, u)
+		reasons := e.liveWhy(e.run, t, u, e.prev.Tree)
 		fail, err := e.dispatch(ctx, idx, t, u, reasons)
 		ts.live++
 		e.sawLive = true
