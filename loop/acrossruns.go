@@ -284,6 +284,10 @@ func (e *engine) liveWhy(p *pass, t extractor.Task, u unit.Unit, tree string) []
 		return []string{who + " did it, from another tree"}
 	case !e.j.Blobs().Has(c.Result):
 		return []string{who + " did it from this tree, but its result is not in the blob store"}
+	case e.early[u.Identity] != nil:
+		// Called with its wave while a task before it was live: the
+		// tree it would start from was not known, and the call stands.
+		return []string{who + " did it from this tree, but this call was made ahead with its wave (--jobs), before the tree was known"}
 	}
 	return []string{who + " did it from this tree, but not in this chain of attempts"}
 }

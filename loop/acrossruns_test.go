@@ -457,3 +457,57 @@ func TestAcrossRunsSaysWhyNot(t *testing.T) {
 	}
 	check("run "+second+" on ", "did it from this tree, but its result is not in the blob store")
 }
+
+// TestAcrossRunsSaysACallMadeAhead: with --jobs, a wave's task after one
+// that runs live is called ahead (the tree it will start from is not known
+// then), and keeps that call at its turn even when the tree then is the
+// one another run did it from. Its reason says so: "not in this chain of
+// attempts" would be untrue of a run whose chain stands.
+func TestAcrossRunsSaysACallMadeAhead(t *testing.T) {
+	plan := "# Plan\n\n- [ ] T001 [P] One\n- [ ] T002 [P] Two\n- [ ] T003 [P] Three\n"
+	repo := newRepo(t, map[string]string{"plan.md": plan})
+	agentPath, logDir := fakeAgent(t, `echo "$IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"; echo "did $IMPLLOOP_TASK_ID"; echo call >> "$LOG/calls"`)
+	s := settingsFor(agentPath)
+	runThenClean(t, repo, s, logDir)
+	// T001's result gone: it runs live, and T002 and T003 are called
+	// ahead with it; the agent leaves the tree as it did the first time.
+	j := openJournal(t, repo)
+	runs, err := j.ListRuns()
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %v, %v", runs, err)
+	}
+	units, err := j.Units(runs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range units {
+		if u.TaskID == "T001" {
+			p, err := j.Blobs().Path(u.Result)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s.Jobs = 3
+	out := runIn(t, repo, s)
+	j = openJournal(t, repo)
+	run, err := j.GetRun(out.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := Explain(j, run, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range x.Units {
+		if u.Task == "T001" || u.Source != "live" {
+			continue
+		}
+		if strings.Contains(u.Reason, "not in this chain of attempts") || !strings.Contains(u.Reason, "ahead") {
+			t.Errorf("task %s: live because %q, want it said called ahead", u.Task, u.Reason)
+		}
+	}
+}

@@ -235,7 +235,7 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	for _, r := range strings.Split(local, "\n") {
 		haveRef[r] = true
 	}
-	var todo []pending
+	var todo, repairs []pending
 	for _, line := range strings.Split(out, "\n") {
 		commit, ref, ok := strings.Cut(line, " ")
 		if !ok {
@@ -248,7 +248,9 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		}
 		if _, err := j.GetRun(run); err == nil {
 			res.Present = append(res.Present, run)
-			if err := repairRefs(ctx, dir, j, run, commit, haveRef, &refs); err != nil {
+			if !haveRef[RecordsRef(run)] {
+				repairs = append(repairs, pending{run, commit})
+			} else if err := repairRefs(ctx, dir, j, run, nil, haveRef, &refs); err != nil {
 				return nil, err
 			}
 			continue
@@ -256,6 +258,22 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 			return nil, err
 		}
 		todo = append(todo, pending{run, commit})
+	}
+	// A records ref is what push sends on: one given back is checked as
+	// an import's are, and must be of the run the journal has.
+	if len(repairs) > 0 {
+		got, err := readRecords(ctx, dir, repairs, nil)
+		if err == nil {
+			err = checkBoundaries(ctx, dir, got)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range got {
+			if err := repairRefs(ctx, dir, j, in.rec.Run.ID, in, haveRef, &refs); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// The rows go in and the blobs are stored as the runs are decoded;
 	// once all are read, the checks that need every run are made. The
@@ -345,19 +363,29 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 }
 
 // repairRefs adds to refs the updates a run the journal has lacks: its
-// records ref (to the commit fetched for it) and its boundary ref (to the
-// last boundary commit the journal names, when git has it), as a pull
-// killed after its import and before its refs left it.
-func repairRefs(ctx context.Context, dir string, j *cache.Journal, run, commit string, haveRef map[string]bool, refs *strings.Builder) error {
-	if !haveRef[RecordsRef(run)] {
-		fmt.Fprintf(refs, "update %s %s\n", RecordsRef(run), commit)
-	}
-	if haveRef[boundary.RunRef(run)] {
-		return nil
-	}
+// records ref (to the commit fetched for it, in, read and checked; nil
+// when the ref exists) and its boundary ref (to the last boundary commit
+// the journal names, when git has it), as a pull killed after its import
+// and before its refs left it. Records whose boundaries are not the
+// journal's are another run's under its name: refused.
+func repairRefs(ctx context.Context, dir string, j *cache.Journal, run string, in *incoming, haveRef map[string]bool, refs *strings.Builder) error {
 	bs, err := j.Boundaries(run)
 	if err != nil {
 		return err
+	}
+	if in != nil {
+		theirs := in.rec.Boundaries
+		same := len(theirs) == len(bs)
+		for i := 0; same && i < len(bs); i++ {
+			same = theirs[i].Commit == bs[i].Commit && theirs[i].Tree == bs[i].Tree
+		}
+		if !same {
+			return &RefusedError{Run: run, Commit: in.commit, Reason: "its boundaries are not those of the run this journal has"}
+		}
+		fmt.Fprintf(refs, "update %s %s\n", RecordsRef(run), in.commit)
+	}
+	if haveRef[boundary.RunRef(run)] {
+		return nil
 	}
 	if len(bs) == 0 || bs[len(bs)-1].Commit == "" {
 		return nil

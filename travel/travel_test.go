@@ -382,3 +382,40 @@ func TestPullSetsTheRefsAKilledPullLacks(t *testing.T) {
 		t.Errorf("refs after the second pull:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A run the journal has whose records ref is missing gets it back from a
+// pull only when the fetched commit holds that run's records: the remote's
+// ref may have been replaced since the run was imported, and a records ref
+// is what push sends on, so an unchecked commit never becomes one.
+func TestPullRefusesAForgedRecordOfARunItHas(t *testing.T) {
+	ctx := context.Background()
+	a, run := ranRepo(t)
+	b := gittest.New(t)
+	open := func() (*cache.Journal, error) { return cache.Open(b.Dir) }
+	if _, err := travel.Pull(ctx, b.Dir, a.Dir, open); err != nil {
+		t.Fatal(err)
+	}
+	b.Git("update-ref", "-d", travel.RecordsRef(run))
+	// The remote's records of the run replaced by a commit of anything.
+	forged := strings.TrimSpace(a.Git("rev-parse", "HEAD"))
+	a.Git("update-ref", travel.RecordsRef(run), forged)
+	_, err := travel.Pull(ctx, b.Dir, a.Dir, open)
+	var refused *travel.RefusedError
+	if !errors.As(err, &refused) || refused.Run != run {
+		t.Errorf("pull of a forged record of a run the journal has: %v, want it refused", err)
+	}
+	if got := strings.TrimSpace(b.Git("for-each-ref", "--format=%(objectname)", travel.RecordsRef(run))); got != "" {
+		t.Errorf("records ref set to %s from a forged record (forged: %s)", got, forged)
+	}
+	// The records of another run of the remote's, under this run's name.
+	b.Git("update-ref", "-d", travel.RecordsRef(run))
+	b2, other := ranRepo(t)
+	a.Git("fetch", "-q", b2.Dir, travel.RecordsRef(other)+":refs/tmp/other")
+	a.Git("update-ref", travel.RecordsRef(run), "refs/tmp/other")
+	if _, err := travel.Pull(ctx, b.Dir, a.Dir, open); !errors.As(err, &refused) {
+		t.Errorf("pull of another run's records under a run the journal has: %v, want it refused", err)
+	}
+	if got := strings.TrimSpace(b.Git("for-each-ref", "--format=%(objectname)", travel.RecordsRef(run))); got != "" {
+		t.Errorf("records ref set to %s from another run's records", got)
+	}
+}
