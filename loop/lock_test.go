@@ -43,65 +43,39 @@ func TestRunningNeedsTheLock(t *testing.T) {
 
 // TestAcquireWaitsOutAProbe: a read-only command's probe of the lock
 // (lockHeld: a shared flock for an instant) does not make a run starting
-// at that instant refuse as if another run held the work tree.
+// at that instant refuse as if another run held the work tree: neither
+// with an empty lock file, nor with a stale one, which after a kill -9
+// goes on naming the dead run whose pid may be another live process's by
+// now (the probe is what holds the flock, not the process the file names).
 func TestAcquireWaitsOutAProbe(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "lock")
-	if err := os.WriteFile(path, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		t.Fatal(err)
-	}
-	fd, unlocked := int(f.Fd()), make(chan struct{})
-	go func() {
-		defer close(unlocked)
-		time.Sleep(50 * time.Millisecond)
-		_ = syscall.Flock(fd, syscall.LOCK_UN)
-	}()
-	defer func() { <-unlocked }() // before f closes
-	lock, err := acquireLock(dir, "r-new", time.Now())
-	if err != nil {
-		t.Fatalf("acquire during a probe: %v", err)
-	}
-	lock.Release()
-}
-
-// TestAcquireWaitsOutAProbeOfAStaleLock: after a kill -9 the lock file
-// goes on naming the dead run, and its pid may be another live process's
-// by now. A read-only command's probe at the instant a new run starts
-// must not make that run refuse as if the dead one held the work tree:
-// the probe is what holds the flock, not the process the file names.
-func TestAcquireWaitsOutAProbeOfAStaleLock(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "lock")
 	stale, _ := json.Marshal(LockHolder{RunID: "r-killed", PID: os.Getpid(), Started: time.Now()})
-	if err := os.WriteFile(path, stale, 0o644); err != nil {
-		t.Fatal(err)
+	for name, content := range map[string][]byte{"empty": nil, "stale": stale} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "lock")
+			if err := os.WriteFile(path, content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+				t.Fatal(err)
+			}
+			fd, unlocked := int(f.Fd()), make(chan struct{})
+			go func() {
+				defer close(unlocked)
+				time.Sleep(50 * time.Millisecond)
+				_ = syscall.Flock(fd, syscall.LOCK_UN)
+			}()
+			defer func() { <-unlocked }() // before f closes
+			lock, err := acquireLock(dir, "r-new", time.Now())
+			if err != nil {
+				t.Fatalf("acquire during a probe: %v", err)
+			}
+			lock.Release()
+		})
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		t.Fatal(err)
-	}
-	fd, unlocked := int(f.Fd()), make(chan struct{})
-	go func() {
-		defer close(unlocked)
-		time.Sleep(50 * time.Millisecond)
-		_ = syscall.Flock(fd, syscall.LOCK_UN)
-	}()
-	defer func() { <-unlocked }() // before f closes
-	lock, err := acquireLock(dir, "r-new", time.Now())
-	if err != nil {
-		t.Fatalf("acquire during a probe of a stale lock file: %v", err)
-	}
-	lock.Release()
 }
