@@ -218,14 +218,7 @@ func TestAcrossRunsSeveralAttempts(t *testing.T) {
 	if tot.GatesLive != 1 || tot.GatesReplayed != 1 {
 		t.Errorf("gates: %d live, %d replayed; want 1 and 1", tot.GatesLive, tot.GatesReplayed)
 	}
-	run, err := j.GetRun(out.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := Explain(j, run, "2")
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := explainOf(t, j, out.RunID, "2")
 	if len(x.Units) != 2 {
 		t.Fatalf("explain: %d units of task 2, want 2", len(x.Units))
 	}
@@ -426,14 +419,7 @@ func TestAcrossRunsSaysWhyNot(t *testing.T) {
 		}
 		out := runIn(t, repo, s)
 		j := openJournal(t, repo)
-		run, err := j.GetRun(out.RunID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, err := Explain(j, run, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		x := explainOf(t, j, out.RunID, "")
 		for _, want := range wants {
 			if len(x.Units) != 1 || x.Units[0].Source != "live" || !strings.Contains(x.Units[0].Reason, want) {
 				t.Errorf("explain %+v, want live: %s", x.Units, want)
@@ -494,14 +480,7 @@ func TestAcrossRunsSaysACallMadeAhead(t *testing.T) {
 	s.Jobs = 3
 	out := runIn(t, repo, s)
 	j = openJournal(t, repo)
-	run, err := j.GetRun(out.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := Explain(j, run, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := explainOf(t, j, out.RunID, "")
 	for _, u := range x.Units {
 		if u.Task == "T001" || u.Source != "live" {
 			continue
@@ -510,4 +489,18 @@ func TestAcrossRunsSaysACallMadeAhead(t *testing.T) {
 			t.Errorf("task %s: live because %q, want it said called ahead", u.Task, u.Reason)
 		}
 	}
+}
+
+// explainOf is Explain of run runID (only task's units when task is not "").
+func explainOf(t *testing.T, j *cache.Journal, runID, task string) *Explanation {
+	t.Helper()
+	run, err := j.GetRun(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := Explain(j, run, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
 }
