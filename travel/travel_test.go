@@ -356,12 +356,7 @@ func TestPullPrunesWhatAnInterruptedPullLeft(t *testing.T) {
 // whose runs the next pull imports.
 func TestPullSetsTheRefsAKilledPullLacks(t *testing.T) {
 	ctx := context.Background()
-	a, run := ranRepo(t)
-	b := gittest.New(t)
-	open := func() (*cache.Journal, error) { return cache.Open(b.Dir) }
-	if _, err := travel.Pull(ctx, b.Dir, a.Dir, open); err != nil {
-		t.Fatal(err)
-	}
+	a, run, b, open := pulledClone(t)
 	refs := func() string {
 		return b.Git("for-each-ref", "--format=%(refname) %(objectname)", "refs/implloop/")
 	}
@@ -389,12 +384,7 @@ func TestPullSetsTheRefsAKilledPullLacks(t *testing.T) {
 // is what push sends on, so an unchecked commit never becomes one.
 func TestPullRefusesAForgedRecordOfARunItHas(t *testing.T) {
 	ctx := context.Background()
-	a, run := ranRepo(t)
-	b := gittest.New(t)
-	open := func() (*cache.Journal, error) { return cache.Open(b.Dir) }
-	if _, err := travel.Pull(ctx, b.Dir, a.Dir, open); err != nil {
-		t.Fatal(err)
-	}
+	a, run, b, open := pulledClone(t)
 	b.Git("update-ref", "-d", travel.RecordsRef(run))
 	// The remote's records of the run replaced by a commit of anything.
 	forged := strings.TrimSpace(a.Git("rev-parse", "HEAD"))
@@ -418,4 +408,17 @@ func TestPullRefusesAForgedRecordOfARunItHas(t *testing.T) {
 	if got := strings.TrimSpace(b.Git("for-each-ref", "--format=%(objectname)", travel.RecordsRef(run))); got != "" {
 		t.Errorf("records ref set to %s from another run's records", got)
 	}
+}
+
+// pulledClone is a repository with one DONE run (a) and another that
+// pulled it (b), with the opener of b's journal.
+func pulledClone(t *testing.T) (a *gittest.Repo, run string, b *gittest.Repo, open func() (*cache.Journal, error)) {
+	t.Helper()
+	a, run = ranRepo(t)
+	b = gittest.New(t)
+	open = func() (*cache.Journal, error) { return cache.Open(b.Dir) }
+	if _, err := travel.Pull(context.Background(), b.Dir, a.Dir, open); err != nil {
+		t.Fatal(err)
+	}
+	return a, run, b, open
 }
