@@ -311,7 +311,7 @@ func (r *parseState) reportNestedChecklist(doc ast.Node) {
 			return ast.WalkContinue, nil
 		}
 		if item, ok := n.(*ast.ListItem); ok && item.Pos() >= 0 {
-			if box, _ := r.taskItem(item); box != nil {
+			if _, _, ok := r.taskItem(item); ok {
 				found = item
 				return ast.WalkStop, nil
 			}

@@ -319,14 +319,15 @@ func (r *parseState) headingTasks(rd *reading, hs []heading, isTask func(h *head
 		t.ID, t.Title, t.Labels = h.label.id, h.label.title, h.label.tags
 		t.explicitID = t.ID != ""
 		if !t.explicitID {
-			t.Title = strings.TrimSpace(h.title[3:]) // "[ ] Title": no label
+			t.Title = h.clean // "[ ] Title": no label
 			for _, w := range []string{"Step:", "Task:"} {
 				if rest, ok := strings.CutPrefix(t.Title, w); ok && strings.TrimSpace(rest) != "" {
 					t.Title = strings.TrimSpace(rest) // Zencoder's "### [x] Step: Planning"
 				}
 			}
 		}
-		t.Checked = h.box == 2
+		t.Status = h.status
+		t.Checked = h.box == 2 || h.status.skips()
 		t.Start = h.start
 		t.End = r.trimEnd(h.start, end, true)
 		t.Level = h.level

@@ -438,8 +438,10 @@ type heading struct {
 	end    int // offset just past its last line (the underline of a setext heading)
 	title  string
 	label  label
-	isTask bool // a classic task label: "Task N", "Step N", "T001"
-	box    int  // 1 for a "[ ]" before the label, 2 for "[x]"
+	isTask bool   // a classic task label: "Task N", "Step N", "T001"
+	box    int    // 1 for a "[ ]" (or "[~]", "[-]") before the label, 2 for "[x]"
+	clean  string // title without its status marks ("✅", "[x]")
+	status Status // what those marks say
 }
 
 // topBlocks are the document's top-level blocks the readers look at.
@@ -537,14 +539,14 @@ func (r *parseState) topHeading(n *ast.Heading) (heading, bool) {
 		lastLine++
 	}
 	h.end = r.lineEnd(lastLine)
-	title := h.title
-	if len(title) >= 3 && title[0] == '[' && title[2] == ']' && strings.ContainsRune(" xX", rune(title[1])) {
+	if t := h.title; len(t) >= 3 && t[0] == '[' && t[2] == ']' && strings.ContainsRune(" xX~-/", rune(t[1])) {
 		h.box = 1
-		if title[1] != ' ' {
+		if t[1] == 'x' || t[1] == 'X' {
 			h.box = 2
 		}
-		title = title[3:]
 	}
+	title, st := cutStatus(h.title)
+	h.clean, h.status = title, st
 	h.label = parseLabelWith(title, true, true)
 	if h.label.kind == labelCode && h.box == 0 && priorityTier(h.label.id) {
 		// "## P1 — Critical Path": a priority tier holding tasks, not one.
@@ -594,28 +596,42 @@ func isBlank(b []byte) bool {
 
 // checkItem is a top-level list item with a task marker.
 type checkItem struct {
-	box   *extast.TaskCheckBox
-	first []byte // the first line of its text, from "[ ]" on
-	start int
-	end   int
+	status Status // StatusDone for "[x]", StatusPending for "[ ]", and "[~]", "[-]", "[/]"
+	first  []byte // the first line of its text, from "[ ]" on
+	start  int
+	end    int
 }
 
-// taskItem returns the checkbox of a list item that starts with one.
-func (r *parseState) taskItem(item ast.Node) (*extast.TaskCheckBox, []byte) {
+// taskItem reports whether a list item starts with a task marker: GFM's
+// "[ ]" and "[x]", and the marks plans write for work in progress ("[~]",
+// "[/]") and dropped ("[-]"), which GFM leaves as text. first is the first
+// line of its text, from the marker on.
+func (r *parseState) taskItem(item ast.Node) (st Status, first []byte, ok bool) {
 	para := item.FirstChild()
-	if para == nil || (para.Kind() != ast.KindParagraph && para.Kind() != ast.KindTextBlock) {
-		return nil, nil
-	}
-	box, ok := para.FirstChild().(*extast.TaskCheckBox)
-	if !ok || para.Lines().Len() == 0 {
-		return nil, nil
+	if para == nil || (para.Kind() != ast.KindParagraph && para.Kind() != ast.KindTextBlock) || para.Lines().Len() == 0 {
+		return StatusNone, nil, false
 	}
 	seg := para.Lines().At(0)
 	line := r.body[seg.Start:seg.Stop]
 	if i := bytes.IndexByte(line, '\n'); i >= 0 {
 		line = line[:i]
 	}
-	return box, bytes.TrimRight(line, " \t\r")
+	line = bytes.TrimRight(line, " \t\r")
+	if box, ok := para.FirstChild().(*extast.TaskCheckBox); ok {
+		if box.IsChecked {
+			return StatusDone, line, true
+		}
+		return StatusPending, line, true
+	}
+	if len(line) >= 4 && line[0] == '[' && line[2] == ']' && (line[3] == ' ' || line[3] == '\t') {
+		switch line[1] {
+		case '~', '/':
+			return StatusInProgress, line, true
+		case '-':
+			return StatusCancelled, line, true
+		}
+	}
+	return StatusNone, nil, false
 }
 
 // listTasks appends the task items of a top-level list, with their spans.
@@ -632,8 +648,8 @@ func (r *parseState) listTasks(list *ast.List, items []checkItem) []checkItem {
 		if !ok || item.Pos() < 0 {
 			continue
 		}
-		box, first := r.taskItem(item)
-		if box == nil {
+		st, first, ok := r.taskItem(item)
+		if !ok {
 			continue
 		}
 		start := r.lineStartOf(r.abs(item.Pos()))
@@ -648,7 +664,7 @@ func (r *parseState) listTasks(list *ast.List, items []checkItem) []checkItem {
 			end = r.lineEnd(r.lineOf(start))
 		}
 		end = r.trimEnd(start, end, false)
-		items = append(items, checkItem{box: box, first: first, start: start, end: end})
+		items = append(items, checkItem{status: st, first: first, start: start, end: end})
 	}
 	return items
 }
@@ -778,9 +794,9 @@ func (r *parseState) countStep(n *ast.ListItem) {
 	if ti < 0 || r.tasks[ti].Level == 0 {
 		return
 	}
-	if box, _ := r.taskItem(n); box != nil {
+	if st, _, ok := r.taskItem(n); ok {
 		r.tasks[ti].steps++
-		if box.IsChecked {
+		if st.skips() {
 			r.tasks[ti].doneSteps++
 		}
 	}
@@ -806,6 +822,9 @@ func (r *parseState) finishTasks() {
 	for i := range r.tasks {
 		t := &r.tasks[i]
 		t.Text = text[t.Start:t.End]
+		if r.plan.Form != FormTodos {
+			t.Title = cleanTitle(t.Title)
+		}
 		t.Line = r.lineOf(t.Start) + 1
 		t.EndLine = r.lineOf(t.End-1) + 1
 		t.hasBody = t.headEnd < t.End && !isBlank(r.src[t.headEnd:t.End])

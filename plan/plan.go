@@ -146,7 +146,8 @@ type Task struct {
 	End      int      `json:"end"`   // byte offset just past the span
 	Line     int      `json:"line"`
 	EndLine  int      `json:"end_line"`
-	Checked  bool     `json:"checked"`            // "- [x]"; a heading task when it has steps and all are checked
+	Checked  bool     `json:"checked"`            // "- [x]"; a heading task when it has steps and all are checked; any task whose Status skips it
+	Status   Status   `json:"status,omitempty"`   // the progress mark the plan gives it ("[~]", "✅", a Status cell), when it gives one
 	Optional bool     `json:"optional,omitempty"` // Kiro's "- [ ]*"
 	Deps     []string `json:"deps,omitempty"`     // declared dependencies, in order, deduplicated
 	Verify   string   `json:"verify,omitempty"`   // the first ```verify block's content, LF line endings

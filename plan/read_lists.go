@@ -177,7 +177,10 @@ func (r *parseState) checklistTask(it checkItem) taskBuild {
 		t.Title = strings.TrimSpace(string(rest))
 	}
 	t.Title = trimArrowDeps(t.Title)
-	t.Checked = it.box.IsChecked
+	if it.status == StatusInProgress || it.status == StatusCancelled {
+		t.Status = it.status // "[~]", "[-]": a plain box says no more than checked does
+	}
+	t.Checked = it.status.skips()
 	t.Start, t.End = it.start, it.end
 	t.headEnd = r.lineEnd(r.lineOf(it.start))
 	return t
