@@ -223,10 +223,20 @@ func (r *parseState) noteSections(top topBlocks, chosen *reading) {
 	if len(secs.tasks) < 2 {
 		return
 	}
-	for _, s := range secs.tasks {
+	for i, h := range top.hs {
+		if h.label.kind != labelNumber && h.label.kind != labelPhase {
+			continue
+		}
+		end := len(r.src)
+		for _, next := range top.hs[i+1:] {
+			if next.level <= h.level {
+				end = next.start
+				break
+			}
+		}
 		for _, t := range chosen.tasks {
-			if t.Start >= s.Start && t.Start < s.End {
-				return // the sections group the items: one reading
+			if t.Start >= h.start && t.Start < end {
+				return // numbered sections group the items: one reading
 			}
 		}
 	}
@@ -361,36 +371,117 @@ func codeFamily(h heading) int { return h.level }
 
 // readSections reads numbered section headings when nothing else names
 // the tasks: "## Phase 1 — Scaffold", "### 12.1 — Fix the parser",
-// "### 1. Cache bridge". The level with the most of them holds the tasks;
-// bare numbers need at least two.
+// "### 1. Cache bridge". Candidates are the numbered headings of one
+// level; where their numbers start again under each parent ("## 1. Area"
+// each with "#### 1) Detail"; "### Phase 1" in an overview and "### 1."
+// under "## Step by Step Tasks"), each parent's run is a candidate of its
+// own. The candidate that covers the most of the plan wins, weighed by
+// its parent: under a heading that names the task list it counts four
+// times, under one that explains the work ("Technical details",
+// "Benefits") a tenth. Bare numbers need at least two headings.
 func (r *parseState) readSections(top topBlocks) reading {
 	rd := reading{form: FormSections}
-	count := map[int]int{}
-	for _, h := range top.hs {
-		if h.label.kind == labelNumber || h.label.kind == labelPhase {
-			count[h.level]++
-		}
-	}
-	level, most := 0, 0
-	for l := 1; l <= 6; l++ {
-		if count[l] > most {
-			level, most = l, count[l]
-		}
-	}
-	if most == 0 {
+	best := r.bestSectionGroup(top)
+	if best == nil {
 		return rd
 	}
-	phases := 0
-	for _, h := range top.hs {
-		if h.level == level && h.label.kind == labelPhase {
-			phases++
-		}
-	}
-	if most < 2 && phases == 0 {
-		return rd
-	}
-	r.headingTasks(&rd, top.hs, func(h *heading) bool {
-		return h.level == level && (h.label.kind == labelNumber || h.label.kind == labelPhase)
-	})
+	r.headingTasks(&rd, top.hs, func(h *heading) bool { return best[h.start] })
 	return rd
+}
+
+// sectionGroup is a run of numbered section headings that may be the
+// plan's tasks.
+type sectionGroup struct {
+	level  int
+	parent int // index in top.hs of the heading above them, -1 for none
+	hs     []int
+}
+
+// bestSectionGroup returns the starts of the headings of the best group
+// of numbered section headings, or nil.
+func (r *parseState) bestSectionGroup(top topBlocks) map[int]bool {
+	parents := make([]int, len(top.hs)) // index of each heading's parent
+	var stack []int
+	for i, h := range top.hs {
+		for len(stack) > 0 && top.hs[stack[len(stack)-1]].level >= h.level {
+			stack = stack[:len(stack)-1]
+		}
+		parents[i] = -1
+		if len(stack) > 0 {
+			parents[i] = stack[len(stack)-1]
+		}
+		stack = append(stack, i)
+	}
+	var groups []sectionGroup
+	for level := 1; level <= 6; level++ {
+		var all []int
+		ids := map[string]bool{}
+		collide := false
+		for i, h := range top.hs {
+			if h.level == level && (h.label.kind == labelNumber || h.label.kind == labelPhase) {
+				all = append(all, i)
+				collide = collide || ids[h.label.id] // "### Phase 1" and "### 1." collide too
+				ids[h.label.id] = true
+			}
+		}
+		if len(all) == 0 {
+			continue
+		}
+		if !collide {
+			groups = append(groups, sectionGroup{level: level, parent: -2, hs: all})
+			continue
+		}
+		byParent := map[int]int{} // parent -> index in groups
+		for _, i := range all {
+			g, ok := byParent[parents[i]]
+			if !ok {
+				g = len(groups)
+				byParent[parents[i]] = g
+				groups = append(groups, sectionGroup{level: level, parent: parents[i]})
+			}
+			groups[g].hs = append(groups[g].hs, i)
+		}
+	}
+	var best *sectionGroup
+	bestScore := 0.0
+	for gi := range groups {
+		g := &groups[gi]
+		phases := 0
+		for _, i := range g.hs {
+			if top.hs[i].label.kind == labelPhase {
+				phases++
+			}
+		}
+		if len(g.hs) < 2 && phases == 0 {
+			continue
+		}
+		score := 0.0
+		for _, i := range g.hs {
+			end := len(r.src)
+			for _, next := range top.hs[i+1:] {
+				if next.level <= top.hs[i].level {
+					end = next.start
+					break
+				}
+			}
+			score += float64(end - top.hs[i].start)
+		}
+		switch {
+		case g.parent >= 0 && namesTaskList(top.hs[g.parent].title):
+			score *= 4
+		case g.parent >= 0 && explainsWork(headingWords(top.hs[g.parent].title)):
+			score /= 10
+		}
+		if best == nil || score > bestScore {
+			best, bestScore = g, score
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	starts := make(map[int]bool, len(best.hs))
+	for _, i := range best.hs {
+		starts[top.hs[i].start] = true
+	}
+	return starts
 }

@@ -31,7 +31,7 @@ func (r *parseState) readTable(top topBlocks) reading {
 			switch {
 			case idCol < 0 && i == 0 && oneOf(h, "id", "#", "no", "no.", "task id", "key", "ref", "step", "task", "story", "item", "ticket"):
 				idCol = i
-			case depCol < 0 && (strings.Contains(h, "depend") || strings.Contains(h, "blocked by") || strings.Contains(h, "prereq")):
+			case depCol < 0 && isDepHeader(h):
 				depCol = i
 			case statusCol < 0 && oneOf(h, "status", "done", "state"):
 				statusCol = i
@@ -79,6 +79,18 @@ func (r *parseState) readTable(top topBlocks) reading {
 		}
 	}
 	return rd
+}
+
+// isDepHeader reports whether a table column header names dependencies:
+// "Depends on", "Dependencias", "Depende de", "Abhängigkeiten",
+// "Dépendances", "依赖", "前置", "依存", "의존성", "Blocked by".
+func isDepHeader(h string) bool {
+	for _, w := range []string{"depend", "blocked by", "prereq", "abhängig", "voraussetz", "dépend", "依赖", "依賴", "前置", "依存", "의존", "선행"} {
+		if strings.Contains(h, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func oneOf(s string, words ...string) bool {

@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/yuin/goldmark/ast"
@@ -243,13 +244,20 @@ func (r *parseState) dropLoneCodes(ts []taskBuild) {
 func (r *parseState) readNumbered(top topBlocks) reading {
 	rd := reading{form: FormNumbered}
 	sections := sectionIndex{hs: top.hs}
+	// A heading that names the task list ("## Step by Step Tasks") is where
+	// a reader looks: when the plan has one, only lists right under one
+	// are its tasks, and a phase's numbered steps elsewhere are not.
+	anchored := slices.ContainsFunc(top.hs, func(h heading) bool { return namesTaskList(h.title) })
 	var items []*ast.ListItem
 	for _, l := range top.lists {
 		if !l.IsOrdered() || l.Pos() < 0 {
 			continue
 		}
 		_, aside, nearest := sections.at(r.abs(l.Pos()))
-		if aside {
+		if aside || (nearest != nil && explainsWork(headingWords(nearest.title))) {
+			continue
+		}
+		if anchored && (nearest == nil || !namesTaskList(nearest.title)) {
 			continue
 		}
 		var its []*ast.ListItem
@@ -269,10 +277,10 @@ func (r *parseState) readNumbered(top topBlocks) reading {
 		}
 		items = append(items, its...)
 	}
-	if len(items) == 0 {
+	if len(items) == 0 && !anchored {
 		items = r.brokenNumberedList(top)
 	}
-	if len(items) == 0 {
+	if len(items) == 0 && !anchored {
 		// Any numbered list of two or more items, when no other form
 		// finds tasks: a plan of plain numbered steps.
 		items, rd.weak = r.firstNumberedList(top), true
@@ -322,7 +330,7 @@ func (r *parseState) brokenNumberedList(top topBlocks) []*ast.ListItem {
 		if !l.IsOrdered() || l.Pos() < 0 {
 			continue
 		}
-		if _, aside, _ := sections.at(r.abs(l.Pos())); aside {
+		if _, aside, nearest := sections.at(r.abs(l.Pos())); aside || (nearest != nil && explainsWork(headingWords(nearest.title))) {
 			continue
 		}
 		if l.Start != next {
@@ -354,7 +362,7 @@ func (r *parseState) firstNumberedList(top topBlocks) []*ast.ListItem {
 		if !l.IsOrdered() || l.Pos() < 0 || l.ChildCount() < 2 {
 			continue
 		}
-		if _, aside, _ := sections.at(r.abs(l.Pos())); aside {
+		if _, aside, nearest := sections.at(r.abs(l.Pos())); aside || (nearest != nil && explainsWork(headingWords(nearest.title))) {
 			continue
 		}
 		var its []*ast.ListItem
