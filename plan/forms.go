@@ -156,6 +156,7 @@ func (r *parseState) findTasks(doc ast.Node) {
 		default:
 			chosen = weak
 		}
+		r.preferSections(top, &chosen)
 		r.noteLegacy(top, &chosen)
 	}
 	if len(chosen.tasks) == 0 {
@@ -186,6 +187,41 @@ func (r *parseState) forcedForm() (Form, string) {
 		}
 	}
 	return FormNone, ""
+}
+
+// preferSections reads a plan's numbered or phase sections as its tasks
+// when the list read instead lies wholly inside one of them: a plan of
+// seven phases whose first phase has a numbered list is seven tasks, not
+// that phase's steps.
+func (r *parseState) preferSections(top topBlocks, chosen *reading) {
+	switch chosen.form {
+	case FormChecklist, FormNumbered, FormTable:
+	default:
+		return
+	}
+	secs := r.readSections(top)
+	if len(secs.tasks) < 2 || len(chosen.tasks) == 0 {
+		return
+	}
+	first, last := chosen.tasks[0], chosen.tasks[len(chosen.tasks)-1]
+	explaining := 0
+	for _, s := range secs.tasks {
+		if explainsWork(headingWords(s.Title)) {
+			explaining++
+		}
+	}
+	if 2*explaining >= len(secs.tasks) {
+		return // chapters of a document ("1. Requirements", "2. Implementation Steps", "3. Risks"), not phases of work
+	}
+	for _, s := range secs.tasks {
+		if first.Start >= s.Start && last.End <= s.End && !isTaskish(s.Title) && !namesTaskList(s.Title) {
+			what := formWhat[chosen.form]
+			secs.notes = append(secs.notes, fmt.Sprintf("the %d %s all lie in section %q, one of %d: read the sections as the tasks (--form %s reads the items)",
+				len(chosen.tasks), what, clip(s.Title, 60), len(secs.tasks), chosen.form))
+			*chosen = secs
+			return
+		}
+	}
 }
 
 // noteLegacy warns when the chosen reading differs from the one the two
@@ -222,6 +258,9 @@ func (r *parseState) noteSections(top topBlocks, chosen *reading) {
 	secs := r.readSections(top)
 	if len(secs.tasks) < 2 {
 		return
+	}
+	if !slices.ContainsFunc(chosen.tasks, func(t taskBuild) bool { return !namesTaskList(t.Section) }) {
+		return // the items sit under "## Tasks": the plan says which list is the work
 	}
 	for i, h := range top.hs {
 		if h.label.kind != labelNumber && h.label.kind != labelPhase {
@@ -354,16 +393,43 @@ func (r *parseState) headingTasks(rd *reading, hs []heading, isTask func(h *head
 // headings that start with a checkbox ("#### [ ] T-001: Title").
 func (r *parseState) readHeadings(top topBlocks) reading {
 	rd := reading{form: FormHeadings}
+	// Code ids under a heading that explains the work ("## Architecture
+	// Decisions" with "### AD-1: ...") name its points, not tasks.
+	parents := headingParents(top.hs)
+	code := make([]bool, len(top.hs))
 	families := map[int]int{}
-	for _, h := range top.hs {
-		if h.label.kind == labelCode {
+	for i, h := range top.hs {
+		if h.label.kind == labelCode && (parents[i] < 0 || !explainsWork(headingWords(top.hs[parents[i]].title))) {
+			code[i] = true
 			families[codeFamily(h)]++
 		}
 	}
+	byStart := make(map[int]int, len(top.hs))
+	for i, h := range top.hs {
+		byStart[h.start] = i
+	}
 	r.headingTasks(&rd, top.hs, func(h *heading) bool {
-		return h.isTask || h.box > 0 || (h.label.kind == labelCode && h.label.title != "" && families[codeFamily(*h)] >= 2)
+		return h.isTask || h.box > 0 || (code[byStart[h.start]] && h.label.title != "" && families[codeFamily(*h)] >= 2)
 	})
 	return rd
+}
+
+// headingParents returns, for each heading, the index of the closest
+// heading above it of a lower level, or -1.
+func headingParents(hs []heading) []int {
+	parents := make([]int, len(hs))
+	var stack []int
+	for i, h := range hs {
+		for len(stack) > 0 && hs[stack[len(stack)-1]].level >= h.level {
+			stack = stack[:len(stack)-1]
+		}
+		parents[i] = -1
+		if len(stack) > 0 {
+			parents[i] = stack[len(stack)-1]
+		}
+		stack = append(stack, i)
+	}
+	return parents
 }
 
 // codeFamily is what code-id headings of one family share: their level.
@@ -400,18 +466,7 @@ type sectionGroup struct {
 // bestSectionGroup returns the starts of the headings of the best group
 // of numbered section headings, or nil.
 func (r *parseState) bestSectionGroup(top topBlocks) map[int]bool {
-	parents := make([]int, len(top.hs)) // index of each heading's parent
-	var stack []int
-	for i, h := range top.hs {
-		for len(stack) > 0 && top.hs[stack[len(stack)-1]].level >= h.level {
-			stack = stack[:len(stack)-1]
-		}
-		parents[i] = -1
-		if len(stack) > 0 {
-			parents[i] = stack[len(stack)-1]
-		}
-		stack = append(stack, i)
-	}
+	parents := headingParents(top.hs)
 	var groups []sectionGroup
 	for level := 1; level <= 6; level++ {
 		var all []int

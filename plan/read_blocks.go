@@ -26,6 +26,7 @@ func (r *parseState) readTable(top topBlocks) reading {
 			continue
 		}
 		idCol, titleCol, depCol, statusCol := -1, -1, -1, -1
+		completedCol := false // a "Completed" column: "Yes" and a date mean done
 		for i, h := range header {
 			h = strings.ToLower(strings.Trim(h, "*_` "))
 			switch {
@@ -33,9 +34,11 @@ func (r *parseState) readTable(top topBlocks) reading {
 				idCol = i
 			case depCol < 0 && isDepHeader(h):
 				depCol = i
-			case statusCol < 0 && oneOf(h, "status", "done", "state"):
+			case statusCol < 0 && i > 0 && oneOf(h, "status", "done", "state", "completed", "complete", "estado", "statut", "stand", "状态", "状態", "상태", "进度", "進捗"):
 				statusCol = i
-			case titleCol < 0 && i > 0 && oneOf(h, "title", "task", "name", "story", "description", "summary", "deliverable", "what", "goal", "feature", "work item", "scope"):
+				completedCol = oneOf(h, "done", "completed", "complete")
+			case titleCol < 0 && i > 0 && oneOf(h, "title", "task", "name", "story", "description", "summary", "deliverable", "what", "goal", "feature", "work item", "scope",
+				"tarea", "tarefa", "aufgabe", "tâche", "titel", "título", "titre", "descripción", "descrição", "beschreibung", "任务", "任務", "描述", "名称", "タスク", "内容", "작업", "내용"):
 				titleCol = i
 			}
 		}
@@ -52,7 +55,8 @@ func (r *parseState) readTable(top topBlocks) reading {
 			if len(cells) <= titleCol {
 				continue
 			}
-			id := strings.Trim(cells[idCol], "*_` ~")
+			idCell, _ := cutStatus(cells[idCol])
+			id := strings.Trim(idCell, "*_` ~")
 			if !isTableID(id) {
 				continue
 			}
@@ -63,8 +67,14 @@ func (r *parseState) readTable(top topBlocks) reading {
 			t.End = r.lineEnd(r.lineOf(t.Start))
 			t.headEnd = t.End
 			if statusCol >= 0 && statusCol < len(cells) {
-				s := strings.ToLower(cells[statusCol])
-				t.Checked = strings.Contains(s, "done") || strings.Contains(s, "complete") || strings.Contains(s, "✅") || strings.Contains(s, "[x]")
+				t.Status = statusWord(cells[statusCol], completedCol)
+				if t.Status == StatusPending {
+					t.Status = StatusNone
+				}
+				t.Checked = t.Status.skips()
+			}
+			if _, st := cutStatus(cells[idCol]); st != StatusNone && t.Status == StatusNone { // "| ✅ S01 |"
+				t.Status, t.Checked = st, st.skips()
 			}
 			if depCol >= 0 && depCol < len(cells) {
 				cell := cells[depCol]

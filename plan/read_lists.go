@@ -178,6 +178,11 @@ func (r *parseState) checklistTask(it checkItem) taskBuild {
 		t.Title = strings.TrimSpace(string(rest))
 	}
 	t.Title = trimArrowDeps(t.Title)
+	if rest, ok := strings.CutSuffix(t.Title, "(parallel: true)"); ok {
+		t.Title, t.Labels = strings.TrimSpace(rest), append(t.Labels, "P") // CCPM's epic task list
+	} else if rest, ok := strings.CutSuffix(t.Title, "(parallel: false)"); ok {
+		t.Title = strings.TrimSpace(rest)
+	}
 	if it.status == StatusInProgress || it.status == StatusCancelled {
 		t.Status = it.status // "[~]", "[-]": a plain box says no more than checked does
 	}
