@@ -12,7 +12,7 @@ import (
 // Forms lists every task form, in order of precedence: when a plan's form
 // is not forced, the first of these that finds tasks and leaves little of
 // the plan between its tasks defines them (see [Plan.Reading]).
-var Forms = []Form{FormTodos, FormHeadings, FormXML, FormChecklist, FormNumbered, FormTable, FormSections, FormWhole}
+var Forms = []Form{FormTodos, FormHeadings, FormXML, FormYAML, FormChecklist, FormBullets, FormNumbered, FormTable, FormSections, FormWhole}
 
 // FormNames is Forms as text, for messages and help: "todos, headings, ...".
 func FormNames() string {
@@ -38,7 +38,9 @@ var formWhat = map[Form]string{
 	FormTodos:     "front matter todos",
 	FormHeadings:  "task headings",
 	FormXML:       "<task> blocks",
+	FormYAML:      "task entries of a yaml block",
 	FormChecklist: "checklist items",
+	FormBullets:   "bullets with task ids",
 	FormNumbered:  "numbered list items",
 	FormTable:     "table rows",
 	FormSections:  "numbered section headings",
@@ -113,7 +115,9 @@ func (r *parseState) findTasks(doc ast.Node) {
 		FormTodos:     r.readTodos,
 		FormHeadings:  r.readHeadings,
 		FormXML:       r.readXML,
+		FormYAML:      r.readYAML,
 		FormChecklist: r.readChecklist,
+		FormBullets:   r.readBullets,
 		FormNumbered:  r.readNumbered,
 		FormTable:     r.readTable,
 		FormSections:  r.readSections,
@@ -195,7 +199,7 @@ func (r *parseState) forcedForm() (Form, string) {
 // that phase's steps.
 func (r *parseState) preferSections(top topBlocks, chosen *reading) {
 	switch chosen.form {
-	case FormChecklist, FormNumbered, FormTable:
+	case FormChecklist, FormBullets, FormNumbered, FormTable:
 	default:
 		return
 	}

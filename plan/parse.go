@@ -448,8 +448,9 @@ type heading struct {
 type topBlocks struct {
 	hs     []heading
 	lists  []*ast.List
-	tables []ast.Node // paragraphs whose first line starts with "|"
-	code   [][2]int   // 0-based first and last lines of code blocks
+	tables []ast.Node             // paragraphs whose first line starts with "|"
+	code   [][2]int               // 0-based first and last lines of code blocks
+	yaml   []*ast.FencedCodeBlock // top-level ```yaml blocks (a PRP's task list)
 }
 
 // collectTop makes one pass over the document's top-level blocks: it
@@ -479,6 +480,11 @@ func (r *parseState) collectTop(doc ast.Node) topBlocks {
 		case *ast.FencedCodeBlock, *ast.CodeBlock:
 			if span, ok := r.blockLines(n); ok {
 				top.code = append(top.code, span)
+			}
+			if fc, ok := n.(*ast.FencedCodeBlock); ok && fc.Info != nil {
+				if lang := string(fc.Language(r.body)); lang == "yaml" || lang == "yml" {
+					top.yaml = append(top.yaml, fc)
+				}
 			}
 		case *ast.ThematicBreak:
 			if n.Pos() >= 0 {

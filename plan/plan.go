@@ -109,7 +109,9 @@ const (
 	FormTodos     Form = "todos"     // front matter "todos:" (Cursor plans)
 	FormHeadings  Form = "headings"  // "### Task 3: Title" headings
 	FormXML       Form = "xml"       // <task> ... </task> blocks
+	FormYAML      Form = "yaml"      // "Task 1:" entries of a ```yaml block (a PRP's task list)
 	FormChecklist Form = "checklist" // top-level "- [ ] ..." items
+	FormBullets   Form = "bullets"   // "- **3.2** Title" bullets, with the plain bullets after each
 	FormNumbered  Form = "numbered"  // "1. ..." items under a Tasks heading
 	FormTable     Form = "table"     // one task per table row
 	FormSections  Form = "sections"  // "## Phase 1", "### 12.1 — Title" headings

@@ -296,3 +296,76 @@ func (r *parseState) readTodos(topBlocks) reading {
 	}
 	return rd
 }
+
+// readYAML reads the task list a PRP (product requirements prompt) keeps
+// in a fenced yaml block, one entry per "Task N:" line at the block's
+// margin:
+//
+//	```yaml
+//	Task 1:
+//	MODIFY src/existing_module.py:
+//	  - FIND pattern: "class OldImplementation"
+//
+//	Task 2: Add the CLI
+//	CREATE src/cli.py:
+//	```
+//
+// Code is never read for tasks, except here: the block is the plan's
+// task list, and a block needs two entries to be one. An entry runs to
+// the next entry or the closing fence; "STATUS [DONE]" in it checks it.
+func (r *parseState) readYAML(top topBlocks) reading {
+	rd := reading{form: FormYAML}
+	for _, fc := range top.yaml {
+		lines := fc.Lines()
+		if lines.Len() < 2 {
+			continue
+		}
+		var found []taskBuild
+		for i := 0; i < lines.Len(); i++ {
+			seg := lines.At(i)
+			line := string(bytes.TrimRight(seg.Value(r.body), "\r\n"))
+			if line == "" || line[0] == ' ' || line[0] == '\t' || line[0] == '-' || line[0] == '#' {
+				continue
+			}
+			lab := parseLabel(line, false)
+			if (lab.kind != labelTask && lab.kind != labelStep) || !strings.Contains(line, ":") {
+				continue
+			}
+			t := taskBuild{kind: lab.kind}
+			t.ID, t.Title, t.explicitID = lab.id, strings.TrimSuffix(lab.title, ":"), true
+			t.Start = r.lineStartOf(r.abs(seg.Start))
+			t.headEnd = r.lineEnd(r.lineOf(t.Start))
+			found = append(found, t)
+		}
+		if len(found) < 2 {
+			continue
+		}
+		closing := r.lineOf(r.abs(lines.At(lines.Len()-1).Start)) + 1 // the closing fence's line
+		blockEnd := len(r.src)
+		if closing < len(r.lines) {
+			blockEnd = r.lines[closing]
+		}
+		for i := range found {
+			end := blockEnd
+			if i+1 < len(found) {
+				end = found[i+1].Start
+			}
+			t := &found[i]
+			t.End = r.trimEnd(t.Start, end, false)
+			body := r.src[t.headEnd:t.End]
+			if t.Title == "" { // "Task 1:" then "MODIFY src/x.py:"
+				for _, l := range strings.Split(string(body), "\n") {
+					if l = strings.TrimSpace(l); l != "" {
+						t.Title = strings.TrimSuffix(l, ":")
+						break
+					}
+				}
+			}
+			if bytes.Contains(body, []byte("STATUS [DONE]")) || bytes.Contains(body, []byte("STATUS [x]")) {
+				t.Checked, t.Status = true, StatusDone
+			}
+		}
+		rd.tasks = append(rd.tasks, found...)
+	}
+	return rd
+}

@@ -420,3 +420,70 @@ func boldTitle(s string) string {
 	}
 	return s
 }
+
+// readBullets reads bullets that start with a task id in bold or in
+// backticks ("- **3.2** ✅ Add the cache", "- **P0-1**: Remove test
+// data", "- `S01` Scaffold"), each with the plain bullets after it in
+// the same list ("- Files: ...", "- Depends: 3.1"): they are its
+// details, as a reader sees them. A plan needs two such bullets.
+func (r *parseState) readBullets(top topBlocks) reading {
+	rd := reading{form: FormBullets}
+	sections := sectionIndex{hs: top.hs}
+	for _, l := range top.lists {
+		if l.IsOrdered() || l.Pos() < 0 {
+			continue
+		}
+		section, aside, nearest := sections.at(r.abs(l.Pos()))
+		if aside || (nearest != nil && explainsWork(headingWords(nearest.title))) {
+			continue
+		}
+		after := len(r.src)
+		for m := l.NextSibling(); m != nil; m = m.NextSibling() {
+			if m.Pos() >= 0 {
+				after = r.lineStartOf(r.abs(m.Pos()))
+				break
+			}
+		}
+		var cur *taskBuild
+		for it := l.FirstChild(); it != nil; it = it.NextSibling() {
+			item, ok := it.(*ast.ListItem)
+			if !ok || item.Pos() < 0 {
+				continue
+			}
+			start := r.lineStartOf(r.abs(item.Pos()))
+			if _, _, box := r.taskItem(item); box {
+				continue // a checklist's business
+			}
+			rest, st := cutStatus(r.itemRest(item))
+			lab := parseLabel(rest, true)
+			marked := strings.HasPrefix(rest, "**") || strings.HasPrefix(rest, "__") || lab.ticked
+			if lab.kind == labelNone || !marked || (lab.kind == labelNumber && !strings.Contains(lab.id, ".") && !strings.HasPrefix(rest, "**"+lab.id+"**")) {
+				continue // a plain bullet: a detail of the task above, if any
+			}
+			if cur != nil {
+				cur.End = r.trimEnd(cur.Start, start, false)
+			}
+			t := taskBuild{kind: lab.kind}
+			t.ID, t.Title, t.Labels, t.explicitID, t.ticked = lab.id, lab.title, lab.tags, true, lab.ticked
+			if _, tst := cutStatus(lab.title); st == StatusNone {
+				st = tst
+			}
+			if st != StatusPending {
+				t.Status = st
+			}
+			t.Checked = st.skips()
+			t.Section = section
+			t.Start, t.End = start, after
+			t.headEnd = r.lineEnd(r.lineOf(start))
+			rd.tasks = append(rd.tasks, t)
+			cur = &rd.tasks[len(rd.tasks)-1]
+		}
+		if cur != nil {
+			cur.End = r.trimEnd(cur.Start, after, false)
+		}
+	}
+	if len(rd.tasks) < 2 {
+		rd.tasks = nil
+	}
+	return rd
+}
