@@ -11,13 +11,17 @@ import (
 
 // check adds the plan-level diagnostics and copies the tasks into the plan.
 func (r *parseState) check(doc ast.Node) {
-	r.checkFences(doc)
+	if doc != nil {
+		r.checkFences(doc)
+	}
 	if len(r.tasks) == 0 {
 		if r.plan.Reading.Forced != "" {
 			return // findTasks said which form found nothing
 		}
 		r.diag(1, 1, SeverityError, `no tasks: write task headings ("### Task 1: Title") or top-level checklist items ("- [ ] Title"), or run the whole plan as one task with --form whole`)
-		r.reportNestedChecklist(doc)
+		if doc != nil {
+			r.reportNestedChecklist(doc)
+		}
 		return
 	}
 
@@ -66,18 +70,22 @@ func (r *parseState) check(doc ast.Node) {
 			}
 			seen[d.id] = true
 			j, ok := first[d.id]
+			diag := r.diag
+			if d.file != "" {
+				diag = r.diagIn(d.file)
+			}
 			switch {
 			case !ok && d.weak:
-				r.diag(d.line, d.col, SeverityWarning, "task %s: a dependency line names %q, which is no task of this plan: read as prose, not as a dependency", t.ID, d.id)
+				diag(d.line, d.col, SeverityWarning, "task %s: a dependency line names %q, which is no task of this plan: read as prose, not as a dependency", t.ID, d.id)
 				continue
 			case !ok:
-				r.diag(d.line, d.col, SeverityError, "task %s depends on unknown task %q%s", t.ID, d.id, r.didYouMean(d.id))
+				diag(d.line, d.col, SeverityError, "task %s depends on unknown task %q%s", t.ID, d.id, r.didYouMean(d.id))
 				continue
 			case j == i:
-				r.diag(d.line, d.col, SeverityError, "dependency cycle: task %s depends on itself", t.ID)
+				diag(d.line, d.col, SeverityError, "dependency cycle: task %s depends on itself", t.ID)
 				continue
 			case j > i:
-				r.diag(d.line, d.col, SeverityWarning, "task %s depends on task %s, which comes later in the plan (tasks run in plan order)", t.ID, d.id)
+				diag(d.line, d.col, SeverityWarning, "task %s depends on task %s, which comes later in the plan (tasks run in plan order)", t.ID, d.id)
 			}
 			t.Deps = append(t.Deps, d.id)
 		}
@@ -87,6 +95,17 @@ func (r *parseState) check(doc ast.Node) {
 	r.plan.Tasks = make([]Task, len(r.tasks))
 	for i := range r.tasks {
 		r.plan.Tasks[i] = r.tasks[i].Task
+	}
+}
+
+// diagIn is diag for a finding in another file than the plan's own (a
+// folder plan's task file).
+func (r *parseState) diagIn(path string) func(line, col int, sev Severity, format string, args ...any) {
+	return func(line, col int, sev Severity, format string, args ...any) {
+		saved := r.path
+		r.path = path
+		r.diag(line, col, sev, format, args...)
+		r.path = saved
 	}
 }
 

@@ -45,6 +45,7 @@ var formWhat = map[Form]string{
 	FormTable:     "table rows",
 	FormSections:  "numbered section headings",
 	FormWhole:     "the whole plan",
+	FormFolder:    "task files",
 }
 
 // Reading says how a plan's tasks were read, for `implloop plan` and
@@ -379,7 +380,9 @@ func (r *parseState) headingTasks(rd *reading, hs []heading, isTask func(h *head
 				}
 			}
 		}
-		t.Status = h.status
+		if h.status != StatusPending && !(h.box == 2 && h.status == StatusDone) {
+			t.Status = h.status // "[~]", "✅": a plain box says no more than checked does
+		}
 		t.Checked = h.box == 2 || h.status.skips()
 		t.Start = h.start
 		t.End = r.trimEnd(h.start, end, true)

@@ -164,7 +164,11 @@ func ParseWith(path string, src []byte, opts Options) (*Plan, []Diagnostic) {
 		sum <- sha256.Sum256(src)
 	}
 	r := &parseState{path: path, src: src, plan: p, opts: opts}
-	r.parse()
+	if IsBundle(src) && len(src) <= MaxSize {
+		r.parseBundle()
+	} else {
+		r.parse()
+	}
 	digest := <-sum
 	p.SHA256 = hex.EncodeToString(digest[:])
 	r.summarizeOmitted()
@@ -228,6 +232,7 @@ type depRef struct {
 	// backticks, not in an arrow list or a dependency column): a
 	// dependency when the plan has such a task, else prose, not an error.
 	weak bool
+	file string // a folder plan's task file, where line and col are
 }
 
 // MaxDiagnosticsPerKind bounds the diagnostics of one kind a plan gets: a
@@ -362,6 +367,13 @@ func (r *parseState) parse() {
 	r.numberTasks()
 	r.scanTaskContents(doc)
 	r.finishTasks()
+	if r.opts.noCheck {
+		if len(r.tasks) > 0 {
+			r.plan.folderDeps = r.tasks[0].deps
+			r.plan.Tasks = []Task{r.tasks[0].Task}
+		}
+		return
+	}
 	r.check(doc)
 }
 

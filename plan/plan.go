@@ -116,11 +116,14 @@ const (
 	FormTable     Form = "table"     // one task per table row
 	FormSections  Form = "sections"  // "## Phase 1", "### 12.1 — Title" headings
 	FormWhole     Form = "whole"     // no task list: the whole plan is one task
+	FormFolder    Form = "folder"    // a folder of task files, one task each (not a form a file can be read in)
 )
 
 // Options change how a plan is read.
 type Options struct {
 	Form Form // read the tasks in this form only (FormNone: choose)
+
+	noCheck bool // a folder's task file: its dependencies are checked against the folder's tasks
 }
 
 // Plan is a parsed plan file.
@@ -135,6 +138,8 @@ type Plan struct {
 	Form        Form
 	Reading     Reading // how the tasks were read
 	Tasks       []Task
+
+	folderDeps []depRef // a folder's task file: the dependencies it declares, unchecked
 }
 
 // Task is one task of a plan. Offsets are bytes into the file, lines are
@@ -156,6 +161,7 @@ type Task struct {
 	Section  string   `json:"section,omitempty"`  // checklist tasks: the closest heading above, level 2 or deeper ("Phase 1: Setup")
 	Level    int      `json:"level,omitempty"`    // heading level of a heading task; 0 for checklist tasks
 	Labels   []string `json:"labels,omitempty"`   // spec-kit markers after the id ("P", "US1"), out of the title
+	File     string   `json:"file,omitempty"`     // a folder plan's task: its file, which Line and EndLine count in
 
 	explicitID bool
 }
@@ -253,7 +259,7 @@ func readLimited(path string) ([]byte, error) {
 		return nil, fmt.Errorf("cannot read plan: %w", unwrapPathError(err))
 	}
 	if fi.IsDir() {
-		return nil, fmt.Errorf("cannot read plan: is a directory")
+		return readFolder(path)
 	}
 	if fi.Mode().IsRegular() && fi.Size() > MaxSize {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d (32 MiB)", ErrTooLarge, fi.Size(), MaxSize)

@@ -93,6 +93,7 @@ type taskJSON struct {
 	Checked  bool     `json:"checked"`
 	Optional bool     `json:"optional,omitempty"`
 	Section  string   `json:"section,omitempty"`
+	File     string   `json:"file,omitempty"`
 	Labels   []string `json:"labels,omitempty"`
 	Deps     []string `json:"deps,omitempty"`
 	// After is what the task waits for before it may start (the tasks it
@@ -160,7 +161,7 @@ func planRun(opts *planOptions) error {
 		out.Tasks = append(out.Tasks, taskJSON{
 			ID: t.ID, Ordinal: t.Ordinal, Title: t.Title,
 			Line: t.Line, EndLine: t.EndLine, Checked: t.Checked,
-			Optional: pt.Optional, Section: pt.Section, Labels: pt.Labels,
+			Optional: pt.Optional, Section: pt.Section, File: pt.File, Labels: pt.Labels,
 			Deps: t.Deps, After: after[t.ID], Wave: wave[t.ID], Verify: t.Verify,
 			TextSHA256: extractor.SHA256Hex(t.Text),
 		})
@@ -213,7 +214,11 @@ func printPlanTable(w io.Writer, p *planJSON, preambleBytes int, source string) 
 		if t.Optional {
 			title += " (optional)"
 		}
-		fmt.Fprintf(tw, "%s\t%d-%d\t%s\t%s\t%s\t%s\n", t.ID, t.Line, t.EndLine, done, deps, t.TextSHA256[:12], oneLine(title))
+		lines := fmt.Sprintf("%d-%d", t.Line, t.EndLine)
+		if t.File != "" {
+			lines = t.File + ":" + lines
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, lines, done, deps, t.TextSHA256[:12], oneLine(title))
 	}
 	tw.Flush()
 }
