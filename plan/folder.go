@@ -77,8 +77,13 @@ func readFolder(dir string) ([]byte, error) {
 		if c := CompareNumeric(a.num, b.num); c != 0 {
 			return c
 		}
+		if len(a.name) != len(b.name) {
+			return len(a.name) - len(b.name)
+		}
 		return strings.Compare(a.name, b.name)
 	})
+	// One file per id: "4.md" is the task, "4-analysis.md" beside it notes.
+	files = slices.CompactFunc(files, func(a, b folderFile) bool { return a.id == b.id })
 	if len(files) == 0 {
 		return nil, fmt.Errorf("cannot read plan: is a directory with no task files (a folder plan holds one task per numbered file: task-01.md, 02-setup.md)")
 	}

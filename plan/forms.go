@@ -12,7 +12,7 @@ import (
 // Forms lists every task form, in order of precedence: when a plan's form
 // is not forced, the first of these that finds tasks and leaves little of
 // the plan between its tasks defines them (see [Plan.Reading]).
-var Forms = []Form{FormTodos, FormHeadings, FormXML, FormYAML, FormChecklist, FormBullets, FormNumbered, FormTable, FormSections, FormWhole}
+var Forms = []Form{FormTodos, FormHeadings, FormXML, FormYAML, FormChecklist, FormNumbered, FormTable, FormBullets, FormSections, FormWhole}
 
 // FormNames is Forms as text, for messages and help: "todos, headings, ...".
 func FormNames() string {
@@ -140,7 +140,9 @@ func (r *parseState) findTasks(doc ast.Node) {
 			case len(rd.tasks) == 0:
 				continue
 			case rd.weak:
-				if weak.form == FormNone {
+				// A checklist of nothing but asides ("Open questions") gives
+				// way to the whole plan as one fix, when a section names it.
+				if weak.form == FormNone || (weak.form == FormChecklist && f == FormWhole) {
 					weak = rd
 				}
 				continue
@@ -404,8 +406,13 @@ func (r *parseState) readHeadings(top topBlocks) reading {
 	// Decisions" with "### AD-1: ...") name its points, not tasks.
 	parents := headingParents(top.hs)
 	code := make([]bool, len(top.hs))
+	shown := make([]bool, len(top.hs)) // under "## Task Breakdown Preview", "## Example": shown, not to be done
 	families := map[int]int{}
 	for i, h := range top.hs {
+		if parents[i] >= 0 && showsOnly(headingWords(top.hs[parents[i]].title)) {
+			shown[i] = true
+			continue
+		}
 		if h.label.kind == labelCode && (parents[i] < 0 || !explainsWork(headingWords(top.hs[parents[i]].title))) {
 			code[i] = true
 			families[codeFamily(h)]++
@@ -416,7 +423,8 @@ func (r *parseState) readHeadings(top topBlocks) reading {
 		byStart[h.start] = i
 	}
 	r.headingTasks(&rd, top.hs, func(h *heading) bool {
-		return h.isTask || h.box > 0 || (code[byStart[h.start]] && h.label.title != "" && families[codeFamily(*h)] >= 2)
+		i := byStart[h.start]
+		return !shown[i] && (h.isTask || h.box > 0 || (code[i] && h.label.title != "" && families[codeFamily(*h)] >= 2))
 	})
 	return rd
 }
@@ -502,6 +510,26 @@ func (r *parseState) bestSectionGroup(top topBlocks) map[int]bool {
 				groups = append(groups, sectionGroup{level: level, parent: parents[i]})
 			}
 			groups[g].hs = append(groups[g].hs, i)
+		}
+	}
+	// The headings right under one that names the task list ("## Step by
+	// Step Tasks" then "### Research the workflows") are its tasks,
+	// numbered or not.
+	for pi, p := range top.hs {
+		if !namesTaskList(p.title) {
+			continue
+		}
+		g := sectionGroup{level: 7, parent: pi}
+		for i := pi + 1; i < len(top.hs) && top.hs[i].level > p.level; i++ {
+			if parents[i] == pi && top.hs[i].level <= g.level {
+				if top.hs[i].level < g.level {
+					g.hs, g.level = nil, top.hs[i].level
+				}
+				g.hs = append(g.hs, i)
+			}
+		}
+		if len(g.hs) >= 2 {
+			groups = append(groups, g)
 		}
 	}
 	var best *sectionGroup

@@ -99,6 +99,10 @@ func parseLabelWith(s string, bare, phases bool) label {
 			return label{}
 		}
 		id, after = r[:n], r[n:]
+	case bare && strings.HasPrefix(rest, "[#") && len(rest) > 3 && isDigit(rest[2]) && strings.Contains(rest, "](") && issueLink(rest) > 0:
+		// "[#13](https://github.com/o/r/issues/13) - Title": CCPM after its sync.
+		n := issueLink(rest)
+		kind, id, after = labelNumber, rest[2:strings.IndexByte(rest, ']')], rest[n:]
 	case bare && len(rest) > 2 && rest[0] == '#' && isDigit(rest[1]):
 		// "#24 - Fix the calendar API" (CCPM's task list, by issue number).
 		n := 1
@@ -417,6 +421,9 @@ func cleanTitle(s string) string {
 		}
 		break
 	}
+	if len(s) > 2 && (s[0] == '"' && s[len(s)-1] == '"' || strings.HasPrefix(s, "“") && strings.HasSuffix(s, "”")) {
+		s = strings.TrimSpace(strings.Trim(s, "\"“”")) // CCPM quotes its task names
+	}
 	if len(s) > maxTitle {
 		s = firstSentence(s)
 	}
@@ -461,4 +468,23 @@ func firstSentence(s string) string {
 		cut = cut[:i] + "…"
 	}
 	return cut
+}
+
+// issueLink returns the length of a link "[#13](url)" at the start of s
+// whose text is "#" and a number, or 0.
+func issueLink(s string) int {
+	end := strings.IndexByte(s, ']')
+	if end < 3 || !strings.HasPrefix(s[end:], "](") {
+		return 0
+	}
+	for _, c := range []byte(s[2:end]) {
+		if !isDigit(c) {
+			return 0
+		}
+	}
+	close := strings.IndexByte(s[end:], ')')
+	if close < 0 {
+		return 0
+	}
+	return end + close + 1
 }

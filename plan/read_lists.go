@@ -17,6 +17,14 @@ var asideWords = []string{
 	"exit criteria", "checklist", "qa", "quality", "verification", "validation",
 	"testing", "test plan", "review", "changelog", "status", "progress log",
 	"open questions",
+	// The same sections in other languages.
+	"criterios de aceptación", "criterios de aceptacion", "criterios de éxito", "definición de hecho", "verificación", "validación",
+	"critérios de aceitação", "critérios de sucesso", "definição de pronto", "verificação", "validação",
+	"akzeptanzkriterien", "abnahmekriterien", "erfolgskriterien", "definition of ready", "prüfung", "überprüfung", "verifikation",
+	"critères d'acceptation", "critères d’acceptation", "critères de succès", "critères de réussite", "définition de terminé", "vérification", "liste de vérification",
+	"验收标准", "验收条件", "成功标准", "成功標準", "完成标准", "验证", "驗證", "检查清单",
+	"受け入れ基準", "受入基準", "完了条件", "成功基準", "検証", "確認事項", "チェックリスト",
+	"완료 조건", "수용 기준", "인수 조건", "성공 기준", "검증", "체크리스트",
 }
 
 // isAside reports whether a heading's title names a section of checks or
@@ -141,7 +149,7 @@ func (r *parseState) readChecklist(top topBlocks) reading {
 		t := r.checklistTask(it)
 		t.Section = section
 		all = append(all, t)
-		if aside {
+		if aside || showsOnly(headingWords(section)) { // "Definition of done"; "Task Breakdown Preview"
 			asides[section]++
 			continue
 		}
@@ -178,10 +186,11 @@ func (r *parseState) checklistTask(it checkItem) taskBuild {
 		t.Title = strings.TrimSpace(string(rest))
 	}
 	t.Title = trimArrowDeps(t.Title)
-	if rest, ok := strings.CutSuffix(t.Title, "(parallel: true)"); ok {
-		t.Title, t.Labels = strings.TrimSpace(rest), append(t.Labels, "P") // CCPM's epic task list
-	} else if rest, ok := strings.CutSuffix(t.Title, "(parallel: false)"); ok {
-		t.Title = strings.TrimSpace(rest)
+	if i := strings.LastIndex(t.Title, "(parallel: "); i > 0 { // CCPM's epic task list: "Title (parallel: true, 20h, Size: L) - note"
+		if strings.HasPrefix(t.Title[i:], "(parallel: true") {
+			t.Labels = append(t.Labels, "P")
+		}
+		t.Title = strings.TrimSpace(t.Title[:i])
 	}
 	if it.status == StatusInProgress || it.status == StatusCancelled {
 		t.Status = it.status // "[~]", "[-]": a plain box says no more than checked does

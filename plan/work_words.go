@@ -62,6 +62,8 @@ var explainWords = []string{
 	"faq", "risk", "alternative", "acceptance", "criteria", "session", "history", "changelog", "metric", "estimat",
 	"timeline", "resource", "lessons", "decision", "findings", "research", "analysis", "problem", "requirement",
 	"goal", "objective", "non-goal", "scope", "assumption", "constraint", "open question", "question", "testing strategy",
+	"dependencies", "dependency", "relevant files", "files", "preview",
+	"resumo", "arquivos", "archivos", "dateien", "fichiers", "fluxo", "flujo", "estratégia", "estrategia", "strategie", "stratégie",
 	"detalle", "resumen", "contexto", "beneficio", "ventaja", "notas", "requisito", "objetivo", "riesgo",
 	"übersicht", "hintergrund", "notiz", "vorteil", "anforderung", "ziel", "risiko", "kontext",
 	"détail", "aperçu", "contexte", "avantage", "exigence", "objectif", "risque", "résumé",
@@ -109,4 +111,16 @@ func headingWords(title string) string {
 	t = strings.Trim(strings.ToLower(t), " *_`:：")
 	t = strings.TrimRight(t, " ()（）")
 	return strings.Join(strings.Fields(t), " ")
+}
+
+// showsOnly reports whether a heading (as headingWords gives it) names a
+// section that shows tasks without asking for them: a preview of the
+// breakdown, an example, a template.
+func showsOnly(words string) bool {
+	for _, w := range []string{"preview", "example", "examples", "template", "sample", "ejemplo", "beispiel", "exemple", "示例", "例"} {
+		if words == w || strings.HasSuffix(words, " "+w) || (w[0] >= utf8.RuneSelf && strings.HasSuffix(words, w)) {
+			return true
+		}
+	}
+	return false
 }
