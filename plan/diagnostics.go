@@ -284,7 +284,7 @@ func (r *parseState) checkNestedFence(fc *ast.FencedCodeBlock) {
 	}
 	for i := 0; i < lines.Len(); i++ {
 		seg := lines.At(i)
-		t := bytes.TrimLeft(seg.Value(r.body), " ")
+		t := bytes.TrimLeft(r.body[seg.Start:seg.Stop], " ")
 		n := 0
 		for n < len(t) && t[n] == c {
 			n++

@@ -290,11 +290,8 @@ func (r *parseState) parseBundle() {
 		t.Title = cleanTitle(t.Title)
 	}
 	p.Reading = Reading{Form: FormFolder, Count: len(r.tasks)}
-	if len(entries) > 0 && len(r.tasks) == 0 {
-		r.diag(0, 0, SeverityError, "no tasks: a folder plan holds one task per numbered file (task-01.md, 02-setup.md, T003.md)")
-		return
-	}
 	if len(r.tasks) == 0 {
+		r.diag(0, 0, SeverityError, "no tasks: a folder plan holds one task per numbered file (task-01.md, 02-setup.md, T003.md)")
 		return
 	}
 	r.check(nil)

@@ -323,10 +323,11 @@ func (r *parseState) readYAML(top topBlocks) reading {
 		var found []taskBuild
 		for i := 0; i < lines.Len(); i++ {
 			seg := lines.At(i)
-			line := string(bytes.TrimRight(seg.Value(r.body), "\r\n"))
-			if line == "" || line[0] == ' ' || line[0] == '\t' || line[0] == '-' || line[0] == '#' {
-				continue
+			raw := r.body[seg.Start:seg.Stop] // not seg.Value: that copies every line
+			if len(raw) == 0 || (raw[0]|0x20 != 't' && raw[0]|0x20 != 's' && raw[0] < 0x80) || !bytes.ContainsAny(raw, ":：") {
+				continue // entries start "Task", "Step", "任务", ...
 			}
+			line := string(bytes.TrimRight(raw, "\r\n"))
 			lab := parseLabel(line, false)
 			if (lab.kind != labelTask && lab.kind != labelStep) || !strings.Contains(line, ":") {
 				continue
