@@ -295,6 +295,9 @@ func (r *parseState) parseBundle() {
 		return
 	}
 	r.check(nil)
+	if r.opts.Explain {
+		r.plan.Reading.PassedOver = r.explain()
+	}
 }
 
 // folderDepList reads a front matter dependency list: [24, 25], "3, 5",

@@ -56,6 +56,9 @@ type Reading struct {
 	Count  int      `json:"count"`
 	Forced string   `json:"forced,omitempty"` // "--form", "front matter" when forced
 	Notes  []string `json:"notes,omitempty"`
+	// PassedOver says, for each heading, list, table and fenced block that
+	// is no task, and each task a run skips, why (Options.Explain only).
+	PassedOver []Passage `json:"passed_over,omitempty"`
 }
 
 // String is the one-line summary: "24 tasks from task headings".
@@ -134,8 +137,12 @@ func (r *parseState) findTasks(doc ast.Node) {
 	} else {
 		var best, weak reading
 		bestShare := 2.0
+		all := make(map[Form]reading, len(Forms))
 		for _, f := range Forms {
-			rd := readers[f](top)
+			all[f] = readers[f](top)
+		}
+		for _, f := range Forms {
+			rd := all[f]
 			switch {
 			case len(rd.tasks) == 0:
 				continue
@@ -164,8 +171,11 @@ func (r *parseState) findTasks(doc ast.Node) {
 			chosen = weak
 		}
 		r.preferSections(top, &chosen)
-		r.noteLegacy(top, &chosen)
+		warned := r.noteLegacy(top, &chosen)
+		r.noteClose(&chosen, all, warned)
+		r.readings = all
 	}
+	r.top = top
 	if len(chosen.tasks) == 0 {
 		chosen = reading{}
 	}
@@ -233,41 +243,42 @@ func (r *parseState) preferSections(top topBlocks, chosen *reading) {
 
 // noteLegacy warns when the chosen reading differs from the one the two
 // original forms alone give (task headings, else every checklist item):
-// that reading was plausible too, and --form can ask for it.
-func (r *parseState) noteLegacy(top topBlocks, chosen *reading) {
+// that reading was plausible too, and --form can ask for it. It returns
+// the form it named, if any.
+func (r *parseState) noteLegacy(top topBlocks, chosen *reading) Form {
 	if chosen.form == FormHeadings && slices.ContainsFunc(top.hs, func(h heading) bool { return h.isTask }) {
-		return
+		return FormNone
 	}
 	if chosen.form == FormChecklist {
-		r.noteSections(top, chosen)
-		return
+		return r.noteSections(top, chosen)
 	}
 	if chosen.form == FormNone {
-		return
+		return FormNone
 	}
 	var items []checkItem
 	for _, l := range top.lists {
 		items = r.listTasks(l, items)
 	}
 	if len(items) == 0 {
-		return
+		return FormNone
 	}
 	line := r.lineOf(chosen.tasks[0].Start) + 1
-	chosen.warn(line, "read %d %s as the tasks; the plan's %d checklist items are not tasks here (--form checklist reads them instead)",
+	chosen.warn(line, "read %d %s as the tasks; the plan's %d checklist items are not tasks here (--form checklist, or \"form: checklist\" in the front matter, reads them instead)",
 		len(chosen.tasks), formWhat[chosen.form], len(items))
+	return FormChecklist
 }
 
 // noteSections warns when a checklist was read but the plan also has
 // numbered or phase section headings that hold none of its items (an
 // ExecPlan's "Progress" boxes before its "Milestone 1..3"): either could
 // be the work.
-func (r *parseState) noteSections(top topBlocks, chosen *reading) {
+func (r *parseState) noteSections(top topBlocks, chosen *reading) Form {
 	secs := r.readSections(top)
 	if len(secs.tasks) < 2 {
-		return
+		return FormNone
 	}
 	if !slices.ContainsFunc(chosen.tasks, func(t taskBuild) bool { return !namesTaskList(t.Section) }) {
-		return // the items sit under "## Tasks": the plan says which list is the work
+		return FormNone // the items sit under "## Tasks": the plan says which list is the work
 	}
 	for i, h := range top.hs {
 		if h.label.kind != labelNumber && h.label.kind != labelPhase {
@@ -282,12 +293,71 @@ func (r *parseState) noteSections(top topBlocks, chosen *reading) {
 		}
 		for _, t := range chosen.tasks {
 			if t.Start >= h.start && t.Start < end {
-				return // numbered sections group the items: one reading
+				return FormNone // numbered sections group the items: one reading
 			}
 		}
 	}
-	chosen.warn(r.lineOf(secs.tasks[0].Start)+1, "read %d checklist items as the tasks; the plan's %d section headings (%q, ...) hold none of them and could be the tasks too (--form sections reads them instead)",
+	chosen.warn(r.lineOf(secs.tasks[0].Start)+1, "read %d checklist items as the tasks; the plan's %d section headings (%q, ...) hold none of them and could be the tasks too (--form sections, or \"form: sections\" in the front matter, reads them instead)",
 		len(chosen.tasks), len(secs.tasks), clip(secs.tasks[0].Title, 60))
+	return FormSections
+}
+
+// noteClose warns when another reading is close to the one taken: a
+// structure of the plan, not nested in the tasks read nor holding them,
+// that covers at least a quarter of the plan and a third of what the
+// tasks read cover. A reader would hesitate there, so lint says which
+// reading it took and how to take the other.
+func (r *parseState) noteClose(chosen *reading, all map[Form]reading, warned Form) {
+	if chosen.form == FormNone || len(chosen.tasks) == 0 {
+		return
+	}
+	body := len(bytes.TrimSpace(r.body))
+	have := coverage(chosen.tasks)
+	var alt reading
+	altCov := 0
+	for _, f := range Forms {
+		rd := all[f]
+		if f == chosen.form || f == warned || f == FormWhole || rd.weak || len(rd.tasks) < 2 {
+			continue
+		}
+		if nested(rd.tasks, chosen.tasks) || nested(chosen.tasks, rd.tasks) {
+			continue // one reading at two grains: phases and their items, tasks and their steps
+		}
+		cov := coverage(rd.tasks)
+		if 4*cov < body || 3*cov < have || cov <= altCov {
+			continue
+		}
+		alt, altCov = rd, cov
+	}
+	if alt.form == FormNone {
+		return
+	}
+	chosen.warn(r.lineOf(alt.tasks[0].Start)+1, "read %d %s as the tasks; the plan's %d %s (%q, ...) could be the tasks too: --form %s (or \"form: %s\" in the front matter) reads them instead",
+		len(chosen.tasks), formWhat[chosen.form], len(alt.tasks), formWhat[alt.form], clip(cleanTitle(alt.tasks[0].Title), 60), alt.form, alt.form)
+}
+
+// coverage is how many bytes a reading's tasks span.
+func coverage(ts []taskBuild) int {
+	n := 0
+	for _, t := range ts {
+		n += t.End - t.Start
+	}
+	return n
+}
+
+// nested reports whether at least half of a's tasks start inside a task
+// of b.
+func nested(a, b []taskBuild) bool {
+	in, j := 0, 0
+	for _, t := range a {
+		for j < len(b) && b[j].End <= t.Start {
+			j++
+		}
+		if j < len(b) && b[j].Start <= t.Start && t.Start < b[j].End {
+			in++
+		}
+	}
+	return 2*in >= len(a)
 }
 
 // orphanShare is the share of the text between a reading's first task

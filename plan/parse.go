@@ -199,6 +199,8 @@ type parseState struct {
 
 	breakLines map[int]bool // 0-based lines holding a top-level thematic break
 	tasks      []taskBuild
+	top        topBlocks        // what the readers looked at, for --explain-reading
+	readings   map[Form]reading // every reading tried, when the form was not forced
 
 	kinds    map[string]*diagKind // diagnostics emitted so far, by format
 	byNumber map[string]string    // didYouMean's index, built when first needed
@@ -375,6 +377,9 @@ func (r *parseState) parse() {
 		return
 	}
 	r.check(doc)
+	if r.opts.Explain {
+		r.plan.Reading.PassedOver = r.explain()
+	}
 }
 
 // MaxNesting bounds how many list and block quote markers may open on one

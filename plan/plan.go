@@ -121,7 +121,8 @@ const (
 
 // Options change how a plan is read.
 type Options struct {
-	Form Form // read the tasks in this form only (FormNone: choose)
+	Form    Form // read the tasks in this form only (FormNone: choose)
+	Explain bool // fill Reading.PassedOver: why each part that is no task was passed over
 
 	noCheck bool // a folder's task file: its dependencies are checked against the folder's tasks
 }
