@@ -115,6 +115,7 @@ const maxOrphanShare = 0.5
 // findTasks decides the plan's form and the tasks' spans, ids and titles.
 func (r *parseState) findTasks(doc ast.Node) {
 	top := r.collectTop(doc)
+	r.top = top
 	readers := map[Form]func(topBlocks) reading{
 		FormTodos:     r.readTodos,
 		FormHeadings:  r.readHeadings,
@@ -171,6 +172,7 @@ func (r *parseState) findTasks(doc ast.Node) {
 			chosen = weak
 		}
 		r.preferSections(top, &chosen)
+		r.preferCoverage(&chosen, all)
 		warned := r.noteLegacy(top, &chosen)
 		r.noteClose(&chosen, all, warned)
 		r.readings = all
@@ -239,6 +241,50 @@ func (r *parseState) preferSections(top topBlocks, chosen *reading) {
 			return
 		}
 	}
+}
+
+// preferCoverage gives a reading that covers little of the plan (a
+// "Rollback plan" list after six phases) way to one that covers most of
+// it, unless the little one sits under a heading that names the task list
+// or the two are one reading at two grains (spec-kit's items and their
+// phases).
+func (r *parseState) preferCoverage(chosen *reading, all map[Form]reading) {
+	if chosen.form == FormNone || len(chosen.tasks) == 0 {
+		return
+	}
+	body := r.bodyLen()
+	have := r.coverage(chosen.tasks)
+	if 10*have >= body {
+		return
+	}
+	for _, t := range chosen.tasks {
+		if namesTaskList(t.Section) {
+			return
+		}
+	}
+	if sec := r.sectionOf(chosen.tasks[0].Start); sec != nil && (namesTaskList(sec.title) || isTaskish(sec.title) && !explainsWork(headingWords(sec.title))) && chosen.form != FormNumbered {
+		return
+	}
+	for _, f := range Forms {
+		rd := all[f]
+		if f == chosen.form || f == FormWhole || rd.weak || len(rd.tasks) < 2 {
+			continue
+		}
+		if 2*r.coverage(rd.tasks) < body || nested(rd.tasks, chosen.tasks) || nested(chosen.tasks, rd.tasks) {
+			continue
+		}
+		rd.notes = append(rd.notes, fmt.Sprintf("the %d %s cover little of the plan (line %d on); the %d %s cover most of it: read them as the tasks (--form %s reads the others)",
+			len(chosen.tasks), formWhat[chosen.form], r.lineOf(chosen.tasks[0].Start)+1, len(rd.tasks), formWhat[rd.form], chosen.form))
+		*chosen = rd
+		return
+	}
+}
+
+// sectionOf returns the closest heading above offset off, or nil.
+func (r *parseState) sectionOf(off int) *heading {
+	s := sectionIndex{hs: r.top.hs}
+	_, _, h := s.at(off)
+	return h
 }
 
 // noteLegacy warns when the chosen reading differs from the one the two
@@ -311,8 +357,8 @@ func (r *parseState) noteClose(chosen *reading, all map[Form]reading, warned For
 	if chosen.form == FormNone || len(chosen.tasks) == 0 {
 		return
 	}
-	body := len(bytes.TrimSpace(r.body))
-	have := coverage(chosen.tasks)
+	body := r.bodyLen()
+	have := r.coverage(chosen.tasks)
 	var alt reading
 	altCov := 0
 	for _, f := range Forms {
@@ -323,7 +369,7 @@ func (r *parseState) noteClose(chosen *reading, all map[Form]reading, warned For
 		if nested(rd.tasks, chosen.tasks) || nested(chosen.tasks, rd.tasks) {
 			continue // one reading at two grains: phases and their items, tasks and their steps
 		}
-		cov := coverage(rd.tasks)
+		cov := r.coverage(rd.tasks)
 		if 4*cov < body || 3*cov < have || cov <= altCov {
 			continue
 		}
@@ -336,13 +382,21 @@ func (r *parseState) noteClose(chosen *reading, all map[Form]reading, warned For
 		len(chosen.tasks), formWhat[chosen.form], len(alt.tasks), formWhat[alt.form], clip(cleanTitle(alt.tasks[0].Title), 60), alt.form, alt.form)
 }
 
-// coverage is how many bytes a reading's tasks span.
-func coverage(ts []taskBuild) int {
+// coverage is how many bytes a reading's tasks span, not counting CRs
+// (a CRLF plan reads as its LF twin does).
+func (r *parseState) coverage(ts []taskBuild) int {
 	n := 0
 	for _, t := range ts {
-		n += t.End - t.Start
+		n += t.End - t.Start - bytes.Count(r.src[t.Start:t.End], []byte{'\r'})
 	}
 	return n
+}
+
+// bodyLen is the length of the plan's body without surrounding blank
+// space and CRs.
+func (r *parseState) bodyLen() int {
+	b := bytes.TrimSpace(r.body)
+	return len(b) - bytes.Count(b, []byte{'\r'})
 }
 
 // nested reports whether at least half of a's tasks start inside a task
