@@ -181,6 +181,7 @@ func (r *parseState) findTasks(doc ast.Node) {
 	if len(chosen.tasks) == 0 {
 		chosen = reading{}
 	}
+	r.restartedIDs(&chosen)
 	r.tasks = chosen.tasks
 	r.plan.Form = chosen.form
 	r.plan.Reading.Form = chosen.form
@@ -206,6 +207,51 @@ func (r *parseState) forcedForm() (Form, string) {
 		}
 	}
 	return FormNone, ""
+}
+
+// restartedIDs handles a list whose ids start over ("1. 2. 3." then "1.
+// 2." again) instead of calling every repeat a duplicate: a copy of the
+// tasks above, same ids and titles (a template pasted below, a session
+// notes block copied), is context, not more tasks; a list numbered anew
+// in each phase takes the tasks' positions as ids. Ids that repeat any
+// other way ("10, 11, 10") stay duplicates, an error.
+func (r *parseState) restartedIDs(rd *reading) {
+	ts := rd.tasks
+	if len(ts) < 4 || !ts[0].explicitID || ts[1].ID == ts[0].ID {
+		return
+	}
+	k := -1
+	for i := 2; i < len(ts); i++ { // the list above a restart has two tasks at least
+		if ts[i].ID == ts[0].ID {
+			k = i
+			break
+		}
+	}
+	if k < 0 || len(ts)-k < 2 || ts[k+1].ID != ts[1].ID {
+		return
+	}
+	copyOf := true
+	for j := k; j < len(ts); j++ {
+		if ts[j].ID != ts[(j-k)%k].ID || cleanTitle(ts[j].Title) != cleanTitle(ts[(j-k)%k].Title) {
+			copyOf = false
+			break
+		}
+	}
+	line, restart := r.lineOf(ts[k].Start)+1, ts[k].ID
+	if copyOf {
+		rd.notes = append(rd.notes, fmt.Sprintf("the %d tasks from line %d on repeat the ids and titles of those above (a copy of the list): read as context, not as tasks", len(ts)-k, line))
+		rd.tasks = ts[:k]
+		return
+	}
+	for _, t := range ts {
+		if !t.explicitID {
+			return
+		}
+	}
+	for i := range rd.tasks {
+		rd.tasks[i].ID, rd.tasks[i].explicitID = "", false
+	}
+	rd.warn(line, "task ids start again at line %d (%q): the tasks take their positions as ids, 1 to %d; give each task an id of its own to keep ids stable", line, restart, len(ts))
 }
 
 // preferSections reads a plan's numbered or phase sections as its tasks
@@ -668,6 +714,9 @@ func (r *parseState) bestSectionGroup(top topBlocks) map[int]bool {
 		}
 		if len(g.hs) < 2 && phases == 0 {
 			continue
+		}
+		if len(g.hs) == 1 && g.level == 1 && g.hs[0] == 0 && len(groups) > 1 {
+			continue // "# Phase 7: UX" over its numbered sections is the plan's title
 		}
 		score := 0.0
 		for _, i := range g.hs {

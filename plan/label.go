@@ -368,7 +368,7 @@ func labelBoundary(after string) bool {
 		return true
 	}
 	r, _ := utf8.DecodeRuneInString(after)
-	return r == '–' || r == '—'
+	return r == '–' || r == '—' || r == '：' || r == '、' || r == '．' || r == '）'
 }
 
 // skipSeparator drops what separates a label from its title: spaces,
@@ -385,6 +385,8 @@ func skipSeparator(s, opener string) (title string, closed bool) {
 	switch {
 	case strings.HasPrefix(s, ":"), strings.HasPrefix(s, "."), strings.HasPrefix(s, ")"):
 		s = s[1:]
+	case strings.HasPrefix(s, "："), strings.HasPrefix(s, "、"), strings.HasPrefix(s, "．"), strings.HasPrefix(s, "）"):
+		s = s[len("："):] // fullwidth, three bytes each
 	default:
 		s = strings.TrimLeft(s, "-–—·|")
 	}
