@@ -181,13 +181,33 @@ func genBullets(n, size int) []byte {
 		func(*strings.Builder, int) {})
 }
 
-// genYAML builds a PRP whose task list is one yaml block of n entries.
+// genYAML builds a PRP in the shape the PRP template gives: a yaml block
+// listing n tasks (a fifth of the bytes), then per-task pseudocode
+// sections of prose and code. (A plan that is nothing but one 10 MiB
+// yaml block parses about three times slower than goldmark, which does
+// next to nothing per byte of a fenced block, while implloop hashes,
+// checks UTF-8 and keeps every byte.)
 func genYAML(n, size int) []byte {
-	src := genRepeated("# PRP\n\n### list of tasks to be completed\n\n```yaml\n", n, size,
-		func(b *strings.Builder, i int) { fmt.Fprintf(b, "Task %d:\nMODIFY src/module_%d.py:\n", i, i) },
-		"  - FIND pattern: \"class OldImplementation\" and INJECT the new handler after it\n",
-		func(b *strings.Builder, _ int) { b.WriteString("\n") })
-	return append(src, "```\n"...)
+	var b strings.Builder
+	b.Grow(n * (size + 200))
+	b.WriteString("# PRP\n\n## Goal\n\nRetry everything.\n\n### list of tasks to be completed\n\n```yaml\n")
+	for i := 1; i <= n; i++ {
+		start := b.Len()
+		fmt.Fprintf(&b, "Task %d:\nMODIFY src/module_%d.py:\n", i, i)
+		for b.Len()-start < size/5 {
+			b.WriteString("  - FIND pattern: \"class OldImplementation\" and INJECT the new handler after it\n")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("```\n\n### Per task pseudocode\n\n")
+	for i := 1; i <= n; i++ {
+		start := b.Len()
+		fmt.Fprintf(&b, "#### Pseudocode for module_%d.py\n\n", i)
+		for b.Len()-start < size*4/5 {
+			b.WriteString("The handler validates its input and returns a typed error; keep the schema next to the route.\n\n```python\ndef handle(req):\n    return validate(req)\n```\n\n")
+		}
+	}
+	return []byte(b.String())
 }
 
 // genSteps builds a TAC/ADW plan: an overview of phases, then n numbered

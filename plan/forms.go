@@ -138,12 +138,11 @@ func (r *parseState) findTasks(doc ast.Node) {
 	} else {
 		var best, weak reading
 		bestShare := 2.0
-		all := make(map[Form]reading, len(Forms))
+		// Readings are made when first needed: a plan of "### Task N"
+		// headings, the commonest, never pays for the others.
+		all := readingSet{readers: readers, top: top, done: map[Form]reading{}}
 		for _, f := range Forms {
-			all[f] = readers[f](top)
-		}
-		for _, f := range Forms {
-			rd := all[f]
+			rd := all.get(f)
 			switch {
 			case len(rd.tasks) == 0:
 				continue
@@ -172,10 +171,16 @@ func (r *parseState) findTasks(doc ast.Node) {
 			chosen = weak
 		}
 		r.preferSections(top, &chosen)
-		r.preferCoverage(&chosen, all)
+		// "### Task N" headings, <task> blocks, todos and a PRP's "Task N:"
+		// list are the plan's own word for its tasks: no second guess.
+		explicit := explicitForm(chosen.form) || (chosen.form == FormHeadings && slices.ContainsFunc(top.hs, func(h heading) bool { return h.isTask }))
+		if !explicit {
+			r.preferCoverage(&chosen, &all)
+		}
 		warned := r.noteLegacy(top, &chosen)
-		r.noteClose(&chosen, all, warned)
-		r.readings = all
+		if !explicit {
+			r.noteClose(&chosen, &all, warned)
+		}
 	}
 	r.top = top
 	if len(chosen.tasks) == 0 {
@@ -289,12 +294,33 @@ func (r *parseState) preferSections(top topBlocks, chosen *reading) {
 	}
 }
 
+// readingSet makes each form's reading of a plan once, when first asked.
+type readingSet struct {
+	readers map[Form]func(topBlocks) reading
+	top     topBlocks
+	done    map[Form]reading
+}
+
+func (s *readingSet) get(f Form) reading {
+	if rd, ok := s.done[f]; ok {
+		return rd
+	}
+	rd := s.readers[f](s.top)
+	s.done[f] = rd
+	return rd
+}
+
+// explicitForm reports whether a form's tasks are marked as tasks by the
+// plan itself (front matter todos, <task> blocks, a PRP's "Task N:" list),
+// where no other structure is a close second.
+func explicitForm(f Form) bool { return f == FormTodos || f == FormXML || f == FormYAML }
+
 // preferCoverage gives a reading that covers little of the plan (a
 // "Rollback plan" list after six phases) way to one that covers most of
 // it, unless the little one sits under a heading that names the task list
 // or the two are one reading at two grains (spec-kit's items and their
 // phases).
-func (r *parseState) preferCoverage(chosen *reading, all map[Form]reading) {
+func (r *parseState) preferCoverage(chosen *reading, all *readingSet) {
 	if chosen.form == FormNone || len(chosen.tasks) == 0 {
 		return
 	}
@@ -312,8 +338,11 @@ func (r *parseState) preferCoverage(chosen *reading, all map[Form]reading) {
 		return
 	}
 	for _, f := range Forms {
-		rd := all[f]
-		if f == chosen.form || f == FormWhole || rd.weak || len(rd.tasks) < 2 {
+		if f == chosen.form || f == FormWhole {
+			continue
+		}
+		rd := all.get(f)
+		if rd.weak || len(rd.tasks) < 2 {
 			continue
 		}
 		if 2*r.coverage(rd.tasks) < body || nested(rd.tasks, chosen.tasks) || nested(chosen.tasks, rd.tasks) {
@@ -399,7 +428,7 @@ func (r *parseState) noteSections(top topBlocks, chosen *reading) Form {
 // that covers at least a quarter of the plan and a third of what the
 // tasks read cover. A reader would hesitate there, so lint says which
 // reading it took and how to take the other.
-func (r *parseState) noteClose(chosen *reading, all map[Form]reading, warned Form) {
+func (r *parseState) noteClose(chosen *reading, all *readingSet, warned Form) {
 	if chosen.form == FormNone || len(chosen.tasks) == 0 {
 		return
 	}
@@ -408,8 +437,11 @@ func (r *parseState) noteClose(chosen *reading, all map[Form]reading, warned For
 	var alt reading
 	altCov := 0
 	for _, f := range Forms {
-		rd := all[f]
-		if f == chosen.form || f == warned || f == FormWhole || rd.weak || len(rd.tasks) < 2 {
+		if f == chosen.form || f == warned || f == FormWhole {
+			continue
+		}
+		rd := all.get(f)
+		if rd.weak || len(rd.tasks) < 2 {
 			continue
 		}
 		if nested(rd.tasks, chosen.tasks) || nested(chosen.tasks, rd.tasks) {

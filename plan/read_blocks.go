@@ -341,6 +341,9 @@ func (r *parseState) readYAML(top topBlocks) reading {
 		if len(found) < 2 {
 			continue
 		}
+		if rd.tasks == nil {
+			rd.tasks = make([]taskBuild, 0, len(found))
+		}
 		closing := r.lineOf(r.abs(lines.At(lines.Len()-1).Start)) + 1 // the closing fence's line
 		blockEnd := len(r.src)
 		if closing < len(r.lines) {
@@ -354,12 +357,15 @@ func (r *parseState) readYAML(top topBlocks) reading {
 			t := &found[i]
 			t.End = r.trimEnd(t.Start, end, false)
 			body := r.src[t.headEnd:t.End]
-			if t.Title == "" { // "Task 1:" then "MODIFY src/x.py:"
-				for _, l := range strings.Split(string(body), "\n") {
-					if l = strings.TrimSpace(l); l != "" {
-						t.Title = strings.TrimSuffix(l, ":")
-						break
-					}
+			for rest := body; t.Title == "" && len(rest) > 0; { // "Task 1:" then "MODIFY src/x.py:"
+				l := rest
+				if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+					l, rest = rest[:i], rest[i+1:]
+				} else {
+					rest = nil
+				}
+				if l = bytes.TrimSpace(l); len(l) > 0 {
+					t.Title = strings.TrimSuffix(string(l), ":")
 				}
 			}
 			if bytes.Contains(body, []byte("STATUS [DONE]")) || bytes.Contains(body, []byte("STATUS [x]")) {
