@@ -28,12 +28,32 @@
 //     heading ("Definition of done", "Completed") are context while
 //     other items exist; "1.1" right after "1." is folded into it.
 //
-// The others: front matter todos (Cursor), <task> blocks, numbered lists
-// under a heading naming the work, table rows with an id column, and
-// numbered or phase section headings. docs/plan-format.md has them all.
-// A plan with none of these whose sections name the work ("## Fix",
-// "### Changes to ...") is one task, the whole plan, with a lint warning
+// The others: front matter todos (Cursor), <task> blocks, a PRP's "Task
+// N:" list in a yaml block, numbered lists under a heading naming the
+// work, table rows with an id column, bullets with bold ids, and numbered
+// or phase section headings. docs/plan-format.md has them all. A plan
+// with none of these whose sections name the work ("## Fix", "###
+// Changes to ...") is one task, the whole plan, with a lint warning
 // saying so; otherwise the plan has no tasks: a lint error, not a guess.
+//
+// # Reading as a person reads
+//
+// Plans hold lists that only look like the task list. Where the list sits
+// counts: under a heading that names the task list ("Step by Step Tasks",
+// "任务", "Tareas") a plan's tasks are found first; under one that
+// explains the work ("Technical details", "Benefits", "Acceptance
+// criteria") or only shows tasks ("Task Breakdown Preview", "Template")
+// a list is context. How much of the plan a reading covers counts too: a
+// list wholly inside one of several phases, or one that covers little of
+// a plan another structure covers, gives way. A second reading that comes
+// close is a lint warning naming both and how to force either
+// ([Options.Form], front matter "form:"); [Options.Explain] says why each
+// part that is no task was passed over ([Reading.PassedOver]).
+//
+// Labels, status marks and dependency lines are read in the languages
+// plans are written in: "Tarea 3", "任务 1.1：", "[~]", "✅", "依赖：",
+// "Abhängig von:". A folder of task files is a plan too ([ReadBytes]
+// bundles it; see folder.go).
 //
 // Fenced and indented code, HTML blocks and block quotes are never scanned
 // for tasks (the markdown parser says what is code, not a regular
