@@ -177,7 +177,7 @@ func (r *parseState) findTasks(doc ast.Node) {
 		if !explicit {
 			r.preferCoverage(&chosen, &all)
 		}
-		warned := r.noteLegacy(top, &chosen)
+		warned := r.noteLegacy(top, &chosen, &all)
 		if !explicit {
 			r.noteClose(&chosen, &all, warned)
 		}
@@ -366,15 +366,15 @@ func (r *parseState) sectionOf(off int) *heading {
 // original forms alone give (task headings, else every checklist item):
 // that reading was plausible too, and --form can ask for it. It returns
 // the form it named, if any.
-func (r *parseState) noteLegacy(top topBlocks, chosen *reading) Form {
+func (r *parseState) noteLegacy(top topBlocks, chosen *reading, all *readingSet) Form {
 	if chosen.form == FormHeadings && slices.ContainsFunc(top.hs, func(h heading) bool { return h.isTask }) {
 		return FormNone
 	}
 	if chosen.form == FormChecklist {
 		return r.noteSections(top, chosen)
 	}
-	if chosen.form == FormNone {
-		return FormNone
+	if chosen.form == FormNone || chosen.form == FormWhole {
+		return FormNone // the whole-plan reading says itself what it did
 	}
 	var items []checkItem
 	for _, l := range top.lists {
@@ -382,6 +382,9 @@ func (r *parseState) noteLegacy(top topBlocks, chosen *reading) Form {
 	}
 	if len(items) == 0 {
 		return FormNone
+	}
+	if cl := all.get(FormChecklist); cl.weak || len(cl.tasks) == 0 {
+		return FormNone // only checks ("#### Automated Verification:" in each phase): no second reading
 	}
 	line := r.lineOf(chosen.tasks[0].Start) + 1
 	chosen.warn(line, "read %d %s as the tasks; the plan's %d checklist items are not tasks here (--form checklist, or \"form: checklist\" in the front matter, reads them instead)",

@@ -138,7 +138,7 @@ func parseLabelWith(s string, bare, phases bool) label {
 	case codeID(rest) > 0:
 		n := codeID(rest)
 		id, after = rest[:n], rest[n:]
-		if !codeBoundary(after, opener) {
+		if !codeBoundary(after, opener) && !(paddedCode(id) && (after[0] == ' ' || after[0] == '\t')) {
 			return label{}
 		}
 		kind = labelCode
@@ -313,6 +313,19 @@ func codeBoundary(after, opener string) bool {
 	}
 	r, _ := utf8.DecodeRuneInString(after)
 	return r == '–' || r == '—'
+}
+
+// paddedCode reports whether a code id is written as an id, not a word:
+// its number is zero-padded ("S01", "SM05", "T001") or set off by a
+// dash ("GOAL-001", "US-003"). Such an id needs no colon before its
+// title ("- [ ] S01 Scaffold the project"); "S3 bucket" stays a word. A
+// lone one is still taken back (dropLoneCodes): ids come in families.
+func paddedCode(id string) bool {
+	i := strings.IndexFunc(id, func(r rune) bool { return r >= '0' && r <= '9' })
+	if i <= 0 {
+		return false
+	}
+	return id[i-1] == '-' || (id[i] == '0' && i+1 < len(id) && isDigit(id[i+1]))
 }
 
 func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
