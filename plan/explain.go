@@ -46,14 +46,13 @@ func (r *parseState) explain() []Passage {
 		if inTask(h.start) {
 			continue
 		}
-		words := headingWords(h.title)
 		why := where(h.start)
 		switch {
-		case isAside(h.title):
+		case r.facts(&r.top.hs[i]).aside:
 			why = "checks the work or logs it (an aside): context"
-		case showsOnly(words):
+		case r.facts(&r.top.hs[i]).shows:
 			why = "a preview, example or template of tasks: context"
-		case explainsWork(words):
+		case r.facts(&r.top.hs[i]).explains:
 			why = "explains the work: context"
 		case (h.label.kind == labelNumber || h.label.kind == labelPhase) && r.plan.Form == FormSections:
 			under := "the plan's top"
@@ -61,12 +60,12 @@ func (r *parseState) explain() []Passage {
 				under = fmt.Sprintf("%q", clip(r.top.hs[parents[i]].title, 40))
 			}
 			why = fmt.Sprintf("a numbered section of another group (under %s), not the one read; %s", under, where(h.start))
-		case namesTaskList(h.title):
+		case r.facts(&r.top.hs[i]).names:
 			why = "names the task list; its tasks follow it"
 		}
 		out = append(out, Passage{r.lineOf(h.start) + 1, fmt.Sprintf("heading %q", clip(h.title, 60)), why})
 	}
-	sections := sectionIndex{hs: r.top.hs}
+	sections := sectionIndex{r: r, hs: r.top.hs}
 	for _, l := range r.top.lists {
 		if l.Pos() < 0 {
 			continue
@@ -96,9 +95,9 @@ func (r *parseState) explain() []Passage {
 		switch {
 		case aside:
 			why = fmt.Sprintf("under %q, which checks the work or logs it (an aside): context", clip(section, 40))
-		case section != "" && showsOnly(headingWords(section)):
+		case sections.sec != nil && r.facts(sections.sec).shows:
 			why = fmt.Sprintf("under %q, a preview or example: context", clip(section, 40))
-		case nearest != nil && explainsWork(headingWords(nearest.title)):
+		case nearest != nil && r.facts(nearest).explains:
 			why = fmt.Sprintf("under %q, which explains the work: context", clip(nearest.title, 40))
 		case boxes > 0 || l.IsOrdered():
 			why = fmt.Sprintf("not read as tasks: the plan's tasks are its %s; %s", formWhat[r.plan.Form], where(start))

@@ -330,7 +330,7 @@ func (r *parseState) preferCoverage(chosen *reading, all *readingSet) {
 		return
 	}
 	for _, t := range chosen.tasks {
-		if namesTaskList(t.Section) {
+		if t.underList {
 			return
 		}
 	}
@@ -357,7 +357,7 @@ func (r *parseState) preferCoverage(chosen *reading, all *readingSet) {
 
 // sectionOf returns the closest heading above offset off, or nil.
 func (r *parseState) sectionOf(off int) *heading {
-	s := sectionIndex{hs: r.top.hs}
+	s := sectionIndex{r: r, hs: r.top.hs}
 	_, _, h := s.at(off)
 	return h
 }
@@ -401,7 +401,7 @@ func (r *parseState) noteSections(top topBlocks, chosen *reading) Form {
 	if len(secs.tasks) < 2 {
 		return FormNone
 	}
-	if !slices.ContainsFunc(chosen.tasks, func(t taskBuild) bool { return !namesTaskList(t.Section) }) {
+	if !slices.ContainsFunc(chosen.tasks, func(t taskBuild) bool { return !t.underList }) {
 		return FormNone // the items sit under "## Tasks": the plan says which list is the work
 	}
 	for i, h := range top.hs {
@@ -614,11 +614,11 @@ func (r *parseState) readHeadings(top topBlocks) reading {
 	shown := make([]bool, len(top.hs)) // under "## Task Breakdown Preview", "## Example": shown, not to be done
 	families := map[int]int{}
 	for i, h := range top.hs {
-		if parents[i] >= 0 && showsOnly(headingWords(top.hs[parents[i]].title)) {
+		if parents[i] >= 0 && r.facts(&top.hs[parents[i]]).shows {
 			shown[i] = true
 			continue
 		}
-		if h.label.kind == labelCode && (parents[i] < 0 || !explainsWork(headingWords(top.hs[parents[i]].title))) {
+		if h.label.kind == labelCode && (parents[i] < 0 || !r.facts(&top.hs[parents[i]]).explains) {
 			code[i] = true
 			families[codeFamily(h)]++
 		}
@@ -721,7 +721,7 @@ func (r *parseState) bestSectionGroup(top topBlocks) map[int]bool {
 	// Step Tasks" then "### Research the workflows") are its tasks,
 	// numbered or not.
 	for pi, p := range top.hs {
-		if !namesTaskList(p.title) {
+		if !r.facts(&top.hs[pi]).names {
 			continue
 		}
 		g := sectionGroup{level: 7, parent: pi}
@@ -765,9 +765,9 @@ func (r *parseState) bestSectionGroup(top topBlocks) map[int]bool {
 			score += float64(end - top.hs[i].start)
 		}
 		switch {
-		case g.parent >= 0 && namesTaskList(top.hs[g.parent].title):
+		case g.parent >= 0 && r.facts(&top.hs[g.parent]).names:
 			score *= 4
-		case g.parent >= 0 && explainsWork(headingWords(top.hs[g.parent].title)):
+		case g.parent >= 0 && r.facts(&top.hs[g.parent]).explains:
 			score /= 10
 		}
 		if best == nil || score > bestScore {

@@ -199,7 +199,9 @@ type parseState struct {
 
 	breakLines map[int]bool // 0-based lines holding a top-level thematic break
 	tasks      []taskBuild
-	top        topBlocks        // what the readers looked at, for --explain-reading
+	top        topBlocks // what the readers looked at, for --explain-reading
+	hfacts     []headingFacts
+	hknown     []bool
 	readings   map[Form]reading // every reading tried, when the form was not forced
 
 	kinds    map[string]*diagKind // diagnostics emitted so far, by format
@@ -217,6 +219,7 @@ type taskBuild struct {
 	Task
 	kind       labelKind
 	ticked     bool // its id was in backticks (label.ticked)
+	underList  bool // its section's heading names the task list ("## Tasks")
 	headEnd    int  // offset just past the heading (or the item's first line)
 	steps      int  // checkbox items inside a heading task
 	doneSteps  int
@@ -459,6 +462,37 @@ type heading struct {
 	box    int    // 1 for a "[ ]" (or "[~]", "[-]") before the label, 2 for "[x]"
 	clean  string // title without its status marks ("✅", "[x]")
 	status Status // what those marks say
+	idx    int    // its index in topBlocks.hs, for parseState.facts
+}
+
+// headingFacts is what a heading's words say about its section, worked
+// out once per heading: the readers ask for every list and item under it.
+type headingFacts struct {
+	aside    bool // checks or logs the work: "Acceptance criteria"
+	names    bool // names the task list: "Step by Step Tasks"
+	explains bool // explains the work: "Technical details", "Benefits"
+	shows    bool // only shows tasks: "Task Breakdown Preview", "Template"
+}
+
+// facts returns what a heading's words say, working it out on first use:
+// a plan of thousands of "### Task N" headings asks for few of them.
+func (r *parseState) facts(h *heading) headingFacts {
+	if r.hfacts == nil {
+		r.hfacts = make([]headingFacts, len(r.top.hs))
+		r.hknown = make([]bool, len(r.top.hs))
+	}
+	if h.idx < 0 || h.idx >= len(r.hfacts) {
+		return factsOf(h.title)
+	}
+	if !r.hknown[h.idx] {
+		r.hfacts[h.idx], r.hknown[h.idx] = factsOf(h.title), true
+	}
+	return r.hfacts[h.idx]
+}
+
+func factsOf(title string) headingFacts {
+	w := headingWords(title)
+	return headingFacts{aside: isAside(title), names: namesTaskList(title), explains: explainsWork(w), shows: showsOnly(w)}
 }
 
 // topBlocks are the document's top-level blocks the readers look at.
@@ -486,6 +520,7 @@ func (r *parseState) collectTop(doc ast.Node) topBlocks {
 		switch n := n.(type) {
 		case *ast.Heading:
 			if h, ok := r.topHeading(n); ok {
+				h.idx = len(top.hs)
 				top.hs = append(top.hs, h)
 			}
 		case *ast.List:

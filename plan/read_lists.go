@@ -98,9 +98,11 @@ func isFileName(w string) bool {
 // each offset it knows the closest heading above (level 2 or deeper) and
 // whether any heading above on the path to it is an aside.
 type sectionIndex struct {
+	r     *parseState
 	hs    []heading
 	next  int
 	stack []heading // open headings, shallowest first
+	sec   *heading  // after at: the section's heading (level 2 or deeper), or nil
 }
 
 // at advances to offset off and returns the section title and whether it
@@ -113,12 +115,13 @@ func (s *sectionIndex) at(off int) (section string, aside bool, nearest *heading
 		}
 		s.stack = append(s.stack, h)
 	}
+	s.sec = nil
 	for i := len(s.stack) - 1; i >= 0; i-- {
-		h := s.stack[i]
+		h := &s.stack[i]
 		if h.level >= 2 && section == "" { // a level-1 heading is the plan's title
-			section = h.title
+			section, s.sec = h.title, h
 		}
-		if isAside(h.title) {
+		if s.r.facts(h).aside {
 			aside = true
 		}
 	}
@@ -141,15 +144,16 @@ func (r *parseState) readChecklist(top topBlocks) reading {
 	if len(items) == 0 {
 		return rd
 	}
-	sections := sectionIndex{hs: top.hs}
+	sections := sectionIndex{r: r, hs: top.hs}
 	var all, kept []taskBuild
 	asides := map[string]int{}
 	for _, it := range items {
 		section, aside, _ := sections.at(it.start)
 		t := r.checklistTask(it)
 		t.Section = section
+		t.underList = sections.sec != nil && r.facts(sections.sec).names
 		all = append(all, t)
-		if aside || showsOnly(headingWords(section)) { // "Definition of done"; "Task Breakdown Preview"
+		if aside || (sections.sec != nil && r.facts(sections.sec).shows) { // "Definition of done"; "Task Breakdown Preview"
 			asides[section]++
 			continue
 		}
@@ -257,21 +261,21 @@ func (r *parseState) dropLoneCodes(ts []taskBuild) {
 // so code that broke the list stays with its item.
 func (r *parseState) readNumbered(top topBlocks) reading {
 	rd := reading{form: FormNumbered}
-	sections := sectionIndex{hs: top.hs}
+	sections := sectionIndex{r: r, hs: top.hs}
 	// A heading that names the task list ("## Step by Step Tasks") is where
 	// a reader looks: when the plan has one, only lists right under one
 	// are its tasks, and a phase's numbered steps elsewhere are not.
-	anchored := slices.ContainsFunc(top.hs, func(h heading) bool { return namesTaskList(h.title) })
+	anchored := slices.ContainsFunc(top.hs, func(h heading) bool { return r.facts(&h).names })
 	var items []*ast.ListItem
 	for _, l := range top.lists {
 		if !l.IsOrdered() || l.Pos() < 0 {
 			continue
 		}
 		_, aside, nearest := sections.at(r.abs(l.Pos()))
-		if aside || (nearest != nil && explainsWork(headingWords(nearest.title))) {
+		if aside || (nearest != nil && r.facts(nearest).explains) {
 			continue
 		}
-		if anchored && (nearest == nil || !namesTaskList(nearest.title)) {
+		if anchored && (nearest == nil || !r.facts(nearest).names) {
 			continue
 		}
 		var its []*ast.ListItem
@@ -337,14 +341,14 @@ func (r *parseState) readNumbered(top topBlocks) reading {
 // starting where the one before ended. The longest such run of at least
 // three items over at least two lists is returned.
 func (r *parseState) brokenNumberedList(top topBlocks) []*ast.ListItem {
-	sections := sectionIndex{hs: top.hs}
+	sections := sectionIndex{r: r, hs: top.hs}
 	var best, run []*ast.ListItem
 	lists, next := 0, -1
 	for _, l := range top.lists {
 		if !l.IsOrdered() || l.Pos() < 0 {
 			continue
 		}
-		if _, aside, nearest := sections.at(r.abs(l.Pos())); aside || (nearest != nil && explainsWork(headingWords(nearest.title))) {
+		if _, aside, nearest := sections.at(r.abs(l.Pos())); aside || (nearest != nil && r.facts(nearest).explains) {
 			continue
 		}
 		if l.Start != next {
@@ -371,12 +375,12 @@ func (r *parseState) brokenNumberedList(top topBlocks) []*ast.ListItem {
 // plan: a numbered list among sections of prose is one part of a
 // document, and reading it as the plan would leave the rest undone.
 func (r *parseState) firstNumberedList(top topBlocks) []*ast.ListItem {
-	sections := sectionIndex{hs: top.hs}
+	sections := sectionIndex{r: r, hs: top.hs}
 	for _, l := range top.lists {
 		if !l.IsOrdered() || l.Pos() < 0 || l.ChildCount() < 2 {
 			continue
 		}
-		if _, aside, nearest := sections.at(r.abs(l.Pos())); aside || (nearest != nil && explainsWork(headingWords(nearest.title))) {
+		if _, aside, nearest := sections.at(r.abs(l.Pos())); aside || (nearest != nil && r.facts(nearest).explains) {
 			continue
 		}
 		var its []*ast.ListItem
@@ -437,13 +441,13 @@ func boldTitle(s string) string {
 // details, as a reader sees them. A plan needs two such bullets.
 func (r *parseState) readBullets(top topBlocks) reading {
 	rd := reading{form: FormBullets}
-	sections := sectionIndex{hs: top.hs}
+	sections := sectionIndex{r: r, hs: top.hs}
 	for _, l := range top.lists {
 		if l.IsOrdered() || l.Pos() < 0 {
 			continue
 		}
 		section, aside, nearest := sections.at(r.abs(l.Pos()))
-		if aside || (nearest != nil && explainsWork(headingWords(nearest.title))) {
+		if aside || (nearest != nil && r.facts(nearest).explains) {
 			continue
 		}
 		after := len(r.src)
@@ -482,6 +486,7 @@ func (r *parseState) readBullets(top topBlocks) reading {
 			}
 			t.Checked = st.skips()
 			t.Section = section
+			t.underList = nearest != nil && r.facts(nearest).names
 			t.Start, t.End = start, after
 			t.headEnd = r.lineEnd(r.lineOf(start))
 			rd.tasks = append(rd.tasks, t)

@@ -213,3 +213,24 @@ func TestFrontMatterTooLarge(t *testing.T) {
 		t.Fatalf("tasks %+v, front matter %v", p.Tasks, p.FrontMatter)
 	}
 }
+
+// TestLongHeadingManyItems: the readers weigh every list and item by what
+// the heading above it says ("Acceptance criteria", "Step by Step Tasks");
+// working that out again for each of 20,000 items under a 64 KiB heading
+// was quadratic. Each heading's words are now weighed once.
+func TestLongHeadingManyItems(t *testing.T) {
+	t.Parallel()
+	const n = 20000
+	var b strings.Builder
+	b.WriteString("# Plan\n\n## " + strings.Repeat("details of the work ", 3300) + "\n\n")
+	for i := range n {
+		fmt.Fprintf(&b, "- [ ] item %d\n- **%d.1** bold\n\n1. step\n\n", i, i)
+	}
+	p, ds := ParseWith("plan.md", []byte(b.String()), Options{Explain: true})
+	if len(p.Tasks) == 0 && !HasErrors(ds) {
+		t.Fatalf("no tasks and no error")
+	}
+	if len(p.Reading.PassedOver) > 4*n {
+		t.Fatalf("%d passages", len(p.Reading.PassedOver))
+	}
+}
