@@ -220,6 +220,13 @@ func (r *parseState) parseBundle() {
 			continue
 		}
 		first = false
+		if !isTask {
+			continue // ReadBytes bundles task files only; a hand-made bundle may hold others
+		}
+		if e.end == e.start {
+			r.diagIn(fpath)(0, 0, SeverityError, "task file is empty: write the task in it, or remove it")
+			continue
+		}
 		fp, fds := ParseWith(fpath, content, Options{Form: FormWhole, noCheck: true})
 		for _, d := range fds {
 			if d.Severity == SeverityError || !strings.Contains(d.Message, "front matter key") {
@@ -278,6 +285,9 @@ func (r *parseState) parseBundle() {
 	for i := range r.tasks {
 		t := &r.tasks[i]
 		t.Ordinal = i + 1
+		if t.ID == "" {
+			t.ID, t.explicitID = strconv.Itoa(t.Ordinal), false
+		}
 		t.Text = text[t.Start:t.End]
 		t.Line = 1
 		t.EndLine = bytes.Count(r.src[t.Start:t.End], []byte{'\n'}) + 1
