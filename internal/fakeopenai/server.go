@@ -224,8 +224,15 @@ func (s *Server) responses(w http.ResponseWriter, req *Request, call *Call) {
 		_ = writeError(w, call.Status, err.Error())
 		return
 	}
+	for k, v := range resp.Header {
+		w.Header().Set(k, v)
+	}
 	if resp.Status != 0 && resp.Status != http.StatusOK {
 		call.Status = resp.Status
+		if resp.Error != nil {
+			_ = scripted.WriteJSON(w, resp.Status, obj{"error": resp.Error})
+			return
+		}
 		_ = writeError(w, resp.Status, resp.ErrorMsg)
 		return
 	}
