@@ -38,8 +38,8 @@ func TestLimitOf(t *testing.T) {
 		{name: "exec 0", backend: "exec", res: Result{}},
 
 		{name: "claude usage limit, stream-json reset", backend: "claude",
-			res: Result{ExitCode: 1, IsError: true, Text: "You've hit your 5-hour limit · resets 3:46pm (UTC)"},
-			sig: signals{apiStatus: 429, apiType: "rate_limit_error", apiErr: "usage_limit_reached", resetsAt: 1796140014},
+			res:  Result{ExitCode: 1, IsError: true, Text: "You've hit your 5-hour limit · resets 3:46pm (UTC)"},
+			sig:  signals{apiStatus: 429, apiType: "rate_limit_error", apiErr: "usage_limit_reached", resetsAt: 1796140014},
 			want: &Limit{Kind: "usage", Reset: time.Unix(1796140014, 0), Resolution: time.Second}},
 		{name: "claude usage limit, text only", backend: "claude",
 			res:  Result{ExitCode: 1, IsError: true, Text: "You've hit your 5-hour limit · resets 3:46pm (UTC)"},

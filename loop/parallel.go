@@ -274,7 +274,7 @@ func (e *engine) firstLiveUnits(t extractor.Task) ([]unit.Unit, unit.Facts, bool
 		return nil, unit.Facts{}, false, err
 	}
 	u := units[0]
-	if _, found, err := e.lineage.findCompleted(u.Identity); err != nil || found && !e.work.mustRun(t.ID) {
+	if _, found, err := e.findDone(t, facts, u); err != nil || found && !e.work.mustRun(t.ID) {
 		return nil, unit.Facts{}, false, err
 	}
 	if _, _, chained := e.failedChain(t, u); chained {
@@ -318,7 +318,7 @@ func (e *engine) callAhead(ctx context.Context, j *cache.Journal, path string, t
 		return err
 	}
 	r.prompt, r.started, r.worktree = promptHash, e.now(), path
-	if r.call, err = e.callAgent(ctx, j, t, r.u, path, ctxFile, promptFile, nil); err != nil {
+	if r.call, err = e.callAgent(ctx, j, t, r.u, e.chain[0], path, ctxFile, promptFile, nil); err != nil {
 		return err
 	}
 	r.finished = e.now()
