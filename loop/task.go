@@ -414,7 +414,9 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 		return GateResult{}, err
 	}
 	env := e.protocolEnv(t, attempt, "gate", "", "")
+	stopBeat := e.beat(ctx, t, attempt, "gate: "+firstLine(cmd), nil, time.Time{})
 	g, err := runGate(ctx, e.lock, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w)
+	stopBeat()
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = e.goneWithJournal(cerr)
 	}
