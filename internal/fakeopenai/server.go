@@ -133,6 +133,15 @@ func (s *Server) Env(home string) map[string]string {
 	env := scripted.IsolatedEnv(s.URL(), home)
 	env["CODEX_HOME"] = codexHome
 	env[APIKeyEnv] = "dummy"
+	// codex refuses to make its helper binaries (codex-linux-sandbox,
+	// which its bubblewrap sandbox execs) under the temp directory, and
+	// a test's CODEX_HOME is under it: with bwrap installed, every shell
+	// call then fails. A temp directory of its own, in home, lets it.
+	tmp := filepath.Join(home, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		s.Fatalf("%v", err)
+	}
+	env["TMPDIR"] = tmp
 	return env
 }
 
