@@ -104,6 +104,11 @@ type Outcome struct {
 // it, repair, and remove it before implloop runs again.
 var ErrBlockedFile = errors.New(BlockedFile + " exists")
 
+// ErrStoppedFile is ErrBlockedFile for a run that stopped though no task
+// failed (a cap reached, a usage limit past --max-wait: stopped.go):
+// BLOCKED.md says how to resume.
+var ErrStoppedFile = fmt.Errorf("%w, from a run that stopped", ErrBlockedFile)
+
 type engine struct {
 	o       Options
 	s       Settings
@@ -279,6 +284,9 @@ func (e *engine) readPlan(read func(path string) (*extractor.Selection, error)) 
 		return err
 	}
 	if !e.o.DryRun {
+		if b, err := os.ReadFile(filepath.Join(e.o.RepoRoot, BlockedFile)); err == nil && strings.HasPrefix(string(b), stoppedHeading) {
+			return ErrStoppedFile
+		}
 		if _, err := os.Stat(filepath.Join(e.o.RepoRoot, BlockedFile)); err == nil {
 			return ErrBlockedFile
 		}

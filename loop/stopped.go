@@ -10,6 +10,9 @@ import (
 	"github.com/implloop/implloop/cache"
 )
 
+// stoppedHeading starts BLOCKED.md for a stopped run.
+const stoppedHeading = "# STOPPED: "
+
 // endStopped ends a run that stopped though no task failed (e.stopped: a
 // cap reached, a limit past --max-wait): BLOCKED.md says why and how to
 // resume (after the blocks, if tasks were blocked too), and a stopped
@@ -45,13 +48,13 @@ func (e *engine) stoppedText(out *Outcome) string {
 	}
 	switch st.kind {
 	case stopWait:
-		b.WriteString("# STOPPED: waiting for a usage limit would outlast --max-wait\n\n")
+		b.WriteString(stoppedHeading + "waiting for a usage limit would outlast --max-wait\n\n")
 	case stopTaskCost:
-		fmt.Fprintf(&b, "# STOPPED: task %s reached --max-task-cost\n\n", st.task)
+		fmt.Fprintf(&b, stoppedHeading+"task %s reached --max-task-cost\n\n", st.task)
 	case stopTokens:
-		b.WriteString("# STOPPED: the run reached --max-tokens\n\n")
+		b.WriteString(stoppedHeading + "the run reached --max-tokens\n\n")
 	default:
-		b.WriteString("# STOPPED: the run reached --max-cost\n\n")
+		b.WriteString(stoppedHeading + "the run reached --max-cost\n\n")
 	}
 	fmt.Fprintf(&b, "Run `%s` of `%s` stopped at task %s", e.runID, e.s.Plan, st.task)
 	if st.title != "" {

@@ -491,3 +491,39 @@ func TestHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// --jobs: a call made ahead with its wave that hits a limit is made again
+// at its task's turn, in the main tree, after the wait; its worktree's
+// (empty) work is not merged. No attempt is counted.
+func TestLimitCalledAhead(t *testing.T) {
+	repo := newRepo(t, nil)
+	writeFile(t, filepath.Join(repo, "plan.md"), parPlan("1[P]", "2[P]"))
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "plan")
+	agentPath, _ := fakeAgent(t, `if [ "$IMPLLOOP_TASK_ID" = 2 ] && [ ! -e "$LOG/limited" ]; then touch "$LOG/limited"; echo 'retry-after: 30' >&2; exit 75; fi
+echo "task $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"`)
+	s := settingsFor(agentPath)
+	s.Jobs = 2
+	s.Verify = `test -s "out-$IMPLLOOP_TASK_ID.txt"`
+	c := newFakeClock()
+	out, evs := runClocked(t, repo, s, "", c)
+	if out.Verdict != "DONE" {
+		t.Fatalf("verdict %s", out.Verdict)
+	}
+	if got := c.sleeps(); len(got) != 1 || got[0] != 30*time.Second {
+		t.Errorf("slept %v", got)
+	}
+	if lim := eventsOf(evs, EvLimit); len(lim) != 1 || lim[0].Task != "2" {
+		t.Errorf("limits %+v", lim)
+	}
+	if ahead := eventsOf(evs, EvAhead); len(ahead) < 2 {
+		t.Errorf("no call was made ahead: %+v", ahead)
+	}
+	rows := taskRows(t, openJournal(t, repo), out.RunID)
+	if rows["2"].Attempts != 1 || rows["2"].Status != cache.TaskDone {
+		t.Errorf("task 2: %+v", rows["2"])
+	}
+	if readFile(t, filepath.Join(repo, "out-2.txt")) != "task 2\n" {
+		t.Errorf("out-2.txt")
+	}
+}
