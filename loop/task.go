@@ -413,7 +413,7 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 	if err != nil {
 		return GateResult{}, err
 	}
-	env := e.protocolEnv(t, attempt, "gate", "", "")
+	env := e.protocolEnv(t, attempt, "gate", "", "", "")
 	stopBeat := e.beat(ctx, t, attempt, "gate: "+firstLine(cmd), nil, time.Time{})
 	g, err := runGate(ctx, e.lock, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w)
 	stopBeat()
@@ -454,8 +454,11 @@ func lastLine(s string) string {
 }
 
 // protocolEnv is the IMPLLOOP_* environment of an agent call or a gate.
-func (e *engine) protocolEnv(t extractor.Task, attempt int, role, ctxFile, promptFile string) map[string]string {
-	return agent.ProtocolEnv(e.runID, t.ID, attempt, role, e.sel.PlanSHA256, ctxFile, promptFile)
+// planSHA is the unit's preimage's plan_sha256: set only for a unit whose
+// prompt reads the plan, so that the variable never carries an input its
+// identity does not hash (a gate gets none).
+func (e *engine) protocolEnv(t extractor.Task, attempt int, role, planSHA, ctxFile, promptFile string) map[string]string {
+	return agent.ProtocolEnv(e.runID, t.ID, attempt, role, planSHA, ctxFile, promptFile)
 }
 
 // dispatch runs one unit live: journaled running before the call, completed
@@ -718,7 +721,7 @@ func (e *engine) callAgent(ctx context.Context, j *cache.Journal, t extractor.Ta
 		stopBeat = e.beat(ctx, t, u.Attempt, what, tokens, time.Time{})
 	}
 	c.res, c.runErr = m.ag.Run(ctx, agent.Request{
-		Prompt: u.Prompt, Context: u.Context, Dir: dir, Env: e.protocolEnv(t, u.Attempt, u.Role, ctxFile, promptFile),
+		Prompt: u.Prompt, Context: u.Context, Dir: dir, Env: e.protocolEnv(t, u.Attempt, u.Role, u.Preimage.PlanSHA256, ctxFile, promptFile),
 		Model: m.model, Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
 		Hold: e.lock.File(), Started: started, OnTokens: tokens.set, Now: e.now,
 	})
