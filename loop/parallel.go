@@ -59,6 +59,12 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 	if e.s.Jobs < 2 || i < e.waveEnd {
 		return nil
 	}
+	// While the run's agent waits for a limit to lift, its calls are not
+	// made ahead: each would hit the limit. The tasks take their turns
+	// one by one, with whoever is free (limits.go).
+	if len(e.chain) > 0 && e.firstFree() != e.chain[0] {
+		return nil
+	}
 	if e.latest == nil {
 		e.latest = extractor.LatestWait(e.sel.Tasks)
 	}

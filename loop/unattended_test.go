@@ -527,3 +527,25 @@ echo "task $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"`)
 		t.Errorf("out-2.txt")
 	}
 }
+
+// Ctrl-C during a wait for a limit: the run is interrupted, resumable,
+// the call that hit the limit journaled as stopped.
+func TestLimitWaitInterrupted(t *testing.T) {
+	repo := newRepo(t, map[string]string{"plan.md": plainPlan(1)})
+	agentPath, _ := limitedAgent(t, 1, "retry-after: 600", `{"type":"result","result":"ok"}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := newFakeClock()
+	out, err := Run(ctx, Options{Settings: settingsFor(agentPath), RepoRoot: repo, Now: c.now,
+		Sleep: func(ctx context.Context, d time.Duration) error { cancel(); return context.Canceled }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJournal(t, repo)
+	if !out.Interrupted || out.Verdict != "INTERRUPTED" {
+		t.Fatalf("outcome %+v", out)
+	}
+	units, _ := openJournal(t, repo).Units(out.RunID)
+	if len(units) != 1 || units[0].Status != cache.UnitInterrupted {
+		t.Errorf("units %+v", units)
+	}
+}
