@@ -114,6 +114,13 @@ func taskNotes(t Task) []note {
 	for _, c := range t.Concerns {
 		ns = append(ns, note{"concern", c})
 	}
+	if t.Fallback {
+		who := t.Agent
+		if t.Model != "" {
+			who += " (" + t.Model + ")"
+		}
+		ns = append(ns, note{"fallback", who + " did the work, after a usage limit of the run's agent"})
+	}
 	return ns
 }
 
@@ -146,7 +153,7 @@ func Markdown(r *Report) []byte {
 				tokens(t.Live, t.Live.TokensOut), costOf(t.Live))
 		}
 		for _, t := range r.Tasks {
-			if t.BlockReason == "" && len(t.LostPaths) == 0 && len(t.Concerns) == 0 {
+			if t.BlockReason == "" && len(t.LostPaths) == 0 && len(t.Concerns) == 0 && !t.Fallback {
 				continue
 			}
 			fmt.Fprintf(&b, "\n### Task %s: %s\n\n", t.ID, t.Status)
@@ -160,6 +167,13 @@ func Markdown(r *Report) []byte {
 					fmt.Fprintf(&b, "- %s\n", mdCode(bytepath.Display(p), false))
 				}
 				b.WriteByte('\n')
+			}
+			if t.Fallback {
+				who := mdCode(t.Agent, false)
+				if t.Model != "" {
+					who += " (" + mdCode(t.Model, false) + ")"
+				}
+				fmt.Fprintf(&b, "Done by %s, a fallback, after a usage limit of the run's agent.\n\n", who)
 			}
 			if len(t.Concerns) > 0 {
 				b.WriteString("Concerns:\n\n")

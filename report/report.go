@@ -27,6 +27,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/implloop/implloop/cache"
@@ -188,8 +189,11 @@ type Task struct {
 	// Agent and Model did the task's work: those of its last unit that
 	// completed (a fallback's, when one took the call after a usage
 	// limit). Empty when none completed.
-	Agent     string        `json:"agent,omitempty"`
-	Model     string        `json:"model,omitempty"`
+	Agent string `json:"agent,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Fallback is set when they are not the run's own agent and first
+	// model: a fallback took the task's calls after a usage limit.
+	Fallback  bool          `json:"fallback,omitempty"`
 	LostPaths bytepath.List `json:"lost_paths,omitempty"`
 
 	// For the HTML report: the last gate's output tail and where its whole
@@ -331,6 +335,18 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		}
 		later(u.StartedAt)
 		later(u.FinishedAt)
+	}
+	// The run's own agent and first model (--model a,b: a), to tell a
+	// fallback's work from its own.
+	var set struct {
+		Agent string `json:"agent"`
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(run.Settings, &set)
+	own, _, _ := strings.Cut(set.Model, ",")
+	for i := range r.Tasks {
+		t := &r.Tasks[i]
+		t.Fallback = t.Agent != "" && (t.Agent != set.Agent || t.Model != strings.TrimSpace(own))
 	}
 	r.Attempts = attempts(units, gates)
 	for _, g := range gates {
