@@ -44,6 +44,7 @@ var FrontMatterKeys = []FrontMatterKey{
 	{"todos", "list of mappings", "the tasks, as Cursor plans list them (id, content, status, dependencies)", isList},
 	{"name", "string", "the plan's name (Cursor plans write it)", isString},
 	{"overview", "string", "what the plan does (Cursor plans write it)", isString},
+	{"notify", "string", "a command run at the end of the run, at a block and when a wait for a usage limit begins, with the event as JSON on its stdin", isString},
 }
 
 func isFormName(v any) string {
@@ -387,7 +388,7 @@ var formatMetadata = []struct {
 	signature []string
 }{
 	{"awesome-copilot implementation plan", []string{"goal", "version", "date_created", "last_updated", "owner", "status", "tags"}, []string{"goal", "date_created"}},
-	{"CCPM epic", []string{"status", "created", "updated", "progress", "prd", "github", "depends_on", "parallel", "conflicts_with", "priority", "effort"}, []string{"created", "progress"}},
+	{"CCPM epic", []string{"status", "created", "updated", "completed", "progress", "prd", "github", "depends_on", "parallel", "conflicts_with", "priority", "effort"}, []string{"created", "progress"}},
 }
 
 // readFormatMetadata reports whether the unknown keys (quoted) are all
