@@ -56,6 +56,10 @@ type Request struct {
 	// Started, when set, is called with an external agent's pid as soon
 	// as it runs (the lock file names it for that resume's message).
 	Started func(pid int)
+	// Wrap, when set, puts an external agent's argv inside a sandbox
+	// (package sandbox): the argv it returns is what runs. The builtin
+	// agent has no process to wrap and ignores it.
+	Wrap func(argv []string) ([]string, error)
 }
 
 // Result is what a call reported. Zero figures mean "not reported".

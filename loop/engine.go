@@ -21,6 +21,7 @@ import (
 	"github.com/implloop/implloop/internal/runid"
 	"github.com/implloop/implloop/plan"
 	"github.com/implloop/implloop/report"
+	"github.com/implloop/implloop/sandbox"
 	"github.com/implloop/implloop/travel"
 	"github.com/implloop/implloop/unit"
 )
@@ -106,6 +107,8 @@ type engine struct {
 	here    map[string]bool // task id -> in range and not skipped (runsHere)
 	obs     Observer
 	lock    *Lock // the work tree's; its descriptor goes to every agent and gate
+
+	box *sandbox.Sandbox // --sandbox: wraps every agent call (nil: none)
 
 	sawLive      bool                        // a unit was dispatched
 	sawLiveGate  bool                        // a gate ran live
@@ -284,6 +287,9 @@ func (e *engine) startAgent(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := e.startSandbox(ctx); err != nil {
+		return err
+	}
 	// The agent CLI's version is recorded with the run's settings, never
 	// hashed: an agent update must not re-run every task (docs/identity.md).
 	e.s.AgentVersion = ""
@@ -332,7 +338,7 @@ func (e *engine) beginRun(out *Outcome, start time.Time, inputs string, dirs cac
 	}); err != nil {
 		return err
 	}
-	e.emit(Event{Type: EvRunStarted, ParentID: e.o.Parent, Plan: e.s.Plan, PlanSHA: e.sel.PlanSHA256, Count: len(e.sel.Tasks)})
+	e.emit(Event{Type: EvRunStarted, ParentID: e.o.Parent, Plan: e.s.Plan, PlanSHA: e.sel.PlanSHA256, Count: len(e.sel.Tasks), Sandbox: e.s.SandboxTool})
 	e.warnUnsetEnv()
 	if from := e.j.MovedFrom(); from != "" {
 		e.emit(Event{Type: EvJournalMoved, Message: fmt.Sprintf("moved the journal from %s/ to %s/ (implloop now keeps its state in the git directory)",

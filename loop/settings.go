@@ -34,6 +34,19 @@ type Settings struct {
 	PlanContext    string            `json:"plan_context"`
 	IncludeChecked bool              `json:"include_checked,omitempty"`
 
+	// Sandbox runs each agent call in a sandbox (--sandbox, package
+	// sandbox): SandboxAllow are more paths it may write, SandboxNetwork
+	// "none" cuts it off the network, SandboxGates puts the gates in too.
+	// Never hashed: the same work, done safer, is the same unit.
+	Sandbox        bool     `json:"sandbox,omitempty"`
+	SandboxAllow   []string `json:"sandbox_allow,omitempty"`
+	SandboxNetwork string   `json:"sandbox_network,omitempty"`
+	SandboxGates   bool     `json:"sandbox_gates,omitempty"`
+	// SandboxTool is the tool that made the sandbox ("bubblewrap",
+	// "sandbox-exec"), recorded at the start of a sandboxed run for its
+	// report and explain.
+	SandboxTool string `json:"sandbox_tool,omitempty"`
+
 	// AgentVersion is what the agent CLI's --version printed at the start
 	// of the run (presets only): recorded for the record, never hashed.
 	AgentVersion string `json:"agent_version,omitempty"`
@@ -108,8 +121,34 @@ func (s Settings) Validate() error {
 			return &SettingError{Flag: "param", Msg: "--param with an empty name", Hint: "write --param as name=value"}
 		}
 	}
+	return s.validateSandbox()
+}
+
+// validateSandbox checks the --sandbox-* settings.
+func (s Settings) validateSandbox() error {
+	switch s.SandboxNetwork {
+	case "", SandboxNetworkOn, SandboxNetworkNone:
+	default:
+		return &SettingError{Flag: "sandbox-network", Msg: fmt.Sprintf("--sandbox-network must be on or none, got %q", s.SandboxNetwork),
+			Hint: "give --sandbox-network none (no network in the sandbox) or on (the default)"}
+	}
+	for _, p := range s.SandboxAllow {
+		if strings.TrimSpace(p) == "" {
+			return &SettingError{Flag: "sandbox-allow", Msg: "--sandbox-allow with an empty path", Hint: "give --sandbox-allow a directory or file the agent may write"}
+		}
+	}
+	if s.Sandbox && s.Agent == "builtin" {
+		return &SettingError{Flag: "sandbox", Msg: "--sandbox with --agent builtin: the builtin agent runs inside implloop, there is no call to sandbox",
+			Hint: "drop --sandbox, or run an external agent (--agent claude, --agent-cmd ...)"}
+	}
 	return nil
 }
+
+// The values of --sandbox-network.
+const (
+	SandboxNetworkOn   = "on"
+	SandboxNetworkNone = "none"
+)
 
 // checkEnvName refuses an --env entry that is not a variable name (the rule
 // identity.ValidEnvName applies to every unit's preimage). A value is never
@@ -197,6 +236,10 @@ var settingFlags = []struct {
 	{"param", func(s, g *Settings, _ func(string) bool) { s.Params = g.Params }},
 	{"plan-context", func(s, g *Settings, _ func(string) bool) { s.PlanContext = g.PlanContext }},
 	{"include-checked", func(s, g *Settings, _ func(string) bool) { s.IncludeChecked = g.IncludeChecked }},
+	{"sandbox", func(s, g *Settings, _ func(string) bool) { s.Sandbox = g.Sandbox }},
+	{"sandbox-allow", func(s, g *Settings, _ func(string) bool) { s.SandboxAllow = g.SandboxAllow }},
+	{"sandbox-network", func(s, g *Settings, _ func(string) bool) { s.SandboxNetwork = g.SandboxNetwork }},
+	{"sandbox-gates", func(s, g *Settings, _ func(string) bool) { s.SandboxGates = g.SandboxGates }},
 }
 
 // SettingFlags are the names of the flags that set a run setting (the ones

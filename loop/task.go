@@ -388,7 +388,16 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 		return GateResult{}, err
 	}
 	env := e.protocolEnv(t, attempt, "gate", "", "")
-	g, err := runGate(ctx, e.lock, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w)
+	var wrap func([]string) ([]string, error)
+	if e.s.SandboxGates {
+		var closeBox func()
+		if wrap, env, closeBox, err = e.sandboxed(ctx, e.o.RepoRoot, env); err != nil {
+			_ = w.Close()
+			return GateResult{}, err
+		}
+		defer closeBox()
+	}
+	g, err := runGate(ctx, e.lock, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w, wrap)
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = e.goneWithJournal(cerr)
 	}
@@ -412,8 +421,12 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 	if recheck {
 		msg = strings.TrimSpace("recheck " + msg)
 	}
-	e.emit(Event{Type: EvGate, Task: t.ID, Attempt: attempt, Command: cmd, Passed: boolp(g.Passed),
-		ExitCode: intp(g.ExitCode), Source: "live", Millis: g.Duration.Milliseconds(), Message: msg})
+	ev := Event{Type: EvGate, Task: t.ID, Attempt: attempt, Command: cmd, Passed: boolp(g.Passed),
+		ExitCode: intp(g.ExitCode), Source: "live", Millis: g.Duration.Milliseconds(), Message: msg}
+	if wrap != nil {
+		ev.Sandbox = e.s.SandboxTool
+	}
+	e.emit(ev)
 	return g, nil
 }
 
@@ -463,7 +476,8 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 		Identity: u.Identity, Preimage: canon, Prompt: promptHash, StartedAt: started}); err != nil {
 		return "", err
 	}
-	ev := Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks)}
+	ev := Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks),
+		Sandbox: e.s.SandboxTool}
 	if ahead != nil {
 		ev.Message = "ran with its wave, in its own worktree"
 		if rel, err := filepath.Rel(e.o.RepoRoot, ahead.worktree); err == nil {
@@ -562,11 +576,24 @@ func (e *engine) callAgent(ctx context.Context, j *cache.Journal, t extractor.Ta
 		return agentCall{}, err
 	}
 	var c agentCall
-	c.res, c.runErr = e.ag.Run(ctx, agent.Request{
+	req := agent.Request{
 		Prompt: u.Prompt, Context: u.Context, Dir: dir, Env: e.protocolEnv(t, u.Attempt, u.Role, ctxFile, promptFile),
 		Model: e.s.Model, Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
 		Hold: e.lock.File(), Started: started,
-	})
+	}
+	if e.box != nil {
+		// Nothing of a sandboxed call outlives it (sandbox), so it need
+		// not hold the lock; and inside it could unlock it.
+		wrap, env, closeBox, err := e.sandboxed(ctx, dir, req.Env)
+		if err != nil {
+			_ = stdout.Close()
+			_ = stderr.Close()
+			return agentCall{}, err
+		}
+		defer closeBox()
+		req.Wrap, req.Env, req.Hold = wrap, env, nil
+	}
+	c.res, c.runErr = e.ag.Run(ctx, req)
 	_ = stdout.Close()
 	_ = stderr.Close()
 	c.stdout, c.stderr = stdout.Hash(), stderr.Hash()

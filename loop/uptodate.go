@@ -29,6 +29,8 @@ import (
 // which still replays everything whose identity is unchanged.
 func inputsDigest(sel *extractor.Selection, s Settings) string {
 	s.AgentVersion = ""
+	// The sandbox changes how the calls run, not what they are asked.
+	s.Sandbox, s.SandboxAllow, s.SandboxNetwork, s.SandboxGates, s.SandboxTool = false, nil, "", false, ""
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	_ = enc.Encode("implloop.inputs\x00v1\x00" + identity.Version)

@@ -126,6 +126,9 @@ type Report struct {
 	WallMS     int64     `json:"wall_ms"`
 	Tasks      []Task    `json:"tasks"`
 	Totals     Totals    `json:"totals"`
+	// Sandbox is the tool every live agent call of the run ran in
+	// (--sandbox: "bubblewrap", "sandbox-exec"); "" for none.
+	Sandbox string `json:"sandbox,omitempty"`
 
 	// For the HTML report (not in report.json): the attempts in the order
 	// they started, and the runs this one resumes, nearest first.
@@ -185,6 +188,8 @@ type Task struct {
 	BlockReason string        `json:"block_reason,omitempty"`
 	Concerns    []string      `json:"concerns,omitempty"`
 	LostPaths   bytepath.List `json:"lost_paths,omitempty"`
+	// Sandboxed: the task's live agent calls ran in the run's sandbox.
+	Sandboxed bool `json:"sandboxed,omitempty"`
 
 	// For the HTML report: the last gate's output tail and where its whole
 	// output is (a file in the blob store, or a copy beside the report of
@@ -291,6 +296,11 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		later(u.StartedAt)
 		later(u.FinishedAt)
 	}
+	if r.Sandbox = sandboxOf(run); r.Sandbox != "" {
+		for i := range r.Tasks {
+			r.Tasks[i].Sandboxed = r.Tasks[i].Live.Units > 0
+		}
+	}
 	r.Attempts = attempts(units, gates)
 	for _, g := range gates {
 		if t := byTask[g.TaskID]; t != nil {
@@ -382,4 +392,16 @@ func writeAtomic(path string, src io.Reader, sync bool) error {
 		return fmt.Errorf("write report %s: %w", path, err)
 	}
 	return nil
+}
+
+// sandboxOf is the sandbox tool run's live agent calls ran in, as its
+// settings record it (loop.Settings.SandboxTool; "" for none).
+func sandboxOf(run *cache.Run) string {
+	var s struct {
+		Tool string `json:"sandbox_tool"`
+	}
+	if len(run.Settings) == 0 || json.Unmarshal(run.Settings, &s) != nil {
+		return ""
+	}
+	return s.Tool
 }

@@ -27,6 +27,8 @@ type runFlags struct {
 	reverify bool
 	// rerunLost: resume runs tasks whose work is gone live (loop.Options).
 	rerunLost bool
+	// wd is the working directory relative --sandbox-allow paths are from.
+	wd string
 }
 
 func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
@@ -44,6 +46,10 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringArrayVar(&f.params, "param", nil, "k=v handed to the agent in the task context (repeatable; part of the identity)")
 	fs.StringVar(&f.s.PlanContext, "plan-context", d.PlanContext, "what the agent gets: task (task text and preamble) or full (also the plan's path; any plan edit re-runs every task)")
 	fs.BoolVar(&f.s.IncludeChecked, "include-checked", false, "also run tasks already checked (- [x]) in the plan")
+	fs.BoolVar(&f.s.Sandbox, "sandbox", false, "run each agent call in a sandbox (bubblewrap on Linux, sandbox-exec on macOS): it may write its work tree and nothing of implloop's (see 'Sandbox' in docs/agents.md)")
+	fs.StringArrayVar(&f.s.SandboxAllow, "sandbox-allow", nil, "PATH a sandboxed agent may also write (repeatable)")
+	fs.StringVar(&f.s.SandboxNetwork, "sandbox-network", "", "network in the sandbox: on (the default), or none")
+	fs.BoolVar(&f.s.SandboxGates, "sandbox-gates", false, "run the gates in the sandbox too (by default they run outside it, as your command)")
 	fs.BoolVar(&f.json, "json", false, "print the event stream as NDJSON on stdout (docs/events.md)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the work list (per task: replay or live, and why) and write nothing")
 }
@@ -59,6 +65,11 @@ func (f *runFlags) settings(fs *pflag.FlagSet) (loop.Settings, error) {
 		return s, loopError(err)
 	}
 	s.Params = params
+	for i, p := range s.SandboxAllow {
+		if p != "" && !filepath.IsAbs(p) && f.wd != "" {
+			s.SandboxAllow[i] = filepath.Join(f.wd, p)
+		}
+	}
 	for _, name := range loop.SettingFlags() {
 		if fs.Changed(name) {
 			s.Flags = append(s.Flags, name)
@@ -84,7 +95,7 @@ func newRunCmd(io *ioStreams) *cobra.Command { return newRunCmdWith(io, runRun) 
 // newRunCmdWith takes the function that does the work, so a test can check
 // flag parsing and validation alone.
 func newRunCmdWith(io *ioStreams, runF func(context.Context, *runOptions) error) *cobra.Command {
-	f := &runFlags{}
+	f := &runFlags{wd: io.workingDir}
 	cmd := &cobra.Command{
 		Use:   "run PLAN",
 		Short: "Run a plan's tasks with a coding agent",
