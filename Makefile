@@ -16,6 +16,7 @@ build:
 	$(GO) build -o $(BIN) ./cmd/implloop
 
 test: lint
+	@./scripts/install-bwrap.sh >/dev/null   # --sandbox's tests run real bubblewrap
 	$(GO) test -count=1 $(PKGS)
 	# The guard against an oracle from file contents, 2,000 generated cases.
 	$(GO) test -count=1 ./guard/ -run '^TestPropertyDiscards$$' -rapid.checks=2000

@@ -106,6 +106,22 @@ func pinLooseRefs(common string, refs []string) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
+	for _, r := range packedRefs(b, refs) {
+		if err := pinLooseRef(common, r.name, r.oid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// packedRef is one line of packed-refs.
+type packedRef struct{ oid, name string }
+
+// packedRefs reads the refs under the namespaces refs from packed-refs
+// content b (written by the previous call, so hostile: only well-formed
+// lines with names inside refs/ count).
+func packedRefs(b []byte, refs []string) []packedRef {
+	var out []packedRef
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	for sc.Scan() {
@@ -117,11 +133,9 @@ func pinLooseRefs(common string, refs []string) error {
 		if !ok || !validOID(oid) || !underAny(name, refs) || !validRefName(name) {
 			continue
 		}
-		if err := pinLooseRef(common, name, oid); err != nil {
-			return err
-		}
+		out = append(out, packedRef{oid, name})
 	}
-	return sc.Err()
+	return out
 }
 
 func pinLooseRef(common, name, oid string) error {
