@@ -80,7 +80,7 @@ func bwrapTool(bin string) tool {
 func lookBwrap(look func(string) (string, error)) (tool, error) {
 	bin, err := look("bwrap")
 	if err != nil {
-		return tool{}, &UnavailableError{Msg: "--sandbox needs bubblewrap (bwrap), which is not installed (not found in $PATH)", Hint: bwrapInstallHint}
+		return tool{}, &UnavailableError{Msg: "bubblewrap (bwrap) is not installed (not found in $PATH)", Hint: bwrapInstallHint}
 	}
 	return bwrapTool(bin), nil
 }
