@@ -78,9 +78,9 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 // output is streamed to out (a blob) and its tail kept for feedback. A gate
 // that outlives timeout is killed with its process group, and so is a gate
 // whose implloop dies; lk's descriptor is inherited (Lock). wrap, when
-// set, puts the gate inside the run's sandbox (--sandbox-gates), which
-// then holds no lock: nothing in it outlives it.
-func runGate(ctx context.Context, lk *Lock, dir, cmd string, env map[string]string, timeout time.Duration, out io.Writer, wrap func([]string) ([]string, error)) (GateResult, error) {
+// set, puts the gate inside the run's sandbox (--sandbox-gates); hold
+// false leaves the lock out (a sandbox where nothing outlives the gate).
+func runGate(ctx context.Context, lk *Lock, dir, cmd string, env map[string]string, timeout time.Duration, out io.Writer, wrap func([]string) ([]string, error), hold bool) (GateResult, error) {
 	start := time.Now()
 	// The parent-death signal is tied to the starting thread (procgroup).
 	runtime.LockOSThread()
@@ -90,13 +90,12 @@ func runGate(ctx context.Context, lk *Lock, dir, cmd string, env map[string]stri
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	argv, hold := []string{"sh", "-c", cmd}, lk.File()
+	argv := []string{"sh", "-c", cmd}
 	if wrap != nil {
 		var err error
 		if argv, err = wrap(argv); err != nil {
 			return GateResult{}, fmt.Errorf("gate %q: %w", cmd, err)
 		}
-		hold = nil
 	}
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Dir = dir
@@ -105,8 +104,8 @@ func runGate(ctx context.Context, lk *Lock, dir, cmd string, env map[string]stri
 		c.Env = append(c.Env, k+"="+env[k])
 	}
 	c.SysProcAttr = procgroup.Attr()
-	if hold != nil {
-		c.ExtraFiles = []*os.File{hold}
+	if f := lk.File(); f != nil && hold {
+		c.ExtraFiles = []*os.File{f}
 	}
 	tb := &tailBuffer{max: 64 * 1024}
 	w := io.Writer(tb)

@@ -397,7 +397,7 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 		}
 		defer closeBox()
 	}
-	g, err := runGate(ctx, e.lock, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w, wrap)
+	g, err := runGate(ctx, e.lock, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w, wrap, wrap == nil || !e.box.Reaps())
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = e.goneWithJournal(cerr)
 	}
@@ -582,8 +582,6 @@ func (e *engine) callAgent(ctx context.Context, j *cache.Journal, t extractor.Ta
 		Hold: e.lock.File(), Started: started,
 	}
 	if e.box != nil {
-		// Nothing of a sandboxed call outlives it (sandbox), so it need
-		// not hold the lock; and inside it could unlock it.
 		wrap, env, closeBox, err := e.sandboxed(ctx, dir, req.Env)
 		if err != nil {
 			_ = stdout.Close()
@@ -591,7 +589,12 @@ func (e *engine) callAgent(ctx context.Context, j *cache.Journal, t extractor.Ta
 			return agentCall{}, err
 		}
 		defer closeBox()
-		req.Wrap, req.Env, req.Hold = wrap, env, nil
+		req.Wrap, req.Env = wrap, env
+		if e.box.Reaps() {
+			// Nothing of the call can outlive it, so it need not hold
+			// the lock (and inside, it could unlock it).
+			req.Hold = nil
+		}
 	}
 	c.res, c.runErr = e.ag.Run(ctx, req)
 	_ = stdout.Close()

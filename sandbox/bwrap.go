@@ -73,6 +73,7 @@ func bwrapTool(bin string) tool {
 		wrap:      bwrapArgs,
 		tmp:       func() (string, func(), error) { return "", nil, nil },
 		hidden:    hiddenRoots,
+		reaps:     true,
 	}
 }
 
@@ -98,4 +99,6 @@ type tool struct {
 	// hidden are directories the sandbox hides (the agent's executable is
 	// shown when it lives there).
 	hidden []string
+	// reaps: nothing a call starts outlives it (a PID namespace).
+	reaps bool
 }

@@ -126,7 +126,7 @@ func checkRules(t *testing.T, what string, got []Rule, want []string) {
 	}
 }
 
-func resolved(t *testing.T, p string) string {
+func resolved(t testing.TB, p string) string {
 	t.Helper()
 	r, err := filepath.EvalSymlinks(p)
 	if err != nil {

@@ -46,6 +46,9 @@ type Sandbox struct {
 
 	mu      sync.Mutex
 	layouts map[string]*layout
+	// placeholders counts the calls that use each commondir placeholder
+	// (placeholder.go).
+	placeholders map[string]int
 }
 
 // UnavailableError is a sandbox that cannot be made here: no tool
@@ -84,12 +87,17 @@ func New(o Options) (*Sandbox, error) {
 			return nil, fmt.Errorf("sandbox: allowed path: %w", err)
 		}
 	}
-	return &Sandbox{tool: t, o: o, home: home, layouts: map[string]*layout{}}, nil
+	return &Sandbox{tool: t, o: o, home: home, layouts: map[string]*layout{}, placeholders: map[string]int{}}, nil
 }
 
 // Name is the tool's name, as reports say it: "bubblewrap" or
 // "sandbox-exec".
 func (s *Sandbox) Name() string { return s.tool.name }
+
+// Reaps reports whether nothing a call starts can outlive it (Linux: the
+// call's PID namespace dies with it). Where it can (macOS), a process
+// that leaves the call's process group lives on, inside the sandbox.
+func (s *Sandbox) Reaps() bool { return s.tool.reaps }
 
 // Probe runs `true` in a sandbox of the kind calls get, once: a system
 // that does not let the tool run (user namespaces off, an AppArmor rule)
@@ -119,7 +127,7 @@ type Call struct {
 	rules []Rule
 	// Env is added to the call's environment (TMPDIR).
 	Env     map[string]string
-	cleanup func()
+	cleanup []func()
 }
 
 // Call readies a sandboxed call whose work tree is dir (the main tree or
@@ -134,7 +142,14 @@ func (s *Sandbox) Call(ctx context.Context, dir string) (*Call, error) {
 	if err := l.prepare(s.o.Refs); err != nil {
 		return nil, err
 	}
-	c := &Call{s: s, dir: l.tree, Env: map[string]string{}, cleanup: func() {}}
+	c := &Call{s: s, dir: l.tree, Env: map[string]string{}}
+	if !l.linked() {
+		release, err := s.holdPlaceholder(filepath.Join(l.common, "commondir"))
+		if err != nil {
+			return nil, err
+		}
+		c.cleanup = append(c.cleanup, release)
+	}
 	extra := []Rule{}
 	for _, d := range s.agentPaths() {
 		extra = append(extra, Rule{Path: d, Write: true})
@@ -151,11 +166,12 @@ func (s *Sandbox) Call(ctx context.Context, dir string) (*Call, error) {
 	}
 	tmp, cleanup, err := s.tool.tmp()
 	if err != nil {
+		c.Close()
 		return nil, err
 	}
 	if tmp != "" {
 		c.Env["TMPDIR"] = tmp
-		c.cleanup = cleanup
+		c.cleanup = append(c.cleanup, cleanup)
 		extra = append(extra, Rule{Path: tmp, Write: true})
 	}
 	c.rules = rulesFor(l, s.o, extra)
@@ -178,12 +194,13 @@ func (c *Call) Wrap(argv []string) ([]string, error) {
 	return c.s.tool.wrap(c.s.tool.bin, rules, !c.s.o.NoNetwork, c.dir, argv), nil
 }
 
-// Close ends the call: its private temporary directory goes (macOS).
+// Close ends the call: its private temporary directory goes (macOS), and
+// the commondir placeholder once no call uses it.
 func (c *Call) Close() {
-	if c.cleanup != nil {
-		c.cleanup()
-		c.cleanup = nil
+	for i := len(c.cleanup) - 1; i >= 0; i-- {
+		c.cleanup[i]()
 	}
+	c.cleanup = nil
 }
 
 // agentPaths are the agent's config and cache paths, absolute and

@@ -19,7 +19,7 @@ import (
 // it make namespaces, they skip and say why.
 
 // newSandbox is a sandbox for o, probed.
-func newSandbox(t *testing.T, o Options) *Sandbox {
+func newSandbox(t testing.TB, o Options) *Sandbox {
 	t.Helper()
 	s, err := New(o)
 	if err != nil {
@@ -40,7 +40,7 @@ type repo struct {
 	dir, state, boundary string
 }
 
-func newRepo(t *testing.T) repo {
+func newRepo(t testing.TB) repo {
 	t.Helper()
 	dir := filepath.Join(resolved(t, t.TempDir()), "repo")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -67,7 +67,7 @@ func newRepo(t *testing.T) repo {
 // git is r.Git's output without its newline.
 func (r repo) git(args ...string) string { return strings.TrimSpace(r.Git(args...)) }
 
-func (r repo) gitIn(t *testing.T, stdin string, args ...string) string {
+func (r repo) gitIn(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir, cmd.Env, cmd.Stdin = r.dir, r.Env(), strings.NewReader(stdin)
@@ -123,8 +123,9 @@ func wantLines(t *testing.T, out string, lines ...string) {
 
 // An agent commits in the sandbox, then goes for implloop's state: it
 // removes the journal, deletes implloop's refs and collects the garbage,
-// moves git's directories away, plants config and a hook. Its commit
-// stands; the rest is refused, and the boundary commit is still there.
+// moves git's directories away, plants config, a hook, and a commondir
+// that would send git elsewhere. Its commit stands; the rest is refused,
+// and the boundary commit is still there.
 func TestSandboxGit(t *testing.T) {
 	t.Parallel()
 	r := newRepo(t)
@@ -140,10 +141,14 @@ mv .git/objects .git/objects-moved || echo OBJECTS-PINNED
 git config core.fsmonitor 'touch /tmp/pwned' || echo CONFIG-REFUSED
 echo evil > .git/hooks/post-checkout || echo HOOKS-REFUSED
 echo evil > .git/info/exclude || echo INFO-REFUSED
+echo ../evil > .git/commondir || echo COMMONDIR-REFUSED
 git branch topic && git branch -D topic && echo BRANCHES-OK
 `)
 	wantLines(t, out, "COMMITTED", "STATE-KEPT", "REF-KEPT", "GC-RAN", "REFS-PINNED", "OBJECTS-PINNED",
-		"CONFIG-REFUSED", "HOOKS-REFUSED", "INFO-REFUSED", "BRANCHES-OK")
+		"CONFIG-REFUSED", "HOOKS-REFUSED", "INFO-REFUSED", "COMMONDIR-REFUSED", "BRANCHES-OK")
+	if _, err := os.Lstat(filepath.Join(r.dir, ".git", "commondir")); err == nil {
+		t.Error(".git/commondir is left after the call")
+	}
 	if got := r.git("rev-parse", "refs/implloop/runs/r-1"); got != r.boundary {
 		t.Errorf("refs/implloop/runs/r-1 = %q, want %s", got, r.boundary)
 	}
