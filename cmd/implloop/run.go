@@ -116,6 +116,9 @@ brings the work back.
 		Example: `  # Every task with Claude Code; a task is done when its gate passes
   implloop run plan.md --agent claude --verify "go test ./..."
 
+  # Each agent call in a sandbox: it writes its work tree, nothing of implloop's
+  implloop run plan.md --agent claude --sandbox --verify "go test ./..."
+
   # Tasks 3 to 5 with your own agent, going on past a blocked task
   implloop run plan.md --agent-cmd "my-agent --fast" --task-range 3:5 --on-blocked continue
 
