@@ -779,6 +779,7 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 		}
 		b.AgentFailure = ts.agentFailure
 		b.NoGate = e.gateCommand(t) == ""
+		b.Sandbox = e.s.SandboxTool
 		// With --on-blocked continue, BLOCKED.md explains every block.
 		e.blocks = append(e.blocks, b)
 		if err := writeBlocked(e.o.RepoRoot, e.blocks); err != nil {
