@@ -1,6 +1,9 @@
 package sandbox
 
-import "path/filepath"
+import (
+	"os"
+	"path/filepath"
+)
 
 // bubblewrap is the Linux tool's name.
 const bubblewrap = "bubblewrap"
@@ -20,10 +23,20 @@ var hiddenRoots = []string{"/tmp", "/run"}
 // of its own that dies with bwrap, its own session and IPC, no
 // capabilities (bwrap run by root would keep them), the host's files
 // read-only, fresh /dev and /proc, and empty /tmp and /run.
-func bwrapBase(network bool) []string {
+//
+// Run by root, the call also gets a user namespace where it is an
+// ordinary user (sandboxUID, which the host's root maps to): an agent
+// whose CLI sandboxes its own commands with bubblewrap (codex) can then
+// make a user namespace of its own, which a root without capabilities
+// cannot (mapping uid 0 takes CAP_SETFCAP). Others run bwrap without
+// privileges, in a user namespace already, as themselves.
+func bwrapBase(network, root bool) []string {
 	args := []string{
 		"--die-with-parent", "--new-session",
 		"--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL",
+	}
+	if root {
+		args = append(args, "--unshare-user", "--uid", sandboxUID, "--gid", sandboxUID)
 	}
 	if !network {
 		args = append(args, "--unshare-net")
@@ -43,18 +56,28 @@ func bwrapBase(network bool) []string {
 	return args
 }
 
+// sandboxUID is the user root's calls run as (see bwrapBase).
+const sandboxUID = "1000"
+
 // bwrapArgs is the argv that runs argv with bwrap (at bin) under rules,
 // in dir.
 func bwrapArgs(bin string, rules []Rule, network bool, dir string, argv []string) []string {
-	args := append([]string{bin}, bwrapBase(network)...)
+	args := append([]string{bin}, bwrapBase(network, os.Geteuid() == 0)...)
 	for _, r := range rules {
 		if r.Path == "/" {
 			continue // the root's rule is the base's
 		}
-		if r.Write {
-			args = append(args, "--bind", r.Path, r.Path)
-		} else {
-			args = append(args, "--ro-bind", r.Path, r.Path)
+		src := r.Path
+		if r.From != "" {
+			src = r.From
+		}
+		switch {
+		case r.Link:
+			args = append(args, "--symlink", src, r.Path)
+		case r.Write:
+			args = append(args, "--bind", src, r.Path)
+		default:
+			args = append(args, "--ro-bind", src, r.Path)
 		}
 	}
 	args = append(args, "--setenv", "TMPDIR", "/tmp", "--chdir", dir, "--")
@@ -67,7 +90,7 @@ func bwrapTool(bin string) tool {
 		name: bubblewrap,
 		bin:  bin,
 		probe: func() []string {
-			return append(append([]string{bin}, bwrapBase(true)...), "--", "true")
+			return append(append([]string{bin}, bwrapBase(true, os.Geteuid() == 0)...), "--", "true")
 		},
 		probeHint: bwrapProbeHint,
 		wrap:      bwrapArgs,

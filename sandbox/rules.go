@@ -18,6 +18,11 @@ type Rule struct {
 	Path  string
 	Write bool
 	Pin   bool
+	// From, when set, is what is shown at Path (bubblewrap binds it
+	// there, or with Link makes Path a symlink to it): an executable
+	// reached through a hidden directory.
+	From string
+	Link bool
 }
 
 func (r Rule) String() string {

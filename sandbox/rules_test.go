@@ -179,8 +179,12 @@ func TestBwrapArgs(t *testing.T) {
 	t.Parallel()
 	rules := []Rule{{Path: "/r", Write: true, Pin: true}, {Path: "/r/.git/implloop"}}
 	got := strings.Join(bwrapArgs("/usr/bin/bwrap", rules, true, "/r", []string{"claude", "-p"}), " ")
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "--unshare-user --uid 1000 --gid 1000 "
+	}
 	for _, want := range []string{
-		"/usr/bin/bwrap --die-with-parent --new-session --unshare-pid --unshare-ipc --cap-drop ALL --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run ",
+		"/usr/bin/bwrap --die-with-parent --new-session --unshare-pid --unshare-ipc --cap-drop ALL " + user + "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run ",
 		" --bind /r /r --ro-bind /r/.git/implloop /r/.git/implloop --setenv TMPDIR /tmp --chdir /r -- claude -p",
 	} {
 		if !strings.Contains(got, want) {

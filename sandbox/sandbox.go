@@ -188,8 +188,8 @@ func (c *Call) Wrap(argv []string) ([]string, error) {
 		return nil, errors.New("sandbox: empty command")
 	}
 	rules := c.rules
-	if p := hiddenExecutable(argv[0], c.dir, c.s.tool.hidden); p != "" {
-		rules = append(append([]Rule(nil), rules...), Rule{Path: p})
+	if shown := hiddenExecutable(argv[0], c.dir, c.s.tool.hidden); len(shown) > 0 {
+		rules = append(append([]Rule(nil), rules...), shown...)
 	}
 	return c.s.tool.wrap(c.s.tool.bin, rules, !c.s.o.NoNetwork, c.dir, argv), nil
 }
@@ -239,31 +239,45 @@ func existing(p string) (string, bool) {
 	return r, true
 }
 
-// hiddenExecutable is argv0's file when the sandbox's own /tmp or /run
-// would hide it (an agent script in a temporary directory), so it can be
-// shown read-only; "" otherwise.
-func hiddenExecutable(argv0, dir string, hidden []string) string {
+// hiddenExecutable are the read-only rules that show argv0 when the
+// sandbox's own /tmp or /run would hide it (an agent, or a PATH entry
+// leading to it, in a temporary directory): at the path it is run by, its
+// file, or a symlink to where its symlinks lead (a script finds its own
+// files from there); and that file too when it is hidden. None when
+// nothing of it is hidden.
+func hiddenExecutable(argv0, dir string, hidden []string) []Rule {
 	p := argv0
 	if !strings.Contains(p, "/") {
 		lp, err := exec.LookPath(p)
 		if err != nil {
-			return ""
+			return nil
 		}
 		p = lp
 	}
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(dir, p)
 	}
+	p = filepath.Clean(p)
 	r, ok := existing(p)
 	if !ok {
-		return ""
+		return nil
 	}
-	for _, h := range hidden {
-		if within(r, h) {
-			return r
+	isHidden := func(q string) bool {
+		for _, h := range hidden {
+			if within(q, h) {
+				return true
+			}
 		}
+		return false
 	}
-	return ""
+	var out []Rule
+	if isHidden(p) {
+		out = append(out, Rule{Path: p, From: r, Link: r != p})
+	}
+	if r != p && isHidden(r) {
+		out = append(out, Rule{Path: r})
+	}
+	return out
 }
 
 // within reports whether p is root or below it.

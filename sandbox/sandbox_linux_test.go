@@ -287,3 +287,44 @@ func TestSandboxNetworkNone(t *testing.T) {
 		t.Errorf("with the network on: %s, want %s", on, want)
 	}
 }
+
+// An agent run by a name on PATH whose directory is in the host's /tmp
+// (which the sandbox hides) is still found, and, through the symlink
+// there, finds its own files beside it (as an npm-installed CLI does).
+func TestSandboxExecutableInTmp(t *testing.T) {
+	r := newRepo(t)
+	s := newSandbox(t, r.options(Options{}))
+	real, err := os.MkdirTemp("/var/tmp", "implloop-sandbox-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(real) })
+	real = resolved(t, real)
+	script := filepath.Join(real, "agent.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat \"$(dirname \"$(readlink -f \"$0\")\")/data.txt\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "data.txt"), []byte("found beside it\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := resolved(t, t.TempDir())
+	if err := os.Symlink(script, filepath.Join(bin, "my-agent")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	c, err := s.Call(t.Context(), r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	argv, err := c.Wrap([]string{"my-agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = r.dir, r.Env()
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "found beside it\n" {
+		t.Errorf("my-agent: %v\n%s", err, out)
+	}
+}
