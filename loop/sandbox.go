@@ -50,6 +50,9 @@ func (e *engine) startSandbox(ctx context.Context) error {
 	if err := box.Probe(ctx); err != nil {
 		return err
 	}
+	if err := box.Check(ctx, e.o.RepoRoot); err != nil {
+		return err
+	}
 	e.box = box
 	e.s.SandboxTool = box.Name()
 	return nil

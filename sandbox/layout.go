@@ -70,7 +70,7 @@ func readLayout(ctx context.Context, dir string) (*layout, error) {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	if fileExists(filepath.Join(l.common, "reftable")) {
-		return nil, fmt.Errorf("sandbox: %s: %w", tree, ErrReftable)
+		return nil, fmt.Errorf("%s: %w", tree, ErrReftable)
 	}
 	return l, nil
 }

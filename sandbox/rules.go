@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -51,7 +52,13 @@ func rulesFor(l *layout, o Options, extra []Rule) []Rule {
 	add(l.common, true, true)
 	add(filepath.Join(l.common, "refs"), true, true)
 	add(filepath.Join(l.common, "objects"), true, true)
-	rules = append(rules, extra...)
+	for _, r := range extra {
+		// Nothing asked for opens implloop's state (the loop refuses such
+		// an allowed path first).
+		if !slices.ContainsFunc(o.State, func(d string) bool { return within(r.Path, d) }) {
+			rules = append(rules, r)
+		}
+	}
 
 	// Read-only within them: what git would run or read outside the
 	// sandbox later on implloop's behalf, and the other trees' git state.

@@ -282,3 +282,18 @@ func TestCaches(t *testing.T) {
 		t.Errorf("caches %q", got)
 	}
 }
+
+// A repository whose refs are in a reftable is refused: implloop's refs
+// cannot be read-only apart from the others there.
+func TestReftableRefused(t *testing.T) {
+	t.Parallel()
+	dir := resolved(t, t.TempDir())
+	r := gittest.At(t, dir)
+	r.Git("init", "-q")
+	if err := os.Mkdir(filepath.Join(dir, ".git", "reftable"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readLayout(t.Context(), dir); !errors.Is(err, ErrReftable) {
+		t.Fatalf("err %v, want ErrReftable", err)
+	}
+}

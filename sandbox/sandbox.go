@@ -119,6 +119,14 @@ func (s *Sandbox) Probe(ctx context.Context) error {
 	}
 }
 
+// Check reads the git layout of the work tree at dir, as the first call
+// there would: a repository the sandbox cannot protect (ErrReftable) is
+// refused before any task.
+func (s *Sandbox) Check(ctx context.Context, dir string) error {
+	_, err := s.layout(ctx, dir)
+	return err
+}
+
 // Call is one sandboxed call in a work tree: Wrap puts its argv inside,
 // Env is what it adds to the call's environment, Close cleans up after.
 type Call struct {
