@@ -34,8 +34,8 @@
 // --prune=now` take the boundaries they keep. So the writable directories
 // on the way to a protected path (the git directory, refs/, objects/) are
 // bound onto themselves: mount points too, which stay where they are.
-// Seatbelt has no mounts; the profile denies writes to those paths
-// themselves instead.
+// Seatbelt has no mounts; the profile denies unlinking those paths
+// themselves (a rename unlinks its source) instead.
 //
 // implloop's refs are protected as loose files: a ref that only
 // packed-refs holds could be dropped by rewriting packed-refs, which git

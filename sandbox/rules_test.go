@@ -136,8 +136,9 @@ func resolved(t testing.TB, p string) string {
 }
 
 // The Seatbelt profile opens writes rule by rule in order, denies a
-// pinned path's own rename, keeps signals inside the sandbox, and cuts
-// the network when asked; paths are quoted.
+// pinned path's own removal or rename (not what is inside it), keeps
+// signals inside the sandbox, and cuts the network when asked; paths are
+// quoted.
 func TestSeatbeltProfile(t *testing.T) {
 	t.Parallel()
 	rules := []Rule{
@@ -152,7 +153,7 @@ func TestSeatbeltProfile(t *testing.T) {
 (deny file-write*)
 (allow file-write* (literal "/dev/null") (literal "/dev/zero") (literal "/dev/dtracehelper") (regex #"^/dev/tty") (regex #"^/dev/fd/"))
 (allow file-write* (subpath "/Users/u/repo"))
-(deny file-write* (literal "/Users/u/repo"))
+(deny file-write-unlink (literal "/Users/u/repo"))
 (deny file-write* (subpath "/Users/u/repo/.git/implloop"))
 (allow file-write* (subpath "/Users/u/we\"ird\\dir"))
 ; No signals to processes outside the sandbox (implloop's among them).

@@ -196,8 +196,8 @@ func (c *Call) Wrap(argv []string) ([]string, error) {
 		return nil, errors.New("sandbox: empty command")
 	}
 	rules := c.rules
-	if shown := hiddenExecutable(argv[0], c.dir, c.s.tool.hidden); len(shown) > 0 {
-		rules = append(append([]Rule(nil), rules...), shown...)
+	if shown := hiddenExecutable(argv[0], c.dir, c.s.tool.hidden, rules); len(shown) > 0 {
+		rules = order(append(append([]Rule(nil), rules...), shown...))
 	}
 	return c.s.tool.wrap(c.s.tool.bin, rules, !c.s.o.NoNetwork, c.dir, argv), nil
 }
@@ -252,8 +252,9 @@ func existing(p string) (string, bool) {
 // leading to it, in a temporary directory): at the path it is run by, its
 // file, or a symlink to where its symlinks lead (a script finds its own
 // files from there); and that file too when it is hidden. None when
-// nothing of it is hidden.
-func hiddenExecutable(argv0, dir string, hidden []string) []Rule {
+// nothing of it is hidden, or what is hidden is in view through rules
+// already (an agent script in the work tree).
+func hiddenExecutable(argv0, dir string, hidden []string, rules []Rule) []Rule {
 	p := argv0
 	if !strings.Contains(p, "/") {
 		lp, err := exec.LookPath(p)
@@ -271,6 +272,11 @@ func hiddenExecutable(argv0, dir string, hidden []string) []Rule {
 		return nil
 	}
 	isHidden := func(q string) bool {
+		for _, r := range rules {
+			if within(q, r.Path) {
+				return false
+			}
+		}
 		for _, h := range hidden {
 			if within(q, h) {
 				return true

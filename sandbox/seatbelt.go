@@ -13,7 +13,8 @@ const seatbelt = "sandbox-exec"
 // seatbeltProfile is the Seatbelt profile (SBPL) of a call under rules.
 // Seatbelt applies the last rule that matches, so the rules go in their
 // order (deeper after shallower), each a subpath; a pinned path also gets
-// a literal deny of its own (no rename or removal of it).
+// a deny of unlinking it (a rename unlinks its source), for itself alone:
+// what is inside stays writable.
 func seatbeltProfile(rules []Rule, network bool) string {
 	var b strings.Builder
 	b.WriteString("(version 1)\n")
@@ -28,7 +29,7 @@ func seatbeltProfile(rules []Rule, network bool) string {
 		}
 		fmt.Fprintf(&b, "(%s file-write* (subpath %s))\n", verb, sbplString(r.Path))
 		if r.Write && r.Pin {
-			fmt.Fprintf(&b, "(deny file-write* (literal %s))\n", sbplString(r.Path))
+			fmt.Fprintf(&b, "(deny file-write-unlink (literal %s))\n", sbplString(r.Path))
 		}
 	}
 	b.WriteString("; No signals to processes outside the sandbox (implloop's among them).\n")
