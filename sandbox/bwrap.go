@@ -24,6 +24,14 @@ var hiddenRoots = []string{"/tmp", "/run"}
 // capabilities (bwrap run by root would keep them), the host's files
 // read-only, fresh /dev and /proc, and empty /tmp and /run.
 //
+// The command is the namespace's PID 1 (--as-pid-1): when it exits, the
+// kernel kills everything left in the namespace and waits for it before
+// bwrap sees the exit, so nothing of the call runs once bwrap has exited.
+// (With bwrap's own init as PID 1, bwrap exits as soon as that init
+// reports the command's status, while the rest may still run for a
+// moment.) Orphans are the command's to reap; the ones it does not stay
+// zombies until the call ends.
+//
 // Run by root, the call also gets a user namespace where it is an
 // ordinary user (sandboxUID, which the host's root maps to): an agent
 // whose CLI sandboxes its own commands with bubblewrap (codex) can then
@@ -33,7 +41,7 @@ var hiddenRoots = []string{"/tmp", "/run"}
 func bwrapBase(network, root bool) []string {
 	args := []string{
 		"--die-with-parent", "--new-session",
-		"--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL",
+		"--unshare-pid", "--as-pid-1", "--unshare-ipc", "--cap-drop", "ALL",
 	}
 	if root {
 		args = append(args, "--unshare-user", "--uid", sandboxUID, "--gid", sandboxUID)

@@ -47,9 +47,11 @@
 // # Processes
 //
 // On Linux each call gets its own PID namespace (--unshare-pid) that dies
-// with bwrap (--die-with-parent): nothing the agent starts outlives the
-// call, a setsid daemon included, and implloop's processes are not in its
-// view, so it cannot signal them. It also gets its own session
+// with bwrap (--die-with-parent), with the agent as its PID 1
+// (--as-pid-1): when the agent exits, the kernel kills what is left in the
+// namespace, a setsid daemon included, before bwrap sees the exit, so
+// nothing of the call runs after it; and implloop's processes are not in
+// its view, so it cannot signal them. It also gets its own session
 // (--new-session: no terminal to inject keystrokes into) and no
 // capabilities. On macOS the profile denies signals to processes outside
 // the sandbox; a process that leaves the call's process group can outlive

@@ -185,7 +185,7 @@ func TestBwrapArgs(t *testing.T) {
 		user = "--unshare-user --uid 1000 --gid 1000 "
 	}
 	for _, want := range []string{
-		"/usr/bin/bwrap --die-with-parent --new-session --unshare-pid --unshare-ipc --cap-drop ALL " + user + "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run ",
+		"/usr/bin/bwrap --die-with-parent --new-session --unshare-pid --as-pid-1 --unshare-ipc --cap-drop ALL " + user + "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run ",
 		" --bind /r /r --ro-bind /r/.git/implloop /r/.git/implloop --setenv TMPDIR /tmp --chdir /r -- claude -p",
 	} {
 		if !strings.Contains(got, want) {
