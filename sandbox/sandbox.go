@@ -151,13 +151,13 @@ func (s *Sandbox) Call(ctx context.Context, dir string) (*Call, error) {
 		return nil, err
 	}
 	c := &Call{s: s, dir: l.tree, Env: map[string]string{}}
-	if !l.linked() {
-		release, err := s.holdPlaceholder(filepath.Join(l.common, "commondir"))
-		if err != nil {
-			return nil, err
-		}
-		c.cleanup = append(c.cleanup, release)
+	// The common git directory is writable to every call, a linked
+	// worktree's included (its git directory's own commondir exists).
+	release, err := s.holdPlaceholder(filepath.Join(l.common, "commondir"))
+	if err != nil {
+		return nil, err
 	}
+	c.cleanup = append(c.cleanup, release)
 	extra := []Rule{}
 	for _, d := range s.agentPaths() {
 		extra = append(extra, Rule{Path: d, Write: true})

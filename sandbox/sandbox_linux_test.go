@@ -253,8 +253,12 @@ echo x > %[1]s/a.txt
 git -C %[1]s update-ref HEAD HEAD~0 2>/dev/null; echo junk > %[1]s/.git/HEAD || echo MAIN-HEAD-REFUSED
 echo junk > %[1]s/.git/index || echo MAIN-INDEX-REFUSED
 echo "gitdir: /elsewhere" > .git || echo GITFILE-REFUSED
+echo ../evil > %[1]s/.git/commondir || echo COMMONDIR-REFUSED
 `, r.dir))
-	wantLines(t, out, "COMMITTED", "MAIN-HEAD-REFUSED", "MAIN-INDEX-REFUSED", "GITFILE-REFUSED")
+	wantLines(t, out, "COMMITTED", "MAIN-HEAD-REFUSED", "MAIN-INDEX-REFUSED", "GITFILE-REFUSED", "COMMONDIR-REFUSED")
+	if _, err := os.Lstat(filepath.Join(r.dir, ".git", "commondir")); err == nil {
+		t.Error(".git/commondir is left after the call")
+	}
 	if _, err := os.Stat(filepath.Join(r.dir, "stolen.txt")); err == nil {
 		t.Error("the worktree's call wrote the main tree")
 	}
