@@ -565,9 +565,11 @@ func (e *engine) emit(ev Event) {
 }
 
 // warnUnsetEnv warns of each --env variable (flag, front matter or
-// inherited) that is not set: the agent runs without it, which is seldom
+// inherited) that is not set, and of --sandbox-* settings given without
+// --sandbox (warnSandboxUnused): the agent runs without it, which is seldom
 // what a declared dependency meant.
 func (e *engine) warnUnsetEnv() {
+	e.warnSandboxUnused()
 	for _, n := range e.s.Env {
 		if _, ok := os.LookupEnv(n); !ok {
 			e.emit(Event{Type: EvWarning, Message: fmt.Sprintf("--env %s is not set in the environment: the agent runs without it (its name still joins every unit's identity)", n)})

@@ -112,3 +112,25 @@ func (e *engine) sandboxed(ctx context.Context, dir string, env map[string]strin
 	maps.Copy(outEnv, c.Env)
 	return c.Wrap, outEnv, c.Close, nil
 }
+
+// warnSandboxUnused warns of --sandbox-allow, --sandbox-network and
+// --sandbox-gates set (flag, front matter or inherited) on a run without
+// --sandbox: they have no effect then.
+func (e *engine) warnSandboxUnused() {
+	if e.s.Sandbox {
+		return
+	}
+	var set []string
+	if len(e.s.SandboxAllow) > 0 {
+		set = append(set, "--sandbox-allow")
+	}
+	if e.s.SandboxNetwork != "" {
+		set = append(set, "--sandbox-network")
+	}
+	if e.s.SandboxGates {
+		set = append(set, "--sandbox-gates")
+	}
+	if len(set) > 0 {
+		e.emit(Event{Type: EvWarning, Message: strings.Join(set, ", ") + " without --sandbox: no effect (add --sandbox, or sandbox: true in the front matter)"})
+	}
+}
