@@ -12,8 +12,10 @@ FUZZTIME ?= 10s
 
 all: build
 
+# -buildvcs=auto: the commit and whether the tree was dirty go into the
+# binary (implloop version) even where GOFLAGS says -buildvcs=false.
 build:
-	$(GO) build -o $(BIN) ./cmd/implloop
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/implloop
 
 test: lint
 	$(GO) test -count=1 $(PKGS)
