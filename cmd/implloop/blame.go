@@ -43,7 +43,7 @@ made since the run's last boundary.
 It is git's own blame along the run's boundary chain
 (refs/implloop/runs/<run>, default: the latest run), read-only.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(longExits...),
 		Example: `  # Which task wrote the login handler
   implloop blame src/login.go
 

@@ -42,7 +42,7 @@ reading was plausible, and --form forces one (see docs/plan-format.md).
 Exit 0 when no plan has an error, 1 when one does; with --strict, warnings
 fail too.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(plainExits...),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("run 'implloop lint --help' for usage", "%s: expected at least one plan file", cmd.CommandPath())

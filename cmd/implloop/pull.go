@@ -57,7 +57,7 @@ it names came with it. A malformed or forged record is refused and
 nothing of the pull is imported (one transaction). Pulling again imports
 nothing new.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(longExits...),
 		Example: `  # Take over a teammate's run (after 'git pull' of the branch)
   implloop pull
   implloop resume --run r-20261130-054012`,

@@ -46,7 +46,7 @@ first), nor are records without transcripts pushed over the whole ones. A
 run that has not ended (still running, or killed and not resumed) has no
 records yet, and is left out.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(longExits...),
 		Example: `  # Every run, to the branch's remote
   implloop push
 

@@ -38,7 +38,7 @@ A path whose current content is neither the lost content nor what it was
 based on has been edited since; restore refuses to overwrite it unless
 --force.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(longExits...),
 		Example: `  # Everything task 3 of the latest run threw away
   implloop restore --task 3
 

@@ -31,7 +31,10 @@ type runFlags struct {
 
 func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	d := loop.DefaultSettings()
-	fs.StringVar(&f.s.Agent, "agent", d.Agent, "agent backend: claude, codex, gemini, opencode, builtin, or exec (with --agent-cmd)")
+	fs.StringVar(&f.s.Agent, "agent", d.Agent, "agent backend: claude, codex, gemini, opencode, builtin, or exec (with --agent-cmd). No default: without --agent, --agent-cmd or agent: in the plan's front matter, run stops with \"no agent given\" (resume: the run's own)")
+	// Internally an unnamed agent is exec without a command, which run
+	// refuses; "(default \"exec\")" in the help would promise one.
+	fs.Lookup("agent").DefValue = ""
 	fs.StringVar(&f.s.AgentCmd, "agent-cmd", "", "command line of a custom agent (implies --agent exec); split like a shell would, run without one")
 	fs.StringVar(&f.s.Model, "model", "", "model to ask the agent for (part of every unit's identity)")
 	fs.StringVar(&f.s.Verify, "verify", "", "gate command run with sh -c after each attempt (a task's own verify block wins)")
@@ -65,6 +68,11 @@ func (f *runFlags) settings(fs *pflag.FlagSet) (loop.Settings, error) {
 		}
 	}
 	sort.Strings(s.Flags)
+	if fs.Changed("jobs") {
+		if err := loop.ValidateJobs(s.Jobs); err != nil {
+			return s, loopError(err)
+		}
+	}
 	if err := s.Validate(); err != nil {
 		return s, loopError(err)
 	}

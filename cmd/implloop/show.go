@@ -38,7 +38,7 @@ task's diff and why it ran.
 
 Read-only, except that --html writes report.html.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(longExits...),
 		Example: `  # The end report of the latest run
   implloop show
 
