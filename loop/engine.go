@@ -53,11 +53,13 @@ type Options struct {
 
 // Outcome is what a run ended with.
 type Outcome struct {
-	RunID       string
-	ParentID    string
-	Verdict     string // DONE, PARTIAL, BLOCKED, INTERRUPTED
-	Report      *report.Report
-	ReportPath  string
+	RunID      string
+	ParentID   string
+	Verdict    string // DONE, PARTIAL, BLOCKED, INTERRUPTED
+	Report     *report.Report
+	ReportPath string
+	// HTMLPath is the run's report.html ("" when it was not written).
+	HTMLPath    string
 	Interrupted bool
 	// NoOp is set on a resume where every unit replayed, no gate ran and
 	// every task ended as it did in the parent: nothing changed since it.
@@ -442,7 +444,7 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		// interrupt, for a little while; without it the run still ends
 		// as it did.
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), htmlReportTimeout)
-		if _, err := WriteHTMLReport(hctx, e.j, e.j.Root(), rep); err != nil {
+		if out.HTMLPath, err = WriteHTMLReport(hctx, e.j, e.j.Root(), rep); err != nil {
 			e.emit(Event{Type: EvConcern, Message: "report.html was not written: " + err.Error()})
 		}
 		cancel()

@@ -173,5 +173,8 @@ func renderReport(out *loop.Outcome) string {
 	if out.ReportPath != "" {
 		fmt.Fprintf(&b, "report: %s\n", out.ReportPath)
 	}
+	if out.HTMLPath != "" {
+		fmt.Fprintf(&b, "report.html: %s (open it in a browser)\n", out.HTMLPath)
+	}
 	return b.String()
 }
