@@ -39,6 +39,10 @@ type taskState struct {
 	// its attempts replay one by one (acrossruns.go); decided at attempt
 	// 1, nil when there is none.
 	across *acrossRun
+	// retryWhy is why the next attempt runs, when the one before it (or
+	// the recheck of a blocked task's gate) failed in this run: said of a
+	// live attempt that no journaled unit explains better.
+	retryWhy string
 }
 
 func (ts *taskState) source() cache.Source {
@@ -97,6 +101,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 			return fixedOutside("fixed outside the loop: the gate passes now, no agent call")
 		}
 		attempt, feedback = st.attempt+1, g.Feedback()
+		ts.retryWhy = "after its gate, run first, failed again"
 	}
 
 	liveAttempts := 0
@@ -127,12 +132,19 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		}
 		if liveAttempts >= e.s.MaxAttempts {
 			reason := fmt.Sprintf("the gate failed on %d attempt(s)", ts.row.Attempts)
+			if sum := GateSummary(feedback); sum != "" {
+				reason += ": " + sum
+			}
 			if a.failure != "" {
 				reason = fmt.Sprintf("the agent failed on %d attempt(s): %s", ts.row.Attempts, firstLine(a.failure))
 				ts.agentFailure = a.failure
 				return e.afterTask(ctx, idx, t, ts, cache.TaskBlocked, reason)
 			}
 			return e.afterTask(ctx, idx, t, ts, cache.TaskBlocked, reason, feedback)
+		}
+		ts.retryWhy = "after a failed gate"
+		if a.failure != "" {
+			ts.retryWhy = "after the agent failed"
 		}
 		attempt++
 	}
@@ -268,6 +280,11 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 		}
 		a.allReplayed = false
 		reasons := e.liveWhy(e.run, t, u, e.prev.Tree)
+		if ts.retryWhy != "" && u.Attempt > 1 && (len(reasons) == 0 || len(reasons) == 1 && reasons[0] == "never ran") {
+			// "never ran" is true of the attempt, and says nothing: the
+			// one before it failed.
+			reasons = []string{ts.retryWhy}
+		}
 		fail, err := e.dispatch(ctx, idx, t, u, reasons)
 		ts.live++
 		e.sawLive = true
@@ -407,7 +424,7 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 	}
 	msg := ""
 	if !g.Passed {
-		msg = lastLine(g.Feedback())
+		msg = GateSummary(string(g.Output))
 	}
 	if recheck {
 		msg = strings.TrimSpace("recheck " + msg)
