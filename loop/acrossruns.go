@@ -103,7 +103,7 @@ func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, facts unit.Fa
 // takes (acrossRuns), the resume plan predicts (planner.chain) and a wave
 // honours (startWave). accept may refuse a candidate (nil: any).
 func (e *engine) acrossMatch(t extractor.Task, facts unit.Facts, units []unit.Unit, tree string, accept func(*acrossRun) bool) (*acrossRun, bool) {
-	if facts.Attempt != 1 || len(units) == 0 || tree == "" || e.j == nil {
+	if facts.Attempt != 1 || len(units) == 0 || tree == "" || e.j == nil || e.o.Fresh {
 		return nil, false
 	}
 	for _, id := range e.lineage.runs {
@@ -278,6 +278,8 @@ func (e *engine) liveWhy(p *pass, t extractor.Task, u unit.Unit, tree string) []
 	}
 	from, _, err := taskBoundaries(e.j, c.RunID, t.ID)
 	switch {
+	case e.o.Fresh:
+		return []string{who + " did it; --fresh: it runs live anyway"}
 	case tree == "":
 		return []string{who + " did it: it replays at its turn only if the tree then is the one that run did it from"}
 	case err != nil || from.Tree != tree:

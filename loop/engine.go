@@ -39,6 +39,9 @@ type Options struct {
 	RerunLost bool
 	// DryRun computes the work list and writes nothing.
 	DryRun bool
+	// Fresh runs every task live, even one another run did from the same
+	// tree with the same identities (run --fresh): no replay across runs.
+	Fresh bool
 	// Full plans a resume unit by unit even when plan, settings and tree
 	// are as the parent left them (see upToDate), which would otherwise
 	// be answered without a run. Tests of the full path set it.

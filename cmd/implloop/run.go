@@ -27,6 +27,8 @@ type runFlags struct {
 	reverify bool
 	// rerunLost: resume runs tasks whose work is gone live (loop.Options).
 	rerunLost bool
+	// fresh: run replays nothing across runs (loop.Options).
+	fresh bool
 }
 
 func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
@@ -119,6 +121,9 @@ brings the work back.
   # The work list (per task: live or replay, and why); nothing is written
   implloop run plan.md --agent claude --dry-run
 
+  # Every task live, even those another run did from this same tree
+  implloop run plan.md --agent claude --fresh
+
   # The event stream, for scripts
   implloop run plan.md --agent codex --json | jq -c 'select(.type == "task_finished") | {task, status}'`,
 		Args:              exactArgs(1, "a PLAN file"),
@@ -133,6 +138,7 @@ brings the work back.
 		},
 	}
 	addRunFlags(cmd.Flags(), f)
+	cmd.Flags().BoolVar(&f.fresh, "fresh", false, "run every task live, even one another run did from the same tree with the same identities (no replay across runs)")
 	registerRunFlagCompletions(cmd, io, planArg)
 	return cmd
 }
@@ -175,7 +181,7 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 	obs := newProgress(io, f.json && !f.dryRun)
 	defer obs.Close()
 	out, err := loop.Run(ctx, loop.Options{
-		Settings: s, RepoRoot: root, Parent: parent, Reverify: f.reverify, RerunLost: f.rerunLost, DryRun: f.dryRun, Observer: obs,
+		Settings: s, RepoRoot: root, Parent: parent, Reverify: f.reverify, RerunLost: f.rerunLost, DryRun: f.dryRun, Fresh: f.fresh, Observer: obs,
 	})
 	obs.Close()
 	if err != nil {
