@@ -586,6 +586,7 @@ func (e *engine) unitParams(t extractor.Task) unit.Params {
 		PlanPath:    e.s.Plan,
 		PlanSHA256:  e.sel.PlanSHA256,
 		Preamble:    e.sel.Preamble,
+		Gate:        e.gateCommand(t),
 		Timeout:     time.Duration(e.s.Timeout),
 		EnvNames:    e.s.Env,
 		UserParams:  e.s.Params,

@@ -35,3 +35,27 @@ func TestHookScriptQuotesTheBinary(t *testing.T) {
 		}
 	}
 }
+
+// check's globs: path.Match per segment, ** for any number of directories.
+func TestGlobMatch(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		glob, path string
+		want       bool
+	}{
+		{"**/plan*.md", "plan.md", true},
+		{"**/plan*.md", "docs/plans/plan-auth.md", true},
+		{"**/plan*.md", "docs/planning/notes.md", false},
+		{"**/tasks.md", "specs/001-auth/tasks.md", true},
+		{"**/tasks.md", "tasks.md.bak", false},
+		{"docs/*.md", "docs/a.md", true},
+		{"docs/*.md", "docs/sub/a.md", false},
+		{"docs/**", "docs/sub/a.md", true},
+		{"a/**/b.md", "a/b.md", true},
+		{"a/**/b.md", "a/x/y/b.md", true},
+	} {
+		if got := globMatch(c.glob, c.path); got != c.want {
+			t.Errorf("globMatch(%q, %q) = %v, want %v", c.glob, c.path, got, c.want)
+		}
+	}
+}
