@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -13,11 +14,13 @@ import (
 
 // restoreOptions are what `restore` was asked.
 type restoreOptions struct {
-	io    *ioStreams
-	run   string // "" for the latest
-	task  string
-	paths []string // as typed: relative to the working directory
-	force bool
+	io     *ioStreams
+	run    string // "" for the latest
+	task   string
+	paths  []string // as typed: relative to the working directory
+	force  bool
+	dryRun bool
+	asJSON bool
 }
 
 func newRestoreCmd(io *ioStreams) *cobra.Command { return newRestoreCmdWith(io, restoreRun) }
@@ -38,6 +41,10 @@ A path whose current content is neither the lost content nor what it was
 based on has been edited since; restore refuses to overwrite it unless
 --force.
 
+--dry-run says, path by path, what restore would do (restore, remove,
+leave unchanged, refuse) and writes nothing; --json prints the outcome as
+one object (run, dry_run, and per path its action and reason).
+
 ` + exitStatusHelp(longExits...),
 		Example: `  # Everything task 3 of the latest run threw away
   implloop restore --task 3
@@ -46,7 +53,10 @@ based on has been edited since; restore refuses to overwrite it unless
   implloop restore --run r-20261130-054012-3f9a src/login.go
 
   # A path edited since it was lost: overwrite it with the lost content anyway
-  implloop restore src/login.go --force`,
+  implloop restore src/login.go --force
+
+  # What it would write, and nothing written
+  implloop restore --task 3 --dry-run`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.paths = args
 			return runF(cmd.Context(), o)
@@ -55,6 +65,8 @@ based on has been edited since; restore refuses to overwrite it unless
 	cmd.Flags().StringVar(&o.run, "run", "", "the run (id or unique prefix; default: the latest)")
 	cmd.Flags().StringVar(&o.task, "task", "", "only paths lost by this task")
 	cmd.Flags().BoolVar(&o.force, "force", false, "overwrite paths edited since they were lost")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "say what would be restored, path by path, and write nothing")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the outcome as one JSON object")
 	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
 	_ = cmd.RegisterFlagCompletionFunc("task", completeRunTasks(io, runFlag))
 	return cmd
@@ -82,16 +94,41 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 		return err
 	}
 	if len(lost) == 0 {
+		if o.asJSON {
+			return printRestoreJSON(o, run.ID, nil)
+		}
 		fmt.Fprintf(o.io.ErrOut, "implloop: run %s lost nothing; nothing to restore\n", run.ID)
 		return nil
 	}
-	results, rerr := boundary.Restore(ctx, root, lost, o.force)
+	restore := boundary.Restore
+	if o.dryRun {
+		restore = boundary.RestorePreview
+	}
+	results, rerr := restore(ctx, root, lost, o.force)
+	if o.asJSON {
+		if err := printRestoreJSON(o, run.ID, results); err != nil {
+			return err
+		}
+	}
 	for _, r := range results {
-		line := fmt.Sprintf("%-9s %s", r.Action, r.Path)
+		if o.asJSON {
+			break
+		}
+		action := string(r.Action)
+		if o.dryRun {
+			action = map[boundary.RestoreAction]string{boundary.RestoreWritten: "would restore", boundary.RestoreRemoved: "would remove"}[r.Action]
+			if action == "" {
+				action = string(r.Action)
+			}
+		}
+		line := fmt.Sprintf("%-9s %s", action, r.Path)
 		if r.Reason != "" {
 			line += ": " + r.Reason
 		}
 		fmt.Fprintln(o.io.Out, line)
+	}
+	if o.dryRun && !o.asJSON {
+		fmt.Fprintln(o.io.ErrOut, "implloop: dry run: nothing was written")
 	}
 	if rerr != nil {
 		if errors.Is(rerr, boundary.ErrRefused) {
@@ -100,4 +137,19 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 		return rerr
 	}
 	return nil
+}
+
+// printRestoreJSON is restore --json's answer.
+func printRestoreJSON(o *restoreOptions, runID string, results []boundary.RestoreResult) error {
+	if results == nil {
+		results = []boundary.RestoreResult{}
+	}
+	enc := json.NewEncoder(o.io.Out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Run    string                   `json:"run"`
+		DryRun bool                     `json:"dry_run"`
+		Paths  []boundary.RestoreResult `json:"paths"`
+	}{runID, o.dryRun, results})
 }
