@@ -146,6 +146,10 @@ type engine struct {
 	worktrees  string               // where this run's task worktrees go
 	waveEnd    int
 	latest     []int
+
+	// stash is the newest stash entry when the run started, or as the
+	// last block named it (blocked.go).
+	stash boundary.Stash
 }
 
 // newEngine is an engine for o before its plan is read: o's clock and
@@ -222,6 +226,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	if err := e.firstBoundary(ctx); err != nil {
 		return nil, err
 	}
+	// The stash as the run found it: a block names a stash made since
+	// (an agent's `git stash`), which holds the work it put away.
+	e.stash, _ = boundary.StashTop(ctx, o.RepoRoot)
 	if o.Parent != "" {
 		if err := e.planResume(ctx, out); err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/agent"
+	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
@@ -766,6 +767,9 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 		}
 		b.AgentFailure = ts.agentFailure
 		b.NoGate = e.gateCommand(t) == ""
+		if top, err := boundary.StashTop(ctx, e.o.RepoRoot); err == nil && top.Commit != "" && top.Commit != e.stash.Commit {
+			b.Stash, e.stash = top, top
+		}
 		// With --on-blocked continue, BLOCKED.md explains every block.
 		e.blocks = append(e.blocks, b)
 		if err := writeBlocked(e.o.RepoRoot, e.blocks); err != nil {

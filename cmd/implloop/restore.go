@@ -21,6 +21,9 @@ type restoreOptions struct {
 	force  bool
 	dryRun bool
 	asJSON bool
+	// before: put the task's own changes back as they were before it,
+	// instead of bringing back what it discarded.
+	before bool
 }
 
 func newRestoreCmd(io *ioStreams) *cobra.Command { return newRestoreCmdWith(io, restoreRun) }
@@ -41,6 +44,11 @@ A path whose current content is neither the lost content nor what it was
 based on has been edited since; restore refuses to overwrite it unless
 --force.
 
+With --task N --before, restore undoes task N's own edits instead: every
+path the task changed goes back to its content before the task (a file it
+added is removed), from the boundary commit taken before it. BLOCKED.md
+suggests it to start a blocked task's next attempt from a clean tree.
+
 --dry-run says, path by path, what restore would do (restore, remove,
 leave unchanged, refuse) and writes nothing; --json prints the outcome as
 one object (run, dry_run, and per path its action and reason).
@@ -56,9 +64,15 @@ one object (run, dry_run, and per path its action and reason).
   implloop restore src/login.go --force
 
   # What it would write, and nothing written
-  implloop restore --task 3 --dry-run`,
+  implloop restore --task 3 --dry-run
+
+  # Undo what blocked task 3's attempts did, before a resume
+  implloop restore --task 3 --before`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.paths = args
+			if o.before && o.task == "" {
+				return usagef("name the task whose edits to undo: --task ID --before", "--before needs --task")
+			}
 			return runF(cmd.Context(), o)
 		},
 	}
@@ -66,6 +80,7 @@ one object (run, dry_run, and per path its action and reason).
 	cmd.Flags().StringVar(&o.task, "task", "", "only paths lost by this task")
 	cmd.Flags().BoolVar(&o.force, "force", false, "overwrite paths edited since they were lost")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "say what would be restored, path by path, and write nothing")
+	cmd.Flags().BoolVar(&o.before, "before", false, "with --task: undo the task's own edits, back to the tree before it")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the outcome as one JSON object")
 	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
 	_ = cmd.RegisterFlagCompletionFunc("task", completeRunTasks(io, runFlag))
@@ -85,10 +100,22 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 	for _, a := range o.paths {
 		paths = append(paths, journalPlanPath(root, o.io.workingDir, a))
 	}
-	lost, err := loop.LostContent(j, run.ID, o.task, paths)
-	var notLost *loop.NotLostError
-	if errors.As(err, &notLost) {
-		return errorf("run 'implloop show "+run.ID+"' for the lost paths", "%s", err)
+	var lost []boundary.LostContent
+	if o.before {
+		lost, err = loop.TaskBefore(ctx, j, root, run.ID, o.task, paths)
+		var notChanged *loop.NotChangedError
+		switch {
+		case errors.As(err, &notChanged):
+			return errorf("run 'implloop show "+run.ID+" --task "+o.task+"' for the paths it changed", "%s", err)
+		case errors.Is(err, loop.ErrNoEffect):
+			return errorf("run 'implloop show "+run.ID+"' for its tasks", "task %s made no change of its own in run %s: nothing to undo", o.task, run.ID)
+		}
+	} else {
+		lost, err = loop.LostContent(j, run.ID, o.task, paths)
+		var notLost *loop.NotLostError
+		if errors.As(err, &notLost) {
+			return errorf("run 'implloop show "+run.ID+"' for the lost paths", "%s", err)
+		}
 	}
 	if err != nil {
 		return err
@@ -97,7 +124,11 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 		if o.asJSON {
 			return printRestoreJSON(o, run.ID, nil)
 		}
-		fmt.Fprintf(o.io.ErrOut, "implloop: run %s lost nothing; nothing to restore\n", run.ID)
+		what := "lost nothing"
+		if o.before {
+			what = "changed nothing in task " + o.task
+		}
+		fmt.Fprintf(o.io.ErrOut, "implloop: run %s %s; nothing to restore\n", run.ID, what)
 		return nil
 	}
 	restore := boundary.Restore
