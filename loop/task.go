@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -735,6 +736,14 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 	v, err := e.takeBoundary(ctx, t.ID, ts.live == 0, "after task "+t.ID)
 	if err != nil {
 		return taskResult{}, err
+	}
+	if v.noChanges != "" && status == cache.TaskDone {
+		if row := e.lineage.lastRow(t.ID); row != nil && row.Status == cache.TaskDone {
+			// Run again (its text, a dependency changed) and its gate
+			// passed with the tree as it was: the work an earlier run did
+			// is still there, and nothing needed to change. Not a concern.
+			v.concerns = slices.DeleteFunc(v.concerns, func(c string) bool { return c == v.noChanges })
+		}
 	}
 	ts.row.Concerns = append(ts.row.Concerns, v.concerns...)
 	if len(v.vanished) > 0 {
