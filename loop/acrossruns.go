@@ -8,6 +8,7 @@ import (
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/report"
 	"github.com/implloop/implloop/unit"
 )
 
@@ -239,7 +240,9 @@ func (e *engine) replayAcross(ctx context.Context, t extractor.Task, ts *taskSta
 	}
 	written, left := writeBack(ctx, e.o.RepoRoot, a.work)
 	ts.restored = true // the boundary after the task holds that work
-	note := "replayed: " + why + "; its work written into the tree"
+	// A note, not a concern (report.ReplayedNotePrefix): the task is
+	// done, by another run, and that is all it says.
+	note := report.ReplayedNotePrefix + why + "; its work written into the tree"
 	if len(written) > 0 {
 		note += ": " + shownPaths(written)
 	}

@@ -21,6 +21,9 @@ type Effect struct {
 	To   string `json:"to"`
 	// Changes lists the paths the task changed, renames detected.
 	Changes []boundary.Change `json:"changes"`
+	// ReplayedIn is the run the effect was asked of, when the task
+	// replayed there and RunID is the run that did its work.
+	ReplayedIn string `json:"replayed_in,omitempty"`
 }
 
 // ErrNoEffect is a task that took no boundary of its own in the run: it
@@ -189,4 +192,22 @@ type NotChangedError struct{ Run, Task, Path string }
 
 func (e *NotChangedError) Error() string {
 	return fmt.Sprintf("task %s of run %s did not change %q", e.Task, e.Run, e.Path)
+}
+
+// WorkRun is the run whose boundaries hold task taskID's work, for a task
+// that replayed in run runID (and so took no boundary of its own there):
+// the run that made the call its last replayed unit stands in for. ok is
+// false when the task has no replayed unit in runID.
+func WorkRun(j *cache.Journal, runID, taskID string) (string, bool, error) {
+	units, err := j.Units(runID)
+	if err != nil {
+		return "", false, err
+	}
+	from := ""
+	for _, u := range units {
+		if u.TaskID == taskID && u.Replayed() {
+			from = u.ReplayedFromRun
+		}
+	}
+	return from, from != "" && from != runID, nil
 }
