@@ -1,6 +1,10 @@
 package loop
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 // A failed gate is summed up by its first error line, not its last line
 // (FAIL, exit status 1), for each common toolchain's output.
@@ -22,4 +26,21 @@ func TestGateSummary(t *testing.T) {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
+}
+
+// FuzzGateSummary: any gate output gives one line of it (or nothing for
+// blank output), at most 160 runes.
+func FuzzGateSummary(f *testing.F) {
+	f.Add("--- FAIL: TestX (0.00s)\nFAIL\nexit status 1\n")
+	f.Add("x.go:1:2: undefined: y\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, out string) {
+		s := GateSummary(out)
+		if strings.Contains(s, "\n") || utf8.RuneCountInString(s) > 160 {
+			t.Errorf("summary %q is not one short line", s)
+		}
+		if strings.TrimSpace(out) == "" && s != "" {
+			t.Errorf("blank output summed up as %q", s)
+		}
+	})
 }

@@ -225,7 +225,14 @@ func matchesAny(globs []string, p string) bool {
 // per segment, and a "**" segment matching any number of directories
 // (none included), as .gitignore and most tools read it.
 func globMatch(glob, p string) bool {
-	return matchSegments(strings.Split(glob, "/"), strings.Split(p, "/"))
+	var g []string
+	for _, seg := range strings.Split(glob, "/") {
+		if seg == "**" && len(g) > 0 && g[len(g)-1] == "**" {
+			continue // "**/**" is "**", and would only cost time
+		}
+		g = append(g, seg)
+	}
+	return matchSegments(g, strings.Split(p, "/"))
 }
 
 func matchSegments(g, p []string) bool {

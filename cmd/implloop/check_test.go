@@ -59,3 +59,21 @@ func TestGlobMatch(t *testing.T) {
 		}
 	}
 }
+
+// FuzzGlobMatch: any --plans glob and path: no panic, a glob checkGlob
+// accepts matches itself when it has no pattern characters, and "**"
+// matches every path.
+func FuzzGlobMatch(f *testing.F) {
+	for _, s := range [][2]string{{"**/plan*.md", "docs/plan.md"}, {"a/**/b", "a/b"}, {"[x", "x"}, {"**", ""}, {"*/*", "a//b"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, glob, p string) {
+		_ = globMatch(glob, p)
+		if checkGlob(glob) == nil && !strings.ContainsAny(glob, `*?[\`) && !globMatch(glob, glob) {
+			t.Errorf("%q does not match itself", glob)
+		}
+		if !globMatch("**", p) {
+			t.Errorf("** does not match %q", p)
+		}
+	})
+}
