@@ -11,6 +11,7 @@ import (
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/identity"
 )
 
 // BlameLine is one line of a file and who last wrote it: a task of a run
@@ -108,24 +109,26 @@ func boundaryTasks(j *cache.Journal, runID string) (map[string]BlameLine, error)
 		for _, t := range tasks {
 			byID[t.TaskID] = t
 		}
+		bs, err := j.Boundaries(id)
+		if err != nil {
+			return nil, err
+		}
 		// The attempt a task's boundary holds the work of is its last
 		// unit's: the task row's count is not written until the task
-		// ends (0 for a run interrupted during its gate).
+		// ends (0 for a run interrupted during its gate). Who did the
+		// work: the agent and model of its last completed unit in the run
+		// (a fallback's, when one took the call).
 		units, err := j.Units(id)
 		if err != nil {
 			return nil, err
 		}
 		attempt := map[string]int{}
+		worked := map[string][2]string{}
 		for _, u := range units {
 			attempt[u.TaskID] = max(attempt[u.TaskID], u.Attempt)
-		}
-		model := s.Model
-		if model == "" {
-			model = "default"
-		}
-		bs, err := j.Boundaries(id)
-		if err != nil {
-			return nil, err
+			if p, err := identity.Parse(u.Preimage); err == nil && u.Status == cache.UnitCompleted {
+				worked[u.TaskID] = [2]string{p.Agent, p.Model}
+			}
 		}
 		for i, b := range bs {
 			if b.Commit == "" {
@@ -144,8 +147,19 @@ func boundaryTasks(j *cache.Journal, runID string) (map[string]BlameLine, error)
 				continue
 			}
 			t := byID[task]
+			ag, model := s.Agent, s.Models()[0]
+			if w, ok := worked[task]; ok { // a fallback's, when one took the call
+				ag, model = w[0], w[1]
+			}
+			if model == "" {
+				model = "default"
+			}
+			cmdLine := s.AgentCmd
+			if ag != "exec" {
+				cmdLine = ""
+			}
 			out[b.Commit] = BlameLine{Run: id, Task: task, Title: t.Title, Attempt: max(attempt[task], t.Attempts),
-				Agent: s.Agent, AgentCmd: s.AgentCmd, Model: model, Restored: restored}
+				Agent: ag, AgentCmd: cmdLine, Model: model, Restored: restored}
 		}
 	}
 	return out, nil

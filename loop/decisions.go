@@ -23,6 +23,9 @@ type Decisions struct {
 	// Ahead: unit id -> the call was made ahead with its wave (--jobs),
 	// in a worktree of its own.
 	Ahead map[string]bool
+	// Fallback: unit id -> who took the call after a limit, and why
+	// (limits.go), the last one when several did.
+	Fallback map[string]string
 }
 
 // decisionsOf reads the decisions of run runID from its journaled events.
@@ -32,10 +35,11 @@ func decisionsOf(j *cache.Journal, runID string) (*Decisions, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Decisions{Unit: map[string][]string{}, Planned: map[string]PlannedTask{}, Restored: map[string][]string{}, Ahead: map[string]bool{}}
+	d := &Decisions{Unit: map[string][]string{}, Planned: map[string]PlannedTask{}, Restored: map[string][]string{}, Ahead: map[string]bool{},
+		Fallback: map[string]string{}}
 	for _, ce := range evs {
 		switch ce.Type {
-		case EvUnitStarted, EvResumePlan, EvRestored:
+		case EvUnitStarted, EvResumePlan, EvRestored, EvFallback:
 		default:
 			continue
 		}
@@ -58,6 +62,8 @@ func decisionsOf(j *cache.Journal, runID string) (*Decisions, error) {
 			}
 		case EvRestored:
 			d.Restored[e.Task] = append(d.Restored[e.Task], e.Paths...)
+		case EvFallback:
+			d.Fallback[e.Unit] = e.Message
 		}
 	}
 	return d, nil
