@@ -28,8 +28,8 @@ type runFlags struct {
 	// rerunLost: resume runs tasks whose work is gone live (loop.Options).
 	rerunLost bool
 	// fresh: run replays nothing across runs (loop.Options).
-	fresh bool
-	maxWait   time.Duration
+	fresh   bool
+	maxWait time.Duration
 	// heartbeat: how often a line says a call or gate still runs, when
 	// stderr is not a terminal (loop.Options.Heartbeat); not a setting.
 	heartbeat time.Duration
