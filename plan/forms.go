@@ -533,7 +533,7 @@ func (r *parseState) warnStrayChecklist(top topBlocks) {
 			stray = r.listTasks(l, stray)
 		}
 	}
-	sections := sectionIndex{hs: top.hs}
+	sections := sectionIndex{r: r, hs: top.hs}
 	for _, it := range stray {
 		if _, aside, _ := sections.at(it.start); aside {
 			continue

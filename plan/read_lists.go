@@ -121,7 +121,7 @@ func (s *sectionIndex) at(off int) (section string, aside bool, nearest *heading
 		if h.level >= 2 && section == "" { // a level-1 heading is the plan's title
 			section, s.sec = h.title, h
 		}
-		if s.r.facts(h).aside {
+		if (s.r != nil && s.r.facts(h).aside) || (s.r == nil && isAside(h.title)) {
 			aside = true
 		}
 	}
