@@ -69,7 +69,7 @@ func TestIsObjectID(t *testing.T) {
 		"0123456789ABCDEF0123456789abcdef01234567":                         false,
 		"0123456789abcdef0123456789abcdef0123456":                          false,
 		"0123456789abcdef0123456789abcdef0123456g":                         false,
-		"":                                                                 false,
+		"": false,
 	} {
 		if got := IsObjectID(s); got != want {
 			t.Errorf("IsObjectID(%q) = %v, want %v", s, got, want)
