@@ -141,6 +141,13 @@ type engine struct {
 	worktrees  string               // where this run's task worktrees go
 	waveEnd    int
 	latest     []int
+
+	// Trust (trust.go): the trust rule's answer per run, asked once; the
+	// runs that resumed each run (acrossPaths); per task, the note of a
+	// replay across runs declined because its run is not trusted.
+	trusts   map[string]travel.Trust
+	kids     map[string][]string
+	declined map[string]string
 }
 
 // newEngine is an engine for o before its plan is read: o's clock and
@@ -334,6 +341,7 @@ func (e *engine) beginRun(out *Outcome, start time.Time, inputs string, dirs cac
 	}
 	e.emit(Event{Type: EvRunStarted, ParentID: e.o.Parent, Plan: e.s.Plan, PlanSHA: e.sel.PlanSHA256, Count: len(e.sel.Tasks)})
 	e.warnUnsetEnv()
+	e.warnLineage()
 	if from := e.j.MovedFrom(); from != "" {
 		e.emit(Event{Type: EvJournalMoved, Message: fmt.Sprintf("moved the journal from %s/ to %s/ (implloop now keeps its state in the git directory)",
 			dirs.Shown(from), dirs.Shown(e.j.Dir()))})

@@ -13,6 +13,7 @@ import (
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/identity"
 	"github.com/implloop/implloop/internal/gittest"
+	"github.com/implloop/implloop/internal/runid"
 	"github.com/implloop/implloop/travel"
 )
 
@@ -88,8 +89,8 @@ func pushFakeRuns(b *testing.B, ctx context.Context, bare string, runs, tasks in
 	}
 	start := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	for r := range runs {
-		run := &cache.Run{ID: fmt.Sprintf("r-20261130-1000%02d-%04x", r%60, r), PlanPath: "plan.md", PlanSHA256: "x",
-			StartedAt: start.Add(time.Duration(r) * time.Minute)}
+		at := start.Add(time.Duration(r) * time.Minute)
+		run := &cache.Run{ID: runid.Format(at, [2]byte{byte(r >> 8), byte(r)}), PlanPath: "plan.md", PlanSHA256: "x", StartedAt: at}
 		if err := j.CreateRun(run); err != nil {
 			b.Fatal(err)
 		}

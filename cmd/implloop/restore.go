@@ -75,8 +75,12 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 	}
 	lost, err := loop.LostContent(j, run.ID, o.task, paths)
 	var notLost *loop.NotLostError
-	if errors.As(err, &notLost) {
+	var untrusted *loop.UntrustedError
+	switch {
+	case errors.As(err, &notLost):
 		return errorf("run 'implloop show "+run.ID+"' for the lost paths", "%s", err)
+	case errors.As(err, &untrusted):
+		return errorf("it stays readable ('implloop show "+run.ID+"'); to restore from it, pull it signed by a key in your allowed signers (docs/journal.md, Trust)", "%s", err)
 	}
 	if err != nil {
 		return err
