@@ -377,6 +377,15 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	go func() {
 		<-read
 		err := readErr
+		// A signature that does not verify says the most of a forged
+		// record: checked first.
+		v := <-verify
+		if err == nil {
+			err = v.err
+		}
+		if err == nil {
+			err = checkSignatures(todo, ins, v.sigs, sigOf)
+		}
 		if err == nil {
 			ins, err = parentsFirst(ins)
 		}
@@ -385,13 +394,6 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		}
 		if err == nil {
 			err = checkBoundaries(ctx, dir, ins)
-		}
-		v := <-verify
-		if err == nil {
-			err = v.err
-		}
-		if err == nil {
-			err = checkSignatures(todo, ins, v.sigs, sigOf)
 		}
 		if serr := <-stored; err == nil {
 			err = serr
