@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gitcmd"
@@ -126,16 +127,42 @@ type signature struct {
 }
 
 // verifyCommits verifies the signatures of commits with git's own
-// machinery, in one `git log` (what `git verify-commit` checks: %G? is G
-// exactly when it passes, gpg.minTrustLevel aside, which is checked with
-// %GT when set). git says N ("none") of an SSH signature it has no
-// allowed signers file to check: the caller, who knows whether the commit
-// is signed (hasSignature), makes that E ("cannot be checked").
+// machinery (what `git verify-commit` checks: %G? is G exactly when it
+// passes, gpg.minTrustLevel aside, which is checked with %GT when set).
+// git says N ("none") of an SSH signature it has no allowed signers file
+// to check: the caller, who knows whether the commit is signed
+// (hasSignature), makes that E ("cannot be checked").
+//
+// git starts the signature program (ssh-keygen twice, gpg) once per
+// commit, and waits on each: the commits are verified by a few `git log`
+// processes at once, which keeps the pull's wall time close to what it
+// is unsigned.
 func verifyCommits(ctx context.Context, dir string, commits []string) ([]signature, error) {
 	if len(commits) == 0 {
 		return nil, nil
 	}
 	minTrust, _ := git(ctx, dir, nil, nil, "config", "--get", "gpg.minTrustLevel")
+	const per, most = 16, 4
+	n := min(most, (len(commits)+per-1)/per)
+	size := (len(commits) + n - 1) / n
+	sigs := make([]signature, len(commits))
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for k := 0; k < n; k++ {
+		lo, hi := k*size, min((k+1)*size, len(commits))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = verifyChunk(ctx, dir, commits[lo:hi], sigs[lo:hi], minTrust)
+		}()
+	}
+	wg.Wait()
+	return sigs, errors.Join(errs...)
+}
+
+// verifyChunk is verifyCommits of some commits, in one `git log`, into
+// sigs.
+func verifyChunk(ctx context.Context, dir string, commits []string, sigs []signature, minTrust string) error {
 	format := "%H%x1f%G?%x1f%GS%x1f%GK%x1f%GF%x1f%an <%ae>"
 	if minTrust != "" {
 		// Only when asked for: git 2.39 aborts on %GT of an SSH
@@ -145,17 +172,16 @@ func verifyCommits(ctx context.Context, dir string, commits []string) ([]signatu
 	o := gitcmd.Options{Dir: dir, Stdin: strings.NewReader(strings.Join(commits, "\n") + "\n")}
 	out, _, err := gitcmd.Run(ctx, o, "log", "-z", "--no-walk=unsorted", "--stdin", "--format="+format)
 	if err != nil {
-		return nil, fmt.Errorf("verifying the records' signatures: %w", err)
+		return fmt.Errorf("verifying the records' signatures: %w", err)
 	}
 	recs := bytes.Split(bytes.TrimSuffix(out, []byte{0}), []byte{0})
 	if len(recs) != len(commits) {
-		return nil, fmt.Errorf("verifying the records' signatures: git answered for %d of %d commits", len(recs), len(commits))
+		return fmt.Errorf("verifying the records' signatures: git answered for %d of %d commits", len(recs), len(commits))
 	}
-	sigs := make([]signature, len(commits))
 	for i, rec := range recs {
 		f := strings.Split(string(rec), "\x1f")
 		if len(f) < 6 || f[0] != commits[i] {
-			return nil, fmt.Errorf("verifying the records' signatures: unexpected answer for %s", commits[i])
+			return fmt.Errorf("verifying the records' signatures: unexpected answer for %s", commits[i])
 		}
 		s := signature{letter: f[1], signer: f[2], key: f[4], author: f[5]}
 		if s.key == "" {
@@ -166,7 +192,7 @@ func verifyCommits(ctx context.Context, dir string, commits []string) ([]signatu
 		}
 		sigs[i] = s
 	}
-	return sigs, nil
+	return nil
 }
 
 // trustLevel orders git's signature trust levels (gpg.minTrustLevel).

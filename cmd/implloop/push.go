@@ -76,10 +76,11 @@ records yet, and is left out.
   # One run (and the runs it resumes), without transcripts
   implloop push --run r-20261130-054012 --no-transcripts origin
 
-  # Sign runs (an SSH key), whether or not your commits are signed
-  git config gpg.format ssh
-  git config user.signingKey ~/.ssh/id_ed25519.pub
-  git config implloop.signRuns true`,
+  # Signed with an SSH key, once set up (docs/journal.md, Trust):
+  #   git config gpg.format ssh
+  #   git config user.signingKey ~/.ssh/id_ed25519.pub
+  #   git config implloop.signRuns true
+  implloop push origin`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE:              remoteRunE(&o.remoteOptions, func(ctx context.Context) error { return runF(ctx, o) }),
