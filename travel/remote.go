@@ -159,6 +159,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		return nil, err
 	}
 	var refspecs []string
+	sealed := map[string]string{} // run made here -> the records commit pushed, signed
 	for _, r := range runs {
 		if _, err := Write(ctx, j, r.ID); err != nil {
 			return nil, err
@@ -193,10 +194,21 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		res.Runs = append(res.Runs, r.ID)
 		if raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", records); err == nil && hasSignature([]byte(raw)) {
 			res.Signed = append(res.Signed, r.ID)
+			if _, isPulled := pulled[r.ID]; sign && !isPulled {
+				sealed[r.ID] = records
+			}
 		}
 	}
 	if len(refspecs) == 0 {
 		return res, nil
+	}
+	if len(sealed) > 0 {
+		// One signature that a pull verifies for all of them (seal.go).
+		seal, err := writeSeal(ctx, dir, sealed)
+		if err != nil {
+			return nil, err
+		}
+		refspecs = append(refspecs, seal+":"+SealRefPrefix+seal)
 	}
 	if _, err := git(ctx, dir, nil, nil, append([]string{"push", "--atomic", "--quiet", res.Remote}, refspecs...)...); err != nil {
 		return nil, &RemoteError{Remote: res.Remote, Op: "push", Err: err}
@@ -264,16 +276,17 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	// an interrupted pull left behind, --prune deletes.
 	cleared := false
 	defer func() {
-		if cleared {
-			return
+		ns := []string{sealNS} // seals are read where they are fetched, and dropped
+		if !cleared {
+			ns = append(ns, pullNS)
 		}
-		out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=delete %(refname)", pullNS)
+		out, err := git(ctx, dir, nil, nil, append([]string{"for-each-ref", "--format=delete %(refname)"}, ns...)...)
 		if err == nil && out != "" {
 			_, _ = git(ctx, dir, []byte(out+"\n"), nil, "update-ref", "--stdin")
 		}
 	}()
 	if _, err := git(ctx, dir, nil, nil, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", res.Remote,
-		"+"+RecordsRefPrefix+"*:"+pullNS+"*"); err != nil {
+		"+"+RecordsRefPrefix+"*:"+pullNS+"*", "+"+SealRefPrefix+"*:"+sealNS+"*"); err != nil {
 		return nil, &RemoteError{Remote: res.Remote, Op: "fetch", Err: err}
 	}
 	out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", pullNS)
@@ -346,11 +359,7 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	}
 	verify := make(chan verified, 1)
 	go func() {
-		commits := make([]string, len(todo))
-		for i, p := range todo {
-			commits[i] = p.commit
-		}
-		sigs, err := verifyCommits(ctx, dir, commits)
+		sigs, err := verifyRuns(ctx, dir, todo, bud)
 		verify <- verified{sigs, err}
 	}()
 	sigOf := map[string]signature{}

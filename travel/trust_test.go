@@ -94,6 +94,15 @@ func TestPullVerifiesSignatures(t *testing.T) {
 	t.Parallel()
 	alice, other := sshKey(t, "alice"), sshKey(t, "other")
 	_, run, bare := signingRepo(t, alice)
+	if seals := gittest.At(t, bare).Git("for-each-ref", travel.SealRefPrefix); strings.Count(seals, "\n") != 1 {
+		t.Fatalf("seals on the remote after a signing push:\n%s", seals)
+	}
+	// The same records without the push's seal (as plain git would push
+	// them): each run's own signature is verified.
+	unsealed := t.TempDir()
+	gittest.At(t, unsealed).Git("init", "-q", "--bare")
+	gittest.At(t, bare).Git("push", "-q", unsealed, "refs/implloop/*:refs/implloop/*")
+	gittest.At(t, unsealed).Git("update-ref", "-d", strings.Fields(gittest.At(t, unsealed).Git("for-each-ref", "--format=%(refname)", travel.SealRefPrefix))[0])
 	for _, c := range []struct {
 		name    string
 		config  []string
@@ -102,11 +111,16 @@ func TestPullVerifiesSignatures(t *testing.T) {
 		why     string
 	}{
 		{"allowed", []string{"gpg.ssh.allowedSignersFile", allowedSigners(t, map[string]string{"alice@example.com": alice})}, "G", true, "signed by an allowed signer"},
+		{"allowed, no seal", []string{"gpg.ssh.allowedSignersFile", allowedSigners(t, map[string]string{"alice@example.com": alice})}, "G", true, "signed by an allowed signer"},
 		{"no allowed signers", nil, "E", false, "signed, but the signature cannot be checked here"},
 		{"another key allowed", []string{"gpg.ssh.allowedSignersFile", allowedSigners(t, map[string]string{"alice@example.com": other})}, "U", false, "signed by a key that is not an allowed signer"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cl, res, err := pullInto(t, bare, nil, c.config...)
+			from := bare
+			if strings.Contains(c.name, "no seal") {
+				from = unsealed
+			}
+			cl, res, err := pullInto(t, from, nil, c.config...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,11 +134,14 @@ func TestPullVerifiesSignatures(t *testing.T) {
 			}
 			defer j.Close()
 			p, ok, err := j.GetPulled(run)
-			if err != nil || !ok || p.Signature != c.letter || p.Remote != bare || p.Commit == "" {
+			if err != nil || !ok || p.Signature != c.letter || p.Remote != from || p.Commit == "" {
 				t.Fatalf("pulled row %+v %v %v, want signature %s", p, ok, err, c.letter)
 			}
 			if c.trusted && (p.Signer != "alice@example.com" || !strings.HasPrefix(p.Key, "SHA256:")) {
 				t.Errorf("signer %q key %q, want alice@example.com and her key", p.Signer, p.Key)
+			}
+			if refs := cl.Git("for-each-ref", "refs/implloop-seals/", "refs/implloop-pull/"); refs != "" {
+				t.Errorf("staging refs left after the pull:\n%s", refs)
 			}
 			// A pulled run is never the default of a resume.
 			if _, err := j.LatestRun(""); !errors.Is(err, cache.ErrNotFound) {
@@ -199,7 +216,8 @@ func TestPullRefusesTamperedSignedRecords(t *testing.T) {
 			forged := c.commit()
 			bare2 := t.TempDir()
 			gittest.At(t, bare2).Git("init", "-q", "--bare")
-			b.Git("push", "-q", bare2, forged+":"+ref)
+			// Alice's seal goes too: it names her records, not these.
+			b.Git("push", "-q", bare2, forged+":"+ref, "refs/implloop/seals/*:refs/implloop/seals/*")
 			allowed := allowedSigners(t, map[string]string{"alice@example.com": alice})
 			cl, _, err := pullInto(t, bare2, nil, "gpg.ssh.allowedSignersFile", allowed)
 			var refused *travel.RefusedError
