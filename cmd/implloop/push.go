@@ -56,7 +56,9 @@ Signing: when your git signs commits (commit.gpgSign=true, or
 implloop.signRuns=true to sign runs only; implloop.signRuns=false never),
 each run made here is signed with git's own signing (gpg.format openpgp,
 ssh or x509, and user.signingKey, as 'git commit -S' uses them) before it
-goes. A teammate whose allowed signers hold your key replays your runs;
+goes, and the push adds one signed seal naming them
+(refs/implloop/seals/<commit>), which a pull verifies for all of them at
+once. A teammate whose allowed signers hold your key replays your runs;
 an unsigned run is never replayed on another machine unless resumed there
 by name. A run pulled from elsewhere goes as it came: push never signs
 another's run.
