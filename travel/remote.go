@@ -226,6 +226,10 @@ type PullResult struct {
 	Remote   string
 	Imported []string // runs added to the journal, oldest first
 	Present  []string // runs the journal had already
+	// Retrusted are runs the journal had, signed but not trusted when
+	// pulled, that are trusted now (a key added to the allowed signers
+	// since): verified again, as the pull found them signed.
+	Retrusted []string
 	// Trust is what the trust rule says of each imported run (TrustOf).
 	Trust map[string]Trust
 }
@@ -311,6 +315,11 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	for _, r := range strings.Split(local, "\n") {
 		haveRef[r] = true
 	}
+	pulledRows, err := j.PulledRuns()
+	if err != nil {
+		return nil, err
+	}
+	var recheck []cache.Pulled
 	var todo, repairs []pending
 	for _, line := range strings.Split(out, "\n") {
 		commit, ref, ok := strings.Cut(line, " ")
@@ -324,6 +333,9 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		}
 		if _, err := j.GetRun(run); err == nil {
 			res.Present = append(res.Present, run)
+			if p, ok := pulledRows[run]; ok && p.Commit == commit && strings.Contains("UEXYR", p.Signature) {
+				recheck = append(recheck, p) // signed, not trusted when pulled: maybe now
+			}
 			if !haveRef[RecordsRef(run)] {
 				repairs = append(repairs, pending{run, commit})
 			} else if err := repairRefs(ctx, dir, j, run, nil, haveRef, &refs); err != nil {
@@ -456,6 +468,9 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		return nil, werr // the refusal, rather than the rollback it caused
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := reverify(ctx, dir, j, recheck, bud, res); err != nil {
 		return nil, err
 	}
 	for _, in := range ins { // parents first
@@ -667,6 +682,44 @@ func checkSignatures(todo []pending, ins []*incoming, sigs []signature, sigOf ma
 		if s.letter == "B" {
 			return &RefusedError{Run: in.rec.Run.ID, Commit: in.commit,
 				Reason: "its signature does not verify: the records were changed after they were signed"}
+		}
+	}
+	return nil
+}
+
+// reverify verifies again the runs the journal has that were pulled
+// signed but not trusted (their key was not allowed, or could not be
+// checked here), at the records commit they were pulled at: an allowed
+// signers file that has their key now makes them trusted. A run trusted
+// once stays so until it is pulled into another clone (a key removed
+// from the allowed signers does not reach back).
+func reverify(ctx context.Context, dir string, j *cache.Journal, rows []cache.Pulled, b *budget, res *PullResult) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	todo := make([]pending, len(rows))
+	for i, p := range rows {
+		todo[i] = pending{p.RunID, p.Commit}
+	}
+	sigs, err := verifyRuns(ctx, dir, todo, b)
+	if err != nil {
+		return err
+	}
+	for i, p := range rows {
+		s := sigs[i]
+		if s.letter == "N" {
+			s.letter = "E" // it was signed when pulled, and its commit is the same
+		}
+		if s.letter == p.Signature && s.key == p.Key {
+			continue
+		}
+		p.Signature, p.Signer, p.Key = s.letter, s.signer, s.key
+		if err := j.PutPulled(p); err != nil {
+			return err
+		}
+		if s.letter == "G" {
+			res.Retrusted = append(res.Retrusted, p.RunID)
+			res.Trust[p.RunID] = TrustOf(&p)
 		}
 	}
 	return nil

@@ -143,6 +143,15 @@ func TestPullVerifiesSignatures(t *testing.T) {
 			if refs := cl.Git("for-each-ref", "refs/implloop-seals/", "refs/implloop-pull/"); refs != "" {
 				t.Errorf("staging refs left after the pull:\n%s", refs)
 			}
+			if !c.trusted {
+				// The key allowed since: the next pull verifies the
+				// run again and trusts it.
+				cl.Git("config", "gpg.ssh.allowedSignersFile", allowedSigners(t, map[string]string{"alice@example.com": alice}))
+				res, err := travel.Pull(context.Background(), cl.Dir, from, func() (*cache.Journal, error) { return cache.Open(cl.Dir) })
+				if err != nil || len(res.Retrusted) != 1 || !res.Trust[run].Trusted {
+					t.Errorf("pull after the key was allowed: %v, retrusted %v, trust %+v", err, res.Retrusted, res.Trust[run])
+				}
+			}
 			// A pulled run is never the default of a resume.
 			if _, err := j.LatestRun(""); !errors.Is(err, cache.ErrNotFound) {
 				t.Errorf("LatestRun after a pull: %v, want ErrNotFound", err)

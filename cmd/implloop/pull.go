@@ -158,6 +158,9 @@ func pullRun(ctx context.Context, o *pullOptions) error {
 		}
 		fmt.Fprintf(o.io.Out, "  %s  %s: %s\n", id, mark, t.String())
 	}
+	for _, id := range res.Retrusted {
+		fmt.Fprintf(o.io.Out, "  %s  now trusted: %s\n", id, res.Trust[id].String())
+	}
 	if len(untrusted) > 0 {
 		fmt.Fprintf(o.io.ErrOut, "implloop: %d pulled run(s) are not trusted: they stay readable, but their work is never replayed, restored or used to skip a gate here unless you resume one by name (docs/journal.md, Trust)\n", len(untrusted))
 	}
