@@ -14,9 +14,12 @@ import (
 )
 
 // A replay across runs: a fresh run's task replays the calls another run
-// made for it, from any run in the journal (pulled from a teammate or CI,
-// or an earlier run here), when that run did the task from the same tree
-// with the same identities, in one attempt or several. Its work is then
+// made for it, from any run in the journal the trust rule trusts (an
+// earlier run here, or one pulled from a teammate or CI and signed by an
+// allowed signer: trust.go), when that run did the task from the same
+// tree with the same identities, in one attempt or several, or several
+// runs of one lineage did (a run that blocked at it, then the resume that
+// finished it). Its work is then
 // written into the tree from that run's boundary commits, no agent call;
 // the final gate runs live. So a plan run again at the commit where
 // someone already ran it pays nothing.
@@ -32,10 +35,14 @@ import (
 // keeps that call.
 //
 // What must hold, all of it: the task's first attempt here, nothing of
-// the task in a resume's lineage; the other run did the task in k
-// attempts (attempts 1 to k all in that run, none of its units replayed)
-// and it ended done; its boundary before the task has the tree this run's
-// has; and each attempt's units have the other run's identities. Those
+// the task in a resume's lineage; the other run (or a line of runs, each
+// resuming the one before, the first of which made attempt 1) did the
+// task in k attempts (each attempt's units live units of one of them)
+// and the last ended it done; the boundary before the task (the first,
+// back along the line, with this run's tree) has the tree this run's
+// has; each attempt's units have those runs' identities; and every run
+// of the line is trusted (a line that would match but is not trusted is
+// declined, and the task says so). Those
 // of attempt 1 match by lookup. Those of attempt i+1 follow from the
 // failed gate (or failed call) that ended attempt i there, carried over as
 // journaled: its feedback is hashed into them, so they are computed here

@@ -1,7 +1,10 @@
 // Package travel makes runs travel with the repository: it writes a run's
 // journal records as git objects beside its boundary commits, pushes them
-// to a remote, and imports the records fetched from one into the local
-// journal, checking every one.
+// to a remote (signed with git's own signing when the user's git signs),
+// and imports the records fetched from one into the local journal,
+// checking every one, bounding its size, and verifying its signature with
+// git's own verification. TrustOf (trust.go) is the one rule that says
+// whose pulled work may stand in for this machine's.
 //
 // # Where the records live
 //
