@@ -98,6 +98,9 @@ func explainRun(o *explainOptions) error {
 		case u.Source == "replayed" && !u.Trusted:
 			fmt.Fprintf(out, " (%s; taken over by name)", trustWords(u))
 		}
+		if u.Sandbox != "" {
+			fmt.Fprintf(out, " (sandboxed: %s)", u.Sandbox)
+		}
 		if u.Reason != "" {
 			fmt.Fprintf(out, ": %s", u.Reason)
 		}
