@@ -40,6 +40,9 @@ type Options struct {
 	RerunLost bool
 	// DryRun computes the work list and writes nothing.
 	DryRun bool
+	// Fresh runs every task live, even one another run did from the same
+	// tree with the same identities (run --fresh): no replay across runs.
+	Fresh bool
 	// Full plans a resume unit by unit even when plan, settings and tree
 	// are as the parent left them (see upToDate), which would otherwise
 	// be answered without a run. Tests of the full path set it.
@@ -63,11 +66,13 @@ type Options struct {
 
 // Outcome is what a run ended with.
 type Outcome struct {
-	RunID       string
-	ParentID    string
-	Verdict     string // DONE, PARTIAL, BLOCKED, INTERRUPTED
-	Report      *report.Report
-	ReportPath  string
+	RunID      string
+	ParentID   string
+	Verdict    string // DONE, PARTIAL, BLOCKED, INTERRUPTED
+	Report     *report.Report
+	ReportPath string
+	// HTMLPath is the run's report.html ("" when it was not written).
+	HTMLPath    string
 	Interrupted bool
 	// NoOp is set on a resume where every unit replayed, no gate ran and
 	// every task ended as it did in the parent: nothing changed since it.
@@ -170,6 +175,10 @@ type engine struct {
 	kids     map[string][]string
 	declined map[string]string
 
+	// stash is the newest stash entry when the run started, or as the
+	// last block named it (blocked.go).
+	stash boundary.Stash
+
 	// Unattended runs: the chain of agents that take a call on a limit
 	// (limits.go) and the time waited for limits; what live calls spent
 	// (budget.go); why the run stopped though no task failed (nil: it
@@ -259,6 +268,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	if err := e.firstBoundary(ctx); err != nil {
 		return nil, err
 	}
+	// The stash as the run found it: a block names a stash made since
+	// (an agent's `git stash`), which holds the work it put away.
+	e.stash, _ = boundary.StashTop(ctx, o.RepoRoot)
 	if o.Parent != "" {
 		if err := e.planResume(ctx, out); err != nil {
 			return nil, err
@@ -509,7 +521,7 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		// interrupt, for a little while; without it the run still ends
 		// as it did.
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), htmlReportTimeout)
-		if _, err := WriteHTMLReport(hctx, e.j, e.j.Root(), rep); err != nil {
+		if out.HTMLPath, err = WriteHTMLReport(hctx, e.j, e.j.Root(), rep); err != nil {
 			e.emit(Event{Type: EvConcern, Message: "report.html was not written: " + err.Error()})
 		}
 		cancel()
@@ -651,6 +663,7 @@ func (e *engine) unitParams(t extractor.Task) unit.Params {
 		PlanPath:    e.s.Plan,
 		PlanSHA256:  e.sel.PlanSHA256,
 		Preamble:    e.sel.Preamble,
+		Gate:        e.gateCommand(t),
 		Timeout:     time.Duration(e.s.Timeout),
 		EnvNames:    e.s.Env,
 		UserParams:  e.s.Params,

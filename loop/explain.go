@@ -183,7 +183,7 @@ func explainUnit(j *cache.Journal, lineage []string, u cache.Unit, byIdentity ma
 	why, changes := liveReasons(c, u.Identity, u.Preimage, named)
 	x.Reason = strings.Join(why, ", ")
 	for _, ch := range changes {
-		x.Changes = append(x.Changes, ExplainChange{Field: ch.Field, Old: ch.Old, New: ch.New, Text: ch.String()})
+		x.Changes = append(x.Changes, ExplainChange{Field: ch.Field, Old: ch.Old, New: ch.New, Text: ch.FullText()})
 	}
 	return x
 }

@@ -36,7 +36,7 @@ here, or a teammate's or CI's, pulled) names that run and the machine it
 ran on ("across_runs" and "replayed_on" in --json).
 Read-only: it writes nothing.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(plainExits...),
 		Example: `  # Why each unit of the latest run replayed or ran live
   implloop explain
 

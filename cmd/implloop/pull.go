@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -18,6 +19,28 @@ import (
 type remoteOptions struct {
 	io     *ioStreams
 	remote string
+	asJSON bool // --json: the outcome as one object on stdout
+}
+
+// addJSONFlag registers push's and pull's --json.
+func (o *remoteOptions) addJSONFlag(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the outcome as one JSON object")
+}
+
+// printJSON writes v as indented JSON on stdout.
+func (o *remoteOptions) printJSON(v any) error {
+	enc := json.NewEncoder(o.io.Out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// orEmpty is s, or an empty list for JSON where s is nil.
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // remoteRunE is push's and pull's RunE: REMOTE into o.remote, then run.
@@ -76,7 +99,10 @@ and 'implloop resume --run ID' still takes one over by name, with a
 warning. A signature that does not verify (records changed after they
 were signed) is refused. Resume's default is never a pulled run.
 
-` + exitStatusHelp(),
+--json prints the outcome as one object (remote, imported, present,
+trust: per imported run, trusted and why).
+
+` + exitStatusHelp(longExits...),
 		Example: `  # Take over a teammate's run (after 'git pull' of the branch)
   implloop pull
   implloop resume --run r-20261130-054012`,
@@ -88,6 +114,7 @@ were signed) is refused. Resume's default is never a pulled run.
 	cmd.Flags().StringVar(&o.maxRecord, "max-record-size", sizeFlag(def.Record), "refuse a run whose records (rows) are larger")
 	cmd.Flags().StringVar(&o.maxBlob, "max-blob-size", sizeFlag(def.Blob), "refuse a blob (prompt, output, result) larger than this")
 	cmd.Flags().StringVar(&o.maxPull, "max-pull-size", sizeFlag(def.Pull), "stop a pull that would read more than this in all")
+	o.addJSONFlag(cmd)
 	return cmd
 }
 
@@ -141,6 +168,23 @@ func pullRun(ctx context.Context, o *pullOptions) error {
 	res, err := travel.Pull(ctx, root, o.remote, func() (*cache.Journal, error) { return openJournalRW(root) }, travel.WithLimits(limits))
 	if err != nil {
 		return travelError(err, o.remote)
+	}
+	if o.asJSON {
+		type trust struct {
+			Trusted bool   `json:"trusted"`
+			Why     string `json:"why"`
+		}
+		trusts := map[string]trust{}
+		for id, t := range res.Trust {
+			trusts[id] = trust{t.Trusted, t.String()}
+		}
+		return o.printJSON(struct {
+			Remote    string           `json:"remote"`
+			Imported  []string         `json:"imported"`
+			Present   []string         `json:"present"`
+			Trust     map[string]trust `json:"trust"`
+			Retrusted []string         `json:"now_trusted"`
+		}{res.Remote, orEmpty(res.Imported), orEmpty(res.Present), trusts, orEmpty(res.Retrusted)})
 	}
 	fmt.Fprintf(o.io.Out, "pulled from %s: %d run(s) imported", res.Remote, len(res.Imported))
 	if len(res.Imported) > 0 {

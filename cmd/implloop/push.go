@@ -66,9 +66,12 @@ another's run.
 Refs the remote has already are not pushed again (one 'git ls-remote'
 first), nor are records without transcripts pushed over the whole ones. A
 run that has not ended (still running, or killed and not resumed) has no
-records yet, and is left out.
+records yet, and is left out. --json prints the outcome as one object
+(remote, pushed, not_ended, already_there, transcripts, signed); with
+--dry-run, what would go (remote, sign, runs: run, bytes, blobs,
+transcripts, boundaries, uncommitted, signature, already_there, ...).
 
-` + exitStatusHelp(),
+` + exitStatusHelp(longExits...),
 		Example: `  # What would go to the branch's remote, and how: nothing is sent
   implloop push --dry-run
 
@@ -91,6 +94,7 @@ records yet, and is left out.
 	cmd.Flags().BoolVar(&o.noTranscripts, "no-transcripts", false, "leave out prompts, agent stdout and stderr, and gate output")
 	cmd.Flags().BoolVarP(&o.yes, "yes", "y", false, "push to the default remote without asking")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "say what would be pushed, and how; send nothing")
+	o.addJSONFlag(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
 	return cmd
 }
@@ -127,6 +131,9 @@ func pushRun(ctx context.Context, o *pushOptions) error {
 		if err != nil {
 			return travelError(err, o.remote)
 		}
+		if o.dryRun && o.asJSON {
+			return o.printJSON(pushPlanJSON(plan))
+		}
 		printPushPlan(o.io.Out, plan)
 		if o.dryRun {
 			return nil
@@ -139,6 +146,16 @@ func pushRun(ctx context.Context, o *pushOptions) error {
 	res, err := travel.Push(ctx, j, po)
 	if err != nil {
 		return travelError(err, o.remote)
+	}
+	if o.asJSON {
+		return o.printJSON(struct {
+			Remote      string   `json:"remote"`
+			Pushed      []string `json:"pushed"`
+			Skipped     []string `json:"not_ended"`
+			There       []string `json:"already_there"`
+			Transcripts bool     `json:"transcripts"`
+			Signed      []string `json:"signed"`
+		}{res.Remote, orEmpty(res.Runs), orEmpty(res.Skipped), orEmpty(res.There), !o.noTranscripts, orEmpty(res.Signed)})
 	}
 	for _, id := range res.Skipped {
 		fmt.Fprintf(o.io.ErrOut, "implloop: run %s has not ended: not pushed\n", id)
@@ -222,6 +239,41 @@ func printPushPlan(w io.Writer, p *travel.PushPlan) {
 	for _, id := range p.Skipped {
 		fmt.Fprintf(w, "  %s  has not ended: not pushed\n", id)
 	}
+}
+
+// pushPlanJSON is a push plan as --dry-run --json prints it.
+func pushPlanJSON(p *travel.PushPlan) any {
+	type run struct {
+		Run         string   `json:"run"`
+		Host        string   `json:"host,omitempty"`
+		Verdict     string   `json:"verdict,omitempty"`
+		Pulled      bool     `json:"pulled"`
+		There       bool     `json:"already_there"`
+		Bytes       int64    `json:"bytes"`
+		Blobs       int      `json:"blobs"`
+		Transcripts bool     `json:"transcripts"`
+		Boundaries  int      `json:"boundaries"`
+		Uncommitted []string `json:"uncommitted"`
+		Signed      bool     `json:"signed"`
+		Signature   string   `json:"signature"`
+	}
+	out := struct {
+		Remote    string   `json:"remote"`
+		URL       string   `json:"url,omitempty"`
+		Sign      bool     `json:"sign"`
+		Key       string   `json:"key,omitempty"`
+		Runs      []run    `json:"runs"`
+		NotEnded  []string `json:"not_ended"`
+		RemoteErr string   `json:"remote_error,omitempty"`
+	}{Remote: p.Remote, URL: p.URL, Sign: p.Sign, Key: p.Key, Runs: []run{}, NotEnded: orEmpty(p.Skipped)}
+	if p.RemoteErr != nil {
+		out.RemoteErr = p.RemoteErr.Error()
+	}
+	for _, r := range p.Runs {
+		out.Runs = append(out.Runs, run{r.Run, r.Host, r.Verdict, r.Pulled, r.There, r.Bytes, r.Blobs, r.Transcripts,
+			r.Boundaries, orEmpty(r.Uncommitted), r.Signed, r.Signature})
+	}
+	return out
 }
 
 // confirm asks a yes/no question on the terminal; only y or yes is yes.
