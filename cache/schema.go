@@ -125,6 +125,20 @@ ALTER TABLE boundaries ADD COLUMN tree TEXT NOT NULL DEFAULT '';`,
 	// task from the tree this run is at, in one indexed look
 	// (LiveElsewhereFrom), however many runs the journal holds.
 	`CREATE INDEX boundaries_tree ON boundaries(tree);`,
+	// 6: pulled, one row per run a pull imported: where from, the records
+	// commit, and what git's verification of its signature said (see
+	// Pulled). A run without a row was made here. Runs pulled before it
+	// have none: they read as this machine's.
+	`CREATE TABLE pulled (
+	run_id    TEXT PRIMARY KEY REFERENCES runs(id),
+	remote    TEXT NOT NULL DEFAULT '',
+	commit_id TEXT NOT NULL,
+	author    TEXT NOT NULL DEFAULT '',
+	signature TEXT NOT NULL DEFAULT 'N',
+	signer    TEXT NOT NULL DEFAULT '',
+	key       TEXT NOT NULL DEFAULT '',
+	at        INTEGER NOT NULL
+) STRICT;`,
 }
 
 // SchemaVersion is the schema version this implloop writes.
