@@ -261,6 +261,7 @@ var leadingOnRe = regexp.MustCompile(`^(?i:on)\b\s*:?`)
 // or a dependency column, which hold only ids): in prose, "node-18" or
 // "go-1.22" is more often a version than a task.
 func (r *parseState) depList(absStart int, rest []byte, slugs bool) (found []depRef, none bool) {
+	span := false // a range word ("a", "to", "bis") after an id: the next id ends a range
 tokens:
 	for _, loc := range depTokenRe.FindAllIndex(rest, -1) {
 		tok := string(rest[loc[0]:loc[1]])
@@ -272,6 +273,9 @@ tokens:
 			tok = strings.TrimLeft(tok[w:], "#")
 		}
 		switch low := strings.ToLower(tok); {
+		case isRangeWord(low) && len(found) > 0 && !span && found[len(found)-1].through == "":
+			span = true
+			continue
 		case isDepConnector(low):
 			continue
 		case isNoneWord(low):
@@ -283,6 +287,13 @@ tokens:
 		if !isDepID(tok) && !slug {
 			break
 		}
+		if span { // "Tareas 1.12 a 1.21": every task from 1.12 to 1.21
+			span = false
+			if !slug {
+				found[len(found)-1].through = tok
+				continue
+			}
+		}
 		l, c := r.position(absStart + off)
 		found = append(found, depRef{id: tok, line: l, col: c, weak: slug && !slugs && !ticked})
 	}
@@ -290,14 +301,25 @@ tokens:
 }
 
 // isDepConnector reports whether a word of a dependency list is a
-// connector between ids ("and", "task", "&", "和", "und"), not an id.
+// connector between ids ("and", "tasks", "&", "和", "und"), not an id.
 func isDepConnector(w string) bool {
 	switch w {
 	case "", "task", "tasks", "step", "steps", "and", "&", "+",
+		"tareas", "tarefas", "aufgaben", "tâches", "taches", "pasos", "passos", "schritte", // "Tareas 0.1, 0.2"
 		"y", "e", "und", "et", "o", "ou", "oder", "or", "和", "及", "与", "と", "및", "과", "와":
 		return true
 	}
 	return taskWord(w) == len(w)
+}
+
+// isRangeWord reports whether a word between two ids of a dependency
+// list makes them a range: "Tareas 1.1 a 1.9", "tasks 3 to 5", "2 bis 4".
+func isRangeWord(w string) bool {
+	switch w {
+	case "to", "through", "thru", "a", "até", "ate", "bis", "à":
+		return true
+	}
+	return false
 }
 
 // isNoneWord reports whether a word says a task depends on nothing.

@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,10 +62,18 @@ func (r *parseState) check(doc ast.Node) {
 	}
 
 	// Dependencies: unknown ids, self and forward references.
+	var byNum []numberedTask // made when a range first needs it
 	for i := range r.tasks {
 		t := &r.tasks[i]
 		seen := map[string]bool{}
-		for _, d := range t.deps {
+		deps := t.deps
+		if slices.ContainsFunc(deps, func(d depRef) bool { return d.through != "" }) {
+			if byNum == nil {
+				byNum = r.tasksByNumber()
+			}
+			deps = expandRanges(deps, byNum, first, i)
+		}
+		for _, d := range deps {
 			if seen[d.id] {
 				continue
 			}
@@ -341,4 +350,74 @@ func (r *parseState) reportNestedChecklist(doc ast.Node) {
 		l, c := r.position(r.abs(found.Pos()))
 		r.diag(l, c, SeverityWarning, "checklist item is not a task: only top-level checklist items are (this one is nested or quoted)")
 	}
+}
+
+// numberedTask is a task's number ("3.2" is [3 2]) and its index.
+type numberedTask struct {
+	nums []int
+	i    int
+	id   string
+}
+
+// maxRangeDeps bounds the tasks one dependency range stands for: a real
+// plan's "Tareas 1.1 a 1.9" names a handful, and a plan of thousands of
+// ranges over thousands of tasks must not cost their product.
+const maxRangeDeps = 1000
+
+// tasksByNumber returns the tasks with numeric ids, sorted by number.
+func (r *parseState) tasksByNumber() []numberedTask {
+	out := make([]numberedTask, 0, len(r.tasks))
+	for i, t := range r.tasks {
+		if n, ok := NumericID(t.ID); ok {
+			out = append(out, numberedTask{n, i, t.ID})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b numberedTask) int { return CompareNumeric(a.nums, b.nums) })
+	return out
+}
+
+// expandRanges replaces each dependency range ("Tareas 1.12 a 1.21") by
+// its first task and every task numbered after it up to the last one (a
+// last "1.2" covers 1.2.1, as a task range does); task self, inside a
+// range it lies in, is left out. An end that names no task stays, to be
+// reported as unknown.
+func expandRanges(deps []depRef, byNum []numberedTask, first map[string]int, self int) []depRef {
+	out := make([]depRef, 0, len(deps))
+	for _, d := range deps {
+		if d.through == "" {
+			out = append(out, d)
+			continue
+		}
+		start := d
+		start.through = ""
+		out = append(out, start)
+		end := depRef{id: d.through, line: d.line, col: d.col, weak: d.weak, file: d.file}
+		_, okLo := first[d.id]
+		_, okHi := first[d.through]
+		lo, numLo := NumericID(d.id)
+		hi, numHi := NumericID(d.through)
+		if !okLo || !okHi || !numLo || !numHi || CompareNumeric(lo, hi) > 0 {
+			out = append(out, end)
+			continue
+		}
+		k, _ := slices.BinarySearchFunc(byNum, lo, func(t numberedTask, n []int) int { return CompareNumeric(t.nums, n) })
+		for n := 0; k < len(byNum) && n < maxRangeDeps; k++ {
+			t := byNum[k]
+			if CompareNumeric(t.nums, hi) > 0 && !numericPrefix(hi, t.nums) {
+				break
+			}
+			if t.i == self || CompareNumeric(t.nums, lo) == 0 {
+				continue
+			}
+			out = append(out, depRef{id: t.id, line: d.line, col: d.col, file: d.file})
+			n++
+		}
+		out = append(out, end)
+	}
+	return out
+}
+
+// numericPrefix reports whether p is a prefix of n: 3 of 3.2.
+func numericPrefix(p, n []int) bool {
+	return len(p) <= len(n) && slices.Equal(p, n[:len(p)])
 }

@@ -421,6 +421,19 @@ func (r *parseState) noteSections(top topBlocks, chosen *reading) Form {
 			}
 		}
 	}
+	// "# Tarefas" over "## v0.2", "## v0.1": the sections read group the
+	// items (both lists run in file order: one pass).
+	for si, ti := 0, 0; si < len(secs.tasks) && ti < len(chosen.tasks); {
+		sec, t := secs.tasks[si], chosen.tasks[ti]
+		switch {
+		case t.Start < sec.Start:
+			ti++
+		case t.Start >= sec.End:
+			si++
+		default:
+			return FormNone
+		}
+	}
 	chosen.warn(r.lineOf(secs.tasks[0].Start)+1, "read %d checklist items as the tasks; the plan's %d section headings (%q, ...) hold none of them and could be the tasks too (--form sections, or \"form: sections\" in the front matter, reads them instead)",
 		len(chosen.tasks), len(secs.tasks), clip(secs.tasks[0].Title, 60))
 	return FormSections
@@ -679,6 +692,29 @@ func (r *parseState) readSections(top topBlocks) reading {
 		return rd
 	}
 	r.headingTasks(&rd, top.hs, func(h *heading) bool { return best[h.start] })
+	// Section headings that all start with a symbol, most of them no
+	// status mark ("## 🔧 FASE 1", "## 🧩 FASE 3", "## 🔄 FASE 8"), wear
+	// icons: the "🔄" is one more, not "in progress".
+	icons, marks := 0, 0
+	byStart := map[int]*heading{}
+	for i := range top.hs {
+		if h := &top.hs[i]; best[h.start] {
+			byStart[h.start] = h
+			switch {
+			case h.icon:
+				icons++
+			case h.leadMark:
+				marks++
+			}
+		}
+	}
+	if icons >= 2 && icons > marks && icons+marks == len(byStart) {
+		for i := range rd.tasks {
+			if h := byStart[rd.tasks[i].Start]; h != nil && h.leadMark {
+				rd.tasks[i].Status, rd.tasks[i].Checked = StatusNone, h.box == 2
+			}
+		}
+	}
 	return rd
 }
 
@@ -744,8 +780,18 @@ func (r *parseState) bestSectionGroup(top topBlocks) map[int]bool {
 			groups = append(groups, g)
 		}
 	}
+	// A TAC/ADW plan's implementer runs its "Step by Step Tasks": when a
+	// plan has that list, its headings win over a "Task Breakdown" or any
+	// other group, however much of the plan the other covers.
+	stepByStep := func(g *sectionGroup) bool {
+		if g.parent < 0 {
+			return false
+		}
+		w := headingWords(top.hs[g.parent].title)
+		return w == "step by step tasks" || w == "step-by-step tasks"
+	}
 	var best *sectionGroup
-	bestScore := 0.0
+	bestScore, bestSteps := 0.0, false
 	for gi := range groups {
 		g := &groups[gi]
 		phases := 0
@@ -777,8 +823,9 @@ func (r *parseState) bestSectionGroup(top topBlocks) map[int]bool {
 		case g.parent >= 0 && r.facts(&top.hs[g.parent]).explains:
 			score /= 10
 		}
-		if best == nil || score > bestScore {
-			best, bestScore = g, score
+		steps := stepByStep(g)
+		if best == nil || (steps && !bestSteps) || (steps == bestSteps && score > bestScore) {
+			best, bestScore, bestSteps = g, score, steps
 		}
 	}
 	if best == nil {

@@ -82,6 +82,10 @@ func FuzzForms(f *testing.F) {
 		"## 1. A\n#### 1) x\n#### 2) y\n## 2. B\n#### 1) z\n",
 		"| ID | Tarea | Depende de | Completed |\n|---|---|---|---|\n| TASK-001 | a | ✅ | Yes |\n| TASK-002 | b | TASK-001 | ❌ |\n",
 		"- [ ] [#13](u) - a (parallel: true, 2h)\n- [ ] #14 - \"b\" (parallel: false)\n",
+		// Dependency ranges, dotted spec ids, icons before section labels.
+		"- **1.1** a\n- **Dependencias**: Tareas 1.1 a 9.9\n- **1.2** b\n- Depends on: tasks 1 to 1.1, 3 a\n",
+		"- [ ] **T1.1**: a\n- [ ] **T1.1.2** b\n- [ ] T9.: c\n",
+		"---\nform: sections\n---\n## 🔧 Phase 1\n- [ ] a\n## 🔄 Phase 2\n- [x] b\n## ✅ 3. c\n",
 		"\x00implloop folder plan v1\n\x00file epic.md 3\nabc\n\x00file 1.md 9\n---\nx: [\n\n\x00file 2.md 2\nhi\n",
 		"\x00implloop folder plan v1\n\x00file a 99\n",
 		"\x00implloop folder plan v1\n\x00file 1.md -1\n",

@@ -122,10 +122,8 @@ func parseLabelWith(s string, bare, phases bool) label {
 		}
 		kind, id, after = labelPhase, r[:n], r[n:]
 	case len(rest) > 1 && rest[0] == 'T' && isDigit(rest[1]):
-		n := 1
-		for n < len(rest) && isDigit(rest[n]) {
-			n++
-		}
+		// "T001", and a dotted "T1.1" (**T1.1**: in a backlog): one id.
+		n := 1 + dottedNumber(rest[1:])
 		kind, id, after = labelSpecKit, rest[:n], rest[n:]
 	case len(rest) > 2 && rest[0] == '`' && backtickID(rest) > 0:
 		// "`tdg-1` Title" (openspec-gradle): the backticks say it is an

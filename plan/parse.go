@@ -238,6 +238,9 @@ type depRef struct {
 	// dependency when the plan has such a task, else prose, not an error.
 	weak bool
 	file string // a folder plan's task file, where line and col are
+	// through ends a range the dependency starts ("Tareas 1.12 a 1.21"):
+	// every task whose number lies between the two is a dependency.
+	through string
 }
 
 // MaxDiagnosticsPerKind bounds the diagnostics of one kind a plan gets: a
@@ -463,6 +466,11 @@ type heading struct {
 	clean  string // title without its status marks ("✅", "[x]")
 	status Status // what those marks say
 	idx    int    // its index in topBlocks.hs, for parseState.facts
+	// icon: the title starts with a symbol that is no status mark ("## 🔧
+	// FASE 1: Setup"); leadMark: it starts with a status mark ("## 🔄
+	// FASE 8"). Among headings that all start with a symbol, a status
+	// mark is one more icon (see readSections).
+	icon, leadMark bool
 }
 
 // headingFacts is what a heading's words say about its section, worked
@@ -605,7 +613,20 @@ func (r *parseState) topHeading(n *ast.Heading) (heading, bool) {
 	}
 	title, st := cutStatus(h.title)
 	h.clean, h.status = title, st
+	if t := strings.TrimSpace(h.title); st != StatusNone && t[0] >= utf8.RuneSelf {
+		n, _ := leadingMark(t)
+		h.leadMark = n > 0
+	}
 	h.label = parseLabelWith(title, true, true)
+	if h.label.kind == labelNone && title != "" && title[0] >= utf8.RuneSelf {
+		// "## 🔧 FASE 1: Setup", "### 🐛 1. Fix the webhook": an icon
+		// before the label.
+		if t := trimLeadingSymbols(title); t != title && t != "" {
+			if l := parseLabelWith(t, true, true); l.kind != labelNone {
+				h.label, h.icon = l, true
+			}
+		}
+	}
 	if h.label.kind == labelCode && h.box == 0 && priorityTier(h.label.id) {
 		// "## P1 — Critical Path": a priority tier holding tasks, not one.
 		h.label = label{}

@@ -24,7 +24,7 @@ var asideWords = []string{
 	"critères d'acceptation", "critères d’acceptation", "critères de succès", "critères de réussite", "définition de terminé", "vérification", "liste de vérification",
 	"验收标准", "验收条件", "成功标准", "成功標準", "完成标准", "验证", "驗證", "检查清单",
 	"受け入れ基準", "受入基準", "完了条件", "成功基準", "検証", "確認事項", "チェックリスト",
-	"완료 조건", "수용 기준", "인수 조건", "성공 기준", "검증", "체크리스트",
+	"완료 조건", "수용 기준", "인수 조건", "성공 기준", "검증", "체크리스트", "완료된", "완료",
 }
 
 // isAside reports whether a heading's title names a section of checks or

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -232,5 +233,31 @@ func TestLongHeadingManyItems(t *testing.T) {
 	}
 	if len(p.Reading.PassedOver) > 4*n {
 		t.Fatalf("%d passages", len(p.Reading.PassedOver))
+	}
+}
+
+// TestDependencyRangesBounded: a range ("Tareas 1.1 a 1.9") stands for
+// every task numbered between its ends; thousands of tasks each naming a
+// range over all the tasks before them would cost their product, so one
+// range stands for at most maxRangeDeps tasks.
+func TestDependencyRangesBounded(t *testing.T) {
+	t.Parallel()
+	const n = 1200
+	var b strings.Builder
+	b.WriteString("- [ ] 1. Step 1\n")
+	for i := 2; i <= n; i++ {
+		fmt.Fprintf(&b, "- [ ] %d. Step %d\n  Depends on: tasks 1 to %d\n", i, i, i-1)
+	}
+	p, ds := Parse("plan.md", []byte(b.String()))
+	if len(p.Tasks) != n || HasErrors(ds) {
+		t.Fatalf("%d tasks, want %d; %v", len(p.Tasks), n, ds)
+	}
+	if got := p.Tasks[3].Deps; !slices.Equal(got, []string{"1", "2", "3"}) {
+		t.Fatalf("task 4 depends on %v, want [1 2 3]", got)
+	}
+	for _, task := range p.Tasks {
+		if len(task.Deps) > maxRangeDeps+2 {
+			t.Fatalf("task %s: %d dependencies, want at most %d", task.ID, len(task.Deps), maxRangeDeps+2)
+		}
 	}
 }
