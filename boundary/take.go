@@ -29,6 +29,7 @@ type options struct {
 	fromPrivate bool // WithBoundaryIndex
 	treeOnly    bool // WithTreeOnly
 	fullAdd     bool // tests: always `git add -A`, never addChanged
+	keep        *Keep // WithKeep
 }
 
 // WithCompare asks Take for the changes from tree (a boundary's tree) to
@@ -164,11 +165,39 @@ type taker struct {
 	treeRead bool
 	subtrees map[plumbing.Hash]*object.Tree
 	headOID  string
+
+	// ignoredRecs: the ignored paths addChanged's status listed, when it
+	// was asked to (ignoredRead; see listIgnored).
+	ignoredRecs []string
+	ignoredRead bool
+
+	// The run's ignore rules (rules.go): as this boundary found them;
+	// rulesOff when git's may differ from them (before the tree is
+	// written); gitignoreSeen when git status listed a .gitignore;
+	// statusUsed when addChanged did the work; adjusted when the
+	// snapshot was made with the run's rules; scratch the directory
+	// holding them for git check-ignore.
+	rules         *ignoreRules
+	rulesOff      bool
+	gitignoreSeen bool
+	statusUsed    bool
+	adjusted      bool
+	scratch       string
+}
+
+// wantIgnored reports whether this Take lists the ignored files: a
+// boundary that keeps them and has no earlier list to follow.
+func (t *taker) wantIgnored() bool {
+	k := t.o.keep
+	return k != nil && k.Ignored && t.o.run != "" && (t.o.prev == nil || t.o.prev.Ignored == nil)
 }
 
 func (t *taker) cleanup() {
 	if t.tmp != "" {
 		os.RemoveAll(t.tmp)
+	}
+	if t.scratch != "" {
+		os.RemoveAll(t.scratch)
 	}
 }
 
@@ -185,6 +214,9 @@ func (t *taker) take() (Snapshot, error) {
 	if err := t.prepareIndex(); err != nil {
 		return Snapshot{}, err
 	}
+	if err := t.rulesStart(); err != nil {
+		return Snapshot{}, err
+	}
 	tree, err := t.writeTree()
 	if err != nil {
 		return Snapshot{}, err
@@ -197,6 +229,9 @@ func (t *taker) take() (Snapshot, error) {
 			return Snapshot{}, err
 		}
 		tree, snap.KeptIgnored = newTree, kept
+	}
+	if tree, err = t.runRules(tree); err != nil {
+		return Snapshot{}, err
 	}
 	var entries []Entry
 	if !t.o.treeOnly || t.o.run != "" {
@@ -234,6 +269,11 @@ func (t *taker) take() (Snapshot, error) {
 		if err := t.commit(&snap); err != nil {
 			return Snapshot{}, err
 		}
+		if t.o.keep != nil {
+			if err := t.keep(&snap); err != nil {
+				return Snapshot{}, err
+			}
+		}
 	}
 	snap.Paths = entries
 	snap.indexFP, snap.indexDiff = t.indexFP, t.newIndexDiff
@@ -258,7 +298,34 @@ func (t *taker) take() (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	snap.Problems = append(snap.Problems, t.problems...)
+	if t.rules != nil {
+		snap.rules, snap.RulesChanged = t.rules, t.rules.changed
+	}
 	return snap, nil
+}
+
+// runRules finishes with the run's ignore rules once the tree is written
+// (rulesEnd), and when git's turn out to differ from them but the tree was
+// built with git's (`git add -A`, or a .gitignore change addChanged did not
+// see), adds what the run's rules do not ignore and writes the tree again.
+func (t *taker) runRules(tree string) (string, error) {
+	if t.rules == nil {
+		return tree, nil
+	}
+	if err := t.rulesEnd(tree); err != nil {
+		return "", err
+	}
+	if t.adjusted || t.rules.base == tree || len(t.rules.changed) == 0 {
+		return tree, nil
+	}
+	add, _, err := t.rulesAdjust(nil)
+	if err != nil || len(add) == 0 {
+		return tree, err
+	}
+	if err := t.forceAdd(add); err != nil {
+		return "", err
+	}
+	return t.writeIndexTree()
 }
 
 // excluded reports whether path is left out of the snapshot.

@@ -74,6 +74,7 @@ package guard
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -141,6 +142,16 @@ const (
 	// discarded (or the repository is gone). The boundaries record a
 	// submodule's commit, not its work tree: it cannot be restored.
 	ConcernSubmodule ConcernKind = "submodule"
+	// Boxes of the plan were ticked (or unticked) during the task: such a
+	// tick does not mark a task done.
+	ConcernPlanTicked ConcernKind = "plan-ticked"
+	// An ignored directory or file implloop listed but did not keep (too
+	// big, or a wholly ignored directory) was removed.
+	ConcernIgnoredRemoved ConcernKind = "ignored-removed"
+	// The ignore rules (.gitignore files, info/exclude,
+	// core.excludesFile) differ from the run's: the boundaries go on with
+	// the run's (boundary.Snapshot.RulesChanged).
+	ConcernIgnoreRules ConcernKind = "ignore-rules"
 )
 
 // Concern is worth a look but does not block.
@@ -180,8 +191,24 @@ type Verdict struct {
 // discarded.
 func (v Verdict) Blocked() bool { return len(v.Lost) > 0 }
 
+// Option tells Compare what it cannot know from the snapshots alone.
+type Option func(*compareOptions)
+
+type compareOptions struct {
+	planTicks bool
+}
+
+// PlanTicksOnly says that the plan's change between the two boundaries
+// (Snapshot.Plan) is only boxes ticked or unticked: the caller read both
+// versions. Such a change is a concern (plan-ticked), not a discard.
+func PlanTicksOnly() Option { return func(o *compareOptions) { o.planTicks = true } }
+
 // Compare applies the guard's rules to an earlier and a later snapshot.
-func Compare(prev, cur boundary.Snapshot) Verdict {
+func Compare(prev, cur boundary.Snapshot, opts ...Option) Verdict {
+	var o compareOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	v := Verdict{PrevHead: prev.Head, CurHead: cur.Head, HeadMoved: prev.Head != cur.Head}
 	where := &locator{prev: prev, cur: cur}
 	for _, p := range prev.Paths {
@@ -196,11 +223,77 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 		v.HeadRewritten, v.Pinned = true, hc.Pinned
 		v.Paths = where.dropped(v.Paths, hc)
 	}
+	kept := append(where.ignored(), where.plan(o.planTicks)...)
+	if len(kept) > 0 {
+		v.Paths = append(v.Paths, kept...)
+		sort.SliceStable(v.Paths, func(i, j int) bool { return v.Paths[i].Path < v.Paths[j].Path })
+	}
 	for _, r := range v.Paths {
 		v.tally(prev, r)
 	}
-	v.stateConcerns(prev, cur, hc)
+	n := len(v.Concerns)
+	v.keptConcerns(prev, cur)
+	v.stateConcerns(prev, cur, hc, len(kept) > 0 || len(v.Concerns) > n)
 	return v
+}
+
+// ignored judges the user's ignored files the earlier boundary kept
+// (boundary.Snapshot.Ignored): one still on disk was kept, or changed
+// further (reported only then); one gone from disk was discarded, unless
+// its content is at another path now (moved). A later snapshot that kept
+// nothing (no WithKeep) judges nothing.
+func (l *locator) ignored() []PathResult {
+	pi, ci := l.prev.Ignored, l.cur.Ignored
+	if pi == nil || ci == nil {
+		return nil
+	}
+	var out []PathResult
+	for _, f := range pi.Files {
+		r := PathResult{Path: f.Path, Was: f.Blob, Status: boundary.StatusIgnored}
+		if c, ok := ci.File(f.Path); ok {
+			if c.Blob.Same(f.Blob) {
+				continue
+			}
+			r.Now, r.Outcome = c.Blob, Changed
+			out = append(out, r)
+			continue
+		}
+		if ci.Listed(f.Path) {
+			continue // still on disk, over a limit now
+		}
+		r.Outcome = Discarded
+		if to, ok := l.elsewhere(f.Path, f.Blob); ok {
+			r.Outcome, r.MovedTo = Moved, to
+		} else {
+			for _, c := range ci.Files {
+				if c.Path != f.Path && c.Blob.Same(f.Blob) {
+					r.Outcome, r.MovedTo = Moved, c.Path
+					break
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// plan judges the plan file the boundaries kept (boundary.Snapshot.Plan):
+// deleted, or rewritten beyond its boxes (ticks, which the caller tells
+// with PlanTicksOnly), it is discarded: the plan is the user's, and its
+// bytes are kept to be restored. Ticks alone are a change with a concern.
+func (l *locator) plan(ticks bool) []PathResult {
+	pp, cp := l.prev.Plan, l.cur.Plan
+	if pp == nil || cp == nil || pp.Path != cp.Path || !pp.Blob.Present() || cp.Blob.Same(pp.Blob) {
+		return nil
+	}
+	r := PathResult{Path: pp.Path, Was: pp.Blob, Now: cp.Blob, Status: boundary.StatusPlan, Outcome: Discarded}
+	if cp.Blob.Present() {
+		r.Base = cp.Blob // what it was rewritten to: restore may overwrite it
+		if ticks {
+			r.Outcome = Changed
+		}
+	}
+	return []PathResult{r}
 }
 
 // judge is what became of path p of the previous boundary: its outcome by
@@ -287,6 +380,11 @@ func (v *Verdict) tally(prev boundary.Snapshot, r PathResult) {
 			v.Lost = append(v.Lost, boundary.LostContent{Path: r.Path, Lost: r.Was, Base: r.Base})
 			return
 		}
+		if r.Status == boundary.StatusIgnored || r.Status == boundary.StatusPlan {
+			// Kept beside the tree as raw bytes: written back as they were.
+			v.Lost = append(v.Lost, boundary.LostContent{Path: r.Path, Lost: r.Was, Raw: r.Was.Hash, Base: r.Base})
+			return
+		}
 		p, _ := prev.Lookup(r.Path)
 		lc := boundary.LostContent{Path: p.Path, Lost: p.Worktree, Base: p.Head}
 		switch r.RevertedTo {
@@ -303,11 +401,11 @@ func (v *Verdict) tally(prev boundary.Snapshot, r PathResult) {
 // stateConcerns are the concerns about the pair as a whole: a HEAD that
 // moved, nothing changed, paths ignored now, nested repositories and
 // unresolved conflicts.
-func (v *Verdict) stateConcerns(prev, cur boundary.Snapshot, hc *boundary.HeadChange) {
+func (v *Verdict) stateConcerns(prev, cur boundary.Snapshot, hc *boundary.HeadChange, keptChanged bool) {
 	if v.HeadMoved && !v.Blocked() {
 		v.Concerns = append(v.Concerns, headConcern(prev, cur, hc, v.Paths))
 	}
-	if sameState(prev, cur) {
+	if !keptChanged && sameState(prev, cur) {
 		v.Concerns = append(v.Concerns, Concern{Kind: ConcernNoChanges,
 			Message: "no changes: HEAD and the worktree are exactly as they were"})
 	}
@@ -320,6 +418,40 @@ func (v *Verdict) stateConcerns(prev, cur boundary.Snapshot, hc *boundary.HeadCh
 		if e.Status == boundary.StatusConflicted {
 			v.Concerns = append(v.Concerns, Concern{Kind: ConcernConflicted, Path: e.Path,
 				Message: fmt.Sprintf("%s: unresolved conflict (%s)", e.Path, e.XY)})
+		}
+	}
+}
+
+// keptConcerns are the concerns about what the boundaries keep beside
+// their trees: the plan's boxes ticked during the task (a tick made inside
+// a task does not mark a task done), and ignored content that was only
+// listed (a wholly ignored directory, a file over a limit) removed.
+func (v *Verdict) keptConcerns(prev, cur boundary.Snapshot) {
+	for _, r := range v.Paths {
+		if r.Status == boundary.StatusPlan && r.Outcome == Changed {
+			v.Concerns = append(v.Concerns, Concern{Kind: ConcernPlanTicked, Path: r.Path, Message: fmt.Sprintf(
+				"boxes in the plan (%s) were ticked or unticked during the task: a tick made inside a task does not mark a task done", r.Path)})
+		}
+	}
+	if len(cur.RulesChanged) > 0 && !slices.Equal(prev.RulesChanged, cur.RulesChanged) {
+		v.Concerns = append(v.Concerns, Concern{Kind: ConcernIgnoreRules, Message: fmt.Sprintf(
+			"the ignore rules changed during the task (%s): implloop goes on deciding what is ignored with the rules the run started with, so nothing the new rules hide leaves its sight",
+			strings.Join(cur.RulesChanged, "; "))})
+	}
+	pi, ci := prev.Ignored, cur.Ignored
+	if pi == nil || ci == nil {
+		return
+	}
+	for _, d := range pi.Dirs {
+		if !slices.Contains(ci.Dirs, d) {
+			v.Concerns = append(v.Concerns, Concern{Kind: ConcernIgnoredRemoved, Path: d, Message: fmt.Sprintf(
+				"%s/ (ignored) was removed: implloop lists a wholly ignored directory, it does not keep its content", d)})
+		}
+	}
+	for _, s := range pi.Skipped {
+		if _, kept := ci.File(s); !kept && !slices.Contains(ci.Skipped, s) {
+			v.Concerns = append(v.Concerns, Concern{Kind: ConcernIgnoredRemoved, Path: s, Message: fmt.Sprintf(
+				"%s (ignored) was removed: it was over the limits of what implloop keeps, so its content cannot be restored", s)})
 		}
 	}
 }

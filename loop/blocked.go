@@ -28,6 +28,10 @@ type blockInfo struct {
 	AgentFailure string   // why the agent call failed, when it did (with its stderr tail)
 	NoGate       bool     // the task has no gate (no verify block, no --verify)
 	Lost         []string // paths the guard saw discarded
+	// LostKinds says what a lost path was when it was not a file of the
+	// tree: "ignored" (one of the user's ignored files, kept by implloop),
+	// "plan" (the plan file).
+	LostKinds map[string]string
 	// Interrupted: the task was interrupted (Ctrl-C) and the guard, run
 	// at the interrupt, saw it discard work. Its status stays interrupted.
 	Interrupted bool
@@ -94,7 +98,7 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 		if len(b.Lost) > 0 {
 			s.WriteString("\nThe task discarded work of earlier tasks (uncommitted, or in a commit it dropped). implloop kept a copy of each lost file:\n\n")
 			for _, p := range b.Lost {
-				fmt.Fprintf(&s, "- `%s`\n", bytepath.Display(p))
+				fmt.Fprintf(&s, "- `%s`%s\n", bytepath.Display(p), lostKindNote[b.LostKinds[p]])
 			}
 		}
 		if b.Gate != "" {
@@ -140,6 +144,13 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 		step("Resume: `implloop resume --run %s`. Unchanged tasks replay from the journal; %s.", first.RunID, onResume(blocks))
 	}
 	return os.WriteFile(filepath.Join(repoRoot, BlockedFile), []byte(s.String()), 0o644)
+}
+
+// lostKindNote is what BLOCKED.md says of a lost path that was not a file
+// of the tree, by its kind (blockInfo.LostKinds).
+var lostKindNote = map[string]string{
+	"ignored": " (ignored by git: implloop kept its bytes, locally; `git` alone cannot bring it back)",
+	"plan":    " (the plan: deleted or rewritten beyond its boxes; implloop kept it as it was before the task)",
 }
 
 // onResume says what the resume does with the blocked tasks (resume.go,
