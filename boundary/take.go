@@ -26,9 +26,9 @@ type options struct {
 	exclude     []string  // WithExclude
 	compare     string    // WithCompare
 	prevGiven   bool
-	fromPrivate bool // WithBoundaryIndex
-	treeOnly    bool // WithTreeOnly
-	fullAdd     bool // tests: always `git add -A`, never addChanged
+	fromPrivate bool  // WithBoundaryIndex
+	treeOnly    bool  // WithTreeOnly
+	fullAdd     bool  // tests: always `git add -A`, never addChanged
 	keep        *Keep // WithKeep
 }
 
