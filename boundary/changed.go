@@ -49,6 +49,9 @@ func (t *taker) addChanged() (bool, error) {
 	for _, p := range paths {
 		t.gitignoreSeen = t.gitignoreSeen || isGitignore(p)
 	}
+	if t.noteNewDirs(untracked) {
+		t.gitignoreSeen = true
+	}
 	// The run's ignore rules, where git's differ from them now (rules.go).
 	var add []string
 	var drop map[string]bool

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -38,6 +40,12 @@ type ignoreRules struct {
 	excludesNow  string // core.excludesFile as last resolved
 	gitignores   []string
 	changed      []string
+	// dirs are the directories of the snapshot (the root is ""), and
+	// ignStat the stat data of the .gitignore in each (absent: none): a
+	// .gitignore created, edited or removed anywhere git status cannot
+	// tell (one that ignores itself) is noticed by it.
+	dirs    []string
+	ignStat map[string]FileStat
 }
 
 // maxRuleFile caps what is read of an ignore file.
@@ -64,6 +72,9 @@ func (t *taker) rulesStart() error {
 	}
 	r := *t.o.prev.rules
 	r.changed = nil
+	if st := t.gitignoreStats(r.dirs); !maps.Equal(st, r.ignStat) {
+		r.ignStat, t.gitignoreSeen = st, true
+	}
 	if fp != r.configFP {
 		p, err := t.excludesFile()
 		if err != nil {
@@ -100,7 +111,22 @@ func (t *taker) rulesEnd(tree string) error {
 	}
 	if r.base == "" {
 		r.base = tree
+		out, _, err := t.g.run(t.readEnv, nil, "ls-tree", "-r", "-d", "-z", "--name-only", "--full-tree", tree)
+		if err != nil {
+			return fmt.Errorf("reading the directories of the tree: %w", err)
+		}
+		r.dirs = []string{""}
+		for _, d := range strings.Split(string(out), "\x00") {
+			if d != "" {
+				r.dirs = append(r.dirs, d)
+			}
+		}
+		r.ignStat = t.gitignoreStats(r.dirs)
 		return nil
+	}
+	if len(t.newDirs) > 0 {
+		r.dirs = append(slices.Clone(r.dirs), t.newDirs...)
+		r.ignStat = t.gitignoreStats(r.dirs)
 	}
 	if t.gitignoreSeen || len(r.gitignores) > 0 || !t.statusUsed {
 		changes, err := t.g.diffTree(t.readEnv, r.base, tree, false)
@@ -118,6 +144,41 @@ func (t *taker) rulesEnd(tree string) error {
 		r.changed = append(r.changed, strings.Join(r.gitignores, ", ")+" changed")
 	}
 	return nil
+}
+
+// gitignoreStats stats the .gitignore of each of dirs.
+func (t *taker) gitignoreStats(dirs []string) map[string]FileStat {
+	out := map[string]FileStat{}
+	for _, d := range dirs {
+		if fi, err := os.Lstat(filepath.Join(t.g.root, filepath.FromSlash(d), ".gitignore")); err == nil {
+			out[d] = fileStat(fi)
+		}
+	}
+	return out
+}
+
+// noteNewDirs remembers the directories of untracked paths (new to the
+// snapshot) for the next boundaries' .gitignore checks, and reports
+// whether one of them holds a .gitignore.
+func (t *taker) noteNewDirs(untracked []string) bool {
+	if t.rules == nil || t.rules.base == "" || len(untracked) == 0 {
+		return false
+	}
+	known := make(map[string]bool, len(t.rules.dirs))
+	for _, d := range t.rules.dirs {
+		known[d] = true
+	}
+	found := false
+	for _, p := range untracked {
+		for d := path.Dir(p); d != "." && !known[d]; d = path.Dir(d) {
+			known[d] = true
+			t.newDirs = append(t.newDirs, d)
+			if _, err := os.Lstat(filepath.Join(t.g.root, filepath.FromSlash(d), ".gitignore")); err == nil {
+				found = true
+			}
+		}
+	}
+	return found
 }
 
 func isGitignore(p string) bool { return p == ".gitignore" || strings.HasSuffix(p, "/.gitignore") }

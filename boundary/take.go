@@ -1,6 +1,7 @@
 package boundary
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -183,6 +184,7 @@ type taker struct {
 	statusUsed    bool
 	adjusted      bool
 	scratch       string
+	newDirs       []string // directories new to the snapshot (noteNewDirs)
 }
 
 // wantIgnored reports whether this Take lists the ignored files: a
@@ -318,12 +320,40 @@ func (t *taker) runRules(tree string) (string, error) {
 	if t.adjusted || t.rules.base == tree || len(t.rules.changed) == 0 {
 		return tree, nil
 	}
-	add, _, err := t.rulesAdjust(nil)
-	if err != nil || len(add) == 0 {
+	// What entered the snapshot since the previous boundary is what git
+	// status would have listed untracked.
+	var added []string
+	if p := t.o.prev; p != nil && p.Tree != "" && t.g.hasObject(p.Tree) {
+		changes, err := t.g.diffTree(t.readEnv, p.Tree, tree, false)
+		if err != nil {
+			return "", err
+		}
+		for _, c := range changes {
+			if !c.Before.Present() && c.After.Present() {
+				added = append(added, c.Path)
+			}
+		}
+	}
+	add, drop, err := t.rulesAdjust(added)
+	if err != nil || len(add) == 0 && len(drop) == 0 {
 		return tree, err
 	}
-	if err := t.forceAdd(add); err != nil {
-		return "", err
+	if len(drop) > 0 {
+		var in bytes.Buffer
+		for _, p := range added {
+			if drop[p] {
+				in.WriteString(p)
+				in.WriteByte(0)
+			}
+		}
+		if _, _, err := t.g.run(t.env, in.Bytes(), t.indexConfig("update-index", "--force-remove", "-z", "--stdin")...); err != nil {
+			return "", fmt.Errorf("boundary index: %w", err)
+		}
+	}
+	if len(add) > 0 {
+		if err := t.forceAdd(add); err != nil {
+			return "", err
+		}
 	}
 	return t.writeIndexTree()
 }

@@ -112,6 +112,9 @@ type PathResult struct {
 	// MovedFrom is set on the old side of an earlier rename that was
 	// undone: the new side whose content came back here.
 	MovedFrom string `json:"moved_from,omitempty"`
+	// Nested is set on a path inside a submodule or nested repository
+	// (its path from the outer root): Path is from the outer root too.
+	Nested string `json:"nested,omitempty"`
 	// InCommit is set on a path judged because HEAD was rewritten: the
 	// dropped commit (the earlier HEAD) whose content Was is. Base is then
 	// the content at the fork point, what the rewrite went back to.
@@ -233,6 +236,7 @@ func Compare(prev, cur boundary.Snapshot, opts ...Option) Verdict {
 	}
 	n := len(v.Concerns)
 	v.keptConcerns(prev, cur)
+	v.nested(prev, cur)
 	v.stateConcerns(prev, cur, hc, len(kept) > 0 || len(v.Concerns) > n)
 	return v
 }
@@ -413,7 +417,6 @@ func (v *Verdict) stateConcerns(prev, cur boundary.Snapshot, hc *boundary.HeadCh
 		v.Concerns = append(v.Concerns, Concern{Kind: ConcernIgnored, Path: p,
 			Message: fmt.Sprintf("%s is ignored now; its content is still on disk and implloop keeps it in its boundaries", p)})
 	}
-	v.Concerns = append(v.Concerns, nestedConcerns(prev, cur)...)
 	for _, e := range cur.Paths {
 		if e.Status == boundary.StatusConflicted {
 			v.Concerns = append(v.Concerns, Concern{Kind: ConcernConflicted, Path: e.Path,
@@ -456,13 +459,15 @@ func (v *Verdict) keptConcerns(prev, cur boundary.Snapshot) {
 	}
 }
 
-// nestedConcerns applies the rules inside each submodule or nested
-// repository that had uncommitted work at the earlier boundary
-// (boundary.Nested), and names what of it was discarded there. Only a
-// concern: the boundaries do not keep that work, so a block could not be
-// repaired with restore.
-func nestedConcerns(prev, cur boundary.Snapshot) []Concern {
-	var out []Concern
+// nested applies the rules inside each submodule or nested repository
+// that had uncommitted work at the earlier boundary (boundary.Nested).
+// When both boundaries committed its tree in that repository (its own
+// boundaries, taken with the outer one's), what was discarded in it blocks
+// like any discard, and restore writes it back from there
+// (LostContent.Repo); the path results carry the repository (Nested).
+// Otherwise (read-only snapshots) it is a concern naming the paths. A
+// nested repository that is gone is a concern.
+func (v *Verdict) nested(prev, cur boundary.Snapshot) {
 	for _, pn := range prev.Nested {
 		if len(pn.Paths) == 0 {
 			continue
@@ -473,18 +478,43 @@ func nestedConcerns(prev, cur boundary.Snapshot) []Concern {
 		}
 		cn, ok := cur.NestedAt(pn.Path)
 		if !ok {
-			out = append(out, Concern{Kind: ConcernSubmodule, Path: pn.Path, Message: fmt.Sprintf(
+			v.Concerns = append(v.Concerns, Concern{Kind: ConcernSubmodule, Path: pn.Path, Message: fmt.Sprintf(
 				"%s%s: it had uncommitted work (%s) and is no longer a repository there", what, pn.Path, dirtyList(pn.Snapshot, pn.PathNames()))})
 			continue
 		}
 		nv := Compare(pn.Snapshot, cn.Snapshot)
-		if len(nv.Lost) > 0 {
+		kept := pn.Commit != "" && cn.Commit != ""
+		if len(nv.Lost) > 0 && kept {
+			for _, r := range nv.Paths {
+				if r.Outcome != Discarded {
+					continue
+				}
+				r.Path = pn.Path + "/" + r.Path
+				if r.Nested != "" {
+					r.Nested = pn.Path + "/" + r.Nested
+				} else {
+					r.Nested = pn.Path
+				}
+				v.Paths = append(v.Paths, r)
+				v.Discarded++
+			}
+			for _, l := range nv.Lost {
+				l.Path = pn.Path + "/" + l.Path
+				if l.Repo != "" {
+					l.Repo = pn.Path + "/" + l.Repo
+				} else {
+					l.Repo = pn.Path
+				}
+				v.Lost = append(v.Lost, l)
+			}
+			sort.SliceStable(v.Paths, func(i, j int) bool { return v.Paths[i].Path < v.Paths[j].Path })
+		} else if len(nv.Lost) > 0 {
 			lost := make([]string, len(nv.Lost))
 			for i, l := range nv.Lost {
 				lost[i] = l.Path
 			}
-			out = append(out, Concern{Kind: ConcernSubmodule, Path: pn.Path, Message: fmt.Sprintf(
-				"%s%s: uncommitted work in it was discarded: %s (implloop keeps a submodule's commit, not its uncommitted files: restore cannot bring them back)",
+			v.Concerns = append(v.Concerns, Concern{Kind: ConcernSubmodule, Path: pn.Path, Message: fmt.Sprintf(
+				"%s%s: uncommitted work in it was discarded: %s (its boundaries were not committed there: restore cannot bring them back)",
 				what, pn.Path, dirtyList(pn.Snapshot, lost))})
 		}
 		for _, c := range nv.Concerns {
@@ -492,11 +522,10 @@ func nestedConcerns(prev, cur boundary.Snapshot) []Concern {
 				// One level down: its path is relative to this one.
 				c.Message = strings.Replace(c.Message, " "+c.Path+": ", " "+pn.Path+"/"+c.Path+": ", 1)
 				c.Path = pn.Path + "/" + c.Path
-				out = append(out, c)
+				v.Concerns = append(v.Concerns, c)
 			}
 		}
 	}
-	return out
 }
 
 // dirtyList names paths of s's dirty set with their status there:

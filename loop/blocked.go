@@ -30,7 +30,7 @@ type blockInfo struct {
 	Lost         []string // paths the guard saw discarded
 	// LostKinds says what a lost path was when it was not a file of the
 	// tree: "ignored" (one of the user's ignored files, kept by implloop),
-	// "plan" (the plan file).
+	// "plan" (the plan file), "submodule:<path>" (inside that submodule).
 	LostKinds map[string]string
 	// Interrupted: the task was interrupted (Ctrl-C) and the guard, run
 	// at the interrupt, saw it discard work. Its status stays interrupted.
@@ -98,7 +98,7 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 		if len(b.Lost) > 0 {
 			s.WriteString("\nThe task discarded work of earlier tasks (uncommitted, or in a commit it dropped). implloop kept a copy of each lost file:\n\n")
 			for _, p := range b.Lost {
-				fmt.Fprintf(&s, "- `%s`%s\n", bytepath.Display(p), lostKindNote[b.LostKinds[p]])
+				fmt.Fprintf(&s, "- `%s`%s\n", bytepath.Display(p), lostNote(b.LostKinds[p]))
 			}
 		}
 		if b.Gate != "" {
@@ -146,11 +146,19 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 	return os.WriteFile(filepath.Join(repoRoot, BlockedFile), []byte(s.String()), 0o644)
 }
 
-// lostKindNote is what BLOCKED.md says of a lost path that was not a file
-// of the tree, by its kind (blockInfo.LostKinds).
-var lostKindNote = map[string]string{
-	"ignored": " (ignored by git: implloop kept its bytes, locally; `git` alone cannot bring it back)",
-	"plan":    " (the plan: deleted or rewritten beyond its boxes; implloop kept it as it was before the task)",
+// lostNote is what BLOCKED.md says of a lost path that was not a file of
+// the tree, by its kind (blockInfo.LostKinds).
+func lostNote(kind string) string {
+	switch {
+	case kind == "ignored":
+		return " (ignored by git: implloop kept its bytes, locally; `git` alone cannot bring it back)"
+	case kind == "plan":
+		return " (the plan: deleted or rewritten beyond its boxes; implloop kept it as it was before the task)"
+	case strings.HasPrefix(kind, "submodule:"):
+		return fmt.Sprintf(" (uncommitted work in the submodule `%s`: implloop kept it in that repository's own boundaries)",
+			bytepath.Display(strings.TrimPrefix(kind, "submodule:")))
+	}
+	return ""
 }
 
 // onResume says what the resume does with the blocked tasks (resume.go,

@@ -27,15 +27,24 @@ type guardResult struct {
 }
 
 // lostKinds names the lost paths of v that were not files of the tree:
-// "ignored" (an ignored file implloop kept), "plan" (the plan file).
+// "ignored" (an ignored file implloop kept), "plan" (the plan file),
+// "submodule:<path>" (a file inside that submodule or nested repository).
 func lostKinds(v guard.Verdict) map[string]string {
 	var out map[string]string
 	for _, r := range v.Paths {
-		if r.Outcome == guard.Discarded && (r.Status == boundary.StatusIgnored || r.Status == boundary.StatusPlan) {
+		kind := ""
+		switch {
+		case r.Outcome != guard.Discarded:
+		case r.Nested != "":
+			kind = "submodule:" + r.Nested
+		case r.Status == boundary.StatusIgnored || r.Status == boundary.StatusPlan:
+			kind = string(r.Status)
+		}
+		if kind != "" {
 			if out == nil {
 				out = map[string]string{}
 			}
-			out[r.Path] = string(r.Status)
+			out[r.Path] = kind
 		}
 	}
 	return out
