@@ -35,10 +35,26 @@
 //
 // A submodule, or a repository nested in the work tree, is one 160000
 // entry of the tree: the commit checked out in it. What is uncommitted
-// inside it is recorded by a snapshot of its own ([Nested], taken
-// read-only, so nothing is written to it) when git status finds modified
-// or untracked content in it, when it is a gitlink of the dirty set, or
-// when the previous boundary had uncommitted work in it.
+// inside it is recorded by a snapshot of its own ([Nested]; with WithRun
+// a boundary of that repository, committed in it, so that it can be
+// restored) when git status finds modified or untracked content in it,
+// when it is a gitlink of the dirty set, or when the previous boundary
+// had uncommitted work in it.
+//
+// # Kept beside the tree
+//
+// With [WithKeep] a boundary also keeps what its tree cannot hold: the
+// plan file (left out of the tree) and the user's ignored files (listed
+// at a run's first boundary, wholly ignored directories listed only,
+// within [KeepLimits]), as raw blobs in a commit on
+// refs/implloop/kept/<run> ([KeptRef]), a local ref never pushed.
+//
+// # The run's ignore rules
+//
+// A boundary (WithRun) decides what is ignored with the rules its run's
+// first boundary found, not the rules of the moment (rules.go): a rule a
+// task adds cannot hide a file from the snapshot. How git's rules differ
+// from the run's is [Snapshot.RulesChanged].
 package boundary
 
 import (

@@ -59,16 +59,36 @@
 //
 // The outer tree records a submodule (or a repository nested in the work
 // tree) as the commit checked out in it: work uncommitted inside it is
-// invisible there. The snapshots carry the nested repositories' own dirty
-// sets (boundary.Nested), and Compare applies the same rules inside each
-// one that had uncommitted work at the earlier boundary. What was
-// discarded in there is a "submodule" concern naming the repository and
-// the paths with what they were ("sub: ... discarded: lib.txt (modified),
-// new.txt (untracked)"), and so is a nested repository that is gone. Not a
-// block: the boundaries keep a submodule's commit, not its work tree, so
-// restore could not repair it. A submodule moved to another commit is a
-// change of the outer path like any other: undoing that blocks, and
-// restore names the commit to check out.
+// invisible there. The snapshots carry the nested repositories' own
+// snapshots (boundary.Nested), and Compare applies the same rules inside
+// each one that had uncommitted work at the earlier boundary. When both
+// were committed in that repository (its own boundaries), what was
+// discarded in there blocks like any discard, named from the outer root
+// (PathResult.Nested, LostContent.Repo), and restore writes it back from
+// that repository. Between read-only snapshots it is a "submodule"
+// concern naming the paths; so is a nested repository that is gone. A
+// submodule moved to another commit is a change of the outer path like
+// any other: undoing that blocks, and restore names the commit to check
+// out.
+//
+// # Kept beside the tree
+//
+// The snapshots may keep the plan and the user's ignored files
+// (boundary.Keep). An ignored file the earlier boundary kept that is gone
+// from disk is discarded (moved, when its content is at another path):
+// it blocks, and restore writes its raw bytes back. The plan deleted, or
+// rewritten beyond its boxes, is discarded too; ticks alone (the caller
+// says so with PlanTicksOnly, having read both versions) are a
+// plan-ticked concern. A wholly ignored directory or an ignored file over
+// the limits, listed but not stored, removed is an ignored-removed
+// concern.
+//
+// # Ignore rules
+//
+// A later snapshot whose ignore rules differ from its run's
+// (boundary.Snapshot.RulesChanged) raises an ignore-rules concern when
+// they changed since the earlier one: the snapshots go on with the run's
+// rules, so nothing was hidden from the guard.
 package guard
 
 import (
