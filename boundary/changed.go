@@ -29,21 +29,13 @@ import (
 func (t *taker) addChanged() (bool, error) {
 	env := append(t.env[:len(t.env):len(t.env)], "GIT_OPTIONAL_LOCKS=1")
 	args := []string{"status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=dirty"}
-	if t.wantIgnored() {
-		// The first boundary of a run lists the ignored files too
-		// (keep.go): git then does without its untracked cache, once.
-		args = append(args, "--ignored=matching")
-	}
 	out, _, err := t.g.run(env, nil, t.indexConfig(args...)...)
 	if err != nil {
 		return false, t.g.ctx.Err()
 	}
-	paths, untracked, ignored, err := statusLists(out)
+	paths, untracked, _, err := statusLists(out)
 	if err != nil {
 		return false, nil
-	}
-	if t.wantIgnored() {
-		t.ignoredRecs, t.ignoredRead = ignored, true
 	}
 	t.statusUsed = true
 	for _, p := range paths {

@@ -167,10 +167,6 @@ type taker struct {
 	subtrees map[plumbing.Hash]*object.Tree
 	headOID  string
 
-	// ignoredRecs: the ignored paths addChanged's status listed, when it
-	// was asked to (ignoredRead; see listIgnored).
-	ignoredRecs []string
-	ignoredRead bool
 
 	// The run's ignore rules (rules.go): as this boundary found them;
 	// rulesOff when git's may differ from them (before the tree is
@@ -185,14 +181,18 @@ type taker struct {
 	adjusted      bool
 	scratch       string
 	newDirs       []string // directories new to the snapshot (noteNewDirs)
+
+	// ignoredCh brings the ignored paths a run's first boundary lists
+	// while the snapshot is made (listIgnored).
+	ignoredCh chan ignoredListing
 }
 
-// wantIgnored reports whether this Take lists the ignored files: a
-// boundary that keeps them and has no earlier list to follow.
-func (t *taker) wantIgnored() bool {
-	k := t.o.keep
-	return k != nil && k.Ignored && t.o.run != "" && (t.o.prev == nil || t.o.prev.Ignored == nil)
+type ignoredListing struct {
+	recs []string
+	err  error
 }
+
+
 
 func (t *taker) cleanup() {
 	if t.tmp != "" {
@@ -215,6 +215,21 @@ func (t *taker) take() (Snapshot, error) {
 	snap := Snapshot{Root: g.root, Head: head, Branch: branch, Detached: branch == "" && head != ""}
 	if err := t.prepareIndex(); err != nil {
 		return Snapshot{}, err
+	}
+	if k := t.o.keep; k != nil && k.Ignored && t.o.run != "" && (t.o.prev == nil || t.o.prev.Ignored == nil) {
+		// A run's first boundary lists the ignored files to keep
+		// (keep.go): a walk of its own, beside the snapshot's.
+		ch := make(chan ignoredListing, 1)
+		go func() {
+			recs, err := t.ignoredList()
+			ch <- ignoredListing{recs, err}
+		}()
+		t.ignoredCh = ch
+		defer func() {
+			if t.ignoredCh != nil {
+				<-t.ignoredCh
+			}
+		}()
 	}
 	if err := t.rulesStart(); err != nil {
 		return Snapshot{}, err
