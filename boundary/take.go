@@ -167,7 +167,6 @@ type taker struct {
 	subtrees map[plumbing.Hash]*object.Tree
 	headOID  string
 
-
 	// The run's ignore rules (rules.go): as this boundary found them;
 	// rulesOff when git's may differ from them (before the tree is
 	// written); gitignoreSeen when git status listed a .gitignore;
@@ -191,8 +190,6 @@ type ignoredListing struct {
 	recs []string
 	err  error
 }
-
-
 
 func (t *taker) cleanup() {
 	if t.tmp != "" {
