@@ -86,19 +86,13 @@ func (t *taker) addExcluded(path string) bool {
 	return false
 }
 
-// statusChanged reads `git status --porcelain=v2 -z` and returns the paths
+// statusLists reads `git status --porcelain=v2 -z` and returns the paths
 // whose work-tree content differs from the index: changed or deleted
 // tracked entries (Y column not '.'), unmerged ones, and untracked files
-// (a nested repository as its directory, the trailing slash dropped), and
-// apart the ignored paths (with --ignored; a directory with its trailing
-// slash). It never panics: a record it cannot read is an error naming it.
-func statusChanged(out []byte) (paths, ignored []string, err error) {
-	paths, _, ignored, err = statusLists(out)
-	return paths, ignored, err
-}
-
-// statusLists is statusChanged with the untracked paths (a subset of
-// paths) apart too.
+// (a nested repository as its directory, the trailing slash dropped);
+// apart, the untracked ones (a subset of paths), and the ignored paths
+// (with --ignored; a directory with its trailing slash). It never panics:
+// a record it cannot read is an error naming it.
 func statusLists(out []byte) (paths, untracked, ignored []string, err error) {
 	for len(out) > 0 {
 		i := bytes.IndexByte(out, 0)
