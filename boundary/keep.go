@@ -249,9 +249,12 @@ func (t *taker) keep(snap *Snapshot) error {
 		snap.Ignored.Files = files
 		sort.Strings(snap.Ignored.Skipped)
 	}
-	if prev != nil && prev.Kept != "" && sameKept(prev, snap) && t.g.hasObject(prev.Kept) {
-		snap.Kept = prev.Kept
-		return nil
+	if prev != nil && prev.Kept != "" && sameKept(prev, snap) {
+		// Unchanged, and still on the run's kept ref (read without git).
+		if cur, ok := t.g.readRef(KeptRef(t.o.run)); ok && cur == prev.Kept {
+			snap.Kept = prev.Kept
+			return nil
+		}
 	}
 	return t.writeKept(snap)
 }
@@ -589,14 +592,14 @@ func KeptPlans(ctx context.Context, dir, run string) (first, last []byte, ok boo
 		return nil, nil, false, err
 	}
 	ref := KeptRef(run)
-	if _, found := g.readRef(ref); !found {
-		return nil, nil, false, nil
+	if id, read := g.readRef(ref); read && id == "" {
+		return nil, nil, false, nil // none
 	}
 	// The kept commits chain by their first parents; the oldest one's first
 	// parent is a boundary commit.
 	out, _, err := g.run(nil, nil, "log", "--first-parent", "--format=%H %s", ref, "--")
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("reading %s: %w", ref, err)
+		return nil, nil, false, nil // not there (a reftable, a ref deleted meanwhile)
 	}
 	var kept []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

@@ -110,7 +110,7 @@ func (t *taker) rulesEnd(tree string) error {
 		return nil
 	}
 	if r.base == "" {
-		r.base = tree
+		r.base, t.rulesFirst = tree, true
 		out, _, err := t.g.run(t.readEnv, nil, "ls-tree", "-r", "-d", "-z", "--name-only", "--full-tree", tree)
 		if err != nil {
 			return fmt.Errorf("reading the directories of the tree: %w", err)

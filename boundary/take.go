@@ -174,6 +174,7 @@ type taker struct {
 	adjusted      bool
 	scratch       string
 	newDirs       []string // directories new to the snapshot (noteNewDirs)
+	rulesFirst    bool     // this boundary's rules became the run's
 
 	// ignoredCh brings the ignored paths a run's first boundary lists
 	// while the snapshot is made (listIgnored).
@@ -323,7 +324,7 @@ func (t *taker) runRules(tree string) (string, error) {
 	if err := t.rulesEnd(tree); err != nil {
 		return "", err
 	}
-	if t.adjusted || t.rules.base == tree || len(t.rules.changed) == 0 {
+	if t.adjusted || t.rulesFirst || len(t.rules.changed) == 0 {
 		return tree, nil
 	}
 	// What entered the snapshot since the previous boundary is what git

@@ -307,8 +307,8 @@ func (l *locator) ignored() []PathResult {
 // bytes are kept to be restored. Ticks alone are a change with a concern.
 func (l *locator) plan(ticks bool) []PathResult {
 	pp, cp := l.prev.Plan, l.cur.Plan
-	if pp == nil || cp == nil || pp.Path != cp.Path || !pp.Blob.Present() || cp.Blob.Same(pp.Blob) {
-		return nil
+	if pp == nil || cp == nil || pp.Path != cp.Path || !pp.Blob.Present() || !pp.Blob.Known() || !cp.Blob.Known() || cp.Blob.Same(pp.Blob) {
+		return nil // not kept on one side (unreadable), or kept as it was
 	}
 	r := PathResult{Path: pp.Path, Was: pp.Blob, Now: cp.Blob, Status: boundary.StatusPlan, Outcome: Discarded}
 	if cp.Blob.Present() {

@@ -725,8 +725,12 @@ func (c *propCase) run() {
 	// *.env), whatever rules the agent added; a path the earlier snapshot
 	// held stays in it even when ignored now. Its dirty paths are those
 	// git status lists, and the files the agent's rules ignore.
+	tracked := map[string]bool{} // in the index now: never ignored
+	for _, p := range strings.Split(c.git("ls-files", "-z"), "\x00") {
+		tracked[p] = true
+	}
 	runIgnored := func(p string) bool {
-		return c.envRule && strings.HasSuffix(p, ".env") && !(before.disk[p].present() && !before.ignored[p])
+		return c.envRule && strings.HasSuffix(p, ".env") && !tracked[p] && !(before.disk[p].present() && !before.ignored[p])
 	}
 	now := func(p string) content {
 		if d, ok := after.disk[p]; ok && !runIgnored(p) {
@@ -738,8 +742,11 @@ func (c *propCase) run() {
 	for p := range after.dirty {
 		dirtyNow[p] = true
 	}
-	for p := range after.ignored {
-		if now(p).present() {
+	// A file on disk that the index does not track is untracked to the
+	// run's rules, whatever git's say now (a directory the agent's `*`
+	// ignores is listed as one by git status).
+	for p := range after.disk {
+		if !tracked[p] && now(p).present() && !strings.HasPrefix(p, "sub/") {
 			dirtyNow[p] = true
 		}
 	}
