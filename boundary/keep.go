@@ -249,6 +249,13 @@ func (t *taker) keep(snap *Snapshot) error {
 		snap.Ignored.Files = files
 		sort.Strings(snap.Ignored.Skipped)
 	}
+	if snap.Plan == nil || !snap.Plan.Blob.Present() {
+		if snap.Ignored == nil || len(snap.Ignored.Files) == 0 {
+			if prev == nil || prev.Kept == "" {
+				return nil // nothing kept, nor before
+			}
+		}
+	}
 	if prev != nil && prev.Kept != "" && sameKept(prev, snap) {
 		// Unchanged, and still on the run's kept ref (read without git).
 		if cur, ok := t.g.readRef(KeptRef(t.o.run)); ok && cur == prev.Kept {
@@ -513,11 +520,22 @@ func (t *taker) writeKept(snap *Snapshot) error {
 		}
 	}
 	index := filepath.Join(stateDir(g.gitDir), "kept-index")
-	os.Remove(index)
-	defer os.Remove(index)
 	env := []string{"GIT_INDEX_FILE=" + index}
-	tree := g.emptyTree()
-	if in.Len() > 0 {
+	var tree string
+	if snap.Ignored == nil || len(snap.Ignored.Files) == 0 {
+		// The plan alone (or nothing): one level, one git mktree.
+		var one []byte
+		if snap.Plan != nil && snap.Plan.Blob.Present() {
+			one = []byte(fmt.Sprintf("%s blob %s\t%s\n", snap.Plan.Blob.Mode, snap.Plan.Blob.Hash, KeptPlanPath))
+		}
+		out, _, err := g.run(nil, one, "mktree")
+		if err != nil {
+			return fmt.Errorf("kept files: %w", err)
+		}
+		tree = strings.TrimSpace(string(out))
+	} else {
+		os.Remove(index)
+		defer os.Remove(index)
 		if _, _, err := g.run(env, in.Bytes(), "update-index", "--add", "-z", "--index-info"); err != nil {
 			return fmt.Errorf("kept files: %w", err)
 		}
@@ -526,15 +544,11 @@ func (t *taker) writeKept(snap *Snapshot) error {
 			return fmt.Errorf("kept files: %w", err)
 		}
 		tree = strings.TrimSpace(string(out))
-	} else if !g.hasObject(tree) {
-		if _, _, err := g.run(nil, []byte{}, "hash-object", "-w", "-t", "tree", "--stdin"); err != nil {
-			return fmt.Errorf("kept files: %w", err)
-		}
 	}
 	ref := KeptRef(t.o.run)
 	cur, _ := g.readRef(ref)
 	args := []string{"commit-tree", "--no-gpg-sign", tree}
-	if p := t.o.prev; p != nil && p.Kept != "" && g.hasObject(p.Kept+"^{commit}") {
+	if p := t.o.prev; p != nil && p.Kept != "" && (cur == p.Kept || g.hasObject(p.Kept+"^{commit}")) {
 		args = append(args, "-p", p.Kept)
 	}
 	if snap.Commit != "" {
