@@ -54,8 +54,8 @@ func TestPresets(t *testing.T) {
 		name, fixture, model string
 		argv                 []string
 	}{
-		{"claude", "claude.json", "opus", []string{"-p", "--output-format", "json", "--permission-mode", "acceptEdits", "--model", "opus"}},
-		{"claude", "claude.json", "", []string{"-p", "--output-format", "json", "--permission-mode", "acceptEdits"}},
+		{"claude", "claude-stream.jsonl", "opus", []string{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--model", "opus"}},
+		{"claude", "claude.json", "", []string{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"}},
 		{"codex", "codex.jsonl", "gpt-5-codex", []string{"exec", "--json", "--sandbox", "workspace-write", "-m", "gpt-5-codex", "-"}},
 		{"codex", "codex.jsonl", "", []string{"exec", "--json", "--sandbox", "workspace-write", "-"}},
 		{"codex", "codex-cache-write.jsonl", "", []string{"exec", "--json", "--sandbox", "workspace-write", "-"}},

@@ -66,8 +66,10 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	}
 
 	parser := newParser()
+	parser.onTokens = req.OnTokens
+	errTail := &tail{max: 16 << 10}
 	stdout := &sink{dst: orDiscard(req.Stdout), tap: parser}
-	stderr := &sink{dst: orDiscard(req.Stderr)}
+	stderr := &sink{dst: orDiscard(req.Stderr), tap: errTail}
 	var copies sync.WaitGroup
 	copies.Add(2)
 	go func() { defer copies.Done(); io.Copy(stdout, p.outR) }()
@@ -91,6 +93,13 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 
 	res := parser.result()
 	res.ExitCode = cmd.ProcessState.ExitCode()
+	if killedBy == nil {
+		now := time.Now
+		if req.Now != nil {
+			now = req.Now
+		}
+		res.Limit = limitOf(name, res, parser.sig, errTail.buf, now())
+	}
 	if killedBy != nil {
 		res.TimedOut = errors.Is(killedBy, ErrTimedOut)
 		return res, fmt.Errorf("agent %s: killed: %w", name, killedBy)
@@ -200,6 +209,25 @@ func (s *sink) Write(p []byte) (int, error) {
 		s.tap.Write(p)
 	}
 	return len(p), nil
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= t.max {
+		p = p[len(p)-t.max:]
+		t.buf = t.buf[:0]
+	}
+	if over := len(t.buf) + len(p) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
 }
 
 func orDiscard(w io.Writer) io.Writer {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/identity"
 )
 
 // BlameLine is one line of a file and who last wrote it: a task of a run
@@ -108,6 +109,18 @@ func boundaryTasks(j *cache.Journal, runID string) (map[string]BlameLine, error)
 		if err != nil {
 			return nil, err
 		}
+		// Who did each task's work: the agent and model of its last
+		// completed unit in the run.
+		units, err := j.Units(id)
+		if err != nil {
+			return nil, err
+		}
+		worked := map[string][2]string{}
+		for _, u := range units {
+			if p, err := identity.Parse(u.Preimage); err == nil && u.Status == cache.UnitCompleted {
+				worked[u.TaskID] = [2]string{p.Agent, p.Model}
+			}
+		}
 		for i, b := range bs {
 			if b.Commit == "" {
 				continue
@@ -125,8 +138,12 @@ func boundaryTasks(j *cache.Journal, runID string) (map[string]BlameLine, error)
 				continue
 			}
 			t := byID[task]
+			ag, model := s.Agent, s.Models()[0]
+			if w, ok := worked[task]; ok { // a fallback's, when one took the call
+				ag, model = w[0], w[1]
+			}
 			out[b.Commit] = BlameLine{Run: id, Task: task, Title: t.Title, Attempts: t.Attempts,
-				Agent: s.Agent, Model: s.Model, Restored: restored}
+				Agent: ag, Model: model, Restored: restored}
 		}
 	}
 	return out, nil

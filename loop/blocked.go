@@ -53,6 +53,11 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 	if len(blocks) == 0 {
 		return nil
 	}
+	return os.WriteFile(filepath.Join(repoRoot, BlockedFile), []byte(blockedText(blocks)), 0o644)
+}
+
+// blockedText is BLOCKED.md for blocks.
+func blockedText(blocks []blockInfo) string {
 	var s strings.Builder
 	first := blocks[0]
 	ids := make([]string, len(blocks))
@@ -143,7 +148,7 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 	} else {
 		step("Resume: `implloop resume --run %s`. Unchanged tasks replay from the journal; %s.", first.RunID, onResume(blocks))
 	}
-	return os.WriteFile(filepath.Join(repoRoot, BlockedFile), []byte(s.String()), 0o644)
+	return s.String()
 }
 
 // lostNote is what BLOCKED.md says of a lost path that was not a file of

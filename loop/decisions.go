@@ -20,6 +20,9 @@ type Decisions struct {
 	Order []string
 	// Restored: task id -> what a resume wrote back before it replayed.
 	Restored map[string][]string
+	// Fallback: unit id -> who took the call after a limit, and why
+	// (limits.go), the last one when several did.
+	Fallback map[string]string
 }
 
 // decisionsOf reads the decisions of run runID from its journaled events.
@@ -29,10 +32,10 @@ func decisionsOf(j *cache.Journal, runID string) (*Decisions, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Decisions{Unit: map[string][]string{}, Planned: map[string]PlannedTask{}, Restored: map[string][]string{}}
+	d := &Decisions{Unit: map[string][]string{}, Planned: map[string]PlannedTask{}, Restored: map[string][]string{}, Fallback: map[string]string{}}
 	for _, ce := range evs {
 		switch ce.Type {
-		case EvUnitStarted, EvResumePlan, EvRestored:
+		case EvUnitStarted, EvResumePlan, EvRestored, EvFallback:
 		default:
 			continue
 		}
@@ -52,6 +55,8 @@ func decisionsOf(j *cache.Journal, runID string) (*Decisions, error) {
 			}
 		case EvRestored:
 			d.Restored[e.Task] = append(d.Restored[e.Task], e.Paths...)
+		case EvFallback:
+			d.Fallback[e.Unit] = e.Message
 		}
 	}
 	return d, nil

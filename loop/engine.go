@@ -49,6 +49,15 @@ type Options struct {
 	Agent agent.Agent
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Sleep waits for a limit to lift (nil: a timer; it returns the
+	// context's error when the run is interrupted meanwhile). Tests give
+	// one that moves their clock instead.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Heartbeat is how often a heartbeat event comes while an agent call,
+	// a gate or a wait lasts (heartbeat.go); 0: none.
+	Heartbeat time.Duration
+	// Fallbacks override the backends of --fallback-agent names (tests).
+	Fallbacks map[string]agent.Agent
 }
 
 // Outcome is what a run ended with.
@@ -75,6 +84,10 @@ type Outcome struct {
 	Plan []PlannedTask
 	// Blocked is set when BLOCKED.md was written.
 	Blocked bool
+	// Stopped says why the run stopped though no task failed (a cap
+	// reached, a limit past --max-wait: budget.go); "" when it did not.
+	// BLOCKED.md then says how to resume.
+	Stopped string
 	// JournalGone says what a task took away (the journal, removed or
 	// replaced): the run stopped there, BLOCKED, and no run of it or
 	// before it can be resumed. "" normally.
@@ -90,6 +103,11 @@ type Outcome struct {
 // ErrBlockedFile is returned when BLOCKED.md exists: the user has to read
 // it, repair, and remove it before implloop runs again.
 var ErrBlockedFile = errors.New(BlockedFile + " exists")
+
+// ErrStoppedFile is ErrBlockedFile for a run that stopped though no task
+// failed (a cap reached, a usage limit past --max-wait: stopped.go):
+// BLOCKED.md says how to resume.
+var ErrStoppedFile = fmt.Errorf("%w, from a run that stopped", ErrBlockedFile)
 
 type engine struct {
 	o       Options
@@ -143,6 +161,17 @@ type engine struct {
 	worktrees  string               // where this run's task worktrees go
 	waveEnd    int
 	latest     []int
+
+	// Unattended runs: the chain of agents that take a call on a limit
+	// (limits.go) and the time waited for limits; what live calls spent
+	// (budget.go); why the run stopped though no task failed (nil: it
+	// did not); concerns about a task's calls (figures.go), by task id.
+	chain        []*member
+	waited       time.Duration
+	spent        spend
+	taskSpent    map[string]*spend
+	stopped      *runStop
+	callConcerns map[string][]string
 }
 
 // newEngine is an engine for o before its plan is read: o's clock and
@@ -155,6 +184,9 @@ func newEngine(o Options) *engine {
 	}
 	if e.obs == nil {
 		e.obs = ObserverFunc(func(Event) {})
+	}
+	if o.Heartbeat > 0 {
+		e.obs = &waveObserver{obs: e.obs} // heartbeats come from their own goroutines
 	}
 	return e
 }
@@ -255,6 +287,9 @@ func (e *engine) readPlan(read func(path string) (*extractor.Selection, error)) 
 		return err
 	}
 	if !e.o.DryRun {
+		if b, err := os.ReadFile(filepath.Join(e.o.RepoRoot, BlockedFile)); err == nil && strings.HasPrefix(string(b), stoppedHeading) {
+			return ErrStoppedFile
+		}
 		if _, err := os.Stat(filepath.Join(e.o.RepoRoot, BlockedFile)); err == nil {
 			return ErrBlockedFile
 		}
@@ -280,6 +315,9 @@ func (e *engine) startAgent(ctx context.Context) error {
 		}
 	}
 	if err := e.ag.Check(); err != nil {
+		return err
+	}
+	if err := e.startChain(); err != nil {
 		return err
 	}
 	if e.s.Jobs > 1 {
@@ -403,6 +441,13 @@ func (e *engine) runAll(ctx context.Context, planned []PlannedTask) (interrupted
 		if res.status == cache.TaskBlocked && e.s.OnBlocked == "stop" {
 			stopping = true
 		}
+		// A cap reached stops the run at this task boundary (budget.go).
+		if e.stopped == nil && i > 0 && i < len(e.sel.Tasks) {
+			e.stopped = e.runCap(e.sel.Tasks[i-1])
+		}
+		if e.stopped != nil {
+			stopping = true
+		}
 	}
 	return false, nil
 }
@@ -415,6 +460,11 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		return err
 	}
 	dec := report.Decide(tasks)
+	// A run stopped by a cap or a wait, with nothing done, is PARTIAL: it
+	// did not fail, and a resume goes on from it.
+	if e.stopped != nil && dec.Verdict == report.Blocked {
+		dec.Verdict = report.Partial
+	}
 	out.Verdict = string(dec.Verdict)
 	out.Blocked = e.blockedWrote
 	out.NoOp = e.o.Parent != "" && !out.Interrupted && !e.sawLive && !e.sawLiveGate && !e.sawNewSkip && !e.sawRestore &&
@@ -424,6 +474,9 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		out.Verdict = string(dec.Verdict)
 	}
 	out.JournalGone = e.journalGone
+	if err := e.endStopped(out); err != nil {
+		return err
+	}
 	if err := e.j.FinishRun(e.runID, out.Verdict, dec.Verdict.ExitCode(), e.now()); err != nil {
 		return err
 	}
@@ -559,6 +612,7 @@ func (e *engine) emit(ev Event) {
 		return
 	}
 	e.obs.Event(ev)
+	e.notify(ev)
 }
 
 // warnUnsetEnv warns of each --env variable (flag, front matter or
@@ -579,7 +633,7 @@ func (e *engine) unitParams(t extractor.Task) unit.Params {
 		Count:       e.sel.Count,
 		Agent:       e.agentName(),
 		AgentCmd:    e.agentArgv(),
-		Model:       e.s.Model,
+		Model:       e.s.Models()[0], // the rest of the list are fallbacks (limits.go)
 		PlanContext: unit.PlanContext(e.s.PlanContext),
 		PlanPath:    e.s.Plan,
 		PlanSHA256:  e.sel.PlanSHA256,

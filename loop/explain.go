@@ -37,6 +37,12 @@ type UnitExplanation struct {
 	Reason       string          `json:"reason,omitempty"`
 	ComparedWith string          `json:"compared_with,omitempty"` // run:unit of the closest journaled unit
 	Changes      []ExplainChange `json:"changes,omitempty"`
+	// Agent and Model made the call (its identity's). Fallback says who
+	// took it over after a limit and why, when the run's own agent (and
+	// first model) did not make it (limits.go).
+	Agent    string `json:"agent"`
+	Model    string `json:"model,omitempty"`
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // ExplainChange is one field of a live unit's identity preimage that
@@ -91,6 +97,12 @@ func Explain(j *cache.Journal, run *cache.Run, taskID string) (*Explanation, err
 		ux := explainUnit(j, lineage, u, byIdentity)
 		if why := dec.Unit[u.UnitID]; len(why) > 0 {
 			ux.Reason = strings.Join(why, ", ")
+		}
+		if p, err := identity.Parse(u.Preimage); err == nil {
+			ux.Agent, ux.Model = p.Agent, p.Model
+		}
+		if !u.Replayed() {
+			ux.Fallback = dec.Fallback[u.UnitID]
 		}
 		x.Units = append(x.Units, ux)
 	}

@@ -82,6 +82,8 @@ func applyFrontMatter(s Settings, fm map[string]any, given func(flag string) boo
 			s.Timeout = Duration(d)
 		case "on_blocked":
 			s.OnBlocked = str(v)
+		case "notify":
+			s.Notify = str(v)
 		case "plan_context":
 			s.PlanContext = str(v)
 		case "env":
@@ -123,7 +125,7 @@ func applyFrontMatter(s Settings, fm map[string]any, given func(flag string) boo
 var frontMatterFlags = map[string]string{
 	"agent": "agent", "agent_cmd": "agent-cmd", "model": "model", "verify": "verify",
 	"max_attempts": "max-attempts", "jobs": "jobs", "timeout": "timeout", "on_blocked": "on-blocked",
-	"plan_context": "plan-context", "env": "env", "params": "param",
+	"plan_context": "plan-context", "env": "env", "params": "param", "notify": "notify",
 }
 
 // frontMatterOnResume re-applies the plan's front matter as it is now to the
@@ -161,6 +163,8 @@ func frontMatterOnResume(s Settings, fm map[string]any) (Settings, error) {
 			s.Timeout = d.Timeout
 		case "on_blocked":
 			s.OnBlocked = d.OnBlocked
+		case "notify":
+			s.Notify = ""
 		case "plan_context":
 			s.PlanContext = d.PlanContext
 		case "env":

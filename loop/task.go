@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -108,6 +109,12 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		}
 		ts.row.Attempts++
 		a, err := e.runAttempt(ctx, idx, t, ts, facts, units)
+		if isLimitStop(err) {
+			// A limit the run will not wait for: the call did not
+			// complete, and no attempt is counted for it.
+			ts.row.Attempts--
+			return e.stopTask(ctx, idx, t, ts)
+		}
 		if err != nil {
 			return taskResult{}, err
 		}
@@ -125,6 +132,13 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 			}
 			return e.afterTask(ctx, idx, t, ts, cache.TaskDone, "")
 		}
+		// A cap reached: no further attempt (budget.go).
+		if liveAttempts < e.s.MaxAttempts && !a.allReplayed {
+			if st := e.capBeforeAttempt(t); st != nil {
+				e.stopped = st
+				return e.stopTask(ctx, idx, t, ts)
+			}
+		}
 		if liveAttempts >= e.s.MaxAttempts {
 			reason := fmt.Sprintf("the gate failed on %d attempt(s)", ts.row.Attempts)
 			if a.failure != "" {
@@ -138,6 +152,16 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 	}
 }
 
+// stopTask ends task t where the run stops though nothing failed
+// (e.stopped: a cap, or a limit past --max-wait): its boundary and guard
+// as after any task, its status pending, so that a resume goes on with it.
+func (e *engine) stopTask(ctx context.Context, idx int, t extractor.Task, ts *taskState) (taskResult, error) {
+	note := "stopped: " + e.stopped.why
+	ts.row.Concerns = append(ts.row.Concerns, note)
+	e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
+	return e.afterTask(ctx, idx, t, ts, cache.TaskPending, "")
+}
+
 // finishTask journals the task's row as it ended (status, unless the
 // journal went away meanwhile) and says so.
 func (e *engine) finishTask(idx int, t extractor.Task, ts *taskState, status cache.TaskStatus) (taskResult, error) {
@@ -147,6 +171,8 @@ func (e *engine) finishTask(idx int, t extractor.Task, ts *taskState, status cac
 	}
 	ts.row.Status = status
 	ts.row.Source = ts.source()
+	ts.row.Concerns = append(ts.row.Concerns, e.callConcerns[t.ID]...)
+	delete(e.callConcerns, t.ID)
 	ts.row.FinishedAt = e.now()
 	ts.row.Duration = ts.row.FinishedAt.Sub(ts.row.StartedAt)
 	if err := e.j.PutTask(ts.row); err != nil {
@@ -231,7 +257,7 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 	}
 	a := attemptRun{allReplayed: true}
 	for _, u := range units {
-		h, ok, err := e.lineage.findCompleted(u.Identity)
+		h, ok, err := e.findDone(t, facts, u)
 		if err != nil {
 			return a, err
 		}
@@ -250,7 +276,7 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 			}
 			e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
 				Source: "replayed", From: from, TokensIn: h.TokensIn, TokensOut: h.TokensOut, CostUSD: h.CostUSD})
-			a.final = u.Identity
+			a.final = h.Identity // u's, or a fallback's that took the call
 			continue
 		}
 		if f, g, ok := e.failedChain(t, u); ok {
@@ -268,7 +294,7 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 		}
 		a.allReplayed = false
 		reasons := e.liveWhy(e.run, t, u, e.prev.Tree)
-		fail, err := e.dispatch(ctx, idx, t, u, reasons)
+		fail, did, err := e.dispatch(ctx, idx, t, u, facts, reasons)
 		ts.live++
 		e.sawLive = true
 		e.run.live[t.ID] = true
@@ -279,7 +305,7 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 			a.failure = fail
 			break
 		}
-		a.final = u.Identity
+		a.final = did
 	}
 	return a, nil
 }
@@ -388,7 +414,9 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 		return GateResult{}, err
 	}
 	env := e.protocolEnv(t, attempt, "gate", "", "", "")
+	stopBeat := e.beat(ctx, t, attempt, "gate: "+firstLine(cmd), nil, time.Time{})
 	g, err := runGate(ctx, e.lock, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w)
+	stopBeat()
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = e.goneWithJournal(cerr)
 	}
@@ -435,25 +463,34 @@ func (e *engine) protocolEnv(t extractor.Task, attempt int, role, planSHA, ctxFi
 
 // dispatch runs one unit live: journaled running before the call, completed
 // or failed after. It returns a non-empty failure when the call did not
-// complete (non-zero exit, error result, timeout): the attempt failed. A
+// complete (non-zero exit, error result, timeout): the attempt failed, and
+// the identity of the call that did the work (u's, or a fallback's). A
 // call made ahead in a worktree (parallel.go) is journaled the same way at
 // this point, and its work merged into the work tree.
-func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit.Unit, reasons []string) (string, error) {
+//
+// A call that hits a usage limit, a rate limit or an overload is made
+// again, by a fallback or after a wait (limits.go): the unit stays the
+// same, its row takes the identity of whoever makes the call, and what
+// the limited calls reported is added to its figures. errLimitStop when
+// the run stops instead of waiting.
+func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit.Unit, facts unit.Facts, reasons []string) (string, string, error) {
 	if e.held != nil {
-		return "", errNeedsLive
+		return "", "", errNeedsLive
 	}
 	canon, err := identity.Canonical(u.Preimage)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
+	stopBeat := e.beat(ctx, t, u.Attempt, "agent call (made ahead, in its worktree)", nil, time.Time{})
 	ahead, err := e.takeEarly(u)
+	stopBeat()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	var ctxFile, promptFile, promptHash string
 	if ahead == nil {
 		if ctxFile, promptFile, promptHash, err = unitFiles(e.j, e.runID, u); err != nil {
-			return "", err
+			return "", "", err
 		}
 	} else {
 		promptHash = ahead.prompt
@@ -462,11 +499,29 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if ahead != nil {
 		started = ahead.started
 	}
+	// Who makes the call: the first of the chain whose limit (if it hit
+	// one earlier in the run) has lifted. A call made ahead was made by
+	// the run's own agent.
+	m := e.chain[0]
+	if ahead == nil {
+		m = e.firstFree()
+	}
+	if m != e.chain[0] {
+		if u, err = e.unitFor(t, m, facts, u); err != nil {
+			return "", "", err
+		}
+		if canon, err = identity.Canonical(u.Preimage); err != nil {
+			return "", "", err
+		}
+	}
 	if err := e.j.StartUnit(cache.Unit{RunID: e.runID, UnitID: u.ID, TaskID: t.ID, Role: u.Role, Attempt: u.Attempt,
 		Identity: u.Identity, Preimage: canon, Prompt: promptHash, StartedAt: started}); err != nil {
-		return "", err
+		return "", "", err
 	}
 	ev := Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks)}
+	if m != e.chain[0] {
+		ev.Agent, ev.Model = m.agent, m.model
+	}
 	if ahead != nil {
 		ev.Message = "ran with its wave, in its own worktree"
 		if rel, err := filepath.Rel(e.o.RepoRoot, ahead.worktree); err == nil {
@@ -475,37 +530,84 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	}
 	e.emit(ev)
 
-	var res agent.Result
-	var runErr error
-	var outHash, errHash, mergeFailure string
+	var c agentCall
+	var mergeFailure string
 	if ahead != nil {
-		res, runErr, outHash, errHash = ahead.call.res, ahead.call.runErr, ahead.call.stdout, ahead.call.stderr
-		if runErr != nil && ctx.Err() != nil {
-			_ = e.j.MarkInterrupted(e.runID, u.ID, outHash, errHash)
-			return "", context.Canceled
+		c = ahead.call
+		if c.runErr != nil && ctx.Err() != nil {
+			_ = e.j.MarkInterrupted(e.runID, u.ID, c.stdout, c.stderr)
+			return "", "", context.Canceled
 		}
-		if mergeFailure, err = e.mergeEarly(ctx, ahead); err != nil {
-			return "", err
+		if c.res.Limit == nil {
+			if mergeFailure, err = e.mergeEarly(ctx, ahead); err != nil {
+				return "", "", err
+			}
 		}
-	} else {
-		c, err := e.callAgent(ctx, e.j, t, u, e.o.RepoRoot, ctxFile, promptFile, func(pid int) { e.lock.SetChild("agent", pid) })
-		e.lock.SetChild("", 0)
+	} else if c, err = e.callMember(ctx, t, u, m, ctxFile, promptFile); err != nil {
+		return "", "", err
+	}
+	// Interrupted only when the call was cut short: an agent that had
+	// already exited when the signal came has a result, which is
+	// journaled (durable) before the run stops.
+	if c.runErr != nil && ctx.Err() != nil {
+		_ = e.j.MarkInterrupted(e.runID, u.ID, c.stdout, c.stderr)
+		return "", "", context.Canceled
+	}
+	// Limits: the call is made again, by a fallback or after a wait. What
+	// the limited calls spent counts (a usage limit may come after paid
+	// work), added to the unit's figures.
+	var limited agent.Result
+	for c.runErr == nil && c.res.Limit != nil {
+		e.sane(t, &c.res)
+		e.count(t, c.res)
+		addFigures(&limited, c.res)
+		next, err := e.afterLimit(ctx, t, u, m, c.res.Limit)
 		if err != nil {
-			return "", err
+			o := cache.Outcome{Status: cache.UnitInterrupted, Stdout: c.stdout, Stderr: c.stderr,
+				TokensIn: limited.InputTokens, TokensOut: limited.OutputTokens, CacheRead: limited.CacheRead, CacheWrite: limited.CacheWrite,
+				CostUSD: limited.CostUSD, ExitCode: c.res.ExitCode, Error: "stopped: " + firstLine(c.res.Limit.Message), FinishedAt: e.now()}
+			if ferr := e.j.FinishUnit(e.runID, u.ID, o); ferr != nil {
+				return "", "", ferr
+			}
+			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+				return "", "", context.Canceled
+			}
+			return "", "", err
 		}
-		res, runErr, outHash, errHash = c.res, c.runErr, c.stdout, c.stderr
-		// Interrupted only when the call was cut short: an agent that had
-		// already exited when the signal came has a result, which is
-		// journaled (durable) before the run stops.
-		if runErr != nil && ctx.Err() != nil {
-			_ = e.j.MarkInterrupted(e.runID, u.ID, outHash, errHash)
-			return "", context.Canceled
+		if next != m {
+			if u, err = e.unitFor(t, next, facts, u); err != nil {
+				return "", "", err
+			}
+			if canon, err = identity.Canonical(u.Preimage); err != nil {
+				return "", "", err
+			}
+			if err := e.j.RetargetUnit(e.runID, u.ID, u.Identity, canon); err != nil {
+				return "", "", err
+			}
+			m = next
+		}
+		if ctxFile == "" { // the call made ahead: its files are where unitFiles puts them
+			if ctxFile, promptFile, _, err = unitFiles(e.j, e.runID, u); err != nil {
+				return "", "", err
+			}
+		}
+		if c, err = e.callMember(ctx, t, u, m, ctxFile, promptFile); err != nil {
+			return "", "", err
+		}
+		if c.runErr != nil && ctx.Err() != nil {
+			_ = e.j.MarkInterrupted(e.runID, u.ID, c.stdout, c.stderr)
+			return "", "", context.Canceled
 		}
 	}
+	res, runErr, outHash, errHash := c.res, c.runErr, c.stdout, c.stderr
+	e.sane(t, &res)
+	e.count(t, res)
+	m.backoff = 0
+	addFigures(&res, limited)
 	resJSON, _ := json.Marshal(res)
 	resHash, err := e.j.PutBlob(resJSON)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	o := cache.Outcome{Status: cache.UnitCompleted, Stdout: outHash, Stderr: errHash, Result: resHash,
 		TokensIn: res.InputTokens, TokensOut: res.OutputTokens, CacheRead: res.CacheRead, CacheWrite: res.CacheWrite,
@@ -529,19 +631,63 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if failure != "" {
 		o.Status, o.Error = cache.UnitFailed, failure
 	}
-	if ahead != nil {
+	if ahead != nil && c.res.Limit == nil && limited == (agent.Result{}) {
 		o.FinishedAt = ahead.finished
 	}
 	if err := e.j.FinishUnit(e.runID, u.ID, o); err != nil {
-		return "", err
+		return "", "", err
 	}
-	e.emit(Event{Type: EvUnitFinished, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live",
+	fin := Event{Type: EvUnitFinished, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live",
 		Status: string(o.Status), ExitCode: intp(res.ExitCode), TokensIn: res.InputTokens, TokensOut: res.OutputTokens,
-		CostUSD: res.CostUSD, Millis: o.FinishedAt.Sub(started).Milliseconds(), Message: firstLine(failure)})
-	if ctx.Err() != nil {
-		return failure, context.Canceled
+		CostUSD: res.CostUSD, Millis: o.FinishedAt.Sub(started).Milliseconds(), Message: firstLine(failure)}
+	if m != e.chain[0] {
+		fin.Agent, fin.Model = m.agent, m.model
 	}
-	return failure, nil
+	e.emit(fin)
+	if ctx.Err() != nil {
+		return failure, u.Identity, context.Canceled
+	}
+	return failure, u.Identity, nil
+}
+
+// firstFree is the first member of the chain not waiting for a limit to
+// lift (the run's own agent, unless it hit one), else the run's own.
+func (e *engine) firstFree() *member {
+	now := e.now()
+	for _, m := range e.chain {
+		if !m.until.After(now) {
+			return m
+		}
+	}
+	return e.chain[0]
+}
+
+// sane refuses the figures of r that cannot be right (figures.go), each
+// a concern of task t.
+func (e *engine) sane(t extractor.Task, r *agent.Result) {
+	for _, c := range refuseFigures(r) {
+		if e.callConcerns == nil {
+			e.callConcerns = map[string][]string{}
+		}
+		e.callConcerns[t.ID] = append(e.callConcerns[t.ID], c)
+		e.emit(Event{Type: EvConcern, Task: t.ID, Message: c})
+	}
+}
+
+// addFigures adds b's figures (refused ones already zero) to a's.
+func addFigures(a *agent.Result, b agent.Result) {
+	a.InputTokens = addTokens(a.InputTokens, b.InputTokens)
+	a.OutputTokens = addTokens(a.OutputTokens, b.OutputTokens)
+	a.CacheRead = addTokens(a.CacheRead, b.CacheRead)
+	a.CacheWrite = addTokens(a.CacheWrite, b.CacheWrite)
+	a.CostUSD = addCost(a.CostUSD, b.CostUSD)
+}
+
+// callMember makes call u of task t with chain member m in the work tree.
+func (e *engine) callMember(ctx context.Context, t extractor.Task, u unit.Unit, m *member, ctxFile, promptFile string) (agentCall, error) {
+	c, err := e.callAgent(ctx, e.j, t, u, m, e.o.RepoRoot, ctxFile, promptFile, func(pid int) { e.lock.SetChild("agent", pid) })
+	e.lock.SetChild("", 0)
+	return c, err
 }
 
 // agentCall is what one agent call returned: its result, why it could not
@@ -552,10 +698,10 @@ type agentCall struct {
 	stdout, stderr string
 }
 
-// callAgent runs unit u of task t in dir, its output streamed into j's
-// blobs, with the work tree's lock descriptor handed down; started, when
-// given, learns the agent's pid.
-func (e *engine) callAgent(ctx context.Context, j *cache.Journal, t extractor.Task, u unit.Unit, dir, ctxFile, promptFile string, started func(int)) (agentCall, error) {
+// callAgent runs unit u of task t with chain member m in dir, its output
+// streamed into j's blobs, with the work tree's lock descriptor handed
+// down; started, when given, learns the agent's pid.
+func (e *engine) callAgent(ctx context.Context, j *cache.Journal, t extractor.Task, u unit.Unit, m *member, dir, ctxFile, promptFile string, started func(int)) (agentCall, error) {
 	stdout, err := j.NewBlobWriter()
 	if err != nil {
 		return agentCall{}, err
@@ -565,11 +711,23 @@ func (e *engine) callAgent(ctx context.Context, j *cache.Journal, t extractor.Ta
 		return agentCall{}, err
 	}
 	var c agentCall
-	c.res, c.runErr = e.ag.Run(ctx, agent.Request{
+	tokens := &tokensSoFar{}
+	what := "agent call"
+	if m != e.chain[0] {
+		what += " (" + m.String() + ")"
+	}
+	var stopBeat func()
+	if started != nil { // in the main tree: calls made ahead have no heartbeat of their own
+		stopBeat = e.beat(ctx, t, u.Attempt, what, tokens, time.Time{})
+	}
+	c.res, c.runErr = m.ag.Run(ctx, agent.Request{
 		Prompt: u.Prompt, Context: u.Context, Dir: dir, Env: e.protocolEnv(t, u.Attempt, u.Role, u.Preimage.PlanSHA256, ctxFile, promptFile),
-		Model: e.s.Model, Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
-		Hold: e.lock.File(), Started: started,
+		Model: m.model, Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
+		Hold: e.lock.File(), Started: started, OnTokens: tokens.set, Now: e.now,
 	})
+	if stopBeat != nil {
+		stopBeat()
+	}
 	_ = stdout.Close()
 	_ = stderr.Close()
 	c.stdout, c.stderr = stdout.Hash(), stderr.Hash()
@@ -652,7 +810,12 @@ func liveReasons(c *cache.Unit, id string, preimage []byte, named func(old []str
 	}
 	if c.Identity == id {
 		switch c.Status {
-		case cache.UnitRunning, cache.UnitInterrupted:
+		case cache.UnitInterrupted:
+			if strings.HasPrefix(c.Error, "stopped: ") {
+				return []string{"stopped before it completed (" + strings.TrimPrefix(c.Error, "stopped: ") + ")"}, nil
+			}
+			return []string{"interrupted before it completed"}, nil
+		case cache.UnitRunning:
 			return []string{"interrupted before it completed"}, nil
 		case cache.UnitFailed:
 			return []string{"failed before"}, nil

@@ -29,6 +29,8 @@ import (
 // which still replays everything whose identity is unchanged.
 func inputsDigest(sel *extractor.Selection, s Settings) string {
 	s.AgentVersion = ""
+	// When a run stops and what it tells, not what a call is asked.
+	s.MaxWait, s.MaxCost, s.MaxTokens, s.MaxTaskCost, s.Notify = 0, 0, 0, 0, ""
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	_ = enc.Encode("implloop.inputs\x00v1\x00" + identity.Version)

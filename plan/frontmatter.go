@@ -43,6 +43,7 @@ var FrontMatterKeys = []FrontMatterKey{
 	{"todos", "list of mappings", "the tasks, as Cursor plans list them (id, content, status, dependencies)", isList},
 	{"name", "string", "the plan's name (Cursor plans write it)", isString},
 	{"overview", "string", "what the plan does (Cursor plans write it)", isString},
+	{"notify", "string", "a command run at the end of the run, at a block and when a wait for a usage limit begins, with the event as JSON on its stdin", isString},
 }
 
 func isFormName(v any) string {

@@ -65,7 +65,7 @@ var pageSource string
 
 var (
 	pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-		"dur": dur, "lower": strings.ToLower, "stamp": stamp, "usd": usd, "commas": commas, "short": short,
+		"dur": dur, "lower": strings.ToLower, "stamp": stamp, "usd": usd, "commas": commas, "tokens": tokens, "cost": costOf, "short": short,
 	}).Parse(pageSource))
 	diffTmpl = pageTmpl.Lookup("diff")
 )
@@ -354,10 +354,10 @@ func newTimeline(r *Report, x *Extras) timeline {
 		title := fmt.Sprintf("task %s attempt %d (%s): %s\n%s – %s, %s", a.Task, a.Attempt, src, oneLine(t.Title),
 			clock(a.Start), clock(a.End), dur(a.End.Sub(a.Start).Milliseconds()))
 		if a.Live.Units > 0 {
-			title += fmt.Sprintf("\nspent %s, %s tokens in, %s out", usd(a.Live.CostUSD), commas(a.Live.TokensIn), commas(a.Live.TokensOut))
+			title += "\nspent " + spendLine(a.Live)
 		}
 		if a.Saved.Units > 0 {
-			title += fmt.Sprintf("\nreplayed: saved %s", usd(a.Saved.CostUSD))
+			title += "\nreplayed: saved " + costOf(a.Saved)
 		}
 		if a.AgentError != "" {
 			title += "\nagent call failed: " + firstLine(a.AgentError)

@@ -28,8 +28,8 @@ func Terminal(w io.Writer, r *Report) error {
 		fmt.Fprintln(tw, "  TASK\tSTATUS\tSOURCE\tATT\tTIME\tTOKENS IN\tOUT\tCOST\tTITLE")
 		for _, t := range r.Tasks {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, source(t.Source), count(t.Attempts),
-				taskDur(t), tokens(t.Live.Units, t.Live.TokensIn), tokens(t.Live.Units, t.Live.TokensOut),
-				costOf(t.Live.Units, t.Live.CostUSD), oneLine(t.Title))
+				taskDur(t), tokens(t.Live, t.Live.TokensIn), tokens(t.Live, t.Live.TokensOut),
+				costOf(t.Live), oneLine(t.Title))
 		}
 		tw.Flush()
 		for _, t := range r.Tasks {
@@ -54,9 +54,11 @@ func Terminal(w io.Writer, r *Report) error {
 	t := r.Totals
 	fmt.Fprintf(&b, "\nunits: %d live, %d replayed; gates: %d run, %d replayed\n",
 		t.Live.Units, t.Saved.Units, t.GatesLive, t.GatesReplayed)
-	fmt.Fprintf(&b, "spent: %s tokens in, %s out, %s\n", commas(t.Live.TokensIn), commas(t.Live.TokensOut), usd(t.Live.CostUSD))
+	if t.Live.Units > 0 {
+		fmt.Fprintf(&b, "spent: %s\n", spendLine(t.Live))
+	}
 	if t.Saved.Units > 0 {
-		fmt.Fprintf(&b, "saved by replay: %s tokens in, %s out, %s\n", commas(t.Saved.TokensIn), commas(t.Saved.TokensOut), usd(t.Saved.CostUSD))
+		fmt.Fprintf(&b, "saved by replay: %s\n", spendLine(t.Saved))
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -112,6 +114,13 @@ func taskNotes(t Task) []note {
 	for _, c := range t.Concerns {
 		ns = append(ns, note{"concern", c})
 	}
+	if t.Fallback {
+		who := t.Agent
+		if t.Model != "" {
+			who += " (" + t.Model + ")"
+		}
+		ns = append(ns, note{"fallback", who + " did the work, after a usage limit of the run's agent"})
+	}
 	return ns
 }
 
@@ -140,11 +149,11 @@ func Markdown(r *Report) []byte {
 		b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|\n")
 		for _, t := range r.Tasks {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(t.ID), mdCell(t.Title), t.Status,
-				source(t.Source), count(t.Attempts), taskDur(t), tokens(t.Live.Units, t.Live.TokensIn),
-				tokens(t.Live.Units, t.Live.TokensOut), costOf(t.Live.Units, t.Live.CostUSD))
+				source(t.Source), count(t.Attempts), taskDur(t), tokens(t.Live, t.Live.TokensIn),
+				tokens(t.Live, t.Live.TokensOut), costOf(t.Live))
 		}
 		for _, t := range r.Tasks {
-			if t.BlockReason == "" && len(t.LostPaths) == 0 && len(t.Concerns) == 0 {
+			if t.BlockReason == "" && len(t.LostPaths) == 0 && len(t.Concerns) == 0 && !t.Fallback {
 				continue
 			}
 			fmt.Fprintf(&b, "\n### Task %s: %s\n\n", t.ID, t.Status)
@@ -158,6 +167,13 @@ func Markdown(r *Report) []byte {
 					fmt.Fprintf(&b, "- %s\n", mdCode(bytepath.Display(p), false))
 				}
 				b.WriteByte('\n')
+			}
+			if t.Fallback {
+				who := mdCode(t.Agent, false)
+				if t.Model != "" {
+					who += " (" + mdCode(t.Model, false) + ")"
+				}
+				fmt.Fprintf(&b, "Done by %s, a fallback, after a usage limit of the run's agent.\n\n", who)
 			}
 			if len(t.Concerns) > 0 {
 				b.WriteString("Concerns:\n\n")
@@ -173,11 +189,11 @@ func Markdown(r *Report) []byte {
 	b.WriteString("\n## Totals\n\n")
 	b.WriteString("| | live (spent) | replayed (saved) |\n|---|---:|---:|\n")
 	fmt.Fprintf(&b, "| units | %d | %d |\n", t.Live.Units, t.Saved.Units)
-	fmt.Fprintf(&b, "| tokens in | %s | %s |\n", commas(t.Live.TokensIn), commas(t.Saved.TokensIn))
-	fmt.Fprintf(&b, "| tokens out | %s | %s |\n", commas(t.Live.TokensOut), commas(t.Saved.TokensOut))
-	fmt.Fprintf(&b, "| cache read | %s | %s |\n", commas(t.Live.CacheRead), commas(t.Saved.CacheRead))
-	fmt.Fprintf(&b, "| cache write | %s | %s |\n", commas(t.Live.CacheWrite), commas(t.Saved.CacheWrite))
-	fmt.Fprintf(&b, "| cost | %s | %s |\n", usd(t.Live.CostUSD), usd(t.Saved.CostUSD))
+	fmt.Fprintf(&b, "| tokens in | %s | %s |\n", tokens(t.Live, t.Live.TokensIn), tokens(t.Saved, t.Saved.TokensIn))
+	fmt.Fprintf(&b, "| tokens out | %s | %s |\n", tokens(t.Live, t.Live.TokensOut), tokens(t.Saved, t.Saved.TokensOut))
+	fmt.Fprintf(&b, "| cache read | %s | %s |\n", tokens(t.Live, t.Live.CacheRead), tokens(t.Saved, t.Saved.CacheRead))
+	fmt.Fprintf(&b, "| cache write | %s | %s |\n", tokens(t.Live, t.Live.CacheWrite), tokens(t.Saved, t.Saved.CacheWrite))
+	fmt.Fprintf(&b, "| cost | %s | %s |\n", costOf(t.Live), costOf(t.Saved))
 	fmt.Fprintf(&b, "| gates | %d | %d |\n", t.GatesLive, t.GatesReplayed)
 	return b.Bytes()
 }
@@ -253,18 +269,48 @@ func count(n int) string {
 
 // tokens shows "-" for a task with no live unit: nothing was spent, and
 // "0" would claim an agent reported zero.
-func tokens(units int, n int64) string {
-	if units == 0 {
+// tokens is a token figure of s: "-" for no unit, "not reported" when
+// no unit's agent reported tokens.
+func tokens(s Spend, n int64) string {
+	switch {
+	case s.Units == 0:
 		return "-"
+	case s.TokensReported == 0:
+		return "not reported"
 	}
 	return commas(n)
 }
 
-func costOf(units int, c float64) string {
-	if units == 0 {
+// costOf is s's cost: "-" for no unit, "not reported" when no unit's
+// agent reported a cost.
+func costOf(s Spend) string {
+	switch {
+	case s.Units == 0:
 		return "-"
+	case s.CostReported == 0:
+		return "not reported"
 	}
-	return usd(c)
+	return usd(s.CostUSD)
+}
+
+// spendLine is a total: "12,345 tokens in, 678 out, $0.1234", saying
+// what was not reported, and by how many calls when only some did.
+func spendLine(s Spend) string {
+	tok := "tokens not reported"
+	if s.TokensReported > 0 {
+		tok = commas(s.TokensIn) + " tokens in, " + commas(s.TokensOut) + " out"
+		if s.TokensReported < s.Units {
+			tok += fmt.Sprintf(" (reported by %d of %d calls)", s.TokensReported, s.Units)
+		}
+	}
+	cost := "cost not reported"
+	if s.CostReported > 0 {
+		cost = usd(s.CostUSD)
+		if s.CostReported < s.Units {
+			cost += fmt.Sprintf(" (reported by %d of %d calls)", s.CostReported, s.Units)
+		}
+	}
+	return tok + ", " + cost
 }
 
 func usd(c float64) string { return fmt.Sprintf("$%.4f", c) }

@@ -24,8 +24,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/implloop/implloop/cache"
@@ -174,17 +176,25 @@ type Ancestor struct {
 
 // Task is one task's line in the report.
 type Task struct {
-	ID          string        `json:"id"`
-	Title       string        `json:"title"`
-	Status      string        `json:"status"`
-	Source      string        `json:"source"`
-	Attempts    int           `json:"attempts"`
-	DurationMS  int64         `json:"duration_ms"`
-	Live        Spend         `json:"live"`  // what this run spent on the task
-	Saved       Spend         `json:"saved"` // what replaying saved
-	BlockReason string        `json:"block_reason,omitempty"`
-	Concerns    []string      `json:"concerns,omitempty"`
-	LostPaths   bytepath.List `json:"lost_paths,omitempty"`
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Status      string   `json:"status"`
+	Source      string   `json:"source"`
+	Attempts    int      `json:"attempts"`
+	DurationMS  int64    `json:"duration_ms"`
+	Live        Spend    `json:"live"`  // what this run spent on the task
+	Saved       Spend    `json:"saved"` // what replaying saved
+	BlockReason string   `json:"block_reason,omitempty"`
+	Concerns    []string `json:"concerns,omitempty"`
+	// Agent and Model did the task's work: those of its last unit that
+	// completed (a fallback's, when one took the call after a usage
+	// limit). Empty when none completed.
+	Agent string `json:"agent,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Fallback is set when they are not the run's own agent and first
+	// model: a fallback took the task's calls after a usage limit.
+	Fallback  bool          `json:"fallback,omitempty"`
+	LostPaths bytepath.List `json:"lost_paths,omitempty"`
 
 	// For the HTML report: the last gate's output tail and where its whole
 	// output is (a file in the blob store, or a copy beside the report of
@@ -203,15 +213,42 @@ type Spend struct {
 	CacheRead  int64   `json:"cache_read"`
 	CacheWrite int64   `json:"cache_write"`
 	CostUSD    float64 `json:"cost_usd"`
+	// TokensReported and CostReported count the units whose agent
+	// reported tokens, and a cost: an agent that reports none (codex
+	// reports no cost; a failed call may report nothing) is shown as
+	// "not reported", never as zeros. A figure of exactly 0 reads as not
+	// reported.
+	TokensReported int `json:"tokens_reported"`
+	CostReported   int `json:"cost_reported"`
 }
 
+// add adds unit u's figures. A figure that cannot be right (negative,
+// not finite: a journal written by another program, or pulled) is left
+// out, and sums saturate: a report of any journal has finite,
+// non-negative totals (JSON cannot even write the others).
 func (s *Spend) add(u *cache.Unit) {
 	s.Units++
-	s.TokensIn += u.TokensIn
-	s.TokensOut += u.TokensOut
-	s.CacheRead += u.CacheRead
-	s.CacheWrite += u.CacheWrite
-	s.CostUSD += u.CostUSD
+	seen := false
+	for _, f := range []struct {
+		sum *int64
+		v   int64
+	}{{&s.TokensIn, u.TokensIn}, {&s.TokensOut, u.TokensOut}, {&s.CacheRead, u.CacheRead}, {&s.CacheWrite, u.CacheWrite}} {
+		if f.v > 0 {
+			seen = true
+			if *f.sum += f.v; *f.sum < 0 {
+				*f.sum = math.MaxInt64
+			}
+		}
+	}
+	if seen {
+		s.TokensReported++
+	}
+	if c := u.CostUSD; c > 0 && !math.IsInf(c, 0) {
+		s.CostReported++
+		if s.CostUSD += c; math.IsInf(s.CostUSD, 0) {
+			s.CostUSD = math.MaxFloat64
+		}
+	}
 }
 
 // Totals sums the whole run: Live over every live unit of every attempt
@@ -254,6 +291,11 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 	if run.Finished() && run.Verdict == string(Blocked) {
 		r.Outcome.Verdict = Blocked
 	}
+	// A run the loop stopped with nothing done, not for a failure (a cap
+	// reached, a usage limit past --max-wait), is PARTIAL as it recorded.
+	if run.Finished() && run.Verdict == string(Partial) && r.Outcome.Verdict == Blocked {
+		r.Outcome.Verdict = Partial
+	}
 	r.Headline = r.Outcome.Headline()
 	r.ExitCode = r.Outcome.Verdict.ExitCode()
 
@@ -277,6 +319,9 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 	for i := range units {
 		u := &units[i]
 		t := byTask[u.TaskID]
+		if t != nil && u.Status == cache.UnitCompleted {
+			t.Agent, t.Model = workedBy(u.Preimage)
+		}
 		if u.Replayed() {
 			r.Totals.Saved.add(u)
 			if t != nil {
@@ -290,6 +335,18 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		}
 		later(u.StartedAt)
 		later(u.FinishedAt)
+	}
+	// The run's own agent and first model (--model a,b: a), to tell a
+	// fallback's work from its own.
+	var set struct {
+		Agent string `json:"agent"`
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(run.Settings, &set)
+	own, _, _ := strings.Cut(set.Model, ",")
+	for i := range r.Tasks {
+		t := &r.Tasks[i]
+		t.Fallback = t.Agent != "" && (t.Agent != set.Agent || t.Model != strings.TrimSpace(own))
 	}
 	r.Attempts = attempts(units, gates)
 	for _, g := range gates {
@@ -325,6 +382,17 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		}
 	}
 	return r, nil
+}
+
+// workedBy is the agent and model a unit's preimage names (its identity's
+// agent and model fields).
+func workedBy(preimage []byte) (agent, model string) {
+	var p struct {
+		Agent string `json:"agent"`
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(preimage, &p)
+	return p.Agent, p.Model
 }
 
 // JSON is the report as indented JSON, newline-terminated.

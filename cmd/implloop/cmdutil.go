@@ -84,6 +84,9 @@ func loopError(err error) error {
 			hint = fmt.Sprintf("its implloop is gone; wait for it to exit, or stop it (kill %d), then resume again", orphan.PID)
 		}
 		return errorf(hint, "%s", err)
+	case errors.Is(err, loop.ErrStoppedFile):
+		return errorf("read BLOCKED.md (a budget cap or a usage limit stopped the run; no task failed), remove it, then resume as it says",
+			"%s: it is waiting to be resumed", loop.ErrBlockedFile)
 	case errors.Is(err, loop.ErrBlockedFile):
 		return errorf("read BLOCKED.md, fix the cause, then remove it: rm BLOCKED.md", "%s: a blocked run is waiting for a repair", err)
 	case errors.As(err, &planErr):

@@ -98,6 +98,9 @@ func explainRun(o *explainOptions) error {
 		if u.Reason != "" {
 			fmt.Fprintf(out, ": %s", u.Reason)
 		}
+		if u.Fallback != "" {
+			fmt.Fprintf(out, "; %s", u.Fallback)
+		}
 		fmt.Fprintln(out)
 		for _, c := range u.Changes {
 			fmt.Fprintf(out, "    %s\n", strings.ReplaceAll(c.Text, "\n", "\n    "))
