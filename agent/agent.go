@@ -64,6 +64,10 @@ type Request struct {
 	// Now is the clock a limit's reset time of day is read against
 	// ("resets 3:08pm"); nil: time.Now.
 	Now func() time.Time
+	// Wrap, when set, puts an external agent's argv inside a sandbox
+	// (package sandbox): the argv it returns is what runs. The builtin
+	// agent has no process to wrap and ignores it.
+	Wrap func(argv []string) ([]string, error)
 }
 
 // Result is what a call reported. Zero figures mean "not reported".

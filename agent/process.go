@@ -25,6 +25,13 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("agent %s: not started: %w", name, err)
 	}
+	if req.Wrap != nil {
+		wrapped, err := req.Wrap(argv)
+		if err != nil {
+			return Result{}, fmt.Errorf("agent %s: %w", name, err)
+		}
+		argv = wrapped
+	}
 	// The parent-death signal is tied to the thread that starts the agent:
 	// keep this goroutine on it until the agent is reaped (procgroup).
 	runtime.LockOSThread()

@@ -32,6 +32,8 @@ type blockInfo struct {
 	// tree: "ignored" (one of the user's ignored files, kept by implloop),
 	// "plan" (the plan file), "submodule:<path>" (inside that submodule).
 	LostKinds map[string]string
+	// Sandbox is the tool the task's calls ran in (--sandbox), "" none.
+	Sandbox string
 	// Interrupted: the task was interrupted (Ctrl-C) and the guard, run
 	// at the interrupt, saw it discard work. Its status stays interrupted.
 	Interrupted bool
@@ -113,6 +115,11 @@ func blockedText(blocks []blockInfo) string {
 		if b.AgentFailure != "" {
 			s.WriteString("\nThe agent call itself failed (no gate ran):\n\n")
 			writeFenced(&s, b.AgentFailure)
+		}
+		if b.Sandbox != "" && refusedWrite(b.AgentFailure+b.Output) {
+			fmt.Fprintf(&s, "\nThe agent ran sandboxed (%s): a write it was refused (\"Read-only file system\", \"Operation not permitted\") "+
+				"was outside what the sandbox lets it write. Change the task so its work stays in the tree, or allow the path "+
+				"(`implloop resume --sandbox-allow PATH`); see \"Sandbox\" in docs/agents.md.\n", b.Sandbox)
 		}
 		s.WriteString("\n")
 	}
@@ -226,4 +233,15 @@ func shownPaths(ps []string) string {
 		shown[i] = bytepath.Display(p)
 	}
 	return strings.Join(shown, ", ")
+}
+
+// refusedWrite reports whether output holds the error a sandbox's refused
+// write gives: EROFS or EBUSY (Linux), EPERM (macOS).
+func refusedWrite(output string) bool {
+	for _, e := range []string{"Read-only file system", "Device or resource busy", "Operation not permitted"} {
+		if strings.Contains(output, e) {
+			return true
+		}
+	}
+	return false
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/implloop/implloop/internal/runid"
 	"github.com/implloop/implloop/plan"
 	"github.com/implloop/implloop/report"
+	"github.com/implloop/implloop/sandbox"
 	"github.com/implloop/implloop/travel"
 	"github.com/implloop/implloop/unit"
 )
@@ -124,6 +125,8 @@ type engine struct {
 	here    map[string]bool // task id -> in range and not skipped (runsHere)
 	obs     Observer
 	lock    *Lock // the work tree's; its descriptor goes to every agent and gate
+
+	box *sandbox.Sandbox // --sandbox: wraps every agent call (nil: none)
 
 	sawLive      bool                        // a unit was dispatched
 	sawLiveGate  bool                        // a gate ran live
@@ -325,6 +328,9 @@ func (e *engine) startAgent(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := e.startSandbox(ctx); err != nil {
+		return err
+	}
 	// The agent CLI's version is recorded with the run's settings, never
 	// hashed: an agent update must not re-run every task (docs/identity.md).
 	e.s.AgentVersion = ""
@@ -373,7 +379,7 @@ func (e *engine) beginRun(out *Outcome, start time.Time, inputs string, dirs cac
 	}); err != nil {
 		return err
 	}
-	e.emit(Event{Type: EvRunStarted, ParentID: e.o.Parent, Plan: e.s.Plan, PlanSHA: e.sel.PlanSHA256, Count: len(e.sel.Tasks)})
+	e.emit(Event{Type: EvRunStarted, ParentID: e.o.Parent, Plan: e.s.Plan, PlanSHA: e.sel.PlanSHA256, Count: len(e.sel.Tasks), Sandbox: e.s.SandboxTool})
 	e.warnUnsetEnv()
 	if from := e.j.MovedFrom(); from != "" {
 		e.emit(Event{Type: EvJournalMoved, Message: fmt.Sprintf("moved the journal from %s/ to %s/ (implloop now keeps its state in the git directory)",
@@ -616,9 +622,11 @@ func (e *engine) emit(ev Event) {
 }
 
 // warnUnsetEnv warns of each --env variable (flag, front matter or
-// inherited) that is not set: the agent runs without it, which is seldom
+// inherited) that is not set, and of --sandbox-* settings given without
+// --sandbox (warnSandboxUnused): the agent runs without it, which is seldom
 // what a declared dependency meant.
 func (e *engine) warnUnsetEnv() {
+	e.warnSandboxUnused()
 	for _, n := range e.s.Env {
 		if _, ok := os.LookupEnv(n); !ok {
 			e.emit(Event{Type: EvWarning, Message: fmt.Sprintf("--env %s is not set in the environment: the agent runs without it (its name still joins every unit's identity)", n)})

@@ -92,6 +92,11 @@ type Event struct {
 	Verdict string        `json:"verdict,omitempty"`
 	Done    *int          `json:"done,omitempty"`
 	Tasks   []PlannedTask `json:"tasks,omitempty"` // resume_plan
+
+	// Sandbox is the tool the run's agent calls run in (--sandbox): on
+	// run_started, on a live unit_started, and on a gate that ran in it
+	// (--sandbox-gates).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // PlannedTask is one line of a resume plan (or a dry run's work list).

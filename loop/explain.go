@@ -43,6 +43,9 @@ type UnitExplanation struct {
 	Agent    string `json:"agent"`
 	Model    string `json:"model,omitempty"`
 	Fallback string `json:"fallback,omitempty"`
+	// Sandbox is the tool the unit's live call ran in (the replayed
+	// call's, for a replay): --sandbox; "" for none.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // ExplainChange is one field of a live unit's identity preimage that
@@ -90,6 +93,7 @@ func Explain(j *cache.Journal, run *cache.Run, taskID string) (*Explanation, err
 	if err != nil {
 		return nil, err
 	}
+	boxes := runSandboxes{j: j, tool: map[string]string{}}
 	for _, u := range units {
 		if taskID != "" && u.TaskID != taskID {
 			continue
@@ -103,6 +107,10 @@ func Explain(j *cache.Journal, run *cache.Run, taskID string) (*Explanation, err
 		}
 		if !u.Replayed() {
 			ux.Fallback = dec.Fallback[u.UnitID]
+		}
+		ux.Sandbox = boxes.of(run.ID)
+		if u.Replayed() {
+			ux.Sandbox = boxes.of(u.ReplayedFromRun)
 		}
 		x.Units = append(x.Units, ux)
 	}
@@ -170,4 +178,25 @@ func explainUnit(j *cache.Journal, lineage []string, u cache.Unit, byIdentity ma
 		x.Changes = append(x.Changes, ExplainChange{Field: ch.Field, Old: ch.Old, New: ch.New, Text: ch.String()})
 	}
 	return x
+}
+
+// runSandboxes is the sandbox tool each run's settings record, read once
+// per run.
+type runSandboxes struct {
+	j    *cache.Journal
+	tool map[string]string
+}
+
+func (b runSandboxes) of(runID string) string {
+	if t, ok := b.tool[runID]; ok {
+		return t
+	}
+	t := ""
+	if r, err := b.j.GetRun(runID); err == nil {
+		if s, err := SettingsOf(r, ""); err == nil {
+			t = s.SandboxTool
+		}
+	}
+	b.tool[runID] = t
+	return t
 }

@@ -57,6 +57,18 @@ type Settings struct {
 	// block and when a wait for a limit begins, the event as one JSON
 	// object on its stdin (docs/events.md).
 	Notify string `json:"notify,omitempty"`
+	// Sandbox runs each agent call in a sandbox (--sandbox, package
+	// sandbox): SandboxAllow are more paths it may write, SandboxNetwork
+	// "none" cuts it off the network, SandboxGates puts the gates in too.
+	// Never hashed: the same work, done safer, is the same unit.
+	Sandbox        bool     `json:"sandbox,omitempty"`
+	SandboxAllow   []string `json:"sandbox_allow,omitempty"`
+	SandboxNetwork string   `json:"sandbox_network,omitempty"`
+	SandboxGates   bool     `json:"sandbox_gates,omitempty"`
+	// SandboxTool is the tool that made the sandbox ("bubblewrap",
+	// "sandbox-exec"), recorded at the start of a sandboxed run for its
+	// report and explain.
+	SandboxTool string `json:"sandbox_tool,omitempty"`
 
 	// AgentVersion is what the agent CLI's --version printed at the start
 	// of the run (presets only): recorded for the record, never hashed.
@@ -193,6 +205,26 @@ func (s Settings) validateUnattended() error {
 		return &SettingError{Flag: "max-tokens", Msg: fmt.Sprintf("--max-tokens must not be negative, got %d", s.MaxTokens),
 			Hint: "give --max-tokens 2000000, or leave it out for no cap"}
 	}
+	return s.validateSandbox()
+}
+
+// validateSandbox checks the --sandbox-* settings.
+func (s Settings) validateSandbox() error {
+	switch s.SandboxNetwork {
+	case "", SandboxNetworkOn, SandboxNetworkNone:
+	default:
+		return &SettingError{Flag: "sandbox-network", Msg: fmt.Sprintf("--sandbox-network must be on or none, got %q", s.SandboxNetwork),
+			Hint: "give --sandbox-network none (no network in the sandbox) or on (the default)"}
+	}
+	for _, p := range s.SandboxAllow {
+		if strings.TrimSpace(p) == "" {
+			return &SettingError{Flag: "sandbox-allow", Msg: "--sandbox-allow with an empty path", Hint: "give --sandbox-allow a directory or file the agent may write"}
+		}
+	}
+	if s.Sandbox && s.Agent == "builtin" {
+		return &SettingError{Flag: "sandbox", Msg: "--sandbox with --agent builtin: the builtin agent runs inside implloop, there is no call to sandbox",
+			Hint: "drop --sandbox, or run an external agent (--agent claude, --agent-cmd ...)"}
+	}
 	return nil
 }
 
@@ -200,6 +232,12 @@ func (s Settings) validateUnattended() error {
 func fallbackNames() []string {
 	return slices.DeleteFunc(agent.Names(), func(n string) bool { return n == "exec" })
 }
+
+// The values of --sandbox-network.
+const (
+	SandboxNetworkOn   = "on"
+	SandboxNetworkNone = "none"
+)
 
 // checkEnvName refuses an --env entry that is not a variable name (the rule
 // identity.ValidEnvName applies to every unit's preimage). A value is never
@@ -293,6 +331,10 @@ var settingFlags = []struct {
 	{"max-tokens", func(s, g *Settings, _ func(string) bool) { s.MaxTokens = g.MaxTokens }},
 	{"max-task-cost", func(s, g *Settings, _ func(string) bool) { s.MaxTaskCost = g.MaxTaskCost }},
 	{"notify", func(s, g *Settings, _ func(string) bool) { s.Notify = g.Notify }},
+	{"sandbox", func(s, g *Settings, _ func(string) bool) { s.Sandbox = g.Sandbox }},
+	{"sandbox-allow", func(s, g *Settings, _ func(string) bool) { s.SandboxAllow = g.SandboxAllow }},
+	{"sandbox-network", func(s, g *Settings, _ func(string) bool) { s.SandboxNetwork = g.SandboxNetwork }},
+	{"sandbox-gates", func(s, g *Settings, _ func(string) bool) { s.SandboxGates = g.SandboxGates }},
 }
 
 // SettingFlags are the names of the flags that set a run setting (the ones

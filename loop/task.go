@@ -414,8 +414,17 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 		return GateResult{}, err
 	}
 	env := e.protocolEnv(t, attempt, "gate", "", "", "")
+	var wrap func([]string) ([]string, error)
+	if e.s.SandboxGates {
+		var closeBox func()
+		if wrap, env, closeBox, err = e.sandboxed(ctx, e.o.RepoRoot, env); err != nil {
+			_ = w.Close()
+			return GateResult{}, err
+		}
+		defer closeBox()
+	}
 	stopBeat := e.beat(ctx, t, attempt, "gate: "+firstLine(cmd), nil, time.Time{})
-	g, err := runGate(ctx, e.lock, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w)
+	g, err := runGate(ctx, e.lock, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w, wrap, wrap == nil || !e.box.Reaps())
 	stopBeat()
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = e.goneWithJournal(cerr)
@@ -440,8 +449,12 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 	if recheck {
 		msg = strings.TrimSpace("recheck " + msg)
 	}
-	e.emit(Event{Type: EvGate, Task: t.ID, Attempt: attempt, Command: cmd, Passed: boolp(g.Passed),
-		ExitCode: intp(g.ExitCode), Source: "live", Millis: g.Duration.Milliseconds(), Message: msg})
+	ev := Event{Type: EvGate, Task: t.ID, Attempt: attempt, Command: cmd, Passed: boolp(g.Passed),
+		ExitCode: intp(g.ExitCode), Source: "live", Millis: g.Duration.Milliseconds(), Message: msg}
+	if wrap != nil {
+		ev.Sandbox = e.s.SandboxTool
+	}
+	e.emit(ev)
 	return g, nil
 }
 
@@ -518,7 +531,8 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 		Identity: u.Identity, Preimage: canon, Prompt: promptHash, StartedAt: started}); err != nil {
 		return "", "", err
 	}
-	ev := Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks)}
+	ev := Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks),
+		Sandbox: e.s.SandboxTool}
 	if m != e.chain[0] {
 		ev.Agent, ev.Model = m.agent, m.model
 	}
@@ -716,15 +730,31 @@ func (e *engine) callAgent(ctx context.Context, j *cache.Journal, t extractor.Ta
 	if m != e.chain[0] {
 		what += " (" + m.String() + ")"
 	}
+	req := agent.Request{
+		Prompt: u.Prompt, Context: u.Context, Dir: dir, Env: e.protocolEnv(t, u.Attempt, u.Role, u.Preimage.PlanSHA256, ctxFile, promptFile),
+		Model: m.model, Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
+		Hold: e.lock.File(), Started: started, OnTokens: tokens.set, Now: e.now,
+	}
+	if e.box != nil {
+		wrap, env, closeBox, err := e.sandboxed(ctx, dir, req.Env)
+		if err != nil {
+			_ = stdout.Close()
+			_ = stderr.Close()
+			return agentCall{}, err
+		}
+		defer closeBox()
+		req.Wrap, req.Env = wrap, env
+		if e.box.Reaps() {
+			// Nothing of the call can outlive it, so it need not hold
+			// the lock (and inside, it could unlock it).
+			req.Hold = nil
+		}
+	}
 	var stopBeat func()
 	if started != nil { // in the main tree: calls made ahead have no heartbeat of their own
 		stopBeat = e.beat(ctx, t, u.Attempt, what, tokens, time.Time{})
 	}
-	c.res, c.runErr = m.ag.Run(ctx, agent.Request{
-		Prompt: u.Prompt, Context: u.Context, Dir: dir, Env: e.protocolEnv(t, u.Attempt, u.Role, u.Preimage.PlanSHA256, ctxFile, promptFile),
-		Model: m.model, Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
-		Hold: e.lock.File(), Started: started, OnTokens: tokens.set, Now: e.now,
-	})
+	c.res, c.runErr = m.ag.Run(ctx, req)
 	if stopBeat != nil {
 		stopBeat()
 	}
@@ -915,6 +945,7 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 		}
 		b.AgentFailure = ts.agentFailure
 		b.NoGate = e.gateCommand(t) == ""
+		b.Sandbox = e.s.SandboxTool
 		// With --on-blocked continue, BLOCKED.md explains every block.
 		e.blocks = append(e.blocks, b)
 		if err := writeBlocked(e.o.RepoRoot, e.blocks); err != nil {

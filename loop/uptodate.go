@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
@@ -31,6 +33,9 @@ func inputsDigest(sel *extractor.Selection, s Settings) string {
 	s.AgentVersion = ""
 	// When a run stops and what it tells, not what a call is asked.
 	s.MaxWait, s.MaxCost, s.MaxTokens, s.MaxTaskCost, s.Notify = 0, 0, 0, 0, ""
+	// The sandbox changes how the calls run, not what they are asked.
+	s.Sandbox, s.SandboxAllow, s.SandboxNetwork, s.SandboxGates, s.SandboxTool = false, nil, "", false, ""
+	s.Flags = slices.DeleteFunc(slices.Clone(s.Flags), func(f string) bool { return strings.HasPrefix(f, "sandbox") })
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	_ = enc.Encode("implloop.inputs\x00v1\x00" + identity.Version)

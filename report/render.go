@@ -22,12 +22,15 @@ func Terminal(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "resumes run %s\n", r.ParentID)
 	}
 	fmt.Fprintf(&b, "started %s, wall %s%s\n", stamp(r.StartedAt), dur(r.WallMS), unfinishedNote(r))
+	if r.Sandbox != "" {
+		fmt.Fprintf(&b, "sandbox: %s (every live agent call ran in it)\n", r.Sandbox)
+	}
 	if len(r.Tasks) > 0 {
 		b.WriteByte('\n')
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  TASK\tSTATUS\tSOURCE\tATT\tTIME\tTOKENS IN\tOUT\tCOST\tTITLE")
 		for _, t := range r.Tasks {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, source(t.Source), count(t.Attempts),
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, taskSource(t), count(t.Attempts),
 				taskDur(t), tokens(t.Live, t.Live.TokensIn), tokens(t.Live, t.Live.TokensOut),
 				costOf(t.Live), oneLine(t.Title))
 		}
@@ -142,6 +145,9 @@ func Markdown(r *Report) []byte {
 	}
 	fmt.Fprintf(&b, "| wall time | %s |\n", dur(r.WallMS))
 	fmt.Fprintf(&b, "| exit code | %d |\n", r.ExitCode)
+	if r.Sandbox != "" {
+		fmt.Fprintf(&b, "| sandbox | %s (every live agent call ran in it) |\n", r.Sandbox)
+	}
 
 	if len(r.Tasks) > 0 {
 		b.WriteString("\n## Tasks\n\n")
@@ -149,7 +155,7 @@ func Markdown(r *Report) []byte {
 		b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|\n")
 		for _, t := range r.Tasks {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(t.ID), mdCell(t.Title), t.Status,
-				source(t.Source), count(t.Attempts), taskDur(t), tokens(t.Live, t.Live.TokensIn),
+				taskSource(t), count(t.Attempts), taskDur(t), tokens(t.Live, t.Live.TokensIn),
 				tokens(t.Live, t.Live.TokensOut), costOf(t.Live))
 		}
 		for _, t := range r.Tasks {
@@ -251,6 +257,15 @@ func taskDur(t Task) string {
 		return "-"
 	}
 	return dur(t.DurationMS)
+}
+
+// taskSource is a task's source column: where its work came from, and
+// whether its live calls ran sandboxed.
+func taskSource(t Task) string {
+	if t.Sandboxed {
+		return source(t.Source) + ", sandboxed"
+	}
+	return source(t.Source)
 }
 
 func source(s string) string {

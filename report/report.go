@@ -128,6 +128,9 @@ type Report struct {
 	WallMS     int64     `json:"wall_ms"`
 	Tasks      []Task    `json:"tasks"`
 	Totals     Totals    `json:"totals"`
+	// Sandbox is the tool every live agent call of the run ran in
+	// (--sandbox: "bubblewrap", "sandbox-exec"); "" for none.
+	Sandbox string `json:"sandbox,omitempty"`
 
 	// For the HTML report (not in report.json): the attempts in the order
 	// they started, and the runs this one resumes, nearest first.
@@ -176,16 +179,17 @@ type Ancestor struct {
 
 // Task is one task's line in the report.
 type Task struct {
-	ID          string   `json:"id"`
-	Title       string   `json:"title"`
-	Status      string   `json:"status"`
-	Source      string   `json:"source"`
-	Attempts    int      `json:"attempts"`
-	DurationMS  int64    `json:"duration_ms"`
-	Live        Spend    `json:"live"`  // what this run spent on the task
-	Saved       Spend    `json:"saved"` // what replaying saved
-	BlockReason string   `json:"block_reason,omitempty"`
-	Concerns    []string `json:"concerns,omitempty"`
+	ID          string        `json:"id"`
+	Title       string        `json:"title"`
+	Status      string        `json:"status"`
+	Source      string        `json:"source"`
+	Attempts    int           `json:"attempts"`
+	DurationMS  int64         `json:"duration_ms"`
+	Live        Spend         `json:"live"`  // what this run spent on the task
+	Saved       Spend         `json:"saved"` // what replaying saved
+	BlockReason string        `json:"block_reason,omitempty"`
+	Concerns    []string      `json:"concerns,omitempty"`
+	LostPaths   bytepath.List `json:"lost_paths,omitempty"`
 	// Agent and Model did the task's work: those of its last unit that
 	// completed (a fallback's, when one took the call after a usage
 	// limit). Empty when none completed.
@@ -193,8 +197,9 @@ type Task struct {
 	Model string `json:"model,omitempty"`
 	// Fallback is set when they are not the run's own agent and first
 	// model: a fallback took the task's calls after a usage limit.
-	Fallback  bool          `json:"fallback,omitempty"`
-	LostPaths bytepath.List `json:"lost_paths,omitempty"`
+	Fallback bool `json:"fallback,omitempty"`
+	// Sandboxed: the task's live agent calls ran in the run's sandbox.
+	Sandboxed bool `json:"sandboxed,omitempty"`
 
 	// For the HTML report: the last gate's output tail and where its whole
 	// output is (a file in the blob store, or a copy beside the report of
@@ -344,9 +349,11 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 	}
 	_ = json.Unmarshal(run.Settings, &set)
 	own, _, _ := strings.Cut(set.Model, ",")
+	r.Sandbox = sandboxOf(run)
 	for i := range r.Tasks {
 		t := &r.Tasks[i]
 		t.Fallback = t.Agent != "" && (t.Agent != set.Agent || t.Model != strings.TrimSpace(own))
+		t.Sandboxed = r.Sandbox != "" && t.Live.Units > 0
 	}
 	r.Attempts = attempts(units, gates)
 	for _, g := range gates {
@@ -450,4 +457,16 @@ func writeAtomic(path string, src io.Reader, sync bool) error {
 		return fmt.Errorf("write report %s: %w", path, err)
 	}
 	return nil
+}
+
+// sandboxOf is the sandbox tool run's live agent calls ran in, as its
+// settings record it (loop.Settings.SandboxTool; "" for none).
+func sandboxOf(run *cache.Run) string {
+	var s struct {
+		Tool string `json:"sandbox_tool"`
+	}
+	if len(run.Settings) == 0 || json.Unmarshal(run.Settings, &s) != nil {
+		return ""
+	}
+	return s.Tool
 }

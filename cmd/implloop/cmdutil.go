@@ -18,6 +18,7 @@ import (
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/loop"
+	"github.com/implloop/implloop/sandbox"
 )
 
 // openRun opens the journal read-only and resolves RUN, args[0] (default:
@@ -69,7 +70,12 @@ func loopError(err error) error {
 	var checkErr *agent.CheckError
 	var settingErr *loop.SettingError
 	var unknownAgent *loop.UnknownAgentError
+	var noSandbox *sandbox.UnavailableError
 	switch {
+	case errors.As(err, &noSandbox):
+		return errorf(noSandbox.Hint, "--sandbox: %s", noSandbox.Msg)
+	case errors.Is(err, sandbox.ErrReftable):
+		return errorf("run without --sandbox in this repository", "--sandbox: %s", err)
 	case errors.As(err, &settingErr):
 		return usagef(settingErr.Hint, "%s", settingErr)
 	case errors.As(err, &unknownAgent):

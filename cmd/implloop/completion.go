@@ -226,4 +226,5 @@ func registerRunFlagCompletions(cmd *cobra.Command, io *ioStreams, planOf func(c
 	} {
 		_ = cmd.RegisterFlagCompletionFunc(name, f)
 	}
+	_ = cmd.RegisterFlagCompletionFunc("sandbox-network", completeFixed("on", "none"))
 }

@@ -95,6 +95,9 @@ func explainRun(o *explainOptions) error {
 			run, _, _ := strings.Cut(u.ReplayedFrom, ":")
 			fmt.Fprintf(out, " (across runs: replayed from run %s on machine %s)", run, orUnknown(u.ReplayedOn))
 		}
+		if u.Sandbox != "" {
+			fmt.Fprintf(out, " (sandboxed: %s)", u.Sandbox)
+		}
 		if u.Reason != "" {
 			fmt.Fprintf(out, ": %s", u.Reason)
 		}

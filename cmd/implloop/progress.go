@@ -230,6 +230,9 @@ func (p *progress) plain(e loop.Event) {
 			parent = " (resumes " + e.ParentID + ")"
 		}
 		fmt.Fprintf(w, "implloop: run %s%s: %s, %d task(s), plan sha256 %.12s\n", e.RunID, parent, e.Plan, e.Count, e.PlanSHA)
+		if e.Sandbox != "" {
+			fmt.Fprintf(w, "implloop: every agent call runs sandboxed (%s): it may write its work tree, not implloop's state\n", e.Sandbox)
+		}
 	case loop.EvJournalMoved:
 		fmt.Fprintf(w, "implloop: %s\n", e.Message)
 	case loop.EvWarning:
@@ -268,6 +271,9 @@ func (p *progress) plain(e loop.Event) {
 			}
 			if e.Message != "" { // ran ahead with its wave (--jobs)
 				why += "; " + e.Message
+			}
+			if e.Sandbox != "" {
+				why = ", sandboxed" + why
 			}
 			fmt.Fprintf(w, "  attempt %d: live%s\n", e.Attempt, why)
 		}

@@ -31,6 +31,8 @@ type runFlags struct {
 	// heartbeat: how often a line says a call or gate still runs, when
 	// stderr is not a terminal (loop.Options.Heartbeat); not a setting.
 	heartbeat time.Duration
+	// wd is the working directory relative --sandbox-allow paths are from.
+	wd string
 }
 
 func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
@@ -55,6 +57,10 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.Float64Var(&f.s.MaxTaskCost, "max-task-cost", 0, "no further attempt of a task once its live calls cost this many US dollars (0: no cap)")
 	fs.StringVar(&f.s.Notify, "notify", "", "command run with sh -c at the end, at a block and when a wait for a limit begins, the event as JSON on stdin (docs/events.md)")
 	fs.DurationVar(&f.heartbeat, "heartbeat", time.Minute, "when stderr is not a terminal, a line this often while an agent call, a gate or a wait lasts (0: none)")
+	fs.BoolVar(&f.s.Sandbox, "sandbox", false, "run each agent call in a sandbox (bubblewrap on Linux, sandbox-exec on macOS): it may write its work tree and nothing of implloop's (see 'Sandbox' in docs/agents.md)")
+	fs.StringArrayVar(&f.s.SandboxAllow, "sandbox-allow", nil, "PATH a sandboxed agent may also write (repeatable)")
+	fs.StringVar(&f.s.SandboxNetwork, "sandbox-network", "", "network in the sandbox: on (the default), or none")
+	fs.BoolVar(&f.s.SandboxGates, "sandbox-gates", false, "run the gates in the sandbox too (by default they run outside it, as your command)")
 	fs.BoolVar(&f.json, "json", false, "print the event stream as NDJSON on stdout (docs/events.md)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the work list (per task: replay or live, and why) and write nothing")
 }
@@ -71,6 +77,11 @@ func (f *runFlags) settings(fs *pflag.FlagSet) (loop.Settings, error) {
 		return s, loopError(err)
 	}
 	s.Params = params
+	for i, p := range s.SandboxAllow {
+		if p != "" && !filepath.IsAbs(p) && f.wd != "" {
+			s.SandboxAllow[i] = filepath.Join(f.wd, p)
+		}
+	}
 	for _, name := range loop.SettingFlags() {
 		if fs.Changed(name) {
 			s.Flags = append(s.Flags, name)
@@ -96,7 +107,7 @@ func newRunCmd(io *ioStreams) *cobra.Command { return newRunCmdWith(io, runRun) 
 // newRunCmdWith takes the function that does the work, so a test can check
 // flag parsing and validation alone.
 func newRunCmdWith(io *ioStreams, runF func(context.Context, *runOptions) error) *cobra.Command {
-	f := &runFlags{}
+	f := &runFlags{wd: io.workingDir}
 	cmd := &cobra.Command{
 		Use:   "run PLAN",
 		Short: "Run a plan's tasks with a coding agent",
@@ -116,6 +127,9 @@ brings the work back.
 ` + exitStatusHelp(),
 		Example: `  # Every task with Claude Code; a task is done when its gate passes
   implloop run plan.md --agent claude --verify "go test ./..."
+
+  # Each agent call in a sandbox: it writes its work tree, nothing of implloop's
+  implloop run plan.md --agent claude --sandbox --verify "go test ./..."
 
   # Tasks 3 to 5 with your own agent, going on past a blocked task
   implloop run plan.md --agent-cmd "my-agent --fast" --task-range 3:5 --on-blocked continue

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/sandbox"
 )
 
 var update = os.Getenv("UPDATE_SCRIPTS") != ""
@@ -68,6 +71,14 @@ func TestScript(t *testing.T) {
 			"gitserver":    cmdGitServer,
 			"ndjson":       cmdNDJSON,
 			"sqlexec":      cmdSQLExec,
+		},
+		// [sandbox]: bubblewrap can make a sandbox here. A missing bwrap
+		// is a failure (make test installs it), not a skip.
+		Condition: func(cond string) (bool, error) {
+			if cond != "sandbox" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			return sandboxWorks()
 		},
 		Setup: func(env *testscript.Env) error {
 			// git needs an identity and must not read the developer's config.
@@ -409,3 +420,14 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// sandboxWorks reports whether --sandbox can run here: an error when its
+// tool is not installed, false when the system does not let it run
+// (user namespaces off). Probed once.
+var sandboxWorks = sync.OnceValues(func() (bool, error) {
+	s, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		return false, fmt.Errorf("%v (scripts/install-bwrap.sh installs it; make test runs it)", err)
+	}
+	return s.Probe(context.Background()) == nil, nil
+})
