@@ -314,7 +314,9 @@ func (t *taker) rulesAdjust(untracked []string) (add []string, drop map[string]b
 }
 
 // filesUnder lists the files and symlinks under directory d of the work
-// tree (relative, slash-separated), not entering nested repositories.
+// tree (relative, slash-separated); a nested repository (d itself, or a
+// directory under it) is listed as itself, as `git add` records it (a
+// gitlink), and not entered.
 func (t *taker) filesUnder(d string) []string {
 	var out []string
 	root := filepath.Join(t.g.root, filepath.FromSlash(d))
@@ -323,12 +325,10 @@ func (t *taker) filesUnder(d string) []string {
 			return nil
 		}
 		if e.IsDir() {
-			if full != root {
-				if _, err := os.Lstat(filepath.Join(full, ".git")); err == nil {
-					return filepath.SkipDir
+			if _, err := os.Lstat(filepath.Join(full, ".git")); err == nil {
+				if rel, err := filepath.Rel(t.g.root, full); err == nil {
+					out = append(out, filepath.ToSlash(rel))
 				}
-			}
-			if e.Name() == ".git" {
 				return filepath.SkipDir
 			}
 			return nil
