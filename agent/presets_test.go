@@ -208,3 +208,22 @@ func TestExecShapes(t *testing.T) {
 		}
 	}
 }
+
+// Every preset has a guide for `implloop init`: its login and what its
+// permission flags allow, and the command line it really runs.
+func TestGuides(t *testing.T) {
+	t.Parallel()
+	gs := Guides()
+	if len(gs) != len(presets()) {
+		t.Fatalf("%d guides for %d presets", len(gs), len(presets()))
+	}
+	for i, g := range gs {
+		p := presets()[i]
+		if g.Login == "" || g.Allows == "" || g.Package != p.pkg {
+			t.Errorf("%s: guide %+v is incomplete", p.name, g)
+		}
+		if want := p.bin + " " + strings.Join(p.args(""), " "); g.Command != want {
+			t.Errorf("%s: command %q, want %q", p.name, g.Command, want)
+		}
+	}
+}

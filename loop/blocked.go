@@ -41,6 +41,9 @@ type blockInfo struct {
 	// Nothing can be resumed or restored through implloop then, so the
 	// repair steps say what to do instead.
 	JournalGone bool
+	// Stash is a stash entry made during the run (an agent's `git stash`)
+	// and still there when the task was blocked: the work it put away.
+	Stash boundary.Stash
 	// Unfinished is set when a resume (RunID) found, before running
 	// anything, that the parent run (Unfinished) had stopped without
 	// finishing task TaskID, and that work was discarded since the
@@ -116,6 +119,11 @@ func blockedText(blocks []blockInfo) string {
 			s.WriteString("\nThe agent call itself failed (no gate ran):\n\n")
 			writeFenced(&s, b.AgentFailure)
 		}
+		if b.Stash.Commit != "" {
+			fmt.Fprintf(&s, "\nA stash was made during the run (by the agent: implloop never stashes): `stash@{0}`, %q (commit %.12s). "+
+				"`git stash show -p stash@{0}` shows what it put away; `git stash pop` brings it back into the tree, "+
+				"`git stash drop` throws it away.\n", b.Stash.Subject, b.Stash.Commit)
+		}
 		if b.Sandbox != "" && refusedWrite(b.AgentFailure+b.Output) {
 			fmt.Fprintf(&s, "\nThe agent ran sandboxed (%s): a write it was refused (\"Read-only file system\", \"Operation not permitted\") "+
 				"was outside what the sandbox lets it write. Change the task so its work stays in the tree, or allow the path "+
@@ -147,6 +155,17 @@ func blockedText(blocks []blockInfo) string {
 		}
 	}
 	step("Fix the cause: the task's text in `%s`, the code, the gate command, or the agent's setup.", first.PlanPath)
+	for _, b := range blocks {
+		if b.JournalGone || b.Unfinished != "" || len(b.Lost) > 0 && b.Gate == "" && b.AgentFailure == "" {
+			continue
+		}
+		// The failed attempts' edits stay in the tree, and the next
+		// attempt starts from them; a fresh start is one command.
+		step("Optional, to start task %s again from the tree as it was before it (its next attempt otherwise builds on "+
+			"the failed attempts' edits): `implloop show %s --task %s --stat` lists what they changed; "+
+			"`implloop restore --run %s --task %s --before` puts those paths back (or, by hand, `git checkout -- PATH` "+
+			"for a tracked file, `rm PATH` for a new one).", b.TaskID, b.RunID, b.TaskID, b.RunID, b.TaskID)
+	}
 	step("Commit what is good (optional: implloop compares content, so committing never looks like a loss).")
 	step("Remove this file: `rm %s`.", BlockedFile)
 	if gone {

@@ -24,6 +24,10 @@ type guardResult struct {
 	// kinds says what a lost path was when it was not a file of the tree
 	// (lostKinds): BLOCKED.md names it so.
 	kinds map[string]string
+	// noChanges is the "no changes" concern's message when it is among
+	// concerns ("" otherwise): afterTask drops it for a task whose work an
+	// earlier run did and left in the tree.
+	noChanges string
 }
 
 // lostKinds names the lost paths of v that were not files of the tree:
@@ -364,6 +368,9 @@ func (e *engine) takeBoundary(ctx context.Context, taskID string, replayedOnly b
 	for _, c := range v.Concerns {
 		if replayedOnly && c.Kind == guard.ConcernNoChanges {
 			continue
+		}
+		if c.Kind == guard.ConcernNoChanges {
+			r.noChanges = c.Message
 		}
 		r.concerns = append(r.concerns, c.Message)
 	}

@@ -40,6 +40,9 @@ type Options struct {
 	RerunLost bool
 	// DryRun computes the work list and writes nothing.
 	DryRun bool
+	// Fresh runs every task live, even one another run did from the same
+	// tree with the same identities (run --fresh): no replay across runs.
+	Fresh bool
 	// Full plans a resume unit by unit even when plan, settings and tree
 	// are as the parent left them (see upToDate), which would otherwise
 	// be answered without a run. Tests of the full path set it.
@@ -63,11 +66,13 @@ type Options struct {
 
 // Outcome is what a run ended with.
 type Outcome struct {
-	RunID       string
-	ParentID    string
-	Verdict     string // DONE, PARTIAL, BLOCKED, INTERRUPTED
-	Report      *report.Report
-	ReportPath  string
+	RunID      string
+	ParentID   string
+	Verdict    string // DONE, PARTIAL, BLOCKED, INTERRUPTED
+	Report     *report.Report
+	ReportPath string
+	// HTMLPath is the run's report.html ("" when it was not written).
+	HTMLPath    string
 	Interrupted bool
 	// NoOp is set on a resume where every unit replayed, no gate ran and
 	// every task ended as it did in the parent: nothing changed since it.
@@ -165,6 +170,17 @@ type engine struct {
 	waveEnd    int
 	latest     []int
 
+	// Trust (trust.go): the trust rule's answer per run, asked once; the
+	// runs that resumed each run (acrossPaths); per task, the note of a
+	// replay across runs declined because its run is not trusted.
+	trusts   map[string]travel.Trust
+	kids     map[string][]string
+	declined map[string]string
+
+	// stash is the newest stash entry when the run started, or as the
+	// last block named it (blocked.go).
+	stash boundary.Stash
+
 	// Unattended runs: the chain of agents that take a call on a limit
 	// (limits.go) and the time waited for limits; what live calls spent
 	// (budget.go); why the run stopped though no task failed (nil: it
@@ -254,6 +270,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	if err := e.firstBoundary(ctx); err != nil {
 		return nil, err
 	}
+	// The stash as the run found it: a block names a stash made since
+	// (an agent's `git stash`), which holds the work it put away.
+	e.stash, _ = boundary.StashTop(ctx, o.RepoRoot)
 	if o.Parent != "" {
 		e.agentTicks(ctx)
 		if err := e.planResume(ctx, out); err != nil {
@@ -381,6 +400,7 @@ func (e *engine) beginRun(out *Outcome, start time.Time, inputs string, dirs cac
 	}
 	e.emit(Event{Type: EvRunStarted, ParentID: e.o.Parent, Plan: e.s.Plan, PlanSHA: e.sel.PlanSHA256, Count: len(e.sel.Tasks), Sandbox: e.s.SandboxTool})
 	e.warnUnsetEnv()
+	e.warnLineage()
 	if from := e.j.MovedFrom(); from != "" {
 		e.emit(Event{Type: EvJournalMoved, Message: fmt.Sprintf("moved the journal from %s/ to %s/ (implloop now keeps its state in the git directory)",
 			dirs.Shown(from), dirs.Shown(e.j.Dir()))})
@@ -504,7 +524,7 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		// interrupt, for a little while; without it the run still ends
 		// as it did.
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), htmlReportTimeout)
-		if _, err := WriteHTMLReport(hctx, e.j, e.j.Root(), rep); err != nil {
+		if out.HTMLPath, err = WriteHTMLReport(hctx, e.j, e.j.Root(), rep); err != nil {
 			e.emit(Event{Type: EvConcern, Message: "report.html was not written: " + err.Error()})
 		}
 		cancel()
@@ -646,6 +666,7 @@ func (e *engine) unitParams(t extractor.Task) unit.Params {
 		PlanPath:    e.s.Plan,
 		PlanSHA256:  e.sel.PlanSHA256,
 		Preamble:    e.sel.Preamble,
+		Gate:        e.gateCommand(t),
 		Timeout:     time.Duration(e.s.Timeout),
 		EnvNames:    e.s.Env,
 		UserParams:  e.s.Params,

@@ -145,9 +145,10 @@ func (s Settings) Validate() error {
 		return &SettingError{Flag: "max-attempts", Msg: fmt.Sprintf("--max-attempts must be at least 1, got %d", s.MaxAttempts),
 			Hint: "give --max-attempts 1 or more"}
 	}
+	// 0 is what a journaled run without the key holds (one at a time);
+	// given as a flag or in front matter it is refused (ValidateJobs).
 	if s.Jobs < 0 || s.Jobs > MaxJobs {
-		return &SettingError{Flag: "jobs", Msg: fmt.Sprintf("--jobs must be between 1 and %d, got %d", MaxJobs, s.Jobs),
-			Hint: "give --jobs 1 (one task at a time, the default) or more"}
+		return jobsError(s.Jobs)
 	}
 	if s.OnBlocked != "stop" && s.OnBlocked != "continue" {
 		return &SettingError{Flag: "on-blocked", Msg: fmt.Sprintf("--on-blocked must be stop or continue, got %q", s.OnBlocked),
@@ -226,6 +227,21 @@ func (s Settings) validateSandbox() error {
 			Hint: "drop --sandbox, or run an external agent (--agent claude, --agent-cmd ...)"}
 	}
 	return nil
+}
+
+// ValidateJobs refuses a --jobs value someone gave (a flag, front
+// matter): 1 to MaxJobs. Validate lets 0 pass, which a run journaled
+// without the key holds and means one at a time.
+func ValidateJobs(n int) error {
+	if n < 1 || n > MaxJobs {
+		return jobsError(n)
+	}
+	return nil
+}
+
+func jobsError(n int) error {
+	return &SettingError{Flag: "jobs", Msg: fmt.Sprintf("--jobs must be between 1 and %d, got %d", MaxJobs, n),
+		Hint: "give --jobs 1 (one task at a time, the default) or more"}
 }
 
 // fallbackNames are the agents a --fallback-agent may name.

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/implloop/implloop/agent"
+	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
@@ -40,6 +42,10 @@ type taskState struct {
 	// its attempts replay one by one (acrossruns.go); decided at attempt
 	// 1, nil when there is none.
 	across *acrossRun
+	// retryWhy is why the next attempt runs, when the one before it (or
+	// the recheck of a blocked task's gate) failed in this run: said of a
+	// live attempt that no journaled unit explains better.
+	retryWhy string
 }
 
 func (ts *taskState) source() cache.Source {
@@ -98,6 +104,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 			return fixedOutside("fixed outside the loop: the gate passes now, no agent call")
 		}
 		attempt, feedback = st.attempt+1, g.Feedback()
+		ts.retryWhy = "after its gate, run first, failed again"
 	}
 
 	liveAttempts := 0
@@ -141,12 +148,19 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		}
 		if liveAttempts >= e.s.MaxAttempts {
 			reason := fmt.Sprintf("the gate failed on %d attempt(s)", ts.row.Attempts)
+			if sum := GateSummary(feedback); sum != "" {
+				reason += ": " + sum
+			}
 			if a.failure != "" {
 				reason = fmt.Sprintf("the agent failed on %d attempt(s): %s", ts.row.Attempts, firstLine(a.failure))
 				ts.agentFailure = a.failure
 				return e.afterTask(ctx, idx, t, ts, cache.TaskBlocked, reason)
 			}
 			return e.afterTask(ctx, idx, t, ts, cache.TaskBlocked, reason, feedback)
+		}
+		ts.retryWhy = "after a failed gate"
+		if a.failure != "" {
+			ts.retryWhy = "after the agent failed"
 		}
 		attempt++
 	}
@@ -251,6 +265,13 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 	calledAhead := len(units) > 0 && e.early[units[0].Identity] != nil // with its wave (--jobs): that call stands
 	if attempt == 1 && !calledAhead && ts.across == nil {
 		ts.across, _ = e.acrossRuns(ctx, t, facts, units)
+		if d, ok := e.declined[t.ID]; ok && ts.across == nil {
+			// Said once, in the report too: a replay the trust rule
+			// declined is why this task costs agent calls.
+			note := "not replayed: " + d
+			ts.row.Concerns = append(ts.row.Concerns, note)
+			e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
+		}
 	}
 	if ac := ts.across; ac != nil && attempt <= len(ac.attempts) {
 		return e.replayAcross(ctx, t, ts, attempt, units, ac)
@@ -294,6 +315,11 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 		}
 		a.allReplayed = false
 		reasons := e.liveWhy(e.run, t, u, e.prev.Tree)
+		if ts.retryWhy != "" && u.Attempt > 1 && (len(reasons) == 0 || len(reasons) == 1 && reasons[0] == "never ran") {
+			// "never ran" is true of the attempt, and says nothing: the
+			// one before it failed.
+			reasons = []string{ts.retryWhy}
+		}
 		fail, did, err := e.dispatch(ctx, idx, t, u, facts, reasons)
 		ts.live++
 		e.sawLive = true
@@ -444,7 +470,7 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 	}
 	msg := ""
 	if !g.Passed {
-		msg = lastLine(g.Feedback())
+		msg = GateSummary(string(g.Output))
 	}
 	if recheck {
 		msg = strings.TrimSpace("recheck " + msg)
@@ -914,6 +940,14 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 	if err != nil {
 		return taskResult{}, err
 	}
+	if v.noChanges != "" && status == cache.TaskDone {
+		if row := e.lineage.lastRow(t.ID); row != nil && row.Status == cache.TaskDone {
+			// Run again (its text, a dependency changed) and its gate
+			// passed with the tree as it was: the work an earlier run did
+			// is still there, and nothing needed to change. Not a concern.
+			v.concerns = slices.DeleteFunc(v.concerns, func(c string) bool { return c == v.noChanges })
+		}
+	}
 	ts.row.Concerns = append(ts.row.Concerns, v.concerns...)
 	if len(v.vanished) > 0 {
 		status = cache.TaskBlocked
@@ -945,6 +979,9 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 		}
 		b.AgentFailure = ts.agentFailure
 		b.NoGate = e.gateCommand(t) == ""
+		if top, err := boundary.StashTop(ctx, e.o.RepoRoot); err == nil && top.Commit != "" && top.Commit != e.stash.Commit {
+			b.Stash, e.stash = top, top
+		}
 		b.Sandbox = e.s.SandboxTool
 		// With --on-blocked continue, BLOCKED.md explains every block.
 		e.blocks = append(e.blocks, b)

@@ -46,7 +46,11 @@ func Terminal(w io.Writer, r *Report) error {
 				if len(lines) > maxTermLines {
 					lines = append([]string{fmt.Sprintf("... (%d lines; report.md has them all)", len(lines))}, lines[len(lines)-maxTermLines:]...)
 				}
-				fmt.Fprintf(&b, "  %s: %s\n", n.label, lines[0])
+				if n.label == "" {
+					fmt.Fprintf(&b, "  %s\n", lines[0])
+				} else {
+					fmt.Fprintf(&b, "  %s: %s\n", n.label, lines[0])
+				}
 				for _, l := range lines[1:] {
 					fmt.Fprintf(&b, "    %s\n", l)
 				}
@@ -117,6 +121,9 @@ func taskNotes(t Task) []note {
 	for _, c := range t.Concerns {
 		ns = append(ns, note{"concern", c})
 	}
+	for _, n := range t.Notes {
+		ns = append(ns, note{"", n}) // an ordinary line: "replayed: run X ..."
+	}
 	if t.Fallback {
 		who := t.Agent
 		if t.Model != "" {
@@ -159,7 +166,7 @@ func Markdown(r *Report) []byte {
 				tokens(t.Live, t.Live.TokensOut), costOf(t.Live))
 		}
 		for _, t := range r.Tasks {
-			if t.BlockReason == "" && len(t.LostPaths) == 0 && len(t.Concerns) == 0 && !t.Fallback {
+			if t.BlockReason == "" && len(t.LostPaths) == 0 && len(t.Concerns) == 0 && len(t.Notes) == 0 && !t.Fallback {
 				continue
 			}
 			fmt.Fprintf(&b, "\n### Task %s: %s\n\n", t.ID, t.Status)
@@ -187,6 +194,9 @@ func Markdown(r *Report) []byte {
 					fmt.Fprintf(&b, "- %s\n", oneLine(c))
 				}
 				b.WriteByte('\n')
+			}
+			for _, n := range t.Notes {
+				fmt.Fprintf(&b, "%s\n\n", oneLine(n))
 			}
 			trimBlank(&b)
 		}

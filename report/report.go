@@ -179,17 +179,20 @@ type Ancestor struct {
 
 // Task is one task's line in the report.
 type Task struct {
-	ID          string        `json:"id"`
-	Title       string        `json:"title"`
-	Status      string        `json:"status"`
-	Source      string        `json:"source"`
-	Attempts    int           `json:"attempts"`
-	DurationMS  int64         `json:"duration_ms"`
-	Live        Spend         `json:"live"`  // what this run spent on the task
-	Saved       Spend         `json:"saved"` // what replaying saved
-	BlockReason string        `json:"block_reason,omitempty"`
-	Concerns    []string      `json:"concerns,omitempty"`
-	LostPaths   bytepath.List `json:"lost_paths,omitempty"`
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Status      string   `json:"status"`
+	Source      string   `json:"source"`
+	Attempts    int      `json:"attempts"`
+	DurationMS  int64    `json:"duration_ms"`
+	Live        Spend    `json:"live"`  // what this run spent on the task
+	Saved       Spend    `json:"saved"` // what replaying saved
+	BlockReason string   `json:"block_reason,omitempty"`
+	Concerns    []string `json:"concerns,omitempty"`
+	// Notes are what the task's row says that is no concern: a replay
+	// across runs ("replayed: run X on H did this task ...").
+	Notes     []string      `json:"notes,omitempty"`
+	LostPaths bytepath.List `json:"lost_paths,omitempty"`
 	// Agent and Model did the task's work: those of its last unit that
 	// completed (a fallback's, when one took the call after a usage
 	// limit). Empty when none completed.
@@ -208,6 +211,23 @@ type Task struct {
 	GateOutput string `json:"-"`
 	// GateOutputBlob is the whole output's blob hash ("" none).
 	GateOutputBlob string `json:"-"`
+}
+
+// ReplayedNotePrefix starts the line a task's row keeps when it replayed
+// across runs (the loop writes it with its concerns): a note, not a
+// concern, in every report.
+const ReplayedNotePrefix = "replayed: "
+
+// splitNotes sorts a task row's concerns into concerns and notes.
+func splitNotes(all []string) (concerns, notes []string) {
+	for _, c := range all {
+		if strings.HasPrefix(c, ReplayedNotePrefix) {
+			notes = append(notes, c)
+		} else {
+			concerns = append(concerns, c)
+		}
+	}
+	return concerns, notes
 }
 
 // Spend sums units: their count, tokens and cost.
@@ -312,9 +332,10 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		}
 	}
 	for _, t := range tasks {
+		concerns, notes := splitNotes(t.Concerns)
 		r.Tasks = append(r.Tasks, Task{ID: t.TaskID, Title: t.Title, Status: string(t.Status), Source: string(t.Source),
 			Attempts: t.Attempts, DurationMS: t.Duration.Milliseconds(), BlockReason: t.BlockReason,
-			Concerns: t.Concerns, LostPaths: t.LostPaths})
+			Concerns: concerns, Notes: notes, LostPaths: t.LostPaths})
 		later(t.FinishedAt)
 		later(t.StartedAt)
 	}

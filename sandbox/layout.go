@@ -183,18 +183,7 @@ func underAny(name string, namespaces []string) bool {
 }
 
 // validOID is a hex object id of SHA-1 or SHA-256 length.
-func validOID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func validOID(s string) bool { return gitcmd.IsObjectID(s) }
 
 // validRefName refuses names that would write outside refs/ (packed-refs
 // is writable by the call before this one).

@@ -284,14 +284,47 @@ func hiddenExecutable(argv0, dir string, hidden []string, rules []Rule) []Rule {
 		}
 		return false
 	}
+	// An executable in a directory of its own under a hidden root (a
+	// clone in /tmp with its CLI installed in it) needs its neighbours
+	// too: a node or python CLI reads its package and modules from around
+	// it. That directory is shown, read-only, whole.
 	var out []Rule
-	if isHidden(p) {
-		out = append(out, Rule{Path: p, From: r, Link: r != p})
-	}
-	if r != p && isHidden(r) {
-		out = append(out, Rule{Path: r})
+	shown := map[string]bool{}
+	for _, q := range []string{p, r} {
+		if !isHidden(q) {
+			continue
+		}
+		if top := topUnder(q, hidden); top != "" {
+			if !shown[top] {
+				shown[top] = true
+				out = append(out, Rule{Path: top})
+			}
+			continue
+		}
+		if q == p {
+			out = append(out, Rule{Path: p, From: r, Link: r != p})
+		} else {
+			out = append(out, Rule{Path: r})
+		}
 	}
 	return out
+}
+
+// topUnder is the directory right under the hidden root q is in, holding
+// q ("/tmp/clone" for /tmp/clone/.e2e/bin/codex); "" when q lies in the
+// root itself.
+func topUnder(q string, hidden []string) string {
+	for _, h := range hidden {
+		if !within(q, h) || q == h {
+			continue
+		}
+		first, rest, _ := strings.Cut(strings.TrimPrefix(q, h+"/"), "/")
+		if rest == "" {
+			return ""
+		}
+		return filepath.Join(h, first)
+	}
+	return ""
 }
 
 // within reports whether p is root or below it.

@@ -333,3 +333,54 @@ func TestSandboxExecutableInTmp(t *testing.T) {
 		t.Errorf("my-agent: %v\n%s", err, out)
 	}
 }
+
+// TestSandboxExecutableInTmpClone: an agent CLI installed inside a clone
+// under /tmp (node_modules/.bin/agent, a symlink to its package's script,
+// which reads the package's other files) runs in the sandbox, whose own
+// /tmp hides the host's: the clone's directory is shown, read-only.
+func TestSandboxExecutableInTmpClone(t *testing.T) {
+	r := newRepo(t)
+	s := newSandbox(t, r.options(Options{}))
+	clone, err := os.MkdirTemp("/tmp", "implloop-sandbox-clone-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(clone) })
+	clone = resolved(t, clone)
+	pkg := filepath.Join(clone, ".e2e", "node_modules", "pkg")
+	binDir := filepath.Join(clone, ".e2e", "node_modules", ".bin")
+	for _, d := range []string{filepath.Join(pkg, "bin"), filepath.Join(pkg, "lib"), binDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := filepath.Join(pkg, "bin", "agent.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat \"$(dirname \"$(readlink -f \"$0\")\")/../lib/data.txt\"\n(echo x > \"$(dirname \"$(readlink -f \"$0\")\")/written\") 2>/dev/null && echo wrote\ntrue\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "lib", "data.txt"), []byte("from its package\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../pkg/bin/agent.sh", filepath.Join(binDir, "clone-agent")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", binDir+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	c, err := s.Call(t.Context(), r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	argv, err := c.Wrap([]string{"clone-agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = r.dir, r.Env()
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "from its package\n" {
+		t.Errorf("clone-agent: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(pkg, "bin", "written")); err == nil {
+		t.Error("the clone's directory was writable in the sandbox")
+	}
+}

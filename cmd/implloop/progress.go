@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/implloop/implloop/loop"
+	"github.com/implloop/implloop/report"
 )
 
 // progress renders the run's events: NDJSON on stdout with --json; on a
@@ -315,6 +316,11 @@ func (p *progress) plain(e loop.Event) {
 			}
 		}
 	case loop.EvRestored, loop.EvConcern, loop.EvBlocked:
+		if stays && e.Type == loop.EvRestored && strings.HasPrefix(e.Message, report.ReplayedNotePrefix) {
+			// A replay across runs: an ordinary line, not a concern.
+			fmt.Fprintf(w, "  %s\n", e.Message)
+			break
+		}
 		if stays {
 			label := map[string]string{loop.EvRestored: "restored", loop.EvConcern: "concern", loop.EvBlocked: "BLOCKED"}[e.Type]
 			fmt.Fprintf(w, "  %s: task %s: %s\n", label, e.Task, e.Message)

@@ -27,7 +27,9 @@ type runFlags struct {
 	reverify bool
 	// rerunLost: resume runs tasks whose work is gone live (loop.Options).
 	rerunLost bool
-	maxWait   time.Duration
+	// fresh: run replays nothing across runs (loop.Options).
+	fresh   bool
+	maxWait time.Duration
 	// heartbeat: how often a line says a call or gate still runs, when
 	// stderr is not a terminal (loop.Options.Heartbeat); not a setting.
 	heartbeat time.Duration
@@ -37,7 +39,10 @@ type runFlags struct {
 
 func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	d := loop.DefaultSettings()
-	fs.StringVar(&f.s.Agent, "agent", d.Agent, "agent backend: claude, codex, gemini, opencode, builtin, or exec (with --agent-cmd)")
+	fs.StringVar(&f.s.Agent, "agent", d.Agent, "agent backend: claude, codex, gemini, opencode, builtin, or exec (with --agent-cmd). No default: without --agent, --agent-cmd or agent: in the plan's front matter, run stops with \"no agent given\" (resume: the run's own)")
+	// Internally an unnamed agent is exec without a command, which run
+	// refuses; "(default \"exec\")" in the help would promise one.
+	fs.Lookup("agent").DefValue = ""
 	fs.StringVar(&f.s.AgentCmd, "agent-cmd", "", "command line of a custom agent (implies --agent exec); split like a shell would, run without one")
 	fs.StringVar(&f.s.Model, "model", "", "model to ask the agent for (part of every unit's identity); a list opus,sonnet: on a usage limit the next takes the call")
 	fs.StringVar(&f.s.Verify, "verify", "", "gate command run with sh -c after each attempt (a task's own verify block wins)")
@@ -88,6 +93,11 @@ func (f *runFlags) settings(fs *pflag.FlagSet) (loop.Settings, error) {
 		}
 	}
 	sort.Strings(s.Flags)
+	if fs.Changed("jobs") {
+		if err := loop.ValidateJobs(s.Jobs); err != nil {
+			return s, loopError(err)
+		}
+	}
 	if err := s.Validate(); err != nil {
 		return s, loopError(err)
 	}
@@ -137,6 +147,9 @@ brings the work back.
   # The work list (per task: live or replay, and why); nothing is written
   implloop run plan.md --agent claude --dry-run
 
+  # Every task live, even those another run did from this same tree
+  implloop run plan.md --agent claude --fresh
+
   # The event stream, for scripts
   implloop run plan.md --agent codex --json | jq -c 'select(.type == "task_finished") | {task, status}'`,
 		Args:              exactArgs(1, "a PLAN file"),
@@ -151,6 +164,7 @@ brings the work back.
 		},
 	}
 	addRunFlags(cmd.Flags(), f)
+	cmd.Flags().BoolVar(&f.fresh, "fresh", false, "run every task live, even one another run did from the same tree with the same identities (no replay across runs)")
 	registerRunFlagCompletions(cmd, io, planArg)
 	return cmd
 }
@@ -199,7 +213,7 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 		heartbeat = 0
 	}
 	out, err := loop.Run(ctx, loop.Options{
-		Settings: s, RepoRoot: root, Parent: parent, Reverify: f.reverify, RerunLost: f.rerunLost, DryRun: f.dryRun, Observer: obs,
+		Settings: s, RepoRoot: root, Parent: parent, Reverify: f.reverify, RerunLost: f.rerunLost, DryRun: f.dryRun, Fresh: f.fresh, Observer: obs,
 		Heartbeat: heartbeat,
 	})
 	obs.Close()

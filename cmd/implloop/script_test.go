@@ -91,6 +91,13 @@ func TestScript(t *testing.T) {
 			env.Setenv("GIT_CONFIG_COUNT", "1")
 			env.Setenv("GIT_CONFIG_KEY_0", "init.defaultBranch")
 			env.Setenv("GIT_CONFIG_VALUE_0", "main")
+			// The repository's own files (scripts/, testdata/demo), and the
+			// go command's caches, for scripts that run the demo or init a
+			// Go project: with HOME moved they would start cold.
+			env.Setenv("IMPLLOOP_SRC", srcRoot)
+			for k, v := range goCaches() {
+				env.Setenv(k, v)
+			}
 			// After every script, as restic checks its repository after
 			// every integration test: each journal the script left must
 			// keep its invariants.
@@ -420,6 +427,23 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// srcRoot is the repository's root (this package is cmd/implloop).
+var srcRoot, _ = filepath.Abs(filepath.Join("..", ".."))
+
+// goCaches are the go command's cache directories as this test process
+// sees them (GOCACHE, GOMODCACHE), read once.
+var goCaches = sync.OnceValue(func() map[string]string {
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 {
+		return nil
+	}
+	return map[string]string{"GOCACHE": lines[0], "GOMODCACHE": lines[1]}
+})
 
 // sandboxWorks reports whether --sandbox can run here: an error when its
 // tool is not installed, false when the system does not let it run
