@@ -185,7 +185,7 @@ func (t *taker) take() (Snapshot, error) {
 	if err := t.prepareIndex(); err != nil {
 		return Snapshot{}, err
 	}
-	tree, err := t.writeTree()
+	tree, err := t.writeTreeOrReseed()
 	if err != nil {
 		return Snapshot{}, err
 	}
