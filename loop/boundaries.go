@@ -273,6 +273,11 @@ func (e *engine) takeBoundary(ctx context.Context, taskID string, replayedOnly b
 	if err != nil {
 		return guardResult{}, err
 	}
+	if how := e.lock.Gone(); how != "" {
+		// A second run could have started beside this one, calling
+		// every task again (Lock: the anchor kept it out).
+		snap.Vanished = append(snap.Vanished, fmt.Sprintf("the work tree's lock file %s was %s", e.lock.Shown(), how))
+	}
 	v := guard.Compare(e.prev, snap)
 	if err := e.putBoundary(taskID, snap, &v); err != nil {
 		return guardResult{}, err

@@ -191,6 +191,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	defer lock.Release()
+	lock.shown = dirs.Shown(lock.path)
 	e.lock = lock
 
 	e.j, err = cache.Open(o.RepoRoot)
