@@ -29,6 +29,8 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	// keep this goroutine on it until the agent is reaped (procgroup).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	// What the agent leaves behind comes to us, not to init (Sweep).
+	_ = procgroup.BecomeSubreaper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if cmd.Err != nil {
 		return Result{}, fmt.Errorf("agent %s: %w", name, cmd.Err)
@@ -87,6 +89,10 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	procgroup.Kill(pgid)
 	stopWatch()
 	waitErr := wait()
+	procgroup.Reap(pgid)
+	// And whatever left its group: found by the call's environment among
+	// implloop's descendants (it is their child subreaper, procgroup).
+	procgroup.Sweep(envList(req.Env))
 	p.drain(&copies, grace)
 
 	res := parser.result()
@@ -207,6 +213,16 @@ func orDiscard(w io.Writer) io.Writer {
 		return io.Discard
 	}
 	return w
+}
+
+// envList is extra as KEY=VALUE entries, sorted.
+func envList(extra map[string]string) []string {
+	out := make([]string, 0, len(extra))
+	for k, v := range extra {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // mergeEnv returns base with extra's variables set (extra wins), sorted by

@@ -199,6 +199,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	defer e.j.Close()
+	if err := refuseLeftovers(e.j, o.RepoRoot); err != nil {
+		return nil, err
+	}
 	// Task worktrees a killed run left behind (--jobs): what ran in them
 	// was never journaled, so the tasks run again.
 	// (They are under the work tree's git directory: boundary.WorktreeDir;

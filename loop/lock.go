@@ -88,9 +88,17 @@ type ChildRunningError struct {
 	Child string // "agent" or "gate"
 	PID   int    // a live process holding the lock; 0 when none could be named
 	Path  string // the lock file, as a message shows it
+	// Process is set for a process found by the run's IMPLLOOP_RUN_ID in
+	// its environment, not by the lock (leftovers.go): its command name
+	// ("?" when unknown).
+	Process string
 }
 
 func (e *ChildRunningError) Error() string {
+	if e.Process != "" {
+		return fmt.Sprintf("run %s left a process running (pid %d, %s), started by its agent or gate; wait for it or kill it",
+			e.RunID, e.PID, e.Process)
+	}
 	if e.PID == 0 {
 		return fmt.Sprintf("run %s's %s, or a process it started, is still running and holds this work tree's lock (%s); wait for it or kill it",
 			e.RunID, e.Child, e.Path)

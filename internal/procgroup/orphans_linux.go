@@ -1,0 +1,252 @@
+package procgroup
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// BecomeSubreaper makes this process the child subreaper of everything it
+// starts (Linux PR_SET_CHILD_SUBREAPER): a process whose parent dies is
+// reparented to it, not to init, so what an agent forks and leaves behind
+// (a daemon, a Popen child that closed the lock's descriptor and left its
+// group) stays among this process's descendants, where [Sweep] finds it.
+// The setting is the process's and lasts until it exits.
+func BecomeSubreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("child subreaper: %w", err)
+	}
+	return nil
+}
+
+// Sweep kills, among this process's descendants, every process whose
+// environment holds each of env's entries ("KEY=VALUE": the protocol
+// environment of one agent call or gate, unique to it), with everything
+// below it, and reaps those that are this process's children (orphans
+// reparented to it: see BecomeSubreaper). It returns their pids, sorted.
+//
+// A call's process group is killed when the call ends; Sweep is for what
+// left the group (setsid, setpgid) and so outlives it. The environment
+// tells one call's leftovers from another's that runs at the same time
+// (--jobs), and from the processes implloop starts itself (git), which
+// never carry a call's environment. A process that cleared its
+// environment is found only while it is below one that did not.
+//
+// It repeats until a pass finds nothing, so that a process forked while
+// the last pass killed is not missed. An empty env sweeps nothing.
+func Sweep(env []string) []int {
+	if len(env) == 0 {
+		return nil
+	}
+	self := os.Getpid()
+	seen := map[int]bool{}
+	var killed []int
+	for pass := 0; pass < 20; pass++ {
+		tree := readTree()
+		var hit []int
+		for _, pid := range tree.below(self) {
+			if !seen[pid] && environHas(pid, env) {
+				hit = append(hit, pid)
+			}
+		}
+		if len(hit) == 0 {
+			break
+		}
+		var doomed []int
+		for _, pid := range hit {
+			doomed = append(doomed, pid)
+			doomed = append(doomed, tree.below(pid)...)
+		}
+		for _, pid := range doomed {
+			if !seen[pid] {
+				seen[pid] = true
+				killed = append(killed, pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		// What was ours is an orphan (no exec.Cmd waits for it), and so
+		// is what it started, once it died.
+		reap(doomed)
+	}
+	sort.Ints(killed)
+	return killed
+}
+
+// Carrying maps every live process (of those this user may inspect, this
+// one and its ancestors left out) whose environment sets key to the value
+// it sets: what a dead implloop run left running is found by the
+// IMPLLOOP_RUN_ID every agent and gate it started carries, and so is what
+// they started, unless it cleared its environment.
+func Carrying(key string) map[int]string {
+	tree := readTree()
+	mine := map[int]bool{}
+	for pid := os.Getpid(); pid > 0 && !mine[pid]; pid = tree.parent[pid] {
+		mine[pid] = true
+	}
+	prefix := []byte(key + "=")
+	out := map[int]string{}
+	for pid := range tree.parent {
+		if mine[pid] {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err != nil || len(b) == 0 {
+			continue // another user's, or a zombie's
+		}
+		for _, kv := range bytes.Split(b, []byte{0}) {
+			if v, ok := bytes.CutPrefix(kv, prefix); ok {
+				if Alive(pid) {
+					out[pid] = string(v)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Reap reaps this process's children in the process group pgid, after
+// the group was killed (Kill) and its leader and watchdog were reaped:
+// members whose parent died before them were reparented here (see
+// BecomeSubreaper), and no exec.Cmd waits for them. Without it each
+// would stay a zombie until implloop exits.
+func Reap(pgid int) {
+	self := os.Getpid()
+	tree := readTree()
+	var ours []int
+	for pid, ppid := range tree.parent {
+		if ppid == self && tree.group[pid] == pgid && pid != pgid {
+			ours = append(ours, pid)
+		}
+	}
+	reap(ours)
+}
+
+// reap waits for each of pids, killed, to die, and reaps those that are,
+// or become (their parent died too), this process's children; a second
+// at most. Only orphans may be passed: an exec.Cmd's child reaped here
+// would never be reaped by its Wait.
+func reap(pids []int) {
+	self := os.Getpid()
+	pending := append([]int(nil), pids...)
+	for try := 0; len(pending) > 0 && try < 100; try++ {
+		left := pending[:0]
+		for _, pid := range pending {
+			var ws unix.WaitStatus
+			got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+			switch {
+			case got == pid:
+			case err == nil || errors.Is(err, unix.EINTR):
+				left = append(left, pid) // ours, not dead yet
+			case parentOf(pid) > 0 && parentOf(pid) != self:
+				left = append(left, pid) // its parent dies too: then it is ours
+			}
+		}
+		pending = left
+		if len(pending) > 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// parentOf is process pid's parent, 0 when it is gone.
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// procTree is the process table's parent links, read from /proc.
+type procTree struct {
+	parent   map[int]int
+	group    map[int]int
+	children map[int][]int
+}
+
+func readTree() procTree {
+	t := procTree{parent: map[int]int{}, group: map[int]int{}, children: map[int][]int{}}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		// After the command name: state, ppid, pgrp.
+		f := strings.Fields(s[i+1:])
+		pid, err1 := strconv.Atoi(strings.Fields(s)[0])
+		if len(f) < 3 || err1 != nil {
+			continue
+		}
+		ppid, err2 := strconv.Atoi(f[1])
+		pgrp, err3 := strconv.Atoi(f[2])
+		if err2 != nil || err3 != nil {
+			continue
+		}
+		t.parent[pid], t.group[pid] = ppid, pgrp
+		t.children[ppid] = append(t.children[ppid], pid)
+	}
+	return t
+}
+
+// below lists every descendant of pid.
+func (t procTree) below(pid int) []int {
+	var out []int
+	queue := append([]int(nil), t.children[pid]...)
+	seen := map[int]bool{pid: true}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		out = append(out, p)
+		queue = append(queue, t.children[p]...)
+	}
+	return out
+}
+
+// environHas reports whether process pid's environment (as it was
+// started) holds every entry of env.
+func environHas(pid int, env []string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil || len(b) == 0 {
+		return false
+	}
+	have := map[string]bool{}
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		have[string(kv)] = true
+	}
+	for _, kv := range env {
+		if !have[kv] {
+			return false
+		}
+	}
+	return true
+}
