@@ -103,16 +103,6 @@ func findChromium(t *testing.T) string {
 	return ""
 }
 
-func buildImplloop(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "implloop")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/implloop").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // demoRepo is testdata/demo in a new repository, as `make demo` sets it up.
 func demoRepo(t *testing.T) *gittest.Repo {
 	t.Helper()

@@ -42,8 +42,8 @@ var (
 // collected.
 //
 // Each case is one repository, built without a git process; the two
-// boundaries cost most of a case. The default 100 cases are a smoke test:
-// make test runs it with -rapid.checks=2000. It found two bugs, fixed
+// boundaries cost most of a case. The default 100 cases are what make
+// test runs; make fuzz runs 10,000 (RAPID_CHECKS). It found two bugs, fixed
 // since: a tracked file deleted, written back and ignored left the
 // snapshot (boundary.trackedMissing), and an undone rename blocked when a
 // copy of its content was at a third path.

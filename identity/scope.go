@@ -29,7 +29,7 @@ var hashedScope = []ScopeEntry{
 	{"task.id", "the task's id (`10`, `3.2`, `T010`)", "it names the task in the prompt and the context file", "task id changed"},
 	{"task.text", "the task's normalized text", "an edit to a task must re-run it: this is the no-op-resume incident", "task text changed"},
 	{"preamble_sha256", "sha256 of the normalized preamble (the plan's text before the first task, then any text after the last)", "shared context every task reads", "preamble changed"},
-	{"plan_sha256", "sha256 of the plan's bytes on disk, only for units whose prompt reads the plan", "such a prompt carries the plan's path, not its bytes: without the hash a plan edit is invisible", "plan changed"},
+	{"plan_sha256", "sha256 of the plan's bytes on disk, only for units whose prompt reads the plan (only those units get it as IMPLLOOP_PLAN_SHA256)", "such a prompt carries the plan's path, not its bytes: without the hash a plan edit is invisible", "plan changed"},
 	{"prompt", "a normalized free prompt (`implloop id`, outside tools)", "it is what the agent is asked", "prompt changed"},
 	{"attempt", "the 1-based attempt number", "a retry must miss: with identical inputs a failed call would replay forever", "new attempt"},
 	{"gate_feedback", "the normalized verify output handed to a retry (absent when none)", "it changes what the agent is asked to fix", "gate feedback changed"},

@@ -110,7 +110,7 @@ type engine struct {
 	sawLive      bool                        // a unit was dispatched
 	sawLiveGate  bool                        // a gate ran live
 	sawNewSkip   bool                        // a task checked in the plan since the parent ran it was skipped
-	status       map[string]cache.TaskStatus // task id -> how it ended in this run (plan.go: held)
+	status       map[string]cache.TaskStatus // task id -> how it ended in this run (resume.go: heldBy reads it)
 	blockedWrote bool
 	blocks       []blockInfo // what BLOCKED.md explains, in order
 

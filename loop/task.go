@@ -387,7 +387,7 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 	if err != nil {
 		return GateResult{}, err
 	}
-	env := e.protocolEnv(t, attempt, "gate", "", "")
+	env := e.protocolEnv(t, attempt, "gate", "", "", "")
 	g, err := runGate(ctx, e.lock, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w)
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = e.goneWithJournal(cerr)
@@ -426,8 +426,11 @@ func lastLine(s string) string {
 }
 
 // protocolEnv is the IMPLLOOP_* environment of an agent call or a gate.
-func (e *engine) protocolEnv(t extractor.Task, attempt int, role, ctxFile, promptFile string) map[string]string {
-	return agent.ProtocolEnv(e.runID, t.ID, attempt, role, e.sel.PlanSHA256, ctxFile, promptFile)
+// planSHA is the unit's preimage's plan_sha256: set only for a unit whose
+// prompt reads the plan, so that the variable never carries an input its
+// identity does not hash (a gate gets none).
+func (e *engine) protocolEnv(t extractor.Task, attempt int, role, planSHA, ctxFile, promptFile string) map[string]string {
+	return agent.ProtocolEnv(e.runID, t.ID, attempt, role, planSHA, ctxFile, promptFile)
 }
 
 // dispatch runs one unit live: journaled running before the call, completed
@@ -563,7 +566,7 @@ func (e *engine) callAgent(ctx context.Context, j *cache.Journal, t extractor.Ta
 	}
 	var c agentCall
 	c.res, c.runErr = e.ag.Run(ctx, agent.Request{
-		Prompt: u.Prompt, Context: u.Context, Dir: dir, Env: e.protocolEnv(t, u.Attempt, u.Role, ctxFile, promptFile),
+		Prompt: u.Prompt, Context: u.Context, Dir: dir, Env: e.protocolEnv(t, u.Attempt, u.Role, u.Preimage.PlanSHA256, ctxFile, promptFile),
 		Model: e.s.Model, Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
 		Hold: e.lock.File(), Started: started,
 	})

@@ -14,6 +14,14 @@ done
 checks=${RAPID_CHECKS:-10000}
 echo "property guard TestPropertyDiscards ($checks cases)"
 go test -count=1 -timeout 0 ./guard/ -run '^TestPropertyDiscards$' -rapid.checks="$checks"
+# The resume properties of loop: a replay needs its work, and chains of
+# attempts replayed across runs (about 0.5 s and 1 s a case).
+rchecks=${REPLAY_CHECKS:-300}
+echo "property loop TestReplayPropertyNeedsItsWork ($rchecks cases)"
+go test -count=1 -timeout 0 ./loop/ -run '^TestReplayPropertyNeedsItsWork$' -rapid.checks="$rchecks"
+achecks=${ACROSS_CHECKS:-150}
+echo "property loop TestAcrossRunsPropertyChains ($achecks cases)"
+go test -count=1 -timeout 0 ./loop/ -run '^TestAcrossRunsPropertyChains$' -rapid.checks="$achecks"
 # --jobs over random dependency graphs (about 1 s a case).
 pchecks=${PARALLEL_CHECKS:-200}
 echo "property loop TestParallelPropertyDependencyOrder ($pchecks cases)"

@@ -10,7 +10,8 @@ import (
 	"github.com/implloop/implloop/report"
 )
 
-// Exit codes, decided here and nowhere else (DESIGN.md "Exit codes"). A
+// Exit codes, decided here and nowhere else (every command's help renders
+// exitCodeTable under EXIT STATUS). A
 // verdict's code is report.Verdict.ExitCode, the one the journal records
 // with the run; the others are the process's own.
 var (
@@ -79,7 +80,7 @@ func usagef(hint, format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...), hint: hint}
 }
 
-// exitError carries an exit code decided by a command's outcome (a verdict,
+// exitCodeError carries an exit code decided by a command's outcome (a verdict,
 // lint failures) after the command has already printed what it had to say.
 type exitCodeError struct{ code int }
 

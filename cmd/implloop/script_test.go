@@ -2,7 +2,9 @@ package main
 
 import (
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,6 +66,8 @@ func TestScript(t *testing.T) {
 			"waitfile":     cmdWaitFile,
 			"replace":      cmdReplace,
 			"gitserver":    cmdGitServer,
+			"ndjson":       cmdNDJSON,
+			"sqlexec":      cmdSQLExec,
 		},
 		Setup: func(env *testscript.Env) error {
 			// git needs an identity and must not read the developer's config.
@@ -75,6 +80,10 @@ func TestScript(t *testing.T) {
 			env.Setenv("GIT_CONFIG_COUNT", "1")
 			env.Setenv("GIT_CONFIG_KEY_0", "init.defaultBranch")
 			env.Setenv("GIT_CONFIG_VALUE_0", "main")
+			// After every script, as restic checks its repository after
+			// every integration test: each journal the script left must
+			// keep its invariants.
+			env.Defer(func() { checkJournalsUnder(env.T(), env.WorkDir) })
 			return os.MkdirAll(env.WorkDir+"/.home", 0o755)
 		},
 	})
@@ -165,6 +174,177 @@ func cmdJournalCheck(ts *testscript.TestScript, neg bool, args []string) {
 	if len(problems) > 0 {
 		ts.Fatalf("journalcheck: %d broken invariant(s)", len(problems))
 	}
+}
+
+// checkJournalsUnder fails t when a journal of a repository under dir
+// breaks an invariant (cache.(*Journal).Check). A script that breaks its
+// journal on purpose says why in a file .no-journalcheck at its root.
+func checkJournalsUnder(t testscript.T, dir string) {
+	if _, err := os.Stat(filepath.Join(dir, ".no-journalcheck")); err == nil {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if d.Name() != ".git" {
+			return nil
+		}
+		if _, err := os.Stat(filepath.Join(path, "implloop", "state.db")); err == nil {
+			checkJournal(t, filepath.Dir(path))
+		}
+		return filepath.SkipDir
+	})
+}
+
+func checkJournal(t testscript.T, repo string) {
+	j, err := cache.OpenReadOnly(repo)
+	if err != nil {
+		t.Fatal(fmt.Sprintf("journal of %s: %v", repo, err))
+		return
+	}
+	defer j.Close()
+	problems, err := j.Check(identity.DigestCanonical)
+	if err != nil {
+		t.Fatal(fmt.Sprintf("journal of %s: check: %v", repo, err))
+		return
+	}
+	for _, p := range problems {
+		t.Log(fmt.Sprintf("journal of %s: invariant broken: %s", repo, p))
+	}
+	if len(problems) > 0 {
+		t.Fatal(fmt.Sprintf("journal of %s: %d broken invariant(s) after the script", repo, len(problems)))
+	}
+}
+
+// ndjson [-where KEY=VALUE]... [-check KEY=REGEXP]... [-uniq] FILE FIELD...:
+// reads FILE, one JSON object a line (every line must be one), keeps the
+// objects whose KEY equals VALUE (compared as text), and prints for each the
+// FIELDs: a lone string field as itself, else a compact JSON array. A FIELD
+// is a dotted path (tasks.0.action); len(PATH) is its length. -check fails
+// unless every kept object's KEY matches REGEXP; -uniq drops repeated lines.
+// It stands in for jq, which a machine may lack.
+func cmdNDJSON(ts *testscript.TestScript, neg bool, args []string) {
+	var wheres, checks multiFlag
+	fl := flag.NewFlagSet("ndjson", flag.ContinueOnError)
+	fl.Var(&wheres, "where", "KEY=VALUE")
+	fl.Var(&checks, "check", "KEY=REGEXP")
+	uniq := fl.Bool("uniq", false, "drop repeated lines")
+	if err := fl.Parse(args); err != nil || fl.NArg() < 1 || neg {
+		ts.Fatalf("usage: ndjson [-where KEY=VALUE]... [-check KEY=REGEXP]... [-uniq] FILE FIELD...")
+	}
+	b, err := os.ReadFile(ts.MkAbs(fl.Arg(0)))
+	ts.Check(err)
+	seen := map[string]bool{}
+	var out strings.Builder
+	for i, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil || obj == nil {
+			ts.Fatalf("ndjson: line %d is not a JSON object: %q", i+1, line)
+		}
+		if !ndjsonKeep(obj, wheres) {
+			continue
+		}
+		for _, c := range checks {
+			k, re, _ := strings.Cut(c, "=")
+			if v := ndjsonText(ndjsonField(obj, k)); !regexp.MustCompile(re).MatchString(v) {
+				ts.Fatalf("ndjson: line %d: %s is %q, does not match %s", i+1, k, v, re)
+			}
+		}
+		fields := fl.Args()[1:]
+		if len(fields) == 0 {
+			continue
+		}
+		var text string
+		if v := ndjsonField(obj, fields[0]); len(fields) == 1 {
+			text = ndjsonText(v)
+		} else {
+			vals := make([]any, len(fields))
+			for k, f := range fields {
+				vals[k] = ndjsonField(obj, f)
+			}
+			j, err := json.Marshal(vals)
+			ts.Check(err)
+			text = string(j)
+		}
+		if *uniq && seen[text] {
+			continue
+		}
+		seen[text] = true
+		out.WriteString(text + "\n")
+	}
+	_, err = ts.Stdout().Write([]byte(out.String()))
+	ts.Check(err)
+}
+
+func ndjsonKeep(obj map[string]any, wheres []string) bool {
+	for _, w := range wheres {
+		k, want, _ := strings.Cut(w, "=")
+		if ndjsonText(ndjsonField(obj, k)) != want {
+			return false
+		}
+	}
+	return true
+}
+
+// ndjsonField reads a dotted path (a.b.0.c) or len(path) from obj; nil
+// where the path leads nowhere.
+func ndjsonField(obj map[string]any, path string) any {
+	if inner, ok := strings.CutPrefix(path, "len("); ok {
+		switch v := ndjsonField(obj, strings.TrimSuffix(inner, ")")).(type) {
+		case []any:
+			return len(v)
+		case map[string]any:
+			return len(v)
+		case string:
+			return len(v)
+		}
+		return nil
+	}
+	var v any = obj
+	for _, p := range strings.Split(path, ".") {
+		switch c := v.(type) {
+		case map[string]any:
+			v = c[p]
+		case []any:
+			n, err := strconv.Atoi(p)
+			if err != nil || n < 0 || n >= len(c) {
+				return nil
+			}
+			v = c[n]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// ndjsonText is v as jq -r prints it: a string as itself, else JSON.
+func ndjsonText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	j, _ := json.Marshal(v)
+	return string(j)
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// sqlexec DB SQL: runs SQL on the SQLite database DB with the journal's own
+// driver, so no sqlite3 command is needed (a script that forges a
+// journal's schema, say).
+func cmdSQLExec(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: sqlexec DB SQL")
+	}
+	db, err := sql.Open("sqlite", ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer db.Close()
+	_, err = db.Exec(args[1])
+	ts.Check(err)
 }
 
 // runid VAR [N]: sets VAR to the id of the newest run of the repository

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// Commands are thin (DESIGN.md "Layout"; issue 17): a command file parses
+// Commands are thin (issue 17): a command file parses
 // its flags into options, calls a library function through its runF seam
 // and prints. The rule, as this test checks it on every non-test file of
 // the package:
