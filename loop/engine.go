@@ -136,6 +136,7 @@ type engine struct {
 	aheadSince map[string]time.Time // task id -> when its call made ahead started
 	inFlight   sync.WaitGroup       // the calls made ahead still running
 	wtMu       sync.Mutex           // git worktree add/remove, one at a time (they read each other's files)
+	jmu        sync.Mutex           // a replay batch's transaction, or a call made ahead journaled (journalCall)
 	pool       chan worker          // --jobs: a ticket per worker, with its worktree once made
 	workers    int                  // worktrees made (under wtMu)
 	worktrees  string               // where this run's task worktrees go

@@ -223,6 +223,9 @@ type attemptRun struct {
 func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *taskState, facts unit.Facts, units []unit.Unit) (attemptRun, error) {
 	attempt := facts.Attempt
 	calledAhead := len(units) > 0 && e.early[units[0].Identity] != nil // with its wave (--jobs): that call stands
+	if len(units) > 0 && !calledAhead {
+		_, calledAhead = e.lineage.aheadCall(units[0].Identity) // by the run this one resumes: it stands too
+	}
 	if attempt == 1 && !calledAhead && ts.across == nil {
 		ts.across, _ = e.acrossRuns(ctx, t, facts, units)
 	}
@@ -450,6 +453,13 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if err != nil {
 		return "", err
 	}
+	if ahead == nil {
+		// Made ahead by a run this one resumes, which stopped before
+		// this turn: taken, not made again.
+		if ahead, err = e.adoptAhead(ctx, u); err != nil {
+			return "", err
+		}
+	}
 	var ctxFile, promptFile, promptHash string
 	if ahead == nil {
 		if ctxFile, promptFile, promptHash, err = unitFiles(e.j, e.runID, u); err != nil {
@@ -467,7 +477,10 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 		return "", err
 	}
 	ev := Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks)}
-	if ahead != nil {
+	switch {
+	case ahead != nil && ahead.adopted:
+		ev.Message = fmt.Sprintf("made ahead by run %s, which stopped before this turn: its result, journaled when it returned, is taken (no agent call)", ahead.staged.RunID)
+	case ahead != nil:
 		ev.Message = "ran with its wave, in its own worktree"
 		if rel, err := filepath.Rel(e.o.RepoRoot, ahead.worktree); err == nil {
 			ev.Worktree = filepath.ToSlash(rel)
@@ -532,7 +545,7 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if ahead != nil {
 		o.FinishedAt = ahead.finished
 	}
-	if err := e.j.FinishUnit(e.runID, u.ID, o); err != nil {
+	if err := e.settleAhead(ctx, ahead, u.ID, o); err != nil {
 		return "", err
 	}
 	e.emit(Event{Type: EvUnitFinished, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live",
