@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/implloop/implloop/agent"
@@ -29,9 +30,10 @@ import (
 // unless that run is running (in another work tree).
 
 // refuseLeftovers returns a *ChildRunningError naming a live process that
-// carries the IMPLLOOP_RUN_ID of a run in j that is not running, after
-// giving such processes orphanWait to die (a dead run's watchdog is
-// killing its agent's group); nil when there is none.
+// carries the IMPLLOOP_RUN_ID of a run in j that is not running; nil when
+// there is none. One that may be in a dead run's agent group, which its
+// watchdog is killing, gets orphanWait to die; one that leads a process
+// group of its own (setsid), which no watchdog reaches, does not.
 func refuseLeftovers(j *cache.Journal, repoRoot string) error {
 	deadline := time.Now().Add(orphanWait)
 	for {
@@ -39,7 +41,7 @@ func refuseLeftovers(j *cache.Journal, repoRoot string) error {
 		if pid == 0 {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid || time.Now().After(deadline) {
 			return &ChildRunningError{RunID: run, Child: "agent", PID: pid, Process: cmp.Or(command(pid), "?")}
 		}
 		time.Sleep(50 * time.Millisecond)

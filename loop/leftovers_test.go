@@ -42,8 +42,11 @@ func TestLeftoversDieWhenTheCallEnds(t *testing.T) {
 			t.Parallel()
 			repo := newRepo(t, map[string]string{"plan.md": parPlan("1[P]", "2[P]")})
 			pids := t.TempDir()
+			// The daemons write once the test says so, after the run.
+			later := filepath.Join(pids, "later")
 			late := func(task string) string {
-				return daemonize(`"`+filepath.Join(pids, task)+`"`, "sleep 1; echo late > late-"+task+".txt")
+				return daemonize(`"`+filepath.Join(pids, task)+`"`,
+					"while [ ! -e "+shellQuote(later)+" ]; do sleep 0.02; done; echo late > late-"+task+".txt")
 			}
 			body := `echo "$IMPLLOOP_TASK_ID" > "f$IMPLLOOP_TASK_ID.txt"`
 			if c.agent != "" {
@@ -63,6 +66,7 @@ func TestLeftoversDieWhenTheCallEnds(t *testing.T) {
 			if len(es) != 2 {
 				t.Fatalf("%d daemons started, want 2", len(es))
 			}
+			writeFile(t, later, "")
 			for _, e := range es {
 				pid := readPID(t, filepath.Join(pids, e.Name()))
 				t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
@@ -70,7 +74,7 @@ func TestLeftoversDieWhenTheCallEnds(t *testing.T) {
 					t.Errorf("daemon %s (pid %d) outlived its call", e.Name(), pid)
 				}
 			}
-			time.Sleep(1200 * time.Millisecond) // when the daemons would write
+			time.Sleep(300 * time.Millisecond) // when a live daemon would have written
 			if m, _ := filepath.Glob(filepath.Join(repo, "late-*")); len(m) > 0 {
 				t.Errorf("written after the run: %v", m)
 			}

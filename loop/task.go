@@ -460,6 +460,12 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 			return "", err
 		}
 	}
+	if ahead != nil {
+		if e.settled == nil {
+			e.settled = map[string]*early{}
+		}
+		e.settled[t.ID] = ahead // what its work was, should a discard be seen (attribute.go)
+	}
 	var ctxFile, promptFile, promptHash string
 	if ahead == nil {
 		if ctxFile, promptFile, promptHash, err = unitFiles(e.j, e.runID, u); err != nil {
@@ -747,10 +753,21 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 	if len(v.lost) > 0 {
 		ts.row.LostPaths = v.lost
 		status = cache.TaskBlocked
+		var whys []string
+		if n := len(v.lost) - len(v.carried); n > 0 {
+			w := "the task discarded work of earlier tasks: " + shownPaths(v.lost[:n])
+			if v.aheadWhy != "" {
+				w += " (" + v.aheadWhy + ")"
+			}
+			whys = append(whys, w)
+		}
+		if v.carriedWhy != "" {
+			whys = append(whys, v.carriedWhy)
+		}
 		if reason == "" {
-			reason = fmt.Sprintf("the task discarded work of earlier tasks: %s", shownPaths(v.lost))
+			reason = strings.Join(whys, "; and ")
 		} else {
-			reason += "; and it discarded work of earlier tasks: " + shownPaths(v.lost)
+			reason += "; and " + strings.Join(whys, "; and ")
 		}
 	}
 	for _, c := range v.concerns {
