@@ -33,19 +33,31 @@ import (
 // carries the IMPLLOOP_RUN_ID of a run in j that is not running; nil when
 // there is none. One that may be in a dead run's agent group, which its
 // watchdog is killing, gets orphanWait to die; one that leads a process
-// group of its own (setsid), which no watchdog reaches, does not.
+// group of its own (setsid), which no watchdog reaches, gets leaderWait
+// (a dead run's agent, the leader of its group, gets a parent-death
+// signal: a resume started at once may see it for an instant).
 func refuseLeftovers(j *cache.Journal, repoRoot string) error {
-	deadline := time.Now().Add(orphanWait)
+	start := time.Now()
 	for {
 		pid, run := leftover(j, repoRoot)
 		if pid == 0 {
 			return nil
 		}
-		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid || time.Now().After(deadline) {
+		waited := time.Since(start)
+		if waited > orphanWait || waited > leaderWait && isGroupLeader(pid) {
 			return &ChildRunningError{RunID: run, Child: "agent", PID: pid, Process: cmp.Or(command(pid), "?")}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// leaderWait: see refuseLeftovers.
+const leaderWait = 500 * time.Millisecond
+
+// isGroupLeader reports whether pid leads its process group.
+func isGroupLeader(pid int) bool {
+	pgid, err := syscall.Getpgid(pid)
+	return err == nil && pgid == pid
 }
 
 // leftover is the lowest pid carrying the IMPLLOOP_RUN_ID of a run of j
