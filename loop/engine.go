@@ -18,6 +18,7 @@ import (
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/procgroup"
 	"github.com/implloop/implloop/internal/runid"
 	"github.com/implloop/implloop/plan"
 	"github.com/implloop/implloop/report"
@@ -238,6 +239,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	e.endWaves(ctx)
+	// Each call's leftovers were killed when it ended (procgroup.Sweep);
+	// whatever else carries the run's id goes before the verdict.
+	procgroup.Sweep([]string{agent.EnvRunID + "=" + e.runID})
 	if interrupted {
 		out.Interrupted = true
 		// Marks the running unit and the running task rows interrupted.
