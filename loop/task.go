@@ -485,7 +485,7 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	ev := Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks)}
 	switch {
 	case ahead != nil && ahead.adopted:
-		ev.Message = fmt.Sprintf("made ahead by run %s, which stopped before this turn: its result, journaled when it returned, is taken (no agent call)", ahead.staged.RunID)
+		ev.Message = "no agent call: its result and work taken from run " + ahead.staged.RunID + "'s journal"
 	case ahead != nil:
 		ev.Message = "ran with its wave, in its own worktree"
 		if rel, err := filepath.Rel(e.o.RepoRoot, ahead.worktree); err == nil {
