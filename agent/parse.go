@@ -12,25 +12,6 @@ const (
 	maxWhole = 4 << 20 // a single JSON document (object or array) up to this size is parsed whole
 )
 
-// ParseOutput reads an agent's accounting from its complete stdout. The
-// accepted shapes, in the order they are tried:
-//
-//  1. one JSON object: Claude Code's --output-format json result
-//     (result, is_error, usage, total_cost_usd, session_id), or Gemini
-//     CLI's --output-format json object (response, stats.models, error);
-//  2. a JSON array of messages: the last element with type "result";
-//  3. JSON lines: the last record with type "result" (Claude Code's
-//     stream-json, Gemini CLI's stream-json);
-//  4. JSON lines with codex-style "turn.completed" events: their usage summed;
-//  5. JSON lines with opencode-style "step_finish" events: tokens and cost summed.
-//
-// Anything else (plain text) yields a zero Result. ExitCode is not set.
-func ParseOutput(out []byte) Result {
-	p := newParser()
-	p.Write(out)
-	return p.result()
-}
-
 // parser is an io.Writer that keeps only what accounting needs: the current
 // line (bounded), the first maxWhole bytes, the last result record and
 // running sums.

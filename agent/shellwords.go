@@ -123,31 +123,3 @@ func isAssignment(w string) bool {
 	}
 	return true
 }
-
-// QuoteCommand is SplitCommand's inverse: it quotes each word so that
-// SplitCommand (and a POSIX shell) gives argv back.
-func QuoteCommand(argv []string) string {
-	parts := make([]string, len(argv))
-	for i, a := range argv {
-		parts[i] = quoteWord(a)
-	}
-	return strings.Join(parts, " ")
-}
-
-func quoteWord(w string) string {
-	if w == "" {
-		return "''"
-	}
-	safe := true
-	for i := 0; i < len(w); i++ {
-		c := w[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_./:,+@%", c) >= 0) {
-			safe = false
-			break
-		}
-	}
-	if safe && !isAssignment(w) {
-		return w
-	}
-	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-}

@@ -99,12 +99,6 @@ func WithPrev(prev Snapshot) Option {
 	}
 }
 
-// WithPrevHead gives Take only the previous boundary's HEAD: a HEAD move
-// since is looked into, as with WithPrev.
-func WithPrevHead(head string) Option {
-	return func(o *options) { o.prev, o.prevGiven = &Snapshot{Head: head}, true }
-}
-
 // WithExclude leaves paths (relative to the root, slash-separated: the plan
 // file) out of the snapshot, as implloop's own files are.
 func WithExclude(paths ...string) Option {

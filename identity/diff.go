@@ -124,20 +124,6 @@ func (c Change) Reason() string {
 	return c.Field + " changed"
 }
 
-// Reasons joins the distinct reasons of changes: "task text changed, new
-// attempt". It returns "" for no changes.
-func Reasons(changes []Change) string {
-	var out []string
-	seen := map[string]bool{}
-	for _, c := range changes {
-		if r := c.Reason(); !seen[r] {
-			seen[r] = true
-			out = append(out, r)
-		}
-	}
-	return strings.Join(out, ", ")
-}
-
 const (
 	shortValue   = 60  // longer strings are shown as a line diff
 	maxShownLine = 100 // longer changed lines are clipped around the change

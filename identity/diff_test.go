@@ -89,9 +89,17 @@ func TestDiffLongTextShowsOnlyChangedLines(t *testing.T) {
 
 func TestDiffReasonsAndErrors(t *testing.T) {
 	t.Parallel()
-	changes := []Change{{Field: "task.text"}, {Field: "attempt", Old: mustJSON(1), New: mustJSON(2)}, {Field: "task.text"}, {Field: "newkey"}}
-	if got := Reasons(changes); got != "task text changed, new attempt, newkey changed" {
-		t.Fatalf("Reasons = %q", got)
+	for _, c := range []struct {
+		ch   Change
+		want string
+	}{
+		{Change{Field: "task.text"}, "task text changed"},
+		{Change{Field: "attempt", Old: mustJSON(1), New: mustJSON(2)}, "new attempt"},
+		{Change{Field: "newkey"}, "newkey changed"},
+	} {
+		if got := c.ch.Reason(); got != c.want {
+			t.Fatalf("Reason of %s = %q, want %q", c.ch.Field, got, c.want)
+		}
 	}
 	if _, err := Diff([]byte("{"), []byte("{}")); err == nil {
 		t.Fatal("Diff accepted bad JSON")

@@ -30,8 +30,8 @@
 // prompt reads the plan, a free prompt (for `implloop id`), the attempt
 // number, the gate feedback handed to a retry, the sorted hashes of declared
 // dependencies' artifacts, the timeout, the sorted NAMES of passed-through
-// environment variables, and user params. [HashedScope] returns that table
-// with the reason for each row.
+// environment variables, and user params. docs/identity.md renders that
+// table ([Markdown]) with the reason for each row.
 //
 // Optional keys are absent from the canonical JSON when unset, never null or
 // empty, so adding an optional field keeps every existing digest. Lists
@@ -47,13 +47,13 @@
 // the on-blocked policy (they change what happens between calls, not what a
 // call asks), the agent CLI's version (recorded, not hashed, or every agent
 // update would re-run everything), the run id, timestamps, and the absolute
-// project path. [NotHashedScope] returns that table.
+// project path. docs/identity.md has that table too.
 //
 // # Normalization
 //
 // Free text (task text, the preamble, gate feedback, a free prompt) is
 // hashed after [Normalize], which applies one ordered table of rules
-// ([Rules]): line endings, trailing whitespace and blank lines, the project
+// (rendered in docs/identity.md): line endings, trailing whitespace and blank lines, the project
 // root to <PROJECT>, the home directory to <HOME>, temp directories to
 // <TMP>, date-times to <TIME>, UUIDs and run ids to numbered tokens (<UUID-1>,
 // <RUN-1>; equal values get equal numbers, so "the same id twice" and "two

@@ -151,14 +151,6 @@ var keptOnPurpose = []struct{ What, Why string }{
 	{"a literal `<PROJECT>` or `<UUID-1>` already in the text", "it is content; a token Normalize wrote is never matched again, which keeps Normalize idempotent"},
 }
 
-// Rules returns a copy of the normalization table, in the order Normalize
-// applies it.
-func Rules() []Rule {
-	out := make([]Rule, len(rules))
-	copy(out, rules)
-	return out
-}
-
 // Normalize applies the rules table, in order, to text. The result is used
 // for the identity only: the agent always gets the byte-exact text.
 // Normalize is idempotent and never panics; it works on bytes, so invalid
@@ -171,10 +163,6 @@ func (pe *preparedEnv) normalize(text string) string {
 	}
 	return text
 }
-
-// Apply runs this one rule on text under env (used to check the table's
-// examples and to show what a single rule does).
-func (r Rule) Apply(text string, env Env) string { return r.apply(text, prepare(env)) }
 
 // preparedEnv is an Env with each list cleaned, de-duplicated and sorted
 // longest first, so that the longest literal root wins.

@@ -62,11 +62,3 @@ func scopeIndex(field string) (int, *ScopeEntry) {
 	}
 	return len(hashedScope), nil
 }
-
-// HashedScope returns a copy of the scope table: every key of the preimage,
-// what it holds and why it is hashed, in the order Diff reports changes.
-func HashedScope() []ScopeEntry { return append([]ScopeEntry(nil), hashedScope...) }
-
-// NotHashedScope returns a copy of the table of what is left out of the
-// preimage on purpose, and why.
-func NotHashedScope() []ScopeEntry { return append([]ScopeEntry(nil), notHashedScope...) }

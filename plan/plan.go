@@ -277,16 +277,6 @@ func unwrapPathError(err error) error {
 	return err
 }
 
-// TaskByID returns the first task with the given id, or nil.
-func (p *Plan) TaskByID(id string) *Task {
-	for i := range p.Tasks {
-		if p.Tasks[i].ID == id {
-			return &p.Tasks[i]
-		}
-	}
-	return nil
-}
-
 // IDs returns the plan's task ids in plan order.
 func (p *Plan) IDs() []string {
 	ids := make([]string, len(p.Tasks))

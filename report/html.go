@@ -91,19 +91,6 @@ func WriteHTML(stateDir string, r *Report, x *Extras) (string, error) {
 	return path, writeAtomic(path, bytes.NewReader(b), true)
 }
 
-// HTML is the report as one self-contained HTML page: inline CSS and SVG,
-// no script needed to read it (a few lines fold and unfold the diffs),
-// light and dark, printable. Every text from the journal, the plan, an
-// agent or the work tree goes through html/template: it is shown, never
-// run. x may be nil (no diffs, no reasons).
-func HTML(r *Report, x *Extras) []byte {
-	b, err := htmlPage(r, x, "report.md")
-	if err != nil { // our own templates over our own types
-		panic(err)
-	}
-	return b
-}
-
 func htmlPage(r *Report, x *Extras, mdPath string) ([]byte, error) {
 	if x == nil {
 		x = &Extras{}

@@ -115,9 +115,6 @@ func New(path string) (*Watcher, error) {
 	return w, nil
 }
 
-// Path is the plan's absolute path.
-func (w *Watcher) Path() string { return w.path }
-
 // Run hands the plan as it is now to onChange, then every settled version
 // after it, until ctx is done (Run returns nil), onChange returns an error
 // (Run returns it), or the directory goes away (a *DirError). onChange is
