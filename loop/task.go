@@ -756,6 +756,9 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 		var whys []string
 		if n := len(v.lost) - len(v.carried); n > 0 {
 			w := "the task discarded work of earlier tasks: " + shownPaths(v.lost[:n])
+			if reason != "" {
+				w = "it discarded work of earlier tasks: " + shownPaths(v.lost[:n])
+			}
 			if v.aheadWhy != "" {
 				w += " (" + v.aheadWhy + ")"
 			}
