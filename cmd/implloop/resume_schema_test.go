@@ -37,9 +37,9 @@ func TestResumeUpgradesAnOlderJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Back to schema 3, before runs.inputs (4) and the boundaries_tree
-	// index (5).
-	if _, err := db.Exec(`DROP INDEX boundaries_tree; ALTER TABLE runs DROP COLUMN inputs; PRAGMA user_version = 3`); err != nil {
+	// Back to schema 3, before runs.inputs (4), the boundaries_tree
+	// index (5) and the ahead table (6).
+	if _, err := db.Exec(`DROP TABLE ahead; DROP INDEX boundaries_tree; ALTER TABLE runs DROP COLUMN inputs; PRAGMA user_version = 3`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
