@@ -64,23 +64,26 @@ func isGroupLeader(pid int) bool {
 // that is not running, and that run; 0 when there is none.
 func leftover(j *cache.Journal, repoRoot string) (int, string) {
 	procs := procgroup.Carrying(agent.EnvRunID)
-	if len(procs) == 0 {
-		return 0, ""
-	}
-	running, _ := Running(repoRoot)
-	ours := map[string]bool{}
+	ours := map[string]bool{} // run id -> a run of this journal
+	var running map[string]int
 	for _, pid := range slices.Sorted(maps.Keys(procs)) {
 		id := procs[pid]
-		if _, live := running[id]; live {
-			continue
-		}
 		known, seen := ours[id]
 		if !seen {
 			_, err := j.GetRun(id)
 			known = err == nil
 			ours[id] = known
 		}
-		if known {
+		if !known {
+			continue // another repository's run (or none of implloop's)
+		}
+		if running == nil {
+			running, _ = Running(repoRoot)
+			if running == nil {
+				running = map[string]int{}
+			}
+		}
+		if _, live := running[id]; !live {
 			return pid, id
 		}
 	}

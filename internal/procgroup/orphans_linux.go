@@ -51,9 +51,9 @@ func Sweep(env []string) []int {
 	seen := map[int]bool{}
 	var killed []int
 	for pass := 0; pass < 20; pass++ {
-		tree := readTree()
+		below := belowFunc()
 		var hit []int
-		for _, pid := range tree.below(self) {
+		for _, pid := range below(self) {
 			if !seen[pid] && environHas(pid, env) {
 				hit = append(hit, pid)
 			}
@@ -64,7 +64,7 @@ func Sweep(env []string) []int {
 		var doomed []int
 		for _, pid := range hit {
 			doomed = append(doomed, pid)
-			doomed = append(doomed, tree.below(pid)...)
+			doomed = append(doomed, below(pid)...)
 		}
 		for _, pid := range doomed {
 			if !seen[pid] {
@@ -120,6 +120,9 @@ func Carrying(key string) map[int]string {
 // BecomeSubreaper), and no exec.Cmd waits for them. Without it each
 // would stay a zombie until implloop exits.
 func Reap(pgid int) {
+	if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+		return // nothing left in it, not even a zombie: the usual case
+	}
 	self := os.Getpid()
 	tree := readTree()
 	var ours []int
@@ -175,6 +178,47 @@ func parentOf(pid int) int {
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	return ppid
+}
+
+// belowFunc is how the descendants of a process are listed: from the
+// kernel's lists of each thread's children, which reads only the subtree
+// (the usual case), or, on a kernel without them, from the whole process
+// table, read once.
+func belowFunc() func(pid int) []int {
+	self := "/proc/" + strconv.Itoa(os.Getpid()) + "/task"
+	if ts, _ := filepath.Glob(self + "/*/children"); len(ts) > 0 {
+		return belowByChildren
+	}
+	return readTree().below
+}
+
+// belowByChildren lists every descendant of pid from
+// /proc/<pid>/task/<tid>/children.
+func belowByChildren(pid int) []int {
+	var out []int
+	seen := map[int]bool{pid: true}
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		files, _ := filepath.Glob("/proc/" + strconv.Itoa(p) + "/task/*/children")
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			for _, w := range strings.Fields(string(b)) {
+				c, err := strconv.Atoi(w)
+				if err != nil || seen[c] {
+					continue
+				}
+				seen[c] = true
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
+	}
+	return out
 }
 
 // procTree is the process table's parent links, read from /proc.
