@@ -87,31 +87,42 @@ func Sweep(env []string) []int {
 // IMPLLOOP_RUN_ID every agent and gate it started carries, and so is what
 // they started, unless it cleared its environment.
 func Carrying(key string) map[int]string {
-	tree := readTree()
 	mine := map[int]bool{}
-	for pid := os.Getpid(); pid > 0 && !mine[pid]; pid = tree.parent[pid] {
+	for pid := os.Getpid(); pid > 0 && !mine[pid]; pid = parentOf(pid) {
 		mine[pid] = true
 	}
-	prefix := []byte(key + "=")
+	ents, _ := os.ReadDir("/proc")
 	out := map[int]string{}
-	for pid := range tree.parent {
-		if mine[pid] {
+	for _, en := range ents {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil || mine[pid] {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		b, err := os.ReadFile("/proc/" + en.Name() + "/environ")
 		if err != nil || len(b) == 0 {
-			continue // another user's, or a zombie's
+			continue // another user's, a kernel thread's, or a zombie's
 		}
-		for _, kv := range bytes.Split(b, []byte{0}) {
-			if v, ok := bytes.CutPrefix(kv, prefix); ok {
-				if Alive(pid) {
-					out[pid] = string(v)
-				}
-				break
-			}
+		if v, ok := envValue(b, key); ok && Alive(pid) {
+			out[pid] = v
 		}
 	}
 	return out
+}
+
+// envValue is key's value in environ (NUL-separated KEY=VALUE entries).
+func envValue(environ []byte, key string) (string, bool) {
+	prefix := key + "="
+	for len(environ) > 0 {
+		i := bytes.IndexByte(environ, 0)
+		if i < 0 {
+			i = len(environ)
+		}
+		if kv := environ[:i]; len(kv) >= len(prefix) && string(kv[:len(prefix)]) == prefix {
+			return string(kv[len(prefix):]), true
+		}
+		environ = environ[min(i+1, len(environ)):]
+	}
+	return "", false
 }
 
 // Reap reaps this process's children in the process group pgid, after
@@ -283,12 +294,11 @@ func environHas(pid int, env []string) bool {
 	if err != nil || len(b) == 0 {
 		return false
 	}
-	have := map[string]bool{}
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		have[string(kv)] = true
-	}
+	// Framed by NULs, an entry matches only whole.
+	framed := make([]byte, 0, len(b)+2)
+	framed = append(append(append(framed, 0), b...), 0)
 	for _, kv := range env {
-		if !have[kv] {
+		if !bytes.Contains(framed, []byte("\x00"+kv+"\x00")) {
 			return false
 		}
 	}

@@ -114,3 +114,21 @@ func sweepHelper(dir string) int {
 	fmt.Println("ok")
 	return 0
 }
+
+func TestEnvValue(t *testing.T) {
+	for _, c := range []struct {
+		environ, key, want string
+		ok                 bool
+	}{
+		{"A=1\x00IMPLLOOP_RUN_ID=r-1\x00B=2\x00", "IMPLLOOP_RUN_ID", "r-1", true},
+		{"IMPLLOOP_RUN_ID=r-2", "IMPLLOOP_RUN_ID", "r-2", true},
+		{"XIMPLLOOP_RUN_ID=r-3\x00", "IMPLLOOP_RUN_ID", "", false},
+		{"IMPLLOOP_RUN_IDS=r-4\x00", "IMPLLOOP_RUN_ID", "", false},
+		{"IMPLLOOP_RUN_ID=\x00", "IMPLLOOP_RUN_ID", "", true},
+		{"", "IMPLLOOP_RUN_ID", "", false},
+	} {
+		if got, ok := envValue([]byte(c.environ), c.key); got != c.want || ok != c.ok {
+			t.Errorf("envValue(%q) = %q, %v; want %q, %v", c.environ, got, ok, c.want, c.ok)
+		}
+	}
+}
