@@ -44,17 +44,24 @@ func KeepAhead(ctx context.Context, repoDir, run, name, base, tree string) (stri
 	return id, nil
 }
 
-// DropAhead deletes the ref KeepAhead made for run's call name, once the
-// call is settled (its work merged, or refused).
-func DropAhead(ctx context.Context, repoDir, run, name string) error {
-	if checkRunID(run) != nil || checkRunID(name) != nil {
+// DropAhead deletes the refs KeepAhead made for calls (run and name
+// each), once they are settled (their work merged, or refused), in one
+// git command.
+func DropAhead(ctx context.Context, repoDir string, calls ...[2]string) error {
+	var in strings.Builder
+	for _, c := range calls {
+		if checkRunID(c[0]) == nil && checkRunID(c[1]) == nil {
+			in.WriteString("delete " + AheadRefPrefix + c[0] + "/" + c[1] + "\n")
+		}
+	}
+	if in.Len() == 0 {
 		return nil
 	}
 	g, err := openGit(ctx, repoDir)
 	if err != nil {
 		return err
 	}
-	_, _, err = g.run(nil, nil, "update-ref", "-d", AheadRefPrefix+run+"/"+name)
+	_, _, err = g.run(nil, []byte(in.String()), "update-ref", "--stdin")
 	return err
 }
 

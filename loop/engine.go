@@ -133,20 +133,21 @@ type engine struct {
 
 	// --jobs (parallel.go): the calls made ahead, by unit identity; where
 	// the current wave ends; each task's latest wait (extractor.LatestWait).
-	early      map[string]*early
-	aheadSince map[string]time.Time  // task id -> when its call made ahead started
-	inFlight   sync.WaitGroup        // the calls made ahead still running
-	wtMu       sync.Mutex            // git worktree add/remove, one at a time (they read each other's files)
-	jmu        sync.Mutex            // a replay batch's transaction, or a call made ahead journaled (journalCall)
-	settled    map[string]*early     // task id -> its call made ahead, taken at its turn (attribute.go)
-	takenAt    time.Time             // when the latest boundary was begun
-	prevAt     time.Time             // and the one before it
-	carried    map[string]*lostAhead // task id -> discards seen at an earlier turn, its by content (attribute.go)
-	pool       chan worker           // --jobs: a ticket per worker, with its worktree once made
-	workers    int                   // worktrees made (under wtMu)
-	worktrees  string                // where this run's task worktrees go
-	waveEnd    int
-	latest     []int
+	early       map[string]*early
+	aheadSince  map[string]time.Time  // task id -> when its call made ahead started
+	inFlight    sync.WaitGroup        // the calls made ahead still running
+	wtMu        sync.Mutex            // git worktree add/remove, one at a time (they read each other's files)
+	jmu         sync.Mutex            // a replay batch's transaction, or a call made ahead journaled (journalCall)
+	settled     map[string]*early     // task id -> its call made ahead, taken at its turn (attribute.go)
+	settledRefs [][2]string           // refs of calls made ahead settled, to delete (endWaves)
+	takenAt     time.Time             // when the latest boundary was begun
+	prevAt      time.Time             // and the one before it
+	carried     map[string]*lostAhead // task id -> discards seen at an earlier turn, its by content (attribute.go)
+	pool        chan worker           // --jobs: a ticket per worker, with its worktree once made
+	workers     int                   // worktrees made (under wtMu)
+	worktrees   string                // where this run's task worktrees go
+	waveEnd     int
+	latest      []int
 }
 
 // newEngine is an engine for o before its plan is read: o's clock and

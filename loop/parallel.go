@@ -238,6 +238,10 @@ func (e *engine) relWorktree(path string) string {
 func (e *engine) endWaves(ctx context.Context) {
 	e.inFlight.Wait()
 	e.journalAhead()
+	if len(e.settledRefs) > 0 {
+		_ = boundary.DropAhead(context.WithoutCancel(ctx), e.o.RepoRoot, e.settledRefs...)
+		e.settledRefs = nil
+	}
 	if e.worktrees != "" {
 		_ = boundary.RemoveWorktrees(context.WithoutCancel(ctx), e.o.RepoRoot, e.worktrees)
 		_ = os.Remove(filepath.Dir(e.worktrees)) // when no other run's are left
@@ -386,7 +390,7 @@ func (e *engine) journalCall(ctx context.Context, j *cache.Journal, r *early) {
 	err = j.PutAhead(a)
 	e.jmu.Unlock()
 	if err != nil {
-		_ = boundary.DropAhead(ctx, e.o.RepoRoot, e.runID, aheadRefName(r.u.Identity))
+		_ = boundary.DropAhead(ctx, e.o.RepoRoot, [2]string{e.runID, aheadRefName(r.u.Identity)})
 		return
 	}
 	r.staged = &a
@@ -446,7 +450,7 @@ func (e *engine) settleAhead(ctx context.Context, r *early, unitID string, o cac
 		return err
 	}
 	e.lineage.tookAhead(a.Identity)
-	_ = boundary.DropAhead(context.WithoutCancel(ctx), e.o.RepoRoot, a.RunID, aheadRefName(a.Identity))
+	e.settledRefs = append(e.settledRefs, [2]string{a.RunID, aheadRefName(a.Identity)}) // deleted by endWaves, all at once
 	return nil
 }
 
