@@ -15,8 +15,10 @@ FUZZTIME ?= 10s
 
 all: build
 
+# -buildvcs=auto: the commit and whether the tree was dirty go into the
+# binary (implloop version) even where GOFLAGS says -buildvcs=false.
 build:
-	$(GO) build -o $(BIN) ./cmd/implloop
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/implloop
 
 # Every test, in under 10 minutes on a quiet 2-core machine from a fresh
 # clone; it prints its own wall time. Property tests run a small number of
@@ -28,6 +30,7 @@ test:
 	  else echo "make test: FAILED after $$(( $$(date +%s) - start )) s"; exit 1; fi
 
 test-plain:
+	@./scripts/install-bwrap.sh >/dev/null   # --sandbox's tests run real bubblewrap
 	$(GO) test -count=1 $$($(GO) list $(PKGS) | grep -vE '/($(subst $(eval) ,|,$(RACE_DIRS)))(/|$$)')
 
 test-race:
@@ -67,10 +70,11 @@ clean:
 
 # The real Claude Code and OpenAI Codex CLIs (pinned, installed from npm
 # into .e2e/) against scripted model API servers on loopback
-# (internal/fakeclaude, internal/fakeopenai).
+# (internal/fakeclaude, internal/fakeopenai), also inside --sandbox.
 e2e: browser
 	@./scripts/install-claude.sh >/dev/null
 	@./scripts/install-codex.sh >/dev/null
+	@./scripts/install-bwrap.sh >/dev/null
 	$(GO) test -tags e2e -count=1 ./e2e/...
 
 # The HTML report in headless Chromium (Debian's chromium package, which

@@ -56,6 +56,18 @@ type Request struct {
 	// Started, when set, is called with an external agent's pid as soon
 	// as it runs (the lock file names it for that resume's message).
 	Started func(pid int)
+	// OnTokens, when set, hears the tokens so far (input of every kind,
+	// output) while the call runs, from an agent that streams them
+	// (Claude Code's stream-json, opencode's steps). It is called from
+	// another goroutine than Run's.
+	OnTokens func(in, out int64)
+	// Now is the clock a limit's reset time of day is read against
+	// ("resets 3:08pm"); nil: time.Now.
+	Now func() time.Time
+	// Wrap, when set, puts an external agent's argv inside a sandbox
+	// (package sandbox): the argv it returns is what runs. The builtin
+	// agent has no process to wrap and ignores it.
+	Wrap func(argv []string) ([]string, error)
 }
 
 // Result is what a call reported. Zero figures mean "not reported".
@@ -79,6 +91,9 @@ type Result struct {
 	CostUSD      float64
 	SessionID    string
 	TimedOut     bool
+	// Limit is set when the call ended on a usage limit, a rate limit or
+	// an overload (limit.go): not a failure, a reason to call again later.
+	Limit *Limit `json:",omitempty"`
 }
 
 // Agent is one backend.

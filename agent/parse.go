@@ -28,6 +28,42 @@ type parser struct {
 	codex  codexSums
 	oc     opencodeSums
 	gemini geminiText
+	claude claudeSums
+	sig    signals
+
+	// onTokens, when set, hears the tokens so far (input of every kind,
+	// output) whenever an agent that streams them reports more.
+	onTokens func(in, out int64)
+}
+
+// claudeSums follows Claude Code's stream-json assistant messages: each
+// content block comes as its own line repeating its message's usage, so
+// a message counts once, as its last line has it.
+type claudeSums struct {
+	in, out int64  // messages before the current one
+	id      string // the current message
+	curIn   int64
+	curOut  int64
+}
+
+// signals are what an agent's output says about a limit it hit, kept
+// for limitOf (limit.go); they never change the figures.
+type signals struct {
+	// Claude Code: the result's api_error_status, api_error_type and
+	// api_error, and the reset of a rejected rate_limit_event.
+	apiStatus       int
+	apiType, apiErr string
+	resetsAt        int64
+	// OpenCode: the provider's status, headers and body of its error.
+	ocStatus  int
+	ocHeaders map[string]string
+	ocBody    string
+}
+
+func (p *parser) progress(in, out int64) {
+	if p.onTokens != nil {
+		p.onTokens(in, out)
+	}
 }
 
 type codexSums struct {
@@ -117,8 +153,8 @@ type record struct {
 	Result       *string         `json:"result"`
 	IsError      bool            `json:"is_error"`
 	Usage        *usage          `json:"usage"`
-	TotalCostUSD *float64        `json:"total_cost_usd"`
-	CostUSD      *float64        `json:"cost_usd"` // older Claude Code
+	TotalCostUSD *money          `json:"total_cost_usd"`
+	CostUSD      *money          `json:"cost_usd"` // older Claude Code
 	SessionID    string          `json:"session_id"`
 	SessionID2   string          `json:"sessionID"` // opencode
 	ThreadID     string          `json:"thread_id"` // codex
@@ -130,15 +166,31 @@ type record struct {
 	Role         string          `json:"role"`      // gemini stream-json message
 	Content      *string         `json:"content"`   // gemini stream-json message
 	Error        json.RawMessage `json:"error"`
+
+	// What a limit looks like (limit.go). Claude Code's result, and its
+	// failing assistant message, say which API error ended the call;
+	// its stream-json rate_limit_event says when a rejected limit lifts.
+	APIErrorStatus int             `json:"api_error_status"`
+	APIErrorType   string          `json:"api_error_type"`
+	APIError       string          `json:"api_error"`
+	RateLimitInfo  *rateLimitInfo  `json:"rate_limit_info"`
+	Message        json.RawMessage `json:"message"` // Claude Code stream-json: the assistant message (its usage); codex: an error's text
+}
+
+// rateLimitInfo is Claude Code's stream-json rate_limit_event payload.
+type rateLimitInfo struct {
+	Status   string `json:"status"`
+	ResetsAt int64  `json:"resetsAt"` // Unix seconds
+	Type     string `json:"rateLimitType"`
 }
 
 type usage struct {
-	InputTokens       int64 `json:"input_tokens"`
-	OutputTokens      int64 `json:"output_tokens"`
-	CacheRead         int64 `json:"cache_read_input_tokens"`
-	CacheWrite        int64 `json:"cache_creation_input_tokens"`
-	CachedInputTokens int64 `json:"cached_input_tokens"`      // codex: part of input_tokens
-	CacheWriteInput   int64 `json:"cache_write_input_tokens"` // codex: part of input_tokens
+	InputTokens       count `json:"input_tokens"`
+	OutputTokens      count `json:"output_tokens"`
+	CacheRead         count `json:"cache_read_input_tokens"`
+	CacheWrite        count `json:"cache_creation_input_tokens"`
+	CachedInputTokens count `json:"cached_input_tokens"`      // codex: part of input_tokens
+	CacheWriteInput   count `json:"cache_write_input_tokens"` // codex: part of input_tokens
 }
 
 type item struct {
@@ -149,17 +201,17 @@ type item struct {
 type part struct {
 	Type   string   `json:"type"`
 	Text   string   `json:"text"`
-	Cost   float64  `json:"cost"`
+	Cost   money    `json:"cost"`
 	Tokens *ocToken `json:"tokens"`
 }
 
 type ocToken struct {
-	Input     int64 `json:"input"`
-	Output    int64 `json:"output"`
-	Reasoning int64 `json:"reasoning"`
+	Input     count `json:"input"`
+	Output    count `json:"output"`
+	Reasoning count `json:"reasoning"`
 	Cache     struct {
-		Read  int64 `json:"read"`
-		Write int64 `json:"write"`
+		Read  count `json:"read"`
+		Write count `json:"write"`
 	} `json:"cache"`
 }
 
@@ -168,19 +220,19 @@ type ocToken struct {
 type geminiStats struct {
 	Models map[string]struct {
 		Tokens *struct {
-			Input      *int64 `json:"input"`
-			Prompt     int64  `json:"prompt"`
-			Candidates int64  `json:"candidates"`
-			Cached     int64  `json:"cached"`
-			Thoughts   int64  `json:"thoughts"`
-			Tool       int64  `json:"tool"`
+			Input      *count `json:"input"`
+			Prompt     count  `json:"prompt"`
+			Candidates count  `json:"candidates"`
+			Cached     count  `json:"cached"`
+			Thoughts   count  `json:"thoughts"`
+			Tool       count  `json:"tool"`
 		} `json:"tokens"`
 	} `json:"models"`
-	InputTokens  *int64 `json:"input_tokens"`
-	OutputTokens int64  `json:"output_tokens"`
-	TotalTokens  int64  `json:"total_tokens"`
-	Cached       int64  `json:"cached"`
-	Input        *int64 `json:"input"`
+	InputTokens  *count `json:"input_tokens"`
+	OutputTokens count  `json:"output_tokens"`
+	TotalTokens  count  `json:"total_tokens"`
+	Cached       count  `json:"cached"`
+	Input        *count `json:"input"`
 }
 
 func (p *parser) handleLine(line []byte) {
@@ -201,13 +253,21 @@ func (p *parser) handleLine(line []byte) {
 	switch r.Type {
 	case "result":
 		p.last = &r
+		p.sig.apiStatus, p.sig.apiType, p.sig.apiErr = r.APIErrorStatus, r.APIErrorType, r.APIError
+	case "rate_limit_event":
+		if i := r.RateLimitInfo; i != nil && i.Status == "rejected" && i.ResetsAt > 0 {
+			p.sig.resetsAt = i.ResetsAt
+		}
+	case "assistant":
+		p.claudeMessage(r.Message)
 	case "turn.completed":
 		p.codex.seen = true
 		if r.Usage != nil {
-			p.codex.input += r.Usage.InputTokens
-			p.codex.cached += r.Usage.CachedInputTokens
-			p.codex.cacheWrite += r.Usage.CacheWriteInput
-			p.codex.output += r.Usage.OutputTokens
+			p.codex.input = addCount(p.codex.input, int64(r.Usage.InputTokens))
+			p.codex.cached = addCount(p.codex.cached, int64(r.Usage.CachedInputTokens))
+			p.codex.cacheWrite = addCount(p.codex.cacheWrite, int64(r.Usage.CacheWriteInput))
+			p.codex.output = addCount(p.codex.output, int64(r.Usage.OutputTokens))
+			p.progress(p.codex.input, p.codex.output)
 		}
 	case "turn.failed":
 		p.codex.seen, p.codex.failed = true, true
@@ -219,12 +279,13 @@ func (p *parser) handleLine(line []byte) {
 	case "step_finish":
 		p.oc.seen = true
 		if r.Part != nil {
-			p.oc.cost += r.Part.Cost
+			p.oc.cost += float64(r.Part.Cost)
 			if t := r.Part.Tokens; t != nil {
-				p.oc.input += t.Input
-				p.oc.output += t.Output + t.Reasoning
-				p.oc.cacheRead += t.Cache.Read
-				p.oc.cacheWrite += t.Cache.Write
+				p.oc.input = addCount(p.oc.input, int64(t.Input))
+				p.oc.output = addCount(p.oc.output, addCount(int64(t.Output), int64(t.Reasoning)))
+				p.oc.cacheRead = addCount(p.oc.cacheRead, int64(t.Cache.Read))
+				p.oc.cacheWrite = addCount(p.oc.cacheWrite, int64(t.Cache.Write))
+				p.progress(addCount(addCount(p.oc.input, p.oc.cacheRead), p.oc.cacheWrite), p.oc.output)
 			}
 		}
 	case "text":
@@ -239,6 +300,7 @@ func (p *parser) handleLine(line []byte) {
 		if hasError(r.Error) {
 			p.oc.failed = true
 			p.oc.errText = errorText(r.Error)
+			p.opencodeError(r.Error)
 		}
 	}
 }
@@ -340,18 +402,18 @@ func fromResult(r *record, session string) Result {
 		res.Text = *r.Result
 	}
 	if u := r.Usage; u != nil {
-		res.InputTokens = u.InputTokens
-		res.OutputTokens = u.OutputTokens
-		res.CacheRead = u.CacheRead
-		res.CacheWrite = u.CacheWrite
+		res.InputTokens = int64(u.InputTokens)
+		res.OutputTokens = int64(u.OutputTokens)
+		res.CacheRead = int64(u.CacheRead)
+		res.CacheWrite = int64(u.CacheWrite)
 	} else if r.Stats != nil {
 		addGeminiStats(&res, r.Stats)
 	}
 	switch {
 	case r.TotalCostUSD != nil:
-		res.CostUSD = *r.TotalCostUSD
+		res.CostUSD = float64(*r.TotalCostUSD)
 	case r.CostUSD != nil:
-		res.CostUSD = *r.CostUSD
+		res.CostUSD = float64(*r.CostUSD)
 	}
 	return res
 }
@@ -364,28 +426,28 @@ func addGeminiStats(res *Result, s *geminiStats) {
 			continue
 		}
 		counted = true
-		in := t.Prompt - t.Cached
+		in := addCount(int64(t.Prompt), -int64(t.Cached))
 		if t.Input != nil {
-			in = *t.Input
+			in = int64(*t.Input)
 		}
-		res.InputTokens += max(0, in)
-		res.CacheRead += t.Cached
+		res.InputTokens = addCount(res.InputTokens, max(0, in))
+		res.CacheRead = addCount(res.CacheRead, int64(t.Cached))
 		// As stream-json counts them (its total less its prompt), so that
 		// both shapes give the same columns.
-		res.OutputTokens += t.Candidates + t.Thoughts + t.Tool
+		res.OutputTokens = addCount(res.OutputTokens, addCount(addCount(int64(t.Candidates), int64(t.Thoughts)), int64(t.Tool)))
 	}
 	if counted || s.InputTokens == nil {
 		return
 	}
-	in := *s.InputTokens - s.Cached
+	in := addCount(int64(*s.InputTokens), -int64(s.Cached))
 	if s.Input != nil {
-		in = *s.Input
+		in = int64(*s.Input)
 	}
 	res.InputTokens = max(0, in)
-	res.CacheRead = s.Cached
+	res.CacheRead = int64(s.Cached)
 	// stream-json's output_tokens are the candidates only; the thoughts
 	// (and tool-use prompt tokens) are in total_tokens alone.
-	res.OutputTokens = max(s.OutputTokens, s.TotalTokens-*s.InputTokens)
+	res.OutputTokens = max(int64(s.OutputTokens), addCount(int64(s.TotalTokens), -int64(*s.InputTokens)))
 }
 
 func hasError(raw json.RawMessage) bool {
@@ -459,4 +521,48 @@ func StderrError(stderr []byte) string {
 		}
 	}
 	return ""
+}
+
+// claudeMessage adds a Claude Code stream-json assistant message's usage
+// to the tokens so far.
+func (p *parser) claudeMessage(raw json.RawMessage) {
+	if len(raw) == 0 || raw[0] != '{' || p.onTokens == nil {
+		return
+	}
+	var m struct {
+		ID    string `json:"id"`
+		Usage *usage `json:"usage"`
+	}
+	if json.Unmarshal(raw, &m) != nil || m.Usage == nil {
+		return
+	}
+	c := &p.claude
+	if m.ID != c.id {
+		c.in, c.out = addCount(c.in, c.curIn), addCount(c.out, c.curOut)
+		c.id = m.ID
+	}
+	u := m.Usage
+	c.curIn = addCount(addCount(int64(u.InputTokens), int64(u.CacheRead)), int64(u.CacheWrite))
+	c.curOut = int64(u.OutputTokens)
+	p.progress(addCount(c.in, c.curIn), addCount(c.out, c.curOut))
+}
+
+// opencodeError keeps what an opencode error record says about the
+// provider's answer: its status, headers and body (limit.go reads them).
+func (p *parser) opencodeError(raw json.RawMessage) {
+	var e struct {
+		Data struct {
+			StatusCode      int               `json:"statusCode"`
+			ResponseHeaders map[string]string `json:"responseHeaders"`
+			ResponseBody    string            `json:"responseBody"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(raw, &e) != nil {
+		return
+	}
+	p.sig.ocStatus, p.sig.ocHeaders = e.Data.StatusCode, e.Data.ResponseHeaders
+	p.sig.ocBody = e.Data.ResponseBody
+	if len(p.sig.ocBody) > 4096 {
+		p.sig.ocBody = p.sig.ocBody[:4096]
+	}
 }

@@ -54,8 +54,8 @@ func TestPresets(t *testing.T) {
 		name, fixture, model string
 		argv                 []string
 	}{
-		{"claude", "claude.json", "opus", []string{"-p", "--output-format", "json", "--permission-mode", "acceptEdits", "--model", "opus"}},
-		{"claude", "claude.json", "", []string{"-p", "--output-format", "json", "--permission-mode", "acceptEdits"}},
+		{"claude", "claude-stream.jsonl", "opus", []string{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--model", "opus"}},
+		{"claude", "claude.json", "", []string{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"}},
 		{"codex", "codex.jsonl", "gpt-5-codex", []string{"exec", "--json", "--sandbox", "workspace-write", "-m", "gpt-5-codex", "-"}},
 		{"codex", "codex.jsonl", "", []string{"exec", "--json", "--sandbox", "workspace-write", "-"}},
 		{"codex", "codex-cache-write.jsonl", "", []string{"exec", "--json", "--sandbox", "workspace-write", "-"}},
@@ -205,6 +205,25 @@ func TestExecShapes(t *testing.T) {
 		res, err := a.Run(context.Background(), Request{Dir: t.TempDir()})
 		if err != nil || !sameResult(res, want) {
 			t.Errorf("%s: %+v, %v", name, res, err)
+		}
+	}
+}
+
+// Every preset has a guide for `implloop init`: its login and what its
+// permission flags allow, and the command line it really runs.
+func TestGuides(t *testing.T) {
+	t.Parallel()
+	gs := Guides()
+	if len(gs) != len(presets()) {
+		t.Fatalf("%d guides for %d presets", len(gs), len(presets()))
+	}
+	for i, g := range gs {
+		p := presets()[i]
+		if g.Login == "" || g.Allows == "" || g.Package != p.pkg {
+			t.Errorf("%s: guide %+v is incomplete", p.name, g)
+		}
+		if want := p.bin + " " + strings.Join(p.args(""), " "); g.Command != want {
+			t.Errorf("%s: command %q, want %q", p.name, g.Command, want)
 		}
 	}
 }

@@ -25,6 +25,13 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("agent %s: not started: %w", name, err)
 	}
+	if req.Wrap != nil {
+		wrapped, err := req.Wrap(argv)
+		if err != nil {
+			return Result{}, fmt.Errorf("agent %s: %w", name, err)
+		}
+		argv = wrapped
+	}
 	// The parent-death signal is tied to the thread that starts the agent:
 	// keep this goroutine on it until the agent is reaped (procgroup).
 	runtime.LockOSThread()
@@ -68,8 +75,10 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	}
 
 	parser := newParser()
+	parser.onTokens = req.OnTokens
+	errTail := &tail{max: 16 << 10}
 	stdout := &sink{dst: orDiscard(req.Stdout), tap: parser}
-	stderr := &sink{dst: orDiscard(req.Stderr)}
+	stderr := &sink{dst: orDiscard(req.Stderr), tap: errTail}
 	var copies sync.WaitGroup
 	copies.Add(2)
 	go func() { defer copies.Done(); io.Copy(stdout, p.outR) }()
@@ -97,6 +106,13 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 
 	res := parser.result()
 	res.ExitCode = cmd.ProcessState.ExitCode()
+	if killedBy == nil {
+		now := time.Now
+		if req.Now != nil {
+			now = req.Now
+		}
+		res.Limit = limitOf(name, res, parser.sig, errTail.buf, now())
+	}
 	if killedBy != nil {
 		res.TimedOut = errors.Is(killedBy, ErrTimedOut)
 		return res, fmt.Errorf("agent %s: killed: %w", name, killedBy)
@@ -206,6 +222,25 @@ func (s *sink) Write(p []byte) (int, error) {
 		s.tap.Write(p)
 	}
 	return len(p), nil
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= t.max {
+		p = p[len(p)-t.max:]
+		t.buf = t.buf[:0]
+	}
+	if over := len(t.buf) + len(p) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
 }
 
 func orDiscard(w io.Writer) io.Writer {

@@ -360,18 +360,7 @@ func blobOf(m Mode, h string) Blob {
 	return Blob{Hash: h, Mode: m}
 }
 
-func isHexID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isHexID(s string) bool { return gitcmd.IsObjectID(s) }
 
 func clip(b []byte) string {
 	if len(b) > 80 {

@@ -64,6 +64,16 @@ type RestoreResult struct {
 // result; the error wraps ErrRefused when a path was refused, and reports
 // any path that failed.
 func Restore(ctx context.Context, repoDir string, lost []LostContent, force bool) ([]RestoreResult, error) {
+	return restore(ctx, repoDir, lost, force, false)
+}
+
+// RestorePreview is what Restore would do, path by path, and its error,
+// with nothing written (restore --dry-run): the same checks, no write.
+func RestorePreview(ctx context.Context, repoDir string, lost []LostContent, force bool) ([]RestoreResult, error) {
+	return restore(ctx, repoDir, lost, force, true)
+}
+
+func restore(ctx context.Context, repoDir string, lost []LostContent, force, dry bool) ([]RestoreResult, error) {
 	root, err := findRoot(repoDir)
 	if err != nil {
 		return nil, err
@@ -72,7 +82,7 @@ func Restore(ctx context.Context, repoDir string, lost []LostContent, force bool
 	if err != nil {
 		return nil, err
 	}
-	r := &restorer{ctx: ctx, root: g.root, g: g}
+	r := &restorer{ctx: ctx, root: g.root, g: g, dry: dry}
 	var results []RestoreResult
 	var refused, failed []string
 	for _, l := range lost {
@@ -102,6 +112,7 @@ type restorer struct {
 	ctx  context.Context
 	root string
 	g    *gitRepo
+	dry  bool // decide, write nothing (RestorePreview)
 }
 
 func (r *restorer) one(l LostContent, force bool) RestoreResult {
@@ -158,6 +169,17 @@ func (r *restorer) one(l LostContent, force bool) RestoreResult {
 	if !safe && !force {
 		res.Action = RestoreRefused
 		res.Reason = fmt.Sprintf("current content (%s) is neither the lost content nor its base", describe(cur))
+		return res
+	}
+	if r.dry {
+		switch l.Lost.Mode.normalize() {
+		case ModeAbsent:
+			res.Action = RestoreRemoved
+		case ModeRegular, ModeExecutable, ModeSymlink:
+			res.Action = RestoreWritten
+		default:
+			return fail("unsupported mode %s", l.Lost.Mode)
+		}
 		return res
 	}
 	if cur.Mode == ModeDir {

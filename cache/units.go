@@ -91,14 +91,16 @@ func (j *Journal) StartUnit(u Unit) error {
 
 // FinishUnit records the outcome of a running unit. A completed unit must
 // name a result blob that is already stored: the journal never holds a
-// completed unit that cannot be replayed. Durable.
+// completed unit that cannot be replayed. An interrupted outcome is a
+// call the run stopped with what it spent (a usage limit it would not
+// wait for). Durable.
 func (j *Journal) FinishUnit(runID, unitID string, o Outcome) error {
 	switch o.Status {
 	case UnitCompleted:
 		if o.Result == "" || !j.blobs.Has(o.Result) {
 			return fmt.Errorf("finish unit %s/%s: completed without a stored result blob (%q)", runID, unitID, o.Result)
 		}
-	case UnitFailed:
+	case UnitFailed, UnitInterrupted:
 	default:
 		return fmt.Errorf("finish unit %s/%s: status %q is not completed or failed", runID, unitID, o.Status)
 	}
@@ -117,6 +119,24 @@ func (j *Journal) FinishUnit(runID, unitID string, o Outcome) error {
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("finish unit %s/%s: no running unit: %w", runID, unitID, ErrNotFound)
+	}
+	return nil
+}
+
+// RetargetUnit gives a running unit the identity and preimage of the call
+// now made for it: another agent or model took it over (a fallback, after
+// a usage limit). The row always names the call in flight. Durable.
+func (j *Journal) RetargetUnit(runID, unitID, identity string, preimage []byte) error {
+	if identity == "" || len(preimage) == 0 {
+		return fmt.Errorf("retarget unit %s/%s: identity and preimage are required", runID, unitID)
+	}
+	res, err := j.exec(true, `UPDATE units SET identity = ?, preimage = ? WHERE run_id = ? AND unit_id = ? AND status = 'running'`,
+		identity, preimage, runID, unitID)
+	if err != nil {
+		return fmt.Errorf("retarget unit %s/%s: %w", runID, unitID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("retarget unit %s/%s: no running unit: %w", runID, unitID, ErrNotFound)
 	}
 	return nil
 }

@@ -45,8 +45,25 @@ func TestBrowserReport(t *testing.T) {
 		if got := text(find(doc, "title", "")[0]); !strings.HasPrefix(got, "implloop run r-") || !strings.HasSuffix(got, ": DONE 5/5") {
 			t.Errorf("title %q", got)
 		}
-		checkCounts(t, doc, count{"g", "lane", 1}, count{"rect", "bar live", 5}, count{"circle", "gate pass", 5},
+		checkCounts(t, doc, count{"g", "lane", 5}, count{"rect", "bar live", 5}, count{"circle", "gate pass", 5},
 			count{"details", "task", 5})
+		// Each bar's row is labelled with its task, in plan order.
+		var labels []string
+		for _, l := range find(doc, "text", "lane-label") {
+			labels = append(labels, text(l))
+		}
+		if want := []string{"task 1 · Count words", "task 2 · Test the word count", "task 3 · Count lines", "task 4 · The wc command",
+			"task 5 · Document it"}; strings.Join(labels, "|") != strings.Join(want, "|") {
+			t.Errorf("timeline labels %q, want %q", labels, want)
+		}
+		// The builtin agent's own words, and no rows of zeros for the
+		// usage it does not report.
+		if msgs := find(doc, "div", "final-message"); len(msgs) != 5 || !strings.Contains(text(msgs[0]), "wrote textstats/words.go") {
+			t.Errorf("final messages: %d, want 5, the first naming the file the builtin agent wrote", len(msgs))
+		}
+		if strings.Contains(text(find(doc, "section", "")[0]), "tokens in") || len(find(doc, "p", "note")) == 0 {
+			t.Error("the totals show token rows though the builtin agent reports none")
+		}
 		var paths []string
 		for _, f := range find(doc, "div", "file") {
 			paths = append(paths, attr(f, "data-path"))
@@ -77,7 +94,16 @@ func TestBrowserReport(t *testing.T) {
 		// No markup from the task: no <img>, only the page's own script;
 		// task 1's bar and task 2's two, their gates, task 2's block.
 		checkCounts(t, doc, count{"img", "", 0}, count{"script", "", 1}, count{"rect", "bar live", 3},
-			count{"circle", "gate fail", 2}, count{"path", "block", 1})
+			count{"circle", "gate fail", 2}, count{"path", "block", 1}, count{"g", "lane", 2})
+		// The hostile title labels task 2's row as text, cut short.
+		if labels := find(doc, "text", "lane-label"); len(labels) != 2 || !strings.HasPrefix(text(labels[1]), "task 2 · Break it <img") {
+			t.Errorf("timeline labels: task 2's is not its title as text")
+		}
+		// Task 2's first failed gate, its own output shown; the second is
+		// the task's last gate, shown with the block.
+		if fg := find(doc, "details", "failed-gate"); len(fg) != 1 || attr(fg[0], "data-attempt") != "1" || !strings.Contains(text(fg[0]), "Break it <img") {
+			t.Errorf("failed gates: %d, want attempt 1's with its output as text", len(fg))
+		}
 		blocked := find(doc, "details", "task")
 		if len(blocked) != 2 || attr(blocked[1], "data-status") != "blocked" || !strings.Contains(text(blocked[1]), hostileTitle) {
 			t.Errorf("task 2 is not shown blocked with its title as text")

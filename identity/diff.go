@@ -212,32 +212,9 @@ type hunk struct{ del, add []string }
 // maxDiffCells bounds the LCS table; beyond it the whole middle is one hunk.
 const maxDiffCells = 1 << 20
 
-// lineHunks returns the runs of removed and added lines between a and b.
+// lineHunks returns the runs of removed and added lines between a and b,
+// from the same edit script FullText renders (lineOps).
 func lineHunks(a, b []string) []hunk {
-	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
-		a, b = a[1:], b[1:]
-	}
-	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
-		a, b = a[:len(a)-1], b[:len(b)-1]
-	}
-	if len(a) == 0 && len(b) == 0 {
-		return nil
-	}
-	if len(a)*len(b) > maxDiffCells || len(a) == 0 || len(b) == 0 {
-		return []hunk{{a, b}}
-	}
-	// lcs[i][j] is the LCS length of a[i:] and b[j:].
-	w := len(b) + 1
-	lcs := make([]int32, (len(a)+1)*w)
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				lcs[i*w+j] = lcs[(i+1)*w+j+1] + 1
-			} else {
-				lcs[i*w+j] = max(lcs[(i+1)*w+j], lcs[i*w+j+1])
-			}
-		}
-	}
 	var hunks []hunk
 	var cur hunk
 	flush := func() {
@@ -246,18 +223,14 @@ func lineHunks(a, b []string) []hunk {
 			cur = hunk{}
 		}
 	}
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case i < len(a) && j < len(b) && a[i] == b[j]:
-			flush()
-			i, j = i+1, j+1
-		case j == len(b) || i < len(a) && lcs[(i+1)*w+j] >= lcs[i*w+j+1]:
-			cur.del = append(cur.del, a[i])
-			i++
+	for _, op := range lineOps(a, b) {
+		switch op.kind {
+		case '-':
+			cur.del = append(cur.del, op.text)
+		case '+':
+			cur.add = append(cur.add, op.text)
 		default:
-			cur.add = append(cur.add, b[j])
-			j++
+			flush()
 		}
 	}
 	flush()

@@ -163,7 +163,7 @@ func (p Preimage) checkUTF8() error {
 	fields := []struct{ name, s string }{
 		{"role", p.Role}, {"agent", p.Agent}, {"model", p.Model}, {"instructions", p.Instructions},
 		{"preamble_sha256", p.PreambleSHA256}, {"plan_sha256", p.PlanSHA256}, {"prompt", p.Prompt},
-		{"gate_feedback", p.GateFeedback},
+		{"gate_feedback", p.GateFeedback}, {"gate", p.Gate},
 	}
 	if p.Task != nil {
 		fields = append(fields, struct{ name, s string }{"task.id", p.Task.ID}, struct{ name, s string }{"task.text", p.Task.Text})

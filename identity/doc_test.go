@@ -43,7 +43,12 @@ var pinnedFingerprints = map[string]string{
 	// every preimage made before it, so no existing identity changed.
 	// Re-pinned when the run-id rule's example moved from .implloop/runs/
 	// to .git/implloop/runs/: an example only, the rule matches as before.
-	"1": "fd1fd3df4fec724d6d7cf228e2052b28391311acea4e142abddfcd0f0cf93d70",
+	// Re-pinned when gate was added (the prompt now names the task's gate
+	// command): a new optional key, absent when there is no gate and for
+	// every preimage made before it, so no existing identity changed by
+	// the scope. (The implementer's template changed in the same step, so
+	// its units' instructions hash did: that is the template's own key.)
+	"1": "6d12cfac4c655295c93a8c26a17edbb2fb4fdbb9703e5d23610462b959831472",
 }
 
 func tablesFingerprint() string {
@@ -73,7 +78,7 @@ func TestTablesPinnedToVersion(t *testing.T) {
 func TestScopeTableCoversPreimage(t *testing.T) {
 	t.Parallel()
 	p := Preimage{Role: "r", Agent: "a", AgentCmd: []string{"my-agent", "--fast"}, Model: "m", Instructions: "i", Task: &TaskInput{ID: "1", Text: "t"},
-		PreambleSHA256: "p", PlanSHA256: "s", Prompt: "x", Attempt: 1, GateFeedback: "g", Artifacts: []string{"h"},
+		PreambleSHA256: "p", PlanSHA256: "s", Prompt: "x", Attempt: 1, GateFeedback: "g", Gate: "go test ./...", Artifacts: []string{"h"},
 		TimeoutSeconds: 1, Env: []string{"E"}, Params: map[string]string{"k": "v"}}
 	c := mustCanonical(t, p)
 	empty := mustCanonical(t, Preimage{Role: "r", Agent: "a", Attempt: 1})

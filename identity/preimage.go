@@ -20,6 +20,7 @@ type Preimage struct {
 	Prompt         string            `json:"prompt,omitempty"`          // normalized free prompt (implloop id)
 	Attempt        int               `json:"attempt"`                   // 1-based
 	GateFeedback   string            `json:"gate_feedback,omitempty"`   // normalized
+	Gate           string            `json:"gate,omitempty"`            // normalized gate command the prompt names
 	Artifacts      []string          `json:"artifacts,omitempty"`       // sorted hashes of declared deps' artifacts
 	TimeoutSeconds int64             `json:"timeout_s,omitempty"`       //
 	Env            []string          `json:"env,omitempty"`             // sorted NAMES of passed-through variables
@@ -33,7 +34,7 @@ type TaskInput struct {
 }
 
 // Normalized returns a copy of p whose free-text fields (Task.Text, Prompt,
-// GateFeedback) have gone through [Normalize] under env. Hash fields
+// GateFeedback, Gate) have gone through [Normalize] under env. Hash fields
 // (PreambleSHA256, ...) are the caller's: hash the normalized text.
 func (p Preimage) Normalized(env Env) Preimage {
 	pe := prepare(env)
@@ -44,6 +45,7 @@ func (p Preimage) Normalized(env Env) Preimage {
 	}
 	p.Prompt = pe.normalize(p.Prompt)
 	p.GateFeedback = pe.normalize(p.GateFeedback)
+	p.Gate = pe.normalize(p.Gate)
 	if p.AgentCmd != nil {
 		argv := make([]string, len(p.AgentCmd))
 		for i, a := range p.AgentCmd {

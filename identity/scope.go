@@ -33,6 +33,7 @@ var hashedScope = []ScopeEntry{
 	{"prompt", "a normalized free prompt (`implloop id`, outside tools)", "it is what the agent is asked", "prompt changed"},
 	{"attempt", "the 1-based attempt number", "a retry must miss: with identical inputs a failed call would replay forever", "new attempt"},
 	{"gate_feedback", "the normalized verify output handed to a retry (absent when none)", "it changes what the agent is asked to fix", "gate feedback changed"},
+	{"gate", "the normalized gate command the prompt tells the agent it must pass: the task's `verify` block, else `--verify` (absent when the task has no gate)", "the agent is told what will judge its work: another gate asks it for something else", "gate command changed"},
 	{"artifacts", "sorted hashes of the artifacts of declared dependencies (absent when none are declared)", "a dependency's new output is new input; the order they are listed in is not", "dependency artifacts changed"},
 	{"timeout_s", "the timeout in seconds (absent when none)", "a shorter timeout can change the outcome", "timeout changed"},
 	{"env", "sorted NAMES of the environment variables passed through to the agent", "which variables an agent sees changes what it can do", "passed-through environment changed"},

@@ -8,6 +8,7 @@ import (
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/report"
 	"github.com/implloop/implloop/unit"
 )
 
@@ -103,7 +104,7 @@ func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, facts unit.Fa
 // takes (acrossRuns), the resume plan predicts (planner.chain) and a wave
 // honours (startWave). accept may refuse a candidate (nil: any).
 func (e *engine) acrossMatch(t extractor.Task, facts unit.Facts, units []unit.Unit, tree string, accept func(*acrossRun) bool) (*acrossRun, bool) {
-	if facts.Attempt != 1 || len(units) == 0 || tree == "" || e.j == nil {
+	if facts.Attempt != 1 || len(units) == 0 || tree == "" || e.j == nil || e.o.Fresh {
 		return nil, false
 	}
 	for _, id := range e.lineage.runs {
@@ -239,7 +240,9 @@ func (e *engine) replayAcross(ctx context.Context, t extractor.Task, ts *taskSta
 	}
 	written, left := writeBack(ctx, e.o.RepoRoot, a.work)
 	ts.restored = true // the boundary after the task holds that work
-	note := "replayed: " + why + "; its work written into the tree"
+	// A note, not a concern (report.ReplayedNotePrefix): the task is
+	// done, by another run, and that is all it says.
+	note := report.ReplayedNotePrefix + why + "; its work written into the tree"
 	if len(written) > 0 {
 		note += ": " + shownPaths(written)
 	}
@@ -281,6 +284,8 @@ func (e *engine) liveWhy(p *pass, t extractor.Task, u unit.Unit, tree string) []
 	}
 	from, _, err := taskBoundaries(e.j, c.RunID, t.ID)
 	switch {
+	case e.o.Fresh:
+		return []string{who + " did it; --fresh: it runs live anyway"}
 	case tree == "":
 		return []string{who + " did it: it replays at its turn only if the tree then is the one that run did it from"}
 	case err != nil || from.Tree != tree:

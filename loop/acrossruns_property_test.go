@@ -26,10 +26,10 @@ import (
 //   - (c) the work list predicts the run: a task planned across replays
 //     across runs (every unit from the first run, no call);
 //   - (d) serially, a task replays across runs exactly when its chain
-//     holds: the same gate, or no gate failure in its chain (a failed
-//     call's feedback does not depend on the gate); otherwise it runs
-//     live from attempt 1, all its attempts paid again, nothing of the
-//     first run replayed or written half-way;
+//     holds: the same gate (the prompt names the gate command, so
+//     another gate is another identity from attempt 1 on); otherwise it
+//     runs live from attempt 1, all its attempts paid again, nothing of
+//     the first run replayed or written half-way;
 //   - (e) with --jobs, the agent is called once per attempt of each task
 //     that did not replay, and no more; and while every task before it
 //     replayed across runs, a task replays across runs exactly as (d)
@@ -161,7 +161,7 @@ grep -H attempt "$f" && grep -qx "attempt $want" "$f"
 			rt.Errorf("task %s was planned across runs but did not replay across runs", id)
 		}
 		// (d), (e)
-		holds := !changeGate || attempts[i] == 1 || byCall[i]
+		holds := !changeGate
 		switch {
 		case across[id] && calls[id] != 0:
 			rt.Errorf("task %s replayed across runs and called the agent %d time(s)", id, calls[id])

@@ -11,6 +11,7 @@ import (
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/identity"
 )
 
 // BlameLine is one line of a file and who last wrote it: a task of a run
@@ -19,13 +20,17 @@ import (
 type BlameLine struct {
 	Line int    `json:"line"`
 	Text string `json:"text"`
-	// Run, Task, Title, Attempts, Agent and Model name the task that
-	// wrote the line; Restored when a resume wrote its work back.
+	// Run, Task, Title, Attempt, Agent and Model name the task that
+	// wrote the line: the attempt whose work its boundary holds (the
+	// task's last), the agent backend (AgentCmd: an exec agent's command
+	// line) and the model ("default": the agent's own); Restored when a
+	// resume wrote its work back.
 	Run      string `json:"run,omitempty"`
 	Task     string `json:"task,omitempty"`
 	Title    string `json:"title,omitempty"`
-	Attempts int    `json:"attempts,omitempty"`
+	Attempt  int    `json:"attempt,omitempty"`
 	Agent    string `json:"agent,omitempty"`
+	AgentCmd string `json:"agent_cmd,omitempty"`
 	Model    string `json:"model,omitempty"`
 	Restored bool   `json:"restored,omitempty"`
 	// Commit is the commit git blame found (a boundary, or one of the
@@ -69,7 +74,7 @@ func Blame(ctx context.Context, j *cache.Journal, repoRoot, runID, path string, 
 		case strings.Trim(l.Commit, "0") == "":
 			b.Commit, b.Outside = "", "changed since run "+runID+"'s last boundary"
 		case ok && w.Task != "":
-			b.Run, b.Task, b.Title, b.Attempts, b.Agent, b.Model, b.Restored = w.Run, w.Task, w.Title, w.Attempts, w.Agent, w.Model, w.Restored
+			b.Run, b.Task, b.Title, b.Attempt, b.Agent, b.AgentCmd, b.Model, b.Restored = w.Run, w.Task, w.Title, w.Attempt, w.Agent, w.AgentCmd, w.Model, w.Restored
 		case ok:
 			b.Outside = w.Outside
 		default:
@@ -108,6 +113,23 @@ func boundaryTasks(j *cache.Journal, runID string) (map[string]BlameLine, error)
 		if err != nil {
 			return nil, err
 		}
+		// The attempt a task's boundary holds the work of is its last
+		// unit's: the task row's count is not written until the task
+		// ends (0 for a run interrupted during its gate). Who did the
+		// work: the agent and model of its last completed unit in the run
+		// (a fallback's, when one took the call).
+		units, err := j.Units(id)
+		if err != nil {
+			return nil, err
+		}
+		attempt := map[string]int{}
+		worked := map[string][2]string{}
+		for _, u := range units {
+			attempt[u.TaskID] = max(attempt[u.TaskID], u.Attempt)
+			if p, err := identity.Parse(u.Preimage); err == nil && u.Status == cache.UnitCompleted {
+				worked[u.TaskID] = [2]string{p.Agent, p.Model}
+			}
+		}
 		for i, b := range bs {
 			if b.Commit == "" {
 				continue
@@ -125,8 +147,19 @@ func boundaryTasks(j *cache.Journal, runID string) (map[string]BlameLine, error)
 				continue
 			}
 			t := byID[task]
-			out[b.Commit] = BlameLine{Run: id, Task: task, Title: t.Title, Attempts: t.Attempts,
-				Agent: s.Agent, Model: s.Model, Restored: restored}
+			ag, model := s.Agent, s.Models()[0]
+			if w, ok := worked[task]; ok { // a fallback's, when one took the call
+				ag, model = w[0], w[1]
+			}
+			if model == "" {
+				model = "default"
+			}
+			cmdLine := s.AgentCmd
+			if ag != "exec" {
+				cmdLine = ""
+			}
+			out[b.Commit] = BlameLine{Run: id, Task: task, Title: t.Title, Attempt: max(attempt[task], t.Attempts),
+				Agent: ag, AgentCmd: cmdLine, Model: model, Restored: restored}
 		}
 	}
 	return out, nil

@@ -28,6 +28,8 @@ type blockInfo struct {
 	AgentFailure string   // why the agent call failed, when it did (with its stderr tail)
 	NoGate       bool     // the task has no gate (no verify block, no --verify)
 	Lost         []string // paths the guard saw discarded
+	// Sandbox is the tool the task's calls ran in (--sandbox), "" none.
+	Sandbox string
 	// Interrupted: the task was interrupted (Ctrl-C) and the guard, run
 	// at the interrupt, saw it discard work. Its status stays interrupted.
 	Interrupted bool
@@ -35,6 +37,9 @@ type blockInfo struct {
 	// Nothing can be resumed or restored through implloop then, so the
 	// repair steps say what to do instead.
 	JournalGone bool
+	// Stash is a stash entry made during the run (an agent's `git stash`)
+	// and still there when the task was blocked: the work it put away.
+	Stash boundary.Stash
 	// Unfinished is set when a resume (RunID) found, before running
 	// anything, that the parent run (Unfinished) had stopped without
 	// finishing task TaskID, and that work was discarded since the
@@ -49,6 +54,11 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 	if len(blocks) == 0 {
 		return nil
 	}
+	return os.WriteFile(filepath.Join(repoRoot, BlockedFile), []byte(blockedText(blocks)), 0o644)
+}
+
+// blockedText is BLOCKED.md for blocks.
+func blockedText(blocks []blockInfo) string {
 	var s strings.Builder
 	first := blocks[0]
 	ids := make([]string, len(blocks))
@@ -105,6 +115,16 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 			s.WriteString("\nThe agent call itself failed (no gate ran):\n\n")
 			writeFenced(&s, b.AgentFailure)
 		}
+		if b.Stash.Commit != "" {
+			fmt.Fprintf(&s, "\nA stash was made during the run (by the agent: implloop never stashes): `stash@{0}`, %q (commit %.12s). "+
+				"`git stash show -p stash@{0}` shows what it put away; `git stash pop` brings it back into the tree, "+
+				"`git stash drop` throws it away.\n", b.Stash.Subject, b.Stash.Commit)
+		}
+		if b.Sandbox != "" && refusedWrite(b.AgentFailure+b.Output) {
+			fmt.Fprintf(&s, "\nThe agent ran sandboxed (%s): a write it was refused (\"Read-only file system\", \"Operation not permitted\") "+
+				"was outside what the sandbox lets it write. Change the task so its work stays in the tree, or allow the path "+
+				"(`implloop resume --sandbox-allow PATH`); see \"Sandbox\" in docs/agents.md.\n", b.Sandbox)
+		}
 		s.WriteString("\n")
 	}
 	s.WriteString("## Repair\n\n")
@@ -131,6 +151,17 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 		}
 	}
 	step("Fix the cause: the task's text in `%s`, the code, the gate command, or the agent's setup.", first.PlanPath)
+	for _, b := range blocks {
+		if b.JournalGone || b.Unfinished != "" || len(b.Lost) > 0 && b.Gate == "" && b.AgentFailure == "" {
+			continue
+		}
+		// The failed attempts' edits stay in the tree, and the next
+		// attempt starts from them; a fresh start is one command.
+		step("Optional, to start task %s again from the tree as it was before it (its next attempt otherwise builds on "+
+			"the failed attempts' edits): `implloop show %s --task %s --stat` lists what they changed; "+
+			"`implloop restore --run %s --task %s --before` puts those paths back (or, by hand, `git checkout -- PATH` "+
+			"for a tracked file, `rm PATH` for a new one).", b.TaskID, b.RunID, b.TaskID, b.RunID, b.TaskID)
+	}
 	step("Commit what is good (optional: implloop compares content, so committing never looks like a loss).")
 	step("Remove this file: `rm %s`.", BlockedFile)
 	if gone {
@@ -139,7 +170,7 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 	} else {
 		step("Resume: `implloop resume --run %s`. Unchanged tasks replay from the journal; %s.", first.RunID, onResume(blocks))
 	}
-	return os.WriteFile(filepath.Join(repoRoot, BlockedFile), []byte(s.String()), 0o644)
+	return s.String()
 }
 
 // onResume says what the resume does with the blocked tasks (resume.go,
@@ -202,4 +233,15 @@ func shownPaths(ps []string) string {
 		shown[i] = bytepath.Display(p)
 	}
 	return strings.Join(shown, ", ")
+}
+
+// refusedWrite reports whether output holds the error a sandbox's refused
+// write gives: EROFS or EBUSY (Linux), EPERM (macOS).
+func refusedWrite(output string) bool {
+	for _, e := range []string{"Read-only file system", "Device or resource busy", "Operation not permitted"} {
+		if strings.Contains(output, e) {
+			return true
+		}
+	}
+	return false
 }

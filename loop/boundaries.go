@@ -24,6 +24,10 @@ type guardResult struct {
 	// vanished says what of implloop's own record disappeared during the
 	// task (boundary.Snapshot.Vanished): it blocks the task.
 	vanished []string
+	// noChanges is the "no changes" concern's message when it is among
+	// concerns ("" otherwise): afterTask drops it for a task whose work an
+	// earlier run did and left in the tree.
+	noChanges string
 }
 
 // firstBoundary takes B0. On a resume it compares B0 with the parent's
@@ -309,6 +313,9 @@ func (e *engine) takeBoundary(ctx context.Context, taskID string, replayedOnly b
 	for _, c := range v.Concerns {
 		if replayedOnly && c.Kind == guard.ConcernNoChanges {
 			continue
+		}
+		if c.Kind == guard.ConcernNoChanges {
+			r.noChanges = c.Message
 		}
 		r.concerns = append(r.concerns, c.Message)
 	}

@@ -20,6 +20,12 @@ type Decisions struct {
 	Order []string
 	// Restored: task id -> what a resume wrote back before it replayed.
 	Restored map[string][]string
+	// Ahead: unit id -> the call was made ahead with its wave (--jobs),
+	// in a worktree of its own.
+	Ahead map[string]bool
+	// Fallback: unit id -> who took the call after a limit, and why
+	// (limits.go), the last one when several did.
+	Fallback map[string]string
 }
 
 // decisionsOf reads the decisions of run runID from its journaled events.
@@ -29,10 +35,11 @@ func decisionsOf(j *cache.Journal, runID string) (*Decisions, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Decisions{Unit: map[string][]string{}, Planned: map[string]PlannedTask{}, Restored: map[string][]string{}}
+	d := &Decisions{Unit: map[string][]string{}, Planned: map[string]PlannedTask{}, Restored: map[string][]string{}, Ahead: map[string]bool{},
+		Fallback: map[string]string{}}
 	for _, ce := range evs {
 		switch ce.Type {
-		case EvUnitStarted, EvResumePlan, EvRestored:
+		case EvUnitStarted, EvResumePlan, EvRestored, EvFallback:
 		default:
 			continue
 		}
@@ -45,6 +52,9 @@ func decisionsOf(j *cache.Journal, runID string) (*Decisions, error) {
 			if e.Source == "live" && len(e.Reasons) > 0 {
 				d.Unit[e.Unit] = e.Reasons
 			}
+			if e.Source == "live" && e.Worktree != "" {
+				d.Ahead[e.Unit] = true
+			}
 		case EvResumePlan:
 			for _, p := range e.Tasks {
 				d.Planned[p.Task] = p
@@ -52,6 +62,8 @@ func decisionsOf(j *cache.Journal, runID string) (*Decisions, error) {
 			}
 		case EvRestored:
 			d.Restored[e.Task] = append(d.Restored[e.Task], e.Paths...)
+		case EvFallback:
+			d.Fallback[e.Unit] = e.Message
 		}
 	}
 	return d, nil

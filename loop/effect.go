@@ -21,6 +21,9 @@ type Effect struct {
 	To   string `json:"to"`
 	// Changes lists the paths the task changed, renames detected.
 	Changes []boundary.Change `json:"changes"`
+	// ReplayedIn is the run the effect was asked of, when the task
+	// replayed there and RunID is the run that did its work.
+	ReplayedIn string `json:"replayed_in,omitempty"`
 }
 
 // ErrNoEffect is a task that took no boundary of its own in the run: it
@@ -135,4 +138,76 @@ func LostContent(j *cache.Journal, runID, taskID string, paths []string) ([]boun
 		}
 	}
 	return lost, nil
+}
+
+// TaskBefore is what writing the tree back to how it was before task
+// taskID of run runID takes (restore --before): for each path the task
+// changed, its content before the task as the content to write (absent: a
+// file the task added, to remove), and its content after the task as the
+// base a path may be overwritten from safely. A rename comes back as its
+// two paths. Only paths when any are given (repo-relative), each of which
+// the task must have changed (else a *NotChangedError). Read-only.
+func TaskBefore(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID string, paths []string) ([]boundary.LostContent, error) {
+	eff, err := TaskEffect(ctx, j, repoRoot, runID, taskID)
+	if err != nil {
+		return nil, err
+	}
+	var out []boundary.LostContent
+	for _, c := range eff.Changes {
+		if c.From != "" && c.From != c.Path {
+			if c.Status == 'R' {
+				out = append(out, boundary.LostContent{Path: c.From, Lost: c.Before})
+			}
+			out = append(out, boundary.LostContent{Path: c.Path, Base: c.After})
+			continue
+		}
+		out = append(out, boundary.LostContent{Path: c.Path, Lost: c.Before, Base: c.After})
+	}
+	if len(paths) == 0 {
+		return out, nil
+	}
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[p] = true
+	}
+	var kept []boundary.LostContent
+	seen := map[string]bool{}
+	for _, l := range out {
+		if want[l.Path] {
+			kept = append(kept, l)
+			seen[l.Path] = true
+		}
+	}
+	for _, p := range paths {
+		if !seen[p] {
+			return nil, &NotChangedError{Run: runID, Task: taskID, Path: p}
+		}
+	}
+	return kept, nil
+}
+
+// NotChangedError is a path asked of TaskBefore that the task did not
+// change.
+type NotChangedError struct{ Run, Task, Path string }
+
+func (e *NotChangedError) Error() string {
+	return fmt.Sprintf("task %s of run %s did not change %q", e.Task, e.Run, e.Path)
+}
+
+// WorkRun is the run whose boundaries hold task taskID's work, for a task
+// that replayed in run runID (and so took no boundary of its own there):
+// the run that made the call its last replayed unit stands in for. ok is
+// false when the task has no replayed unit in runID.
+func WorkRun(j *cache.Journal, runID, taskID string) (string, bool, error) {
+	units, err := j.Units(runID)
+	if err != nil {
+		return "", false, err
+	}
+	from := ""
+	for _, u := range units {
+		if u.TaskID == taskID && u.Replayed() {
+			from = u.ReplayedFromRun
+		}
+	}
+	return from, from != "" && from != runID, nil
 }

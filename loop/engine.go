@@ -22,6 +22,7 @@ import (
 	"github.com/implloop/implloop/internal/runid"
 	"github.com/implloop/implloop/plan"
 	"github.com/implloop/implloop/report"
+	"github.com/implloop/implloop/sandbox"
 	"github.com/implloop/implloop/travel"
 	"github.com/implloop/implloop/unit"
 )
@@ -40,6 +41,9 @@ type Options struct {
 	RerunLost bool
 	// DryRun computes the work list and writes nothing.
 	DryRun bool
+	// Fresh runs every task live, even one another run did from the same
+	// tree with the same identities (run --fresh): no replay across runs.
+	Fresh bool
 	// Full plans a resume unit by unit even when plan, settings and tree
 	// are as the parent left them (see upToDate), which would otherwise
 	// be answered without a run. Tests of the full path set it.
@@ -50,15 +54,26 @@ type Options struct {
 	Agent agent.Agent
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Sleep waits for a limit to lift (nil: a timer; it returns the
+	// context's error when the run is interrupted meanwhile). Tests give
+	// one that moves their clock instead.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Heartbeat is how often a heartbeat event comes while an agent call,
+	// a gate or a wait lasts (heartbeat.go); 0: none.
+	Heartbeat time.Duration
+	// Fallbacks override the backends of --fallback-agent names (tests).
+	Fallbacks map[string]agent.Agent
 }
 
 // Outcome is what a run ended with.
 type Outcome struct {
-	RunID       string
-	ParentID    string
-	Verdict     string // DONE, PARTIAL, BLOCKED, INTERRUPTED
-	Report      *report.Report
-	ReportPath  string
+	RunID      string
+	ParentID   string
+	Verdict    string // DONE, PARTIAL, BLOCKED, INTERRUPTED
+	Report     *report.Report
+	ReportPath string
+	// HTMLPath is the run's report.html ("" when it was not written).
+	HTMLPath    string
 	Interrupted bool
 	// NoOp is set on a resume where every unit replayed, no gate ran and
 	// every task ended as it did in the parent: nothing changed since it.
@@ -76,6 +91,10 @@ type Outcome struct {
 	Plan []PlannedTask
 	// Blocked is set when BLOCKED.md was written.
 	Blocked bool
+	// Stopped says why the run stopped though no task failed (a cap
+	// reached, a limit past --max-wait: budget.go); "" when it did not.
+	// BLOCKED.md then says how to resume.
+	Stopped string
 	// JournalGone says what a task took away (the journal, removed or
 	// replaced): the run stopped there, BLOCKED, and no run of it or
 	// before it can be resumed. "" normally.
@@ -92,6 +111,11 @@ type Outcome struct {
 // it, repair, and remove it before implloop runs again.
 var ErrBlockedFile = errors.New(BlockedFile + " exists")
 
+// ErrStoppedFile is ErrBlockedFile for a run that stopped though no task
+// failed (a cap reached, a usage limit past --max-wait: stopped.go):
+// BLOCKED.md says how to resume.
+var ErrStoppedFile = fmt.Errorf("%w, from a run that stopped", ErrBlockedFile)
+
 type engine struct {
 	o       Options
 	s       Settings
@@ -107,6 +131,8 @@ type engine struct {
 	here    map[string]bool // task id -> in range and not skipped (runsHere)
 	obs     Observer
 	lock    *Lock // the work tree's; its descriptor goes to every agent and gate
+
+	box *sandbox.Sandbox // --sandbox: wraps every agent call (nil: none)
 
 	sawLive      bool                        // a unit was dispatched
 	sawLiveGate  bool                        // a gate ran live
@@ -148,6 +174,21 @@ type engine struct {
 	worktrees   string                // where this run's task worktrees go
 	waveEnd     int
 	latest      []int
+
+	// stash is the newest stash entry when the run started, or as the
+	// last block named it (blocked.go).
+	stash boundary.Stash
+
+	// Unattended runs: the chain of agents that take a call on a limit
+	// (limits.go) and the time waited for limits; what live calls spent
+	// (budget.go); why the run stopped though no task failed (nil: it
+	// did not); concerns about a task's calls (figures.go), by task id.
+	chain        []*member
+	waited       time.Duration
+	spent        spend
+	taskSpent    map[string]*spend
+	stopped      *runStop
+	callConcerns map[string][]string
 }
 
 // newEngine is an engine for o before its plan is read: o's clock and
@@ -160,6 +201,9 @@ func newEngine(o Options) *engine {
 	}
 	if e.obs == nil {
 		e.obs = ObserverFunc(func(Event) {})
+	}
+	if o.Heartbeat > 0 {
+		e.obs = &waveObserver{obs: e.obs} // heartbeats come from their own goroutines
 	}
 	return e
 }
@@ -228,6 +272,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	if err := e.firstBoundary(ctx); err != nil {
 		return nil, err
 	}
+	// The stash as the run found it: a block names a stash made since
+	// (an agent's `git stash`), which holds the work it put away.
+	e.stash, _ = boundary.StashTop(ctx, o.RepoRoot)
 	if o.Parent != "" {
 		if err := e.planResume(ctx, out); err != nil {
 			return nil, err
@@ -266,6 +313,9 @@ func (e *engine) readPlan(read func(path string) (*extractor.Selection, error)) 
 		return err
 	}
 	if !e.o.DryRun {
+		if b, err := os.ReadFile(filepath.Join(e.o.RepoRoot, BlockedFile)); err == nil && strings.HasPrefix(string(b), stoppedHeading) {
+			return ErrStoppedFile
+		}
 		if _, err := os.Stat(filepath.Join(e.o.RepoRoot, BlockedFile)); err == nil {
 			return ErrBlockedFile
 		}
@@ -293,10 +343,16 @@ func (e *engine) startAgent(ctx context.Context) error {
 	if err := e.ag.Check(); err != nil {
 		return err
 	}
+	if err := e.startChain(); err != nil {
+		return err
+	}
 	if e.s.Jobs > 1 {
 		if err := boundary.CheckMergeTree(ctx); err != nil {
 			return err
 		}
+	}
+	if err := e.startSandbox(ctx); err != nil {
+		return err
 	}
 	// The agent CLI's version is recorded with the run's settings, never
 	// hashed: an agent update must not re-run every task (docs/identity.md).
@@ -346,7 +402,7 @@ func (e *engine) beginRun(out *Outcome, start time.Time, inputs string, dirs cac
 	}); err != nil {
 		return err
 	}
-	e.emit(Event{Type: EvRunStarted, ParentID: e.o.Parent, Plan: e.s.Plan, PlanSHA: e.sel.PlanSHA256, Count: len(e.sel.Tasks)})
+	e.emit(Event{Type: EvRunStarted, ParentID: e.o.Parent, Plan: e.s.Plan, PlanSHA: e.sel.PlanSHA256, Count: len(e.sel.Tasks), Sandbox: e.s.SandboxTool})
 	e.warnUnsetEnv()
 	if from := e.j.MovedFrom(); from != "" {
 		e.emit(Event{Type: EvJournalMoved, Message: fmt.Sprintf("moved the journal from %s/ to %s/ (implloop now keeps its state in the git directory)",
@@ -414,6 +470,13 @@ func (e *engine) runAll(ctx context.Context, planned []PlannedTask) (interrupted
 		if res.status == cache.TaskBlocked && e.s.OnBlocked == "stop" {
 			stopping = true
 		}
+		// A cap reached stops the run at this task boundary (budget.go).
+		if e.stopped == nil && i > 0 && i < len(e.sel.Tasks) {
+			e.stopped = e.runCap(e.sel.Tasks[i-1])
+		}
+		if e.stopped != nil {
+			stopping = true
+		}
 	}
 	return false, nil
 }
@@ -426,6 +489,11 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		return err
 	}
 	dec := report.Decide(tasks)
+	// A run stopped by a cap or a wait, with nothing done, is PARTIAL: it
+	// did not fail, and a resume goes on from it.
+	if e.stopped != nil && dec.Verdict == report.Blocked {
+		dec.Verdict = report.Partial
+	}
 	out.Verdict = string(dec.Verdict)
 	out.Blocked = e.blockedWrote
 	out.NoOp = e.o.Parent != "" && !out.Interrupted && !e.sawLive && !e.sawLiveGate && !e.sawNewSkip && !e.sawRestore &&
@@ -435,6 +503,9 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		out.Verdict = string(dec.Verdict)
 	}
 	out.JournalGone = e.journalGone
+	if err := e.endStopped(out); err != nil {
+		return err
+	}
 	if err := e.j.FinishRun(e.runID, out.Verdict, dec.Verdict.ExitCode(), e.now()); err != nil {
 		return err
 	}
@@ -456,7 +527,7 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		// interrupt, for a little while; without it the run still ends
 		// as it did.
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), htmlReportTimeout)
-		if _, err := WriteHTMLReport(hctx, e.j, e.j.Root(), rep); err != nil {
+		if out.HTMLPath, err = WriteHTMLReport(hctx, e.j, e.j.Root(), rep); err != nil {
 			e.emit(Event{Type: EvConcern, Message: "report.html was not written: " + err.Error()})
 		}
 		cancel()
@@ -570,12 +641,15 @@ func (e *engine) emit(ev Event) {
 		return
 	}
 	e.obs.Event(ev)
+	e.notify(ev)
 }
 
 // warnUnsetEnv warns of each --env variable (flag, front matter or
-// inherited) that is not set: the agent runs without it, which is seldom
+// inherited) that is not set, and of --sandbox-* settings given without
+// --sandbox (warnSandboxUnused): the agent runs without it, which is seldom
 // what a declared dependency meant.
 func (e *engine) warnUnsetEnv() {
+	e.warnSandboxUnused()
 	for _, n := range e.s.Env {
 		if _, ok := os.LookupEnv(n); !ok {
 			e.emit(Event{Type: EvWarning, Message: fmt.Sprintf("--env %s is not set in the environment: the agent runs without it (its name still joins every unit's identity)", n)})
@@ -590,11 +664,12 @@ func (e *engine) unitParams(t extractor.Task) unit.Params {
 		Count:       e.sel.Count,
 		Agent:       e.agentName(),
 		AgentCmd:    e.agentArgv(),
-		Model:       e.s.Model,
+		Model:       e.s.Models()[0], // the rest of the list are fallbacks (limits.go)
 		PlanContext: unit.PlanContext(e.s.PlanContext),
 		PlanPath:    e.s.Plan,
 		PlanSHA256:  e.sel.PlanSHA256,
 		Preamble:    e.sel.Preamble,
+		Gate:        e.gateCommand(t),
 		Timeout:     time.Duration(e.s.Timeout),
 		EnvNames:    e.s.Env,
 		UserParams:  e.s.Params,

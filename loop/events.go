@@ -32,6 +32,18 @@ const (
 	EvBlocked      = "blocked"
 	EvTaskFinished = "task_finished"
 	EvRunFinished  = "run_finished"
+	// Unattended runs (limits.go, budget.go, heartbeat.go). EvLimit: a
+	// call hit a limit (status: its kind; until: when it lifts, when
+	// said). EvFallback: another agent or model of the chain takes the
+	// call. EvWait: the run waits for a limit to lift (until,
+	// duration_ms). EvStopped: the run stops though no task failed (a
+	// cap, or a limit past --max-wait). EvHeartbeat: a call, a gate or a
+	// wait still lasts (not journaled).
+	EvLimit     = "limit"
+	EvFallback  = "fallback"
+	EvWait      = "wait"
+	EvStopped   = "stopped"
+	EvHeartbeat = "heartbeat"
 	// EvNothingChanged is the only event of a resume that found plan,
 	// settings and tree as its parent left them: no run is journaled, and
 	// the event's run_id is the parent's.
@@ -72,9 +84,19 @@ type Event struct {
 	// relative to the repository root.
 	Worktree string        `json:"worktree,omitempty"`
 	Paths    bytepath.List `json:"paths,omitempty"`
-	Verdict  string        `json:"verdict,omitempty"`
-	Done     *int          `json:"done,omitempty"`
-	Tasks    []PlannedTask `json:"tasks,omitempty"` // resume_plan
+	// Agent and Model name who made a call (limit, fallback, wait).
+	Agent string `json:"agent,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Until is when a limit lifts (limit, wait, stopped, heartbeat).
+	Until   time.Time     `json:"until,omitzero"`
+	Verdict string        `json:"verdict,omitempty"`
+	Done    *int          `json:"done,omitempty"`
+	Tasks   []PlannedTask `json:"tasks,omitempty"` // resume_plan
+
+	// Sandbox is the tool the run's agent calls run in (--sandbox): on
+	// run_started, on a live unit_started, and on a gate that ran in it
+	// (--sandbox-gates).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // PlannedTask is one line of a resume plan (or a dry run's work list).

@@ -37,6 +37,15 @@ type UnitExplanation struct {
 	Reason       string          `json:"reason,omitempty"`
 	ComparedWith string          `json:"compared_with,omitempty"` // run:unit of the closest journaled unit
 	Changes      []ExplainChange `json:"changes,omitempty"`
+	// Agent and Model made the call (its identity's). Fallback says who
+	// took it over after a limit and why, when the run's own agent (and
+	// first model) did not make it (limits.go).
+	Agent    string `json:"agent"`
+	Model    string `json:"model,omitempty"`
+	Fallback string `json:"fallback,omitempty"`
+	// Sandbox is the tool the unit's live call ran in (the replayed
+	// call's, for a replay): --sandbox; "" for none.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // ExplainChange is one field of a live unit's identity preimage that
@@ -84,6 +93,7 @@ func Explain(j *cache.Journal, run *cache.Run, taskID string) (*Explanation, err
 	if err != nil {
 		return nil, err
 	}
+	boxes := runSandboxes{j: j, tool: map[string]string{}}
 	for _, u := range units {
 		if taskID != "" && u.TaskID != taskID {
 			continue
@@ -91,6 +101,16 @@ func Explain(j *cache.Journal, run *cache.Run, taskID string) (*Explanation, err
 		ux := explainUnit(j, lineage, u, byIdentity)
 		if why := dec.Unit[u.UnitID]; len(why) > 0 {
 			ux.Reason = strings.Join(why, ", ")
+		}
+		if p, err := identity.Parse(u.Preimage); err == nil {
+			ux.Agent, ux.Model = p.Agent, p.Model
+		}
+		if !u.Replayed() {
+			ux.Fallback = dec.Fallback[u.UnitID]
+		}
+		ux.Sandbox = boxes.of(run.ID)
+		if u.Replayed() {
+			ux.Sandbox = boxes.of(u.ReplayedFromRun)
 		}
 		x.Units = append(x.Units, ux)
 	}
@@ -155,7 +175,28 @@ func explainUnit(j *cache.Journal, lineage []string, u cache.Unit, byIdentity ma
 	why, changes := liveReasons(c, u.Identity, u.Preimage, named)
 	x.Reason = strings.Join(why, ", ")
 	for _, ch := range changes {
-		x.Changes = append(x.Changes, ExplainChange{Field: ch.Field, Old: ch.Old, New: ch.New, Text: ch.String()})
+		x.Changes = append(x.Changes, ExplainChange{Field: ch.Field, Old: ch.Old, New: ch.New, Text: ch.FullText()})
 	}
 	return x
+}
+
+// runSandboxes is the sandbox tool each run's settings record, read once
+// per run.
+type runSandboxes struct {
+	j    *cache.Journal
+	tool map[string]string
+}
+
+func (b runSandboxes) of(runID string) string {
+	if t, ok := b.tool[runID]; ok {
+		return t
+	}
+	t := ""
+	if r, err := b.j.GetRun(runID); err == nil {
+		if s, err := SettingsOf(r, ""); err == nil {
+			t = s.SandboxTool
+		}
+	}
+	b.tool[runID] = t
+	return t
 }

@@ -82,6 +82,8 @@ func applyFrontMatter(s Settings, fm map[string]any, given func(flag string) boo
 			s.Timeout = Duration(d)
 		case "on_blocked":
 			s.OnBlocked = str(v)
+		case "notify":
+			s.Notify = str(v)
 		case "plan_context":
 			s.PlanContext = str(v)
 		case "env":
@@ -90,6 +92,18 @@ func applyFrontMatter(s Settings, fm map[string]any, given func(flag string) boo
 			for _, n := range list {
 				s.Env = append(s.Env, str(n))
 			}
+		case "sandbox":
+			s.Sandbox, _ = v.(bool)
+		case "sandbox_allow":
+			list, _ := v.([]any)
+			s.SandboxAllow = nil
+			for _, p := range list {
+				s.SandboxAllow = append(s.SandboxAllow, str(p))
+			}
+		case "sandbox_network":
+			s.SandboxNetwork = str(v)
+		case "sandbox_gates":
+			s.SandboxGates, _ = v.(bool)
 		case "params":
 			m, _ := v.(map[string]any)
 			s.Params = map[string]string{}
@@ -123,7 +137,8 @@ func applyFrontMatter(s Settings, fm map[string]any, given func(flag string) boo
 var frontMatterFlags = map[string]string{
 	"agent": "agent", "agent_cmd": "agent-cmd", "model": "model", "verify": "verify",
 	"max_attempts": "max-attempts", "jobs": "jobs", "timeout": "timeout", "on_blocked": "on-blocked",
-	"plan_context": "plan-context", "env": "env", "params": "param",
+	"plan_context": "plan-context", "env": "env", "params": "param", "notify": "notify",
+	"sandbox": "sandbox", "sandbox_allow": "sandbox-allow", "sandbox_network": "sandbox-network", "sandbox_gates": "sandbox-gates",
 }
 
 // frontMatterOnResume re-applies the plan's front matter as it is now to the
@@ -161,12 +176,22 @@ func frontMatterOnResume(s Settings, fm map[string]any) (Settings, error) {
 			s.Timeout = d.Timeout
 		case "on_blocked":
 			s.OnBlocked = d.OnBlocked
+		case "notify":
+			s.Notify = ""
 		case "plan_context":
 			s.PlanContext = d.PlanContext
 		case "env":
 			s.Env = nil
 		case "params":
 			s.Params = nil
+		case "sandbox":
+			s.Sandbox = false
+		case "sandbox_allow":
+			s.SandboxAllow = nil
+		case "sandbox_network":
+			s.SandboxNetwork = ""
+		case "sandbox_gates":
+			s.SandboxGates = false
 		}
 	}
 	return applyFrontMatter(s, fm, flagged)

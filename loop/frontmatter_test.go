@@ -41,6 +41,24 @@ func TestApplyFrontMatter(t *testing.T) {
 	if _, err := applyFrontMatter(DefaultSettings(), map[string]any{"on_blocked": "explode"}, none); err == nil {
 		t.Fatal("on_blocked explode: want an error")
 	}
+
+	// The sandbox's keys; --sandbox given wins over sandbox:, and a
+	// resume whose plan dropped them reverts to no sandbox.
+	box := map[string]any{"sandbox": true, "sandbox_allow": []any{"~/.gradle", "fixtures"}, "sandbox_network": "none", "sandbox_gates": true}
+	s, err = applyFrontMatter(DefaultSettings(), box, none)
+	if err != nil || !s.Sandbox || len(s.SandboxAllow) != 2 || s.SandboxAllow[0] != "~/.gradle" || s.SandboxNetwork != "none" || !s.SandboxGates {
+		t.Fatalf("sandbox keys: %+v %v", s, err)
+	}
+	if s, err = frontMatterOnResume(s, map[string]any{}); err != nil || s.Sandbox || s.SandboxAllow != nil || s.SandboxNetwork != "" || s.SandboxGates {
+		t.Fatalf("sandbox keys removed: %+v %v", s, err)
+	}
+	s, err = applyFrontMatter(DefaultSettings(), box, func(f string) bool { return f == "sandbox" })
+	if err != nil || s.Sandbox {
+		t.Fatalf("--sandbox=false given: %+v %v", s, err)
+	}
+	if _, err := applyFrontMatter(DefaultSettings(), map[string]any{"sandbox_network": "maybe"}, none); err == nil {
+		t.Fatal("sandbox_network maybe: want an error")
+	}
 }
 
 // --agent-cmd outranks the front matter's agent (and --agent its

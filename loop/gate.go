@@ -77,8 +77,10 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 // runGate runs cmd with sh -c in dir, with env added to the environment. The
 // output is streamed to out (a blob) and its tail kept for feedback. A gate
 // that outlives timeout is killed with its process group, and so is a gate
-// whose implloop dies; lk's descriptor is inherited (Lock).
-func runGate(ctx context.Context, lk *Lock, dir, cmd string, env map[string]string, timeout time.Duration, out io.Writer) (GateResult, error) {
+// whose implloop dies; lk's descriptor is inherited (Lock). wrap, when
+// set, puts the gate inside the run's sandbox (--sandbox-gates); hold
+// false leaves the lock out (a sandbox where nothing outlives the gate).
+func runGate(ctx context.Context, lk *Lock, dir, cmd string, env map[string]string, timeout time.Duration, out io.Writer, wrap func([]string) ([]string, error), hold bool) (GateResult, error) {
 	start := time.Now()
 	// The parent-death signal is tied to the starting thread (procgroup).
 	runtime.LockOSThread()
@@ -89,14 +91,21 @@ func runGate(ctx context.Context, lk *Lock, dir, cmd string, env map[string]stri
 		defer cancel()
 	}
 	_ = procgroup.BecomeSubreaper() // what the gate leaves comes to us (Sweep)
-	c := exec.Command("sh", "-c", cmd)
+	argv := []string{"sh", "-c", cmd}
+	if wrap != nil {
+		var err error
+		if argv, err = wrap(argv); err != nil {
+			return GateResult{}, fmt.Errorf("gate %q: %w", cmd, err)
+		}
+	}
+	c := exec.Command(argv[0], argv[1:]...)
 	c.Dir = dir
 	c.Env = os.Environ()
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		c.Env = append(c.Env, k+"="+env[k])
 	}
 	c.SysProcAttr = procgroup.Attr()
-	if f := lk.File(); f != nil {
+	if f := lk.File(); f != nil && hold {
 		c.ExtraFiles = []*os.File{f}
 	}
 	tb := &tailBuffer{max: 64 * 1024}

@@ -84,24 +84,44 @@ func reportExtras(ctx context.Context, j *cache.Journal, repoRoot, runID string)
 		}
 		return tasks[id]
 	}
-	for _, u := range units {
-		line := u.UnitID + " live"
-		switch why := dec.Unit[u.UnitID]; {
-		case u.Replayed():
-			line = fmt.Sprintf("%s replayed from %s:%s", u.UnitID, u.ReplayedFromRun, u.ReplayedFromUnit)
-		case len(why) > 0:
-			line += ": " + strings.Join(why, ", ")
-		case run.ParentID == "":
-			line += ": " + reasonFresh
+	var lineage []string
+	if run.ParentID != "" {
+		if lineage, err = j.LineageIDs(run.ParentID); err != nil {
+			return nil, err
 		}
+	}
+	for _, u := range units {
 		t := task(u.TaskID)
-		t.Why = append(t.Why, line)
+		t.Why = append(t.Why, plainWhy(j, u, lineage, dec, run.ParentID == ""))
 	}
 	for _, id := range dec.Order {
 		if p := dec.Planned[id]; p.Explained() {
 			t := task(id)
-			t.Why = append(t.Why, p.Action+": "+strings.Join(p.Reasons, "; "))
+			t.Why = append(t.Why, "the resume planned it ("+planWords[p.Action]+"): "+strings.Join(p.Reasons, "; "))
 			t.Restored = dec.Restored[id]
+		}
+	}
+	// The agent's final message, and each failed gate before the last
+	// (the page shows the last gate's output already).
+	logs, err := taskLogs(j, runID, "", false)
+	if err != nil {
+		return nil, err
+	}
+	for id, l := range logs {
+		lastGate := 0
+		for _, a := range l.Attempts {
+			if a.Gate != nil {
+				lastGate = a.Attempt
+			}
+		}
+		for _, a := range l.Attempts {
+			if a.FinalMessage != "" {
+				task(id).FinalMessage = a.FinalMessage
+			}
+			if g := a.Gate; g != nil && !g.Passed && a.Attempt != lastGate {
+				task(id).FailedGates = append(task(id).FailedGates, report.FailedGate{Attempt: a.Attempt, Command: g.Command,
+					ExitCode: g.ExitCode, Summary: g.Summary, Output: g.Output, Replayed: g.Replayed})
+			}
 		}
 	}
 	x := &report.Extras{Tasks: map[string]report.TaskExtras{}}
@@ -115,6 +135,44 @@ func reportExtras(ctx context.Context, j *cache.Journal, repoRoot, runID string)
 		x.Tasks[id] = *t
 	}
 	return x, nil
+}
+
+// planWords names a resume plan's action in the report's "why" lines.
+var planWords = map[string]string{
+	ActionRestore: "its work was written back first", ActionGate: "its gate ran first",
+	ActionReplay: "replayed", ActionLive: "live", ActionAcross: "replayed across runs", ActionSkip: "skipped",
+}
+
+// plainWhy is why unit u ran live or replayed, in plain words for the
+// report: which run did the work of a replayed attempt (and on which
+// machine, when it is not this run's lineage), or the loop's journaled
+// reasons for a live call, and whether the call was made ahead with its
+// wave. fresh: the run resumes nothing.
+func plainWhy(j *cache.Journal, u cache.Unit, lineage []string, dec *Decisions, fresh bool) string {
+	head := fmt.Sprintf("attempt %d", u.Attempt)
+	if u.Replayed() {
+		if slices.Contains(lineage, u.ReplayedFromRun) {
+			return fmt.Sprintf("%s replayed: run %s did it earlier, no agent call", head, u.ReplayedFromRun)
+		}
+		where := ""
+		if r, err := j.GetRun(u.ReplayedFromRun); err == nil && r.Host != "" {
+			where = " on " + r.Host
+		}
+		return fmt.Sprintf("%s replayed: run %s%s did this task from the same tree, no agent call", head, u.ReplayedFromRun, where)
+	}
+	line := head + " ran live"
+	switch why := dec.Unit[u.UnitID]; {
+	case len(why) > 0:
+		line += ": " + strings.Join(why, ", ")
+	case fresh && u.Attempt == 1:
+		line += ": the first run of this task"
+	case fresh:
+		line += ": the attempt before it failed"
+	}
+	if dec.Ahead[u.UnitID] {
+		line += "; this call was made ahead with its wave, in a worktree of its own"
+	}
+	return line
 }
 
 // addPatches reads each task's patch between the boundaries around its

@@ -75,6 +75,12 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 	if e.s.Jobs < 2 || i < e.waveEnd {
 		return nil
 	}
+	// While the run's agent waits for a limit to lift, its calls are not
+	// made ahead: each would hit the limit. The tasks take their turns
+	// one by one, with whoever is free (limits.go).
+	if len(e.chain) > 0 && e.firstFree() != e.chain[0] {
+		return nil
+	}
 	if e.latest == nil {
 		e.latest = extractor.LatestWait(e.sel.Tasks)
 	}
@@ -297,7 +303,7 @@ func (e *engine) firstLiveUnits(t extractor.Task) ([]unit.Unit, unit.Facts, bool
 		return nil, unit.Facts{}, false, err
 	}
 	u := units[0]
-	if _, found, err := e.lineage.findCompleted(u.Identity); err != nil || found && !e.work.mustRun(t.ID) {
+	if _, found, err := e.findDone(t, facts, u); err != nil || found && !e.work.mustRun(t.ID) {
 		return nil, unit.Facts{}, false, err
 	}
 	if _, ok := e.lineage.aheadCall(u.Identity); ok {
@@ -344,7 +350,7 @@ func (e *engine) callAhead(ctx context.Context, j *cache.Journal, path string, t
 		return err
 	}
 	r.prompt, r.started, r.worktree = promptHash, e.now(), path
-	if r.call, err = e.callAgent(ctx, j, t, r.u, path, ctxFile, promptFile, nil); err != nil {
+	if r.call, err = e.callAgent(ctx, j, t, r.u, e.chain[0], path, ctxFile, promptFile, nil); err != nil {
 		return err
 	}
 	r.finished = e.now()

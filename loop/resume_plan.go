@@ -127,7 +127,7 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 		var hit *cache.Unit
 		var failedFeedback *string // the chain replays a failure here
 		for i, u := range units {
-			h, ok, err := e.lineage.findCompleted(u.Identity) // nothing without a journal
+			h, ok, err := e.findDone(t, facts, u) // nothing without a journal
 			if err != nil {
 				return err
 			}
@@ -172,7 +172,7 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 				return nil
 			}
 			hit = h
-			pl.art[t.ID] = u.Identity
+			pl.art[t.ID] = h.Identity
 		}
 		if hit == nil {
 			p.Action = ActionLive

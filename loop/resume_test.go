@@ -264,7 +264,14 @@ func TestResumePlanEdits(t *testing.T) {
 			if c.resume != nil {
 				s = c.resume(s)
 			}
-			out, rec := rsRun(t, repo, s, parent)
+			// The full path, unit by unit: a resume that would replay
+			// everything is otherwise answered without a run (upToDate).
+			if c.wantNoOp {
+				if quick, _ := rsRun(t, repo, s, parent); !quick.UpToDate || quick.RunID != parent {
+					t.Errorf("a resume that replays everything: UpToDate=%v run %s, want the parent's answer", quick.UpToDate, quick.RunID)
+				}
+			}
+			out, rec := rsRun(t, repo, s, parent, func(o *Options) { o.Full = true })
 			if out.Verdict != "DONE" {
 				t.Errorf("verdict %s, want DONE", out.Verdict)
 			}

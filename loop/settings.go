@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/identity"
 )
@@ -34,6 +36,40 @@ type Settings struct {
 	PlanContext    string            `json:"plan_context"`
 	IncludeChecked bool              `json:"include_checked,omitempty"`
 
+	// Unattended runs (limits.go, budget.go, notify.go). None of them is
+	// hashed: a fallback's calls have identities of their own (their
+	// agent and model), and a cap or a wait changes when a run stops, not
+	// what a call is asked.
+	//
+	// Fallbacks are the agents that take a call, in order, when the
+	// agent (and every model of Model's list) hit a limit: NAME or
+	// NAME:MODEL (--fallback-agent, repeatable).
+	Fallbacks []string `json:"fallback_agents,omitempty"`
+	// MaxWait bounds the time a run spends waiting for limits to lift,
+	// in all; past it the run stops PARTIAL (0: it never waits).
+	MaxWait Duration `json:"max_wait"`
+	// MaxCost and MaxTokens cap what the run's live calls spend (0: no
+	// cap); MaxTaskCost what one task's do. Replays never count.
+	MaxCost     float64 `json:"max_cost,omitempty"`
+	MaxTokens   int64   `json:"max_tokens,omitempty"`
+	MaxTaskCost float64 `json:"max_task_cost,omitempty"`
+	// Notify is a command run (with sh -c) at the end of the run, at a
+	// block and when a wait for a limit begins, the event as one JSON
+	// object on its stdin (docs/events.md).
+	Notify string `json:"notify,omitempty"`
+	// Sandbox runs each agent call in a sandbox (--sandbox, package
+	// sandbox): SandboxAllow are more paths it may write, SandboxNetwork
+	// "none" cuts it off the network, SandboxGates puts the gates in too.
+	// Never hashed: the same work, done safer, is the same unit.
+	Sandbox        bool     `json:"sandbox,omitempty"`
+	SandboxAllow   []string `json:"sandbox_allow,omitempty"`
+	SandboxNetwork string   `json:"sandbox_network,omitempty"`
+	SandboxGates   bool     `json:"sandbox_gates,omitempty"`
+	// SandboxTool is the tool that made the sandbox ("bubblewrap",
+	// "sandbox-exec"), recorded at the start of a sandboxed run for its
+	// report and explain.
+	SandboxTool string `json:"sandbox_tool,omitempty"`
+
 	// AgentVersion is what the agent CLI's --version printed at the start
 	// of the run (presets only): recorded for the record, never hashed.
 	AgentVersion string `json:"agent_version,omitempty"`
@@ -54,6 +90,9 @@ const (
 	DefaultTimeout     = 30 * time.Minute
 	DefaultOnBlocked   = "stop"
 	DefaultPlanContext = "task"
+	// DefaultMaxWait is how long a run waits for limits, in all, before it
+	// stops: a night.
+	DefaultMaxWait = 6 * time.Hour
 )
 
 // DefaultSettings returns the settings of a run given no flags.
@@ -64,7 +103,30 @@ func DefaultSettings() Settings {
 		Timeout:     Duration(DefaultTimeout),
 		OnBlocked:   DefaultOnBlocked,
 		PlanContext: DefaultPlanContext,
+		MaxWait:     Duration(DefaultMaxWait),
 	}
+}
+
+// Models is the --model list: the model asked for first, then those
+// that take a call when it hits a limit ("opus,sonnet"). [""] for none
+// (the agent's default).
+func (s Settings) Models() []string {
+	var out []string
+	for _, m := range strings.Split(s.Model, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		return []string{""}
+	}
+	return out
+}
+
+// Fallback splits a --fallback-agent value, NAME or NAME:MODEL.
+func Fallback(v string) (name, model string) {
+	name, model, _ = strings.Cut(strings.TrimSpace(v), ":")
+	return name, model
 }
 
 // Validate checks settings, whichever source they came from: flags, the
@@ -83,9 +145,10 @@ func (s Settings) Validate() error {
 		return &SettingError{Flag: "max-attempts", Msg: fmt.Sprintf("--max-attempts must be at least 1, got %d", s.MaxAttempts),
 			Hint: "give --max-attempts 1 or more"}
 	}
+	// 0 is what a journaled run without the key holds (one at a time);
+	// given as a flag or in front matter it is refused (ValidateJobs).
 	if s.Jobs < 0 || s.Jobs > MaxJobs {
-		return &SettingError{Flag: "jobs", Msg: fmt.Sprintf("--jobs must be between 1 and %d, got %d", MaxJobs, s.Jobs),
-			Hint: "give --jobs 1 (one task at a time, the default) or more"}
+		return jobsError(s.Jobs)
 	}
 	if s.OnBlocked != "stop" && s.OnBlocked != "continue" {
 		return &SettingError{Flag: "on-blocked", Msg: fmt.Sprintf("--on-blocked must be stop or continue, got %q", s.OnBlocked),
@@ -108,8 +171,89 @@ func (s Settings) Validate() error {
 			return &SettingError{Flag: "param", Msg: "--param with an empty name", Hint: "write --param as name=value"}
 		}
 	}
+	return s.validateUnattended()
+}
+
+// validateUnattended checks the settings of unattended runs.
+func (s Settings) validateUnattended() error {
+	for _, f := range s.Fallbacks {
+		name, _ := Fallback(f)
+		switch {
+		case name == "exec":
+			return &SettingError{Flag: "fallback-agent", Msg: "--fallback-agent exec: a fallback is a preset (it has no command line of its own)",
+				Hint: "give a preset: " + strings.Join(fallbackNames(), ", ") + " (NAME or NAME:MODEL)"}
+		case !slices.Contains(fallbackNames(), name):
+			return &SettingError{Flag: "fallback-agent", Msg: fmt.Sprintf("--fallback-agent %q: not an agent", f),
+				Hint: "give a preset: " + strings.Join(fallbackNames(), ", ") + " (NAME or NAME:MODEL)"}
+		}
+	}
+	if strings.Contains(s.Model, ",") && slices.Contains(s.Models(), "") {
+		return &SettingError{Flag: "model", Msg: fmt.Sprintf("--model %q has an empty name in its list", s.Model), Hint: "write the list as --model opus,sonnet"}
+	}
+	if s.MaxWait < 0 {
+		return &SettingError{Flag: "max-wait", Msg: "--max-wait must not be negative", Hint: "give a duration like 6h, or 0 to stop at the first limit instead of waiting"}
+	}
+	for _, c := range []struct {
+		flag string
+		v    float64
+	}{{"max-cost", s.MaxCost}, {"max-task-cost", s.MaxTaskCost}} {
+		if c.v < 0 || math.IsNaN(c.v) || math.IsInf(c.v, 0) {
+			return &SettingError{Flag: c.flag, Msg: fmt.Sprintf("--%s must be a positive number of US dollars, got %v", c.flag, c.v),
+				Hint: "give --" + c.flag + " 5 (dollars), or leave it out for no cap"}
+		}
+	}
+	if s.MaxTokens < 0 {
+		return &SettingError{Flag: "max-tokens", Msg: fmt.Sprintf("--max-tokens must not be negative, got %d", s.MaxTokens),
+			Hint: "give --max-tokens 2000000, or leave it out for no cap"}
+	}
+	return s.validateSandbox()
+}
+
+// validateSandbox checks the --sandbox-* settings.
+func (s Settings) validateSandbox() error {
+	switch s.SandboxNetwork {
+	case "", SandboxNetworkOn, SandboxNetworkNone:
+	default:
+		return &SettingError{Flag: "sandbox-network", Msg: fmt.Sprintf("--sandbox-network must be on or none, got %q", s.SandboxNetwork),
+			Hint: "give --sandbox-network none (no network in the sandbox) or on (the default)"}
+	}
+	for _, p := range s.SandboxAllow {
+		if strings.TrimSpace(p) == "" {
+			return &SettingError{Flag: "sandbox-allow", Msg: "--sandbox-allow with an empty path", Hint: "give --sandbox-allow a directory or file the agent may write"}
+		}
+	}
+	if s.Sandbox && s.Agent == "builtin" {
+		return &SettingError{Flag: "sandbox", Msg: "--sandbox with --agent builtin: the builtin agent runs inside implloop, there is no call to sandbox",
+			Hint: "drop --sandbox, or run an external agent (--agent claude, --agent-cmd ...)"}
+	}
 	return nil
 }
+
+// ValidateJobs refuses a --jobs value someone gave (a flag, front
+// matter): 1 to MaxJobs. Validate lets 0 pass, which a run journaled
+// without the key holds and means one at a time.
+func ValidateJobs(n int) error {
+	if n < 1 || n > MaxJobs {
+		return jobsError(n)
+	}
+	return nil
+}
+
+func jobsError(n int) error {
+	return &SettingError{Flag: "jobs", Msg: fmt.Sprintf("--jobs must be between 1 and %d, got %d", MaxJobs, n),
+		Hint: "give --jobs 1 (one task at a time, the default) or more"}
+}
+
+// fallbackNames are the agents a --fallback-agent may name.
+func fallbackNames() []string {
+	return slices.DeleteFunc(agent.Names(), func(n string) bool { return n == "exec" })
+}
+
+// The values of --sandbox-network.
+const (
+	SandboxNetworkOn   = "on"
+	SandboxNetworkNone = "none"
+)
 
 // checkEnvName refuses an --env entry that is not a variable name (the rule
 // identity.ValidEnvName applies to every unit's preimage). A value is never
@@ -197,6 +341,16 @@ var settingFlags = []struct {
 	{"param", func(s, g *Settings, _ func(string) bool) { s.Params = g.Params }},
 	{"plan-context", func(s, g *Settings, _ func(string) bool) { s.PlanContext = g.PlanContext }},
 	{"include-checked", func(s, g *Settings, _ func(string) bool) { s.IncludeChecked = g.IncludeChecked }},
+	{"fallback-agent", func(s, g *Settings, _ func(string) bool) { s.Fallbacks = g.Fallbacks }},
+	{"max-wait", func(s, g *Settings, _ func(string) bool) { s.MaxWait = g.MaxWait }},
+	{"max-cost", func(s, g *Settings, _ func(string) bool) { s.MaxCost = g.MaxCost }},
+	{"max-tokens", func(s, g *Settings, _ func(string) bool) { s.MaxTokens = g.MaxTokens }},
+	{"max-task-cost", func(s, g *Settings, _ func(string) bool) { s.MaxTaskCost = g.MaxTaskCost }},
+	{"notify", func(s, g *Settings, _ func(string) bool) { s.Notify = g.Notify }},
+	{"sandbox", func(s, g *Settings, _ func(string) bool) { s.Sandbox = g.Sandbox }},
+	{"sandbox-allow", func(s, g *Settings, _ func(string) bool) { s.SandboxAllow = g.SandboxAllow }},
+	{"sandbox-network", func(s, g *Settings, _ func(string) bool) { s.SandboxNetwork = g.SandboxNetwork }},
+	{"sandbox-gates", func(s, g *Settings, _ func(string) bool) { s.SandboxGates = g.SandboxGates }},
 }
 
 // SettingFlags are the names of the flags that set a run setting (the ones

@@ -85,6 +85,27 @@ func TestInherit(t *testing.T) {
 			given: flags(func(*Settings) {}), flag: "timeout", from: "inherited"},
 		{name: "inherited preset and command line", parent: func() Settings { p := parent; p.Agent = "codex"; return p }(),
 			given: flags(func(*Settings) {}), flag: "agent-cmd", from: "inherited"},
+		{name: "the sandbox is inherited", parent: func() Settings {
+			p := parent
+			p.Sandbox, p.SandboxAllow, p.SandboxNetwork = true, []string{"/opt/cache"}, "none"
+			return p
+		}(), given: flags(func(*Settings) {}),
+			check: func(t *testing.T, s Settings) {
+				if !s.Sandbox || len(s.SandboxAllow) != 1 || s.SandboxNetwork != "none" {
+					t.Errorf("got %+v", s)
+				}
+			}},
+		{name: "--sandbox=false turns it off", parent: func() Settings { p := parent; p.Sandbox = true; return p }(),
+			given: flags(func(g *Settings) { g.Sandbox = false }, "sandbox"),
+			check: func(t *testing.T, s Settings) {
+				if s.Sandbox {
+					t.Errorf("got %+v", s)
+				}
+			}},
+		{name: "a bad --sandbox-network", parent: parent,
+			given: flags(func(g *Settings) { g.SandboxNetwork = "off" }, "sandbox-network"), flag: "sandbox-network"},
+		{name: "the builtin agent in an inherited sandbox", parent: func() Settings { p := parent; p.Sandbox = true; return p }(),
+			given: flags(func(g *Settings) { g.Agent = "builtin" }, "agent"), flag: "sandbox", from: "inherited"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,13 +4,16 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/implloop/implloop/agent"
+	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
@@ -39,6 +42,10 @@ type taskState struct {
 	// its attempts replay one by one (acrossruns.go); decided at attempt
 	// 1, nil when there is none.
 	across *acrossRun
+	// retryWhy is why the next attempt runs, when the one before it (or
+	// the recheck of a blocked task's gate) failed in this run: said of a
+	// live attempt that no journaled unit explains better.
+	retryWhy string
 }
 
 func (ts *taskState) source() cache.Source {
@@ -97,6 +104,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 			return fixedOutside("fixed outside the loop: the gate passes now, no agent call")
 		}
 		attempt, feedback = st.attempt+1, g.Feedback()
+		ts.retryWhy = "after its gate, run first, failed again"
 	}
 
 	liveAttempts := 0
@@ -108,6 +116,12 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		}
 		ts.row.Attempts++
 		a, err := e.runAttempt(ctx, idx, t, ts, facts, units)
+		if isLimitStop(err) {
+			// A limit the run will not wait for: the call did not
+			// complete, and no attempt is counted for it.
+			ts.row.Attempts--
+			return e.stopTask(ctx, idx, t, ts)
+		}
 		if err != nil {
 			return taskResult{}, err
 		}
@@ -125,8 +139,18 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 			}
 			return e.afterTask(ctx, idx, t, ts, cache.TaskDone, "")
 		}
+		// A cap reached: no further attempt (budget.go).
+		if liveAttempts < e.s.MaxAttempts && !a.allReplayed {
+			if st := e.capBeforeAttempt(t); st != nil {
+				e.stopped = st
+				return e.stopTask(ctx, idx, t, ts)
+			}
+		}
 		if liveAttempts >= e.s.MaxAttempts {
 			reason := fmt.Sprintf("the gate failed on %d attempt(s)", ts.row.Attempts)
+			if sum := GateSummary(feedback); sum != "" {
+				reason += ": " + sum
+			}
 			if a.failure != "" {
 				reason = fmt.Sprintf("the agent failed on %d attempt(s): %s", ts.row.Attempts, firstLine(a.failure))
 				ts.agentFailure = a.failure
@@ -134,8 +158,22 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 			}
 			return e.afterTask(ctx, idx, t, ts, cache.TaskBlocked, reason, feedback)
 		}
+		ts.retryWhy = "after a failed gate"
+		if a.failure != "" {
+			ts.retryWhy = "after the agent failed"
+		}
 		attempt++
 	}
+}
+
+// stopTask ends task t where the run stops though nothing failed
+// (e.stopped: a cap, or a limit past --max-wait): its boundary and guard
+// as after any task, its status pending, so that a resume goes on with it.
+func (e *engine) stopTask(ctx context.Context, idx int, t extractor.Task, ts *taskState) (taskResult, error) {
+	note := "stopped: " + e.stopped.why
+	ts.row.Concerns = append(ts.row.Concerns, note)
+	e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
+	return e.afterTask(ctx, idx, t, ts, cache.TaskPending, "")
 }
 
 // finishTask journals the task's row as it ended (status, unless the
@@ -147,6 +185,8 @@ func (e *engine) finishTask(idx int, t extractor.Task, ts *taskState, status cac
 	}
 	ts.row.Status = status
 	ts.row.Source = ts.source()
+	ts.row.Concerns = append(ts.row.Concerns, e.callConcerns[t.ID]...)
+	delete(e.callConcerns, t.ID)
 	ts.row.FinishedAt = e.now()
 	ts.row.Duration = ts.row.FinishedAt.Sub(ts.row.StartedAt)
 	if err := e.j.PutTask(ts.row); err != nil {
@@ -234,7 +274,7 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 	}
 	a := attemptRun{allReplayed: true}
 	for _, u := range units {
-		h, ok, err := e.lineage.findCompleted(u.Identity)
+		h, ok, err := e.findDone(t, facts, u)
 		if err != nil {
 			return a, err
 		}
@@ -253,7 +293,7 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 			}
 			e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
 				Source: "replayed", From: from, TokensIn: h.TokensIn, TokensOut: h.TokensOut, CostUSD: h.CostUSD})
-			a.final = u.Identity
+			a.final = h.Identity // u's, or a fallback's that took the call
 			continue
 		}
 		if f, g, ok := e.failedChain(t, u); ok {
@@ -271,7 +311,12 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 		}
 		a.allReplayed = false
 		reasons := e.liveWhy(e.run, t, u, e.prev.Tree)
-		fail, err := e.dispatch(ctx, idx, t, u, reasons)
+		if ts.retryWhy != "" && u.Attempt > 1 && (len(reasons) == 0 || len(reasons) == 1 && reasons[0] == "never ran") {
+			// "never ran" is true of the attempt, and says nothing: the
+			// one before it failed.
+			reasons = []string{ts.retryWhy}
+		}
+		fail, did, err := e.dispatch(ctx, idx, t, u, facts, reasons)
 		ts.live++
 		e.sawLive = true
 		e.run.live[t.ID] = true
@@ -282,7 +327,7 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 			a.failure = fail
 			break
 		}
-		a.final = u.Identity
+		a.final = did
 	}
 	return a, nil
 }
@@ -391,7 +436,18 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 		return GateResult{}, err
 	}
 	env := e.protocolEnv(t, attempt, "gate", "", "", "")
-	g, err := runGate(ctx, e.lock, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w)
+	var wrap func([]string) ([]string, error)
+	if e.s.SandboxGates {
+		var closeBox func()
+		if wrap, env, closeBox, err = e.sandboxed(ctx, e.o.RepoRoot, env); err != nil {
+			_ = w.Close()
+			return GateResult{}, err
+		}
+		defer closeBox()
+	}
+	stopBeat := e.beat(ctx, t, attempt, "gate: "+firstLine(cmd), nil, time.Time{})
+	g, err := runGate(ctx, e.lock, e.o.RepoRoot, cmd, env, time.Duration(e.s.Timeout), w, wrap, wrap == nil || !e.box.Reaps())
+	stopBeat()
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = e.goneWithJournal(cerr)
 	}
@@ -410,13 +466,17 @@ func (e *engine) liveGate(ctx context.Context, t extractor.Task, attempt int, cm
 	}
 	msg := ""
 	if !g.Passed {
-		msg = lastLine(g.Feedback())
+		msg = GateSummary(string(g.Output))
 	}
 	if recheck {
 		msg = strings.TrimSpace("recheck " + msg)
 	}
-	e.emit(Event{Type: EvGate, Task: t.ID, Attempt: attempt, Command: cmd, Passed: boolp(g.Passed),
-		ExitCode: intp(g.ExitCode), Source: "live", Millis: g.Duration.Milliseconds(), Message: msg})
+	ev := Event{Type: EvGate, Task: t.ID, Attempt: attempt, Command: cmd, Passed: boolp(g.Passed),
+		ExitCode: intp(g.ExitCode), Source: "live", Millis: g.Duration.Milliseconds(), Message: msg}
+	if wrap != nil {
+		ev.Sandbox = e.s.SandboxTool
+	}
+	e.emit(ev)
 	return g, nil
 }
 
@@ -438,26 +498,35 @@ func (e *engine) protocolEnv(t extractor.Task, attempt int, role, planSHA, ctxFi
 
 // dispatch runs one unit live: journaled running before the call, completed
 // or failed after. It returns a non-empty failure when the call did not
-// complete (non-zero exit, error result, timeout): the attempt failed. A
+// complete (non-zero exit, error result, timeout): the attempt failed, and
+// the identity of the call that did the work (u's, or a fallback's). A
 // call made ahead in a worktree (parallel.go) is journaled the same way at
 // this point, and its work merged into the work tree.
-func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit.Unit, reasons []string) (string, error) {
+//
+// A call that hits a usage limit, a rate limit or an overload is made
+// again, by a fallback or after a wait (limits.go): the unit stays the
+// same, its row takes the identity of whoever makes the call, and what
+// the limited calls reported is added to its figures. errLimitStop when
+// the run stops instead of waiting.
+func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit.Unit, facts unit.Facts, reasons []string) (string, string, error) {
 	if e.held != nil {
-		return "", errNeedsLive
+		return "", "", errNeedsLive
 	}
 	canon, err := identity.Canonical(u.Preimage)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
+	stopBeat := e.beat(ctx, t, u.Attempt, "agent call (made ahead, in its worktree)", nil, time.Time{})
 	ahead, err := e.takeEarly(u)
+	stopBeat()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if ahead == nil {
 		// Made ahead by a run this one resumes, which stopped before
 		// this turn: taken, not made again.
 		if ahead, err = e.adoptAhead(ctx, u); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
 	if ahead != nil {
@@ -469,7 +538,7 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	var ctxFile, promptFile, promptHash string
 	if ahead == nil {
 		if ctxFile, promptFile, promptHash, err = unitFiles(e.j, e.runID, u); err != nil {
-			return "", err
+			return "", "", err
 		}
 	} else {
 		promptHash = ahead.prompt
@@ -478,11 +547,30 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if ahead != nil {
 		started = ahead.started
 	}
+	// Who makes the call: the first of the chain whose limit (if it hit
+	// one earlier in the run) has lifted. A call made ahead was made by
+	// the run's own agent.
+	m := e.chain[0]
+	if ahead == nil {
+		m = e.firstFree()
+	}
+	if m != e.chain[0] {
+		if u, err = e.unitFor(t, m, facts, u); err != nil {
+			return "", "", err
+		}
+		if canon, err = identity.Canonical(u.Preimage); err != nil {
+			return "", "", err
+		}
+	}
 	if err := e.j.StartUnit(cache.Unit{RunID: e.runID, UnitID: u.ID, TaskID: t.ID, Role: u.Role, Attempt: u.Attempt,
 		Identity: u.Identity, Preimage: canon, Prompt: promptHash, StartedAt: started}); err != nil {
-		return "", err
+		return "", "", err
 	}
-	ev := Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks)}
+	ev := Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks),
+		Sandbox: e.s.SandboxTool}
+	if m != e.chain[0] {
+		ev.Agent, ev.Model = m.agent, m.model
+	}
 	switch {
 	case ahead != nil && ahead.adopted:
 		ev.Message = "no agent call: its result and work taken from run " + ahead.staged.RunID + "'s journal"
@@ -494,37 +582,84 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	}
 	e.emit(ev)
 
-	var res agent.Result
-	var runErr error
-	var outHash, errHash, mergeFailure string
+	var c agentCall
+	var mergeFailure string
 	if ahead != nil {
-		res, runErr, outHash, errHash = ahead.call.res, ahead.call.runErr, ahead.call.stdout, ahead.call.stderr
-		if runErr != nil && ctx.Err() != nil {
-			_ = e.j.MarkInterrupted(e.runID, u.ID, outHash, errHash)
-			return "", context.Canceled
+		c = ahead.call
+		if c.runErr != nil && ctx.Err() != nil {
+			_ = e.j.MarkInterrupted(e.runID, u.ID, c.stdout, c.stderr)
+			return "", "", context.Canceled
 		}
-		if mergeFailure, err = e.mergeEarly(ctx, ahead); err != nil {
-			return "", err
+		if c.res.Limit == nil {
+			if mergeFailure, err = e.mergeEarly(ctx, ahead); err != nil {
+				return "", "", err
+			}
 		}
-	} else {
-		c, err := e.callAgent(ctx, e.j, t, u, e.o.RepoRoot, ctxFile, promptFile, func(pid int) { e.lock.SetChild("agent", pid) })
-		e.lock.SetChild("", 0)
+	} else if c, err = e.callMember(ctx, t, u, m, ctxFile, promptFile); err != nil {
+		return "", "", err
+	}
+	// Interrupted only when the call was cut short: an agent that had
+	// already exited when the signal came has a result, which is
+	// journaled (durable) before the run stops.
+	if c.runErr != nil && ctx.Err() != nil {
+		_ = e.j.MarkInterrupted(e.runID, u.ID, c.stdout, c.stderr)
+		return "", "", context.Canceled
+	}
+	// Limits: the call is made again, by a fallback or after a wait. What
+	// the limited calls spent counts (a usage limit may come after paid
+	// work), added to the unit's figures.
+	var limited agent.Result
+	for c.runErr == nil && c.res.Limit != nil {
+		e.sane(t, &c.res)
+		e.count(t, c.res)
+		addFigures(&limited, c.res)
+		next, err := e.afterLimit(ctx, t, u, m, c.res.Limit)
 		if err != nil {
-			return "", err
+			o := cache.Outcome{Status: cache.UnitInterrupted, Stdout: c.stdout, Stderr: c.stderr,
+				TokensIn: limited.InputTokens, TokensOut: limited.OutputTokens, CacheRead: limited.CacheRead, CacheWrite: limited.CacheWrite,
+				CostUSD: limited.CostUSD, ExitCode: c.res.ExitCode, Error: "stopped: " + firstLine(c.res.Limit.Message), FinishedAt: e.now()}
+			if ferr := e.j.FinishUnit(e.runID, u.ID, o); ferr != nil {
+				return "", "", ferr
+			}
+			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+				return "", "", context.Canceled
+			}
+			return "", "", err
 		}
-		res, runErr, outHash, errHash = c.res, c.runErr, c.stdout, c.stderr
-		// Interrupted only when the call was cut short: an agent that had
-		// already exited when the signal came has a result, which is
-		// journaled (durable) before the run stops.
-		if runErr != nil && ctx.Err() != nil {
-			_ = e.j.MarkInterrupted(e.runID, u.ID, outHash, errHash)
-			return "", context.Canceled
+		if next != m {
+			if u, err = e.unitFor(t, next, facts, u); err != nil {
+				return "", "", err
+			}
+			if canon, err = identity.Canonical(u.Preimage); err != nil {
+				return "", "", err
+			}
+			if err := e.j.RetargetUnit(e.runID, u.ID, u.Identity, canon); err != nil {
+				return "", "", err
+			}
+			m = next
+		}
+		if ctxFile == "" { // the call made ahead: its files are where unitFiles puts them
+			if ctxFile, promptFile, _, err = unitFiles(e.j, e.runID, u); err != nil {
+				return "", "", err
+			}
+		}
+		if c, err = e.callMember(ctx, t, u, m, ctxFile, promptFile); err != nil {
+			return "", "", err
+		}
+		if c.runErr != nil && ctx.Err() != nil {
+			_ = e.j.MarkInterrupted(e.runID, u.ID, c.stdout, c.stderr)
+			return "", "", context.Canceled
 		}
 	}
+	res, runErr, outHash, errHash := c.res, c.runErr, c.stdout, c.stderr
+	e.sane(t, &res)
+	e.count(t, res)
+	m.backoff = 0
+	addFigures(&res, limited)
 	resJSON, _ := json.Marshal(res)
 	resHash, err := e.j.PutBlob(resJSON)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	o := cache.Outcome{Status: cache.UnitCompleted, Stdout: outHash, Stderr: errHash, Result: resHash,
 		TokensIn: res.InputTokens, TokensOut: res.OutputTokens, CacheRead: res.CacheRead, CacheWrite: res.CacheWrite,
@@ -548,19 +683,63 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if failure != "" {
 		o.Status, o.Error = cache.UnitFailed, failure
 	}
-	if ahead != nil {
+	if ahead != nil && c.res.Limit == nil && limited == (agent.Result{}) {
 		o.FinishedAt = ahead.finished
 	}
 	if err := e.settleAhead(ctx, ahead, u.ID, o); err != nil {
-		return "", err
+		return "", "", err
 	}
-	e.emit(Event{Type: EvUnitFinished, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live",
+	fin := Event{Type: EvUnitFinished, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live",
 		Status: string(o.Status), ExitCode: intp(res.ExitCode), TokensIn: res.InputTokens, TokensOut: res.OutputTokens,
-		CostUSD: res.CostUSD, Millis: o.FinishedAt.Sub(started).Milliseconds(), Message: firstLine(failure)})
-	if ctx.Err() != nil {
-		return failure, context.Canceled
+		CostUSD: res.CostUSD, Millis: o.FinishedAt.Sub(started).Milliseconds(), Message: firstLine(failure)}
+	if m != e.chain[0] {
+		fin.Agent, fin.Model = m.agent, m.model
 	}
-	return failure, nil
+	e.emit(fin)
+	if ctx.Err() != nil {
+		return failure, u.Identity, context.Canceled
+	}
+	return failure, u.Identity, nil
+}
+
+// firstFree is the first member of the chain not waiting for a limit to
+// lift (the run's own agent, unless it hit one), else the run's own.
+func (e *engine) firstFree() *member {
+	now := e.now()
+	for _, m := range e.chain {
+		if !m.until.After(now) {
+			return m
+		}
+	}
+	return e.chain[0]
+}
+
+// sane refuses the figures of r that cannot be right (figures.go), each
+// a concern of task t.
+func (e *engine) sane(t extractor.Task, r *agent.Result) {
+	for _, c := range refuseFigures(r) {
+		if e.callConcerns == nil {
+			e.callConcerns = map[string][]string{}
+		}
+		e.callConcerns[t.ID] = append(e.callConcerns[t.ID], c)
+		e.emit(Event{Type: EvConcern, Task: t.ID, Message: c})
+	}
+}
+
+// addFigures adds b's figures (refused ones already zero) to a's.
+func addFigures(a *agent.Result, b agent.Result) {
+	a.InputTokens = addTokens(a.InputTokens, b.InputTokens)
+	a.OutputTokens = addTokens(a.OutputTokens, b.OutputTokens)
+	a.CacheRead = addTokens(a.CacheRead, b.CacheRead)
+	a.CacheWrite = addTokens(a.CacheWrite, b.CacheWrite)
+	a.CostUSD = addCost(a.CostUSD, b.CostUSD)
+}
+
+// callMember makes call u of task t with chain member m in the work tree.
+func (e *engine) callMember(ctx context.Context, t extractor.Task, u unit.Unit, m *member, ctxFile, promptFile string) (agentCall, error) {
+	c, err := e.callAgent(ctx, e.j, t, u, m, e.o.RepoRoot, ctxFile, promptFile, func(pid int) { e.lock.SetChild("agent", pid) })
+	e.lock.SetChild("", 0)
+	return c, err
 }
 
 // agentCall is what one agent call returned: its result, why it could not
@@ -571,10 +750,10 @@ type agentCall struct {
 	stdout, stderr string
 }
 
-// callAgent runs unit u of task t in dir, its output streamed into j's
-// blobs, with the work tree's lock descriptor handed down; started, when
-// given, learns the agent's pid.
-func (e *engine) callAgent(ctx context.Context, j *cache.Journal, t extractor.Task, u unit.Unit, dir, ctxFile, promptFile string, started func(int)) (agentCall, error) {
+// callAgent runs unit u of task t with chain member m in dir, its output
+// streamed into j's blobs, with the work tree's lock descriptor handed
+// down; started, when given, learns the agent's pid.
+func (e *engine) callAgent(ctx context.Context, j *cache.Journal, t extractor.Task, u unit.Unit, m *member, dir, ctxFile, promptFile string, started func(int)) (agentCall, error) {
 	stdout, err := j.NewBlobWriter()
 	if err != nil {
 		return agentCall{}, err
@@ -584,11 +763,39 @@ func (e *engine) callAgent(ctx context.Context, j *cache.Journal, t extractor.Ta
 		return agentCall{}, err
 	}
 	var c agentCall
-	c.res, c.runErr = e.ag.Run(ctx, agent.Request{
+	tokens := &tokensSoFar{}
+	what := "agent call"
+	if m != e.chain[0] {
+		what += " (" + m.String() + ")"
+	}
+	req := agent.Request{
 		Prompt: u.Prompt, Context: u.Context, Dir: dir, Env: e.protocolEnv(t, u.Attempt, u.Role, u.Preimage.PlanSHA256, ctxFile, promptFile),
-		Model: e.s.Model, Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
-		Hold: e.lock.File(), Started: started,
-	})
+		Model: m.model, Timeout: time.Duration(e.s.Timeout), Stdout: stdout, Stderr: stderr,
+		Hold: e.lock.File(), Started: started, OnTokens: tokens.set, Now: e.now,
+	}
+	if e.box != nil {
+		wrap, env, closeBox, err := e.sandboxed(ctx, dir, req.Env)
+		if err != nil {
+			_ = stdout.Close()
+			_ = stderr.Close()
+			return agentCall{}, err
+		}
+		defer closeBox()
+		req.Wrap, req.Env = wrap, env
+		if e.box.Reaps() {
+			// Nothing of the call can outlive it, so it need not hold
+			// the lock (and inside, it could unlock it).
+			req.Hold = nil
+		}
+	}
+	var stopBeat func()
+	if started != nil { // in the main tree: calls made ahead have no heartbeat of their own
+		stopBeat = e.beat(ctx, t, u.Attempt, what, tokens, time.Time{})
+	}
+	c.res, c.runErr = m.ag.Run(ctx, req)
+	if stopBeat != nil {
+		stopBeat()
+	}
 	_ = stdout.Close()
 	_ = stderr.Close()
 	c.stdout, c.stderr = stdout.Hash(), stderr.Hash()
@@ -671,7 +878,12 @@ func liveReasons(c *cache.Unit, id string, preimage []byte, named func(old []str
 	}
 	if c.Identity == id {
 		switch c.Status {
-		case cache.UnitRunning, cache.UnitInterrupted:
+		case cache.UnitInterrupted:
+			if strings.HasPrefix(c.Error, "stopped: ") {
+				return []string{"stopped before it completed (" + strings.TrimPrefix(c.Error, "stopped: ") + ")"}, nil
+			}
+			return []string{"interrupted before it completed"}, nil
+		case cache.UnitRunning:
 			return []string{"interrupted before it completed"}, nil
 		case cache.UnitFailed:
 			return []string{"failed before"}, nil
@@ -740,6 +952,14 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 	if err != nil {
 		return taskResult{}, err
 	}
+	if v.noChanges != "" && status == cache.TaskDone {
+		if row := e.lineage.lastRow(t.ID); row != nil && row.Status == cache.TaskDone {
+			// Run again (its text, a dependency changed) and its gate
+			// passed with the tree as it was: the work an earlier run did
+			// is still there, and nothing needed to change. Not a concern.
+			v.concerns = slices.DeleteFunc(v.concerns, func(c string) bool { return c == v.noChanges })
+		}
+	}
 	ts.row.Concerns = append(ts.row.Concerns, v.concerns...)
 	if len(v.vanished) > 0 {
 		status = cache.TaskBlocked
@@ -785,6 +1005,10 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 		}
 		b.AgentFailure = ts.agentFailure
 		b.NoGate = e.gateCommand(t) == ""
+		if top, err := boundary.StashTop(ctx, e.o.RepoRoot); err == nil && top.Commit != "" && top.Commit != e.stash.Commit {
+			b.Stash, e.stash = top, top
+		}
+		b.Sandbox = e.s.SandboxTool
 		// With --on-blocked continue, BLOCKED.md explains every block.
 		e.blocks = append(e.blocks, b)
 		if err := writeBlocked(e.o.RepoRoot, e.blocks); err != nil {

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
@@ -29,6 +31,11 @@ import (
 // which still replays everything whose identity is unchanged.
 func inputsDigest(sel *extractor.Selection, s Settings) string {
 	s.AgentVersion = ""
+	// When a run stops and what it tells, not what a call is asked.
+	s.MaxWait, s.MaxCost, s.MaxTokens, s.MaxTaskCost, s.Notify = 0, 0, 0, 0, ""
+	// The sandbox changes how the calls run, not what they are asked.
+	s.Sandbox, s.SandboxAllow, s.SandboxNetwork, s.SandboxGates, s.SandboxTool = false, nil, "", false, ""
+	s.Flags = slices.DeleteFunc(slices.Clone(s.Flags), func(f string) bool { return strings.HasPrefix(f, "sandbox") })
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	_ = enc.Encode("implloop.inputs\x00v1\x00" + identity.Version)
@@ -42,10 +49,11 @@ func inputsDigest(sel *extractor.Selection, s Settings) string {
 }
 
 // upToDate answers a resume whose parent left everything as it is now:
-// the parent ended DONE, its inputs digest (inputsDigest) equals this
-// resume's, and the work tree is the tree of its last boundary. Such a
-// resume would replay every unit and every gate and end as its parent did,
-// so none is journaled: the answer is the parent's, with no agent called,
+// the work tree is the tree of its last boundary, and either the parent
+// ended DONE and its inputs digest (inputsDigest) equals this resume's,
+// or the resume plan replays every task in range as the parent ended it
+// (replaysWhole). Such a resume would replay every unit and every gate and
+// end as its parent did, so none is journaled: the answer is the parent's, with no agent called,
 // no boundary taken, and nothing written (the tree is snapshotted the way
 // `implloop status` does it, into temporary objects).
 //
@@ -65,8 +73,13 @@ func (e *engine) upToDate(ctx context.Context, inputs string) *Outcome {
 		return nil
 	}
 	parent, err := j.GetRun(e.o.Parent)
-	if err != nil || !parent.Finished() || parent.Verdict != string(report.Done) || parent.Inputs == "" || parent.Inputs != inputs {
+	if err != nil || !parent.Finished() || parent.Inputs == "" {
 		return nil
+	}
+	switch report.Verdict(parent.Verdict) {
+	case report.Done, report.Partial, report.Blocked:
+	default:
+		return nil // interrupted: its running task runs again
 	}
 	b, ok, err := j.LastBoundary(parent.ID)
 	if err != nil || !ok || b.Tree == "" {
@@ -80,8 +93,11 @@ func (e *engine) upToDate(ctx context.Context, inputs string) *Outcome {
 	if err != nil {
 		return nil
 	}
+	// The same inputs and a DONE parent: every unit and gate would replay.
+	// Otherwise (a PARTIAL parent resumed for its done tasks only, plan
+	// bytes no identity sees) the resume plan says it.
 	dec := report.Decide(tasks)
-	if dec.Verdict != report.Done {
+	if (parent.Inputs != inputs || dec.Verdict != report.Done) && !e.replaysWhole(j, parent.ID, snap, tasks) {
 		return nil
 	}
 	out := &Outcome{RunID: parent.ID, ParentID: parent.ID, Verdict: parent.Verdict, ParentVerdict: parent.Verdict, NoOp: true, UpToDate: true, Headline: dec.Headline()}
@@ -92,6 +108,51 @@ func (e *engine) upToDate(ctx context.Context, inputs string) *Outcome {
 		Verdict: out.Verdict, Done: intp(dec.Done), Count: dec.Counted, Message: out.ReportPath}
 	e.obs.Event(ev)
 	return out
+}
+
+// replaysWhole reports whether a resume of parent, whose inputs differ
+// from this one's (the plan's bytes, a setting no identity covers), would
+// still replay every unit and every gate and end each task as the parent
+// did (tasks): the resume plan, made read-only against the tree now (snap,
+// the parent's last tree), has only tasks the parent had, each replayed
+// with nothing run live (its gate included) or skipped as before (a
+// narrower --task-range than the parent's leaves its other tasks as
+// they were, its verdict standing, as a resume run in full would). Such a
+// resume used to be journaled, and then say that nothing changed; once
+// per `resume --run OLD`. The engine's journal and lineage are left as
+// they were found.
+func (e *engine) replaysWhole(j *cache.Journal, parentID string, snap boundary.Snapshot, tasks []cache.Task) bool {
+	lin, err := newLineage(j, parentID)
+	if err != nil {
+		return false
+	}
+	savedJ, savedLin, savedWork := e.j, e.lineage, e.work
+	defer func() { e.j, e.lineage, e.work = savedJ, savedLin, savedWork }()
+	e.j, e.lineage = j, lin
+	e.loadWorkCheck(snap)
+	if e.work.treeChanged() {
+		return false
+	}
+	planned, err := e.plan(snap.Tree)
+	if err != nil || len(planned) == 0 {
+		return false
+	}
+	before := make(map[string]cache.TaskStatus, len(tasks))
+	for _, t := range tasks {
+		before[t.TaskID] = t.Status
+	}
+	for _, p := range planned {
+		st, ok := before[p.Task]
+		switch {
+		case !ok:
+			return false
+		case p.Action == ActionReplay && len(p.Reasons) == 0 && p.From != "" && st == cache.TaskDone:
+		case p.Action == ActionSkip && st == cache.TaskSkipped:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func fileExists(path string) bool {

@@ -60,11 +60,6 @@ func TestResumeNotUpToDate(t *testing.T) {
 		// noop: the full resume still changes nothing.
 		noop bool
 	}{
-		{name: "a setting", change: func(_ *testing.T, _, _ string, s Settings) Settings { s.MaxAttempts = 5; return s }, noop: true},
-		{name: "the plan's bytes", noop: true, change: func(t *testing.T, repo, _ string, s Settings) Settings {
-			rsEditPlan(t, repo, func(p string) string { return p + "\n" })
-			return s
-		}},
 		{name: "a task's output deleted", change: func(t *testing.T, repo, _ string, s Settings) Settings {
 			if err := os.Remove(filepath.Join(repo, "out", "f2.txt")); err != nil {
 				t.Fatal(err)
@@ -180,4 +175,41 @@ func diffContents(a, b map[string]string) string {
 		}
 	}
 	return strings.Join(d, ", ")
+}
+
+// A resume whose inputs differ in nothing an identity covers (a setting no
+// identity holds, plan bytes normalization forgives) replays everything:
+// it is answered as an up-to-date one, without a run and writing nothing,
+// however often it is asked (it used to journal a run each time, then say
+// that nothing changed).
+func TestResumeUpToDateOtherInputs(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, repo string, s Settings) Settings
+	}{
+		{"a setting", func(_ *testing.T, _ string, s Settings) Settings { s.MaxAttempts = 5; return s }},
+		{"the plan's bytes", func(t *testing.T, repo string, s Settings) Settings {
+			rsEditPlan(t, repo, func(p string) string { return p + "\n" })
+			return s
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := rsBuiltin()
+			repo, parent := rsBase(t, rsPlan(3, "Shared context."), s)
+			rs := tc.change(t, repo, s)
+			before := gitDirContents(t, repo)
+			for range 2 {
+				out, err := Run(t.Context(), Options{Settings: rs, RepoRoot: repo, Parent: parent})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !out.UpToDate || out.RunID != parent || out.Verdict != "DONE" {
+					t.Fatalf("resume: UpToDate=%v run %s %s; want the parent's answer", out.UpToDate, out.RunID, out.Verdict)
+				}
+			}
+			if after := gitDirContents(t, repo); !sameContents(before, after) {
+				t.Errorf("the answer wrote to the git directory: %s", diffContents(before, after))
+			}
+		})
+	}
 }

@@ -39,7 +39,7 @@ var wantBroken = map[string][]string{
 		"frontmatter-unknown-key.md:4:1: warning: unknown front matter key \"agnet\": did you mean \"agent\"?",
 	},
 	"frontmatter-foreign-keys.md": {
-		"frontmatter-foreign-keys.md:2:1: warning: 6 unknown front matter keys, ignored: \"phase\", \"plan\", \"type\", \"wave\", \"depends_on\", \"autonomous\" (known: title, description, agent, agent_cmd, model, verify, max_attempts, jobs, timeout, on_blocked, plan_context, env, params, form, todos, name, overview)",
+		"frontmatter-foreign-keys.md:2:1: warning: 6 unknown front matter keys, ignored: \"phase\", \"plan\", \"type\", \"wave\", \"depends_on\", \"autonomous\" (known: title, description, agent, agent_cmd, model, verify, max_attempts, jobs, timeout, on_blocked, plan_context, env, params, form, todos, name, overview, notify, sandbox, sandbox_allow, sandbox_network, s…)",
 	},
 	"frontmatter-wrong-type.md": {
 		"frontmatter-wrong-type.md:2:1: error: front matter \"max_attempts\" must be a positive integer, got \"many\"",

@@ -261,7 +261,10 @@ func (r *parseState) orphanShare(tasks []taskBuild) float64 {
 }
 
 // warnStrayChecklist says that checklist items outside every task heading
-// are not tasks. Lists inside tasks hold steps and need no look.
+// are not tasks. Lists inside tasks hold steps and need no look, and
+// neither do items under an aside heading ("Definition of done",
+// "Acceptance"): context, as the checklist form reads them, and the plan's
+// author meant no task by them.
 func (r *parseState) warnStrayChecklist(top topBlocks) {
 	var stray []checkItem
 	for _, l := range top.lists {
@@ -269,7 +272,11 @@ func (r *parseState) warnStrayChecklist(top topBlocks) {
 			stray = r.listTasks(l, stray)
 		}
 	}
+	sections := sectionIndex{hs: top.hs}
 	for _, it := range stray {
+		if _, aside, _ := sections.at(it.start); aside {
+			continue
+		}
 		r.diag(r.lineOf(it.start)+1, 1, SeverityWarning,
 			"checklist item outside every task heading is not a task (this plan's tasks are its %q headings)", exampleHeading(r.tasks[0]))
 	}

@@ -43,6 +43,11 @@ var FrontMatterKeys = []FrontMatterKey{
 	{"todos", "list of mappings", "the tasks, as Cursor plans list them (id, content, status, dependencies)", isList},
 	{"name", "string", "the plan's name (Cursor plans write it)", isString},
 	{"overview", "string", "what the plan does (Cursor plans write it)", isString},
+	{"notify", "string", "a command run at the end of the run, at a block and when a wait for a usage limit begins, with the event as JSON on its stdin", isString},
+	{"sandbox", "boolean", "run each agent call in a sandbox (see \"Sandbox\" in docs/agents.md)", isBool},
+	{"sandbox_allow", "list of paths", "more paths a sandboxed agent may write (relative to the repository root, or ~/...)", isStringList},
+	{"sandbox_network", "string", "on, or none: no network in the sandbox", isString},
+	{"sandbox_gates", "boolean", "run the gates in the sandbox too", isBool},
 }
 
 func isFormName(v any) string {
@@ -119,6 +124,26 @@ func isNameList(v any) string {
 		s, ok := e.(string)
 		if !ok || !envNameRe.MatchString(s) {
 			return fmt.Sprintf("must be a list of environment variable names (%q is not one)", fmt.Sprint(e))
+		}
+	}
+	return ""
+}
+
+func isBool(v any) string {
+	if _, ok := v.(bool); ok {
+		return ""
+	}
+	return "must be true or false"
+}
+
+func isStringList(v any) string {
+	list, ok := v.([]any)
+	if !ok {
+		return "must be a list of strings"
+	}
+	for _, e := range list {
+		if s, ok := e.(string); !ok || s == "" {
+			return fmt.Sprintf("must be a list of paths (%q is not one)", fmt.Sprint(e))
 		}
 	}
 	return ""

@@ -37,6 +37,28 @@ type TaskExtras struct {
 	Patch     []byte
 	PatchSize int  // the whole patch's size
 	PatchCut  bool // Patch holds only its first PatchLimit bytes
+	// FinalMessage is the agent's final message on the task's last
+	// attempt ("" when it reported none).
+	FinalMessage string
+	// FailedGates are the task's attempts whose gate failed, each with its
+	// output (the page shows its last lines).
+	FailedGates []FailedGate
+}
+
+// FailedGate is one attempt's failed gate, in its own words.
+type FailedGate struct {
+	Attempt  int
+	Command  string
+	ExitCode int
+	Summary  string // the line that says why (loop.GateSummary)
+	Output   string
+	Replayed bool
+}
+
+// failedGateView is a FailedGate as the page shows it.
+type failedGateView struct {
+	FailedGate
+	Tail text
 }
 
 // Size limits of the HTML report: a 1,000-task run's stays under
@@ -65,7 +87,7 @@ var pageSource string
 
 var (
 	pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-		"dur": dur, "lower": strings.ToLower, "stamp": stamp, "usd": usd, "commas": commas, "short": short,
+		"dur": dur, "lower": strings.ToLower, "stamp": stamp, "usd": usd, "commas": commas, "tokens": tokens, "cost": costOf, "short": short,
 	}).Parse(pageSource))
 	diffTmpl = pageTmpl.Lookup("diff")
 )
@@ -140,6 +162,8 @@ type taskView struct {
 	Gate        *GateMark
 	AgentError  text
 	HasEffect   bool
+	Final       text
+	FailedGates []failedGateView
 	Diff        template.HTML
 	DiffFiles   int
 	DiffAdd     int
@@ -213,6 +237,13 @@ func newPage(r *Report, x *Extras, mdPath string) *page {
 		if t.BlockReason != "" {
 			v.Block = cutHead(t.BlockReason, mdPath)
 		}
+		if e.FinalMessage != "" {
+			v.Final = cutTail(e.FinalMessage, "implloop show "+r.RunID+" --task "+t.ID+" --log")
+		}
+		for _, g := range e.FailedGates {
+			v.FailedGates = append(v.FailedGates, failedGateView{FailedGate: g,
+				Tail: cutTail(g.Output, "implloop show "+r.RunID+" --task "+t.ID+" --log")})
+		}
 		if a, ok := last[t.ID]; ok {
 			v.Gate = a.Gate
 			if a.AgentError != "" {
@@ -281,7 +312,17 @@ type timeline struct {
 type lane struct {
 	ID    int
 	Label string
-	Y     int
+	Task  string // the task whose row it is ("" for a worker's lane)
+	Y, DY int
+}
+
+// uniqueTasks are the distinct tasks of as.
+func uniqueTasks(as []Attempt) map[string]bool {
+	m := map[string]bool{}
+	for _, a := range as {
+		m[a.Task] = true
+	}
+	return m
 }
 
 type bar struct {
@@ -300,17 +341,59 @@ type tick struct {
 }
 
 const (
-	tlGutter  = 64 // lane labels
-	tlLane    = 34
-	tlBar     = 14
-	tlAxis    = 22
-	tlMinBarW = 2
+	tlGutter     = 64  // lane labels ("lane 2")
+	tlTaskGutter = 190 // task labels ("task 3 · Count lines")
+	tlLane       = 34
+	tlTaskRow    = 24
+	tlBar        = 14
+	tlAxis       = 22
+	tlMinBarW    = 2
+	// tlTaskRows: up to this many tasks on the timeline, each task has a
+	// row of its own, labelled; beyond it, a row per worker (lane).
+	tlTaskRows = 200
 )
+
+// taskLabel is a task's row label: its id and the start of its title.
+func taskLabel(t Task) string {
+	label := "task " + t.ID
+	if title := oneLine(t.Title); title != "" {
+		label += " · " + title
+	}
+	if r := []rune(label); len(r) > 30 {
+		label = string(r[:29]) + "…"
+	}
+	return label
+}
 
 func newTimeline(r *Report, x *Extras) timeline {
 	tl := timeline{Width: max(960, min(24000, tlGutter+6*len(r.Attempts)+20))}
 	if len(r.Attempts) == 0 {
 		return tl
+	}
+	// A row per task, labelled with it (plan order), while there are few
+	// enough; else a row per worker.
+	rowOf := map[string]int{}
+	var rowTasks []Task
+	for _, t := range r.Tasks {
+		for _, a := range r.Attempts {
+			if a.Task == t.ID {
+				rowOf[t.ID] = len(rowTasks)
+				rowTasks = append(rowTasks, t)
+				break
+			}
+		}
+	}
+	perTask := len(rowTasks) <= tlTaskRows && len(rowOf) == len(uniqueTasks(r.Attempts))
+	gutter, rowH := tlGutter, tlLane
+	if perTask {
+		gutter, rowH = tlTaskGutter, tlTaskRow
+		tl.Width += tlTaskGutter - tlGutter
+	}
+	row := func(a Attempt) int {
+		if perTask {
+			return rowOf[a.Task]
+		}
+		return a.Lane
 	}
 	start, end := r.StartedAt, r.EndedAt
 	for _, a := range r.Attempts {
@@ -322,16 +405,18 @@ func newTimeline(r *Report, x *Extras) timeline {
 		}
 	}
 	span := max(end.Sub(start), time.Millisecond)
-	inner := float64(tl.Width - tlGutter - 16)
-	xOf := func(t time.Time) float64 { return tlGutter + inner*float64(t.Sub(start))/float64(span) }
-	lanes := map[int]bool{}
+	inner := float64(tl.Width - gutter - 16)
+	xOf := func(t time.Time) float64 { return float64(gutter) + inner*float64(t.Sub(start))/float64(span) }
 	maxLane := 0
 	for _, a := range r.Attempts {
-		lanes[a.Lane] = true
-		maxLane = max(maxLane, a.Lane)
+		maxLane = max(maxLane, row(a))
 	}
 	for l := 0; l <= maxLane; l++ {
-		tl.Lanes = append(tl.Lanes, lane{ID: l, Label: fmt.Sprintf("lane %d", l+1), Y: 8 + l*tlLane})
+		ln := lane{ID: l, Label: fmt.Sprintf("lane %d", l+1), Y: 8 + l*rowH, DY: (rowH + 8) / 2}
+		if perTask {
+			ln.Label, ln.Task = taskLabel(rowTasks[l]), rowTasks[l].ID
+		}
+		tl.Lanes = append(tl.Lanes, ln)
 	}
 	tasks := map[string]Task{}
 	for _, t := range r.Tasks {
@@ -349,15 +434,15 @@ func newTimeline(r *Report, x *Extras) timeline {
 		}
 		x0, x1 := xOf(a.Start), xOf(a.End)
 		w := max(x1-x0, tlMinBarW)
-		y := float64(8 + a.Lane*tlLane + (tlLane-tlBar)/2)
+		y := float64(8 + row(a)*rowH + (rowH-tlBar)/2)
 		t := tasks[a.Task]
 		title := fmt.Sprintf("task %s attempt %d (%s): %s\n%s – %s, %s", a.Task, a.Attempt, src, oneLine(t.Title),
 			clock(a.Start), clock(a.End), dur(a.End.Sub(a.Start).Milliseconds()))
 		if a.Live.Units > 0 {
-			title += fmt.Sprintf("\nspent %s, %s tokens in, %s out", usd(a.Live.CostUSD), commas(a.Live.TokensIn), commas(a.Live.TokensOut))
+			title += "\nspent " + spendLine(a.Live)
 		}
 		if a.Saved.Units > 0 {
-			title += fmt.Sprintf("\nreplayed: saved %s", usd(a.Saved.CostUSD))
+			title += "\nreplayed: saved " + costOf(a.Saved)
 		}
 		if a.AgentError != "" {
 			title += "\nagent call failed: " + firstLine(a.AgentError)
@@ -397,7 +482,7 @@ func newTimeline(r *Report, x *Extras) timeline {
 				Title: fmt.Sprintf("task %s guard: %s", a.Task, why)})
 		}
 	}
-	axisY := 8 + (maxLane+1)*tlLane
+	axisY := 8 + (maxLane+1)*rowH
 	tl.Height = axisY + tlAxis
 	// A tick every 200 pixels or so, however wide the run made it.
 	ticks := max(4, tl.Width/200)

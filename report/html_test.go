@@ -223,3 +223,43 @@ func TestAssignLanes(t *testing.T) {
 		t.Errorf("lanes %v, want [0 0 1 2 1 0]", got)
 	}
 }
+
+// The page a newcomer reads: each task's row on the timeline labelled
+// with it; the agent's final message and each earlier failed gate's own
+// output; a replay across runs as a note, not a concern; and no rows of
+// zeros where the agent reported no usage.
+func TestHTMLNewcomerPage(t *testing.T) {
+	j, a, _ := seed(t)
+	r, err := Build(j, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Tasks[1].Notes = []string{"replayed: run r-1 on box did this task from the same tree"}
+	r.Totals.Live = Spend{Units: r.Totals.Live.Units} // an agent that reports no usage
+	r.Totals.Saved = Spend{}
+	x := &Extras{Tasks: map[string]TaskExtras{
+		r.Tasks[1].ID: {FinalMessage: "Done: I wrote cli.go and its test.", FailedGates: []FailedGate{
+			{Attempt: 1, Command: "go test ./...", ExitCode: 1, Summary: "--- FAIL: TestCLI (0.00s)", Output: "--- FAIL: TestCLI (0.00s)\nFAIL\n"}}},
+	}}
+	page := string(HTML(r, x))
+	for _, want := range []string{
+		`<text class="lane-label" x="6" y="8" dy="16">task ` + r.Tasks[1].ID,
+		`data-task="` + r.Tasks[1].ID + `"><text class="lane-label"`,
+		`<strong>the agent's final message</strong>`, `Done: I wrote cli.go and its test.`,
+		`<details class="failed-gate" data-attempt="1">`, `<span class="summary">--- FAIL: TestCLI (0.00s)</span>`,
+		`<ul class="notes"><li>replayed: run r-1 on box did this task from the same tree</li></ul>`,
+		`id="no-usage"`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("no %q in the page", want)
+		}
+	}
+	for _, not := range []string{`<td>tokens in</td>`, `<td>cost</td>`, `guard concerns:</strong></p><ul class="concerns"><li>replayed:`} {
+		if strings.Contains(page, not) {
+			t.Errorf("%q in the page", not)
+		}
+	}
+	if n := strings.Count(page, `<g class="lane"`); n != len(uniqueTasks(r.Attempts)) {
+		t.Errorf("%d timeline rows, want one per task with an attempt (%d)", n, len(uniqueTasks(r.Attempts)))
+	}
+}

@@ -22,14 +22,17 @@ func Terminal(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "resumes run %s\n", r.ParentID)
 	}
 	fmt.Fprintf(&b, "started %s, wall %s%s\n", stamp(r.StartedAt), dur(r.WallMS), unfinishedNote(r))
+	if r.Sandbox != "" {
+		fmt.Fprintf(&b, "sandbox: %s (every live agent call ran in it)\n", r.Sandbox)
+	}
 	if len(r.Tasks) > 0 {
 		b.WriteByte('\n')
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  TASK\tSTATUS\tSOURCE\tATT\tTIME\tTOKENS IN\tOUT\tCOST\tTITLE")
 		for _, t := range r.Tasks {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, source(t.Source), count(t.Attempts),
-				taskDur(t), tokens(t.Live.Units, t.Live.TokensIn), tokens(t.Live.Units, t.Live.TokensOut),
-				costOf(t.Live.Units, t.Live.CostUSD), oneLine(t.Title))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, taskSource(t), count(t.Attempts),
+				taskDur(t), tokens(t.Live, t.Live.TokensIn), tokens(t.Live, t.Live.TokensOut),
+				costOf(t.Live), oneLine(t.Title))
 		}
 		tw.Flush()
 		for _, t := range r.Tasks {
@@ -43,7 +46,11 @@ func Terminal(w io.Writer, r *Report) error {
 				if len(lines) > maxTermLines {
 					lines = append([]string{fmt.Sprintf("... (%d lines; report.md has them all)", len(lines))}, lines[len(lines)-maxTermLines:]...)
 				}
-				fmt.Fprintf(&b, "  %s: %s\n", n.label, lines[0])
+				if n.label == "" {
+					fmt.Fprintf(&b, "  %s\n", lines[0])
+				} else {
+					fmt.Fprintf(&b, "  %s: %s\n", n.label, lines[0])
+				}
 				for _, l := range lines[1:] {
 					fmt.Fprintf(&b, "    %s\n", l)
 				}
@@ -54,9 +61,11 @@ func Terminal(w io.Writer, r *Report) error {
 	t := r.Totals
 	fmt.Fprintf(&b, "\nunits: %d live, %d replayed; gates: %d run, %d replayed\n",
 		t.Live.Units, t.Saved.Units, t.GatesLive, t.GatesReplayed)
-	fmt.Fprintf(&b, "spent: %s tokens in, %s out, %s\n", commas(t.Live.TokensIn), commas(t.Live.TokensOut), usd(t.Live.CostUSD))
+	if t.Live.Units > 0 {
+		fmt.Fprintf(&b, "spent: %s\n", spendLine(t.Live))
+	}
 	if t.Saved.Units > 0 {
-		fmt.Fprintf(&b, "saved by replay: %s tokens in, %s out, %s\n", commas(t.Saved.TokensIn), commas(t.Saved.TokensOut), usd(t.Saved.CostUSD))
+		fmt.Fprintf(&b, "saved by replay: %s\n", spendLine(t.Saved))
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -112,6 +121,16 @@ func taskNotes(t Task) []note {
 	for _, c := range t.Concerns {
 		ns = append(ns, note{"concern", c})
 	}
+	for _, n := range t.Notes {
+		ns = append(ns, note{"", n}) // an ordinary line: "replayed: run X ..."
+	}
+	if t.Fallback {
+		who := t.Agent
+		if t.Model != "" {
+			who += " (" + t.Model + ")"
+		}
+		ns = append(ns, note{"fallback", who + " did the work, after a usage limit of the run's agent"})
+	}
 	return ns
 }
 
@@ -133,6 +152,9 @@ func Markdown(r *Report) []byte {
 	}
 	fmt.Fprintf(&b, "| wall time | %s |\n", dur(r.WallMS))
 	fmt.Fprintf(&b, "| exit code | %d |\n", r.ExitCode)
+	if r.Sandbox != "" {
+		fmt.Fprintf(&b, "| sandbox | %s (every live agent call ran in it) |\n", r.Sandbox)
+	}
 
 	if len(r.Tasks) > 0 {
 		b.WriteString("\n## Tasks\n\n")
@@ -140,11 +162,11 @@ func Markdown(r *Report) []byte {
 		b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|\n")
 		for _, t := range r.Tasks {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(t.ID), mdCell(t.Title), t.Status,
-				source(t.Source), count(t.Attempts), taskDur(t), tokens(t.Live.Units, t.Live.TokensIn),
-				tokens(t.Live.Units, t.Live.TokensOut), costOf(t.Live.Units, t.Live.CostUSD))
+				taskSource(t), count(t.Attempts), taskDur(t), tokens(t.Live, t.Live.TokensIn),
+				tokens(t.Live, t.Live.TokensOut), costOf(t.Live))
 		}
 		for _, t := range r.Tasks {
-			if t.BlockReason == "" && len(t.LostPaths) == 0 && len(t.Concerns) == 0 {
+			if t.BlockReason == "" && len(t.LostPaths) == 0 && len(t.Concerns) == 0 && len(t.Notes) == 0 && !t.Fallback {
 				continue
 			}
 			fmt.Fprintf(&b, "\n### Task %s: %s\n\n", t.ID, t.Status)
@@ -159,12 +181,22 @@ func Markdown(r *Report) []byte {
 				}
 				b.WriteByte('\n')
 			}
+			if t.Fallback {
+				who := mdCode(t.Agent, false)
+				if t.Model != "" {
+					who += " (" + mdCode(t.Model, false) + ")"
+				}
+				fmt.Fprintf(&b, "Done by %s, a fallback, after a usage limit of the run's agent.\n\n", who)
+			}
 			if len(t.Concerns) > 0 {
 				b.WriteString("Concerns:\n\n")
 				for _, c := range t.Concerns {
 					fmt.Fprintf(&b, "- %s\n", oneLine(c))
 				}
 				b.WriteByte('\n')
+			}
+			for _, n := range t.Notes {
+				fmt.Fprintf(&b, "%s\n\n", oneLine(n))
 			}
 			trimBlank(&b)
 		}
@@ -173,11 +205,11 @@ func Markdown(r *Report) []byte {
 	b.WriteString("\n## Totals\n\n")
 	b.WriteString("| | live (spent) | replayed (saved) |\n|---|---:|---:|\n")
 	fmt.Fprintf(&b, "| units | %d | %d |\n", t.Live.Units, t.Saved.Units)
-	fmt.Fprintf(&b, "| tokens in | %s | %s |\n", commas(t.Live.TokensIn), commas(t.Saved.TokensIn))
-	fmt.Fprintf(&b, "| tokens out | %s | %s |\n", commas(t.Live.TokensOut), commas(t.Saved.TokensOut))
-	fmt.Fprintf(&b, "| cache read | %s | %s |\n", commas(t.Live.CacheRead), commas(t.Saved.CacheRead))
-	fmt.Fprintf(&b, "| cache write | %s | %s |\n", commas(t.Live.CacheWrite), commas(t.Saved.CacheWrite))
-	fmt.Fprintf(&b, "| cost | %s | %s |\n", usd(t.Live.CostUSD), usd(t.Saved.CostUSD))
+	fmt.Fprintf(&b, "| tokens in | %s | %s |\n", tokens(t.Live, t.Live.TokensIn), tokens(t.Saved, t.Saved.TokensIn))
+	fmt.Fprintf(&b, "| tokens out | %s | %s |\n", tokens(t.Live, t.Live.TokensOut), tokens(t.Saved, t.Saved.TokensOut))
+	fmt.Fprintf(&b, "| cache read | %s | %s |\n", tokens(t.Live, t.Live.CacheRead), tokens(t.Saved, t.Saved.CacheRead))
+	fmt.Fprintf(&b, "| cache write | %s | %s |\n", tokens(t.Live, t.Live.CacheWrite), tokens(t.Saved, t.Saved.CacheWrite))
+	fmt.Fprintf(&b, "| cost | %s | %s |\n", costOf(t.Live), costOf(t.Saved))
 	fmt.Fprintf(&b, "| gates | %d | %d |\n", t.GatesLive, t.GatesReplayed)
 	return b.Bytes()
 }
@@ -237,6 +269,15 @@ func taskDur(t Task) string {
 	return dur(t.DurationMS)
 }
 
+// taskSource is a task's source column: where its work came from, and
+// whether its live calls ran sandboxed.
+func taskSource(t Task) string {
+	if t.Sandboxed {
+		return source(t.Source) + ", sandboxed"
+	}
+	return source(t.Source)
+}
+
 func source(s string) string {
 	if s == "" || s == "none" {
 		return "-"
@@ -253,18 +294,48 @@ func count(n int) string {
 
 // tokens shows "-" for a task with no live unit: nothing was spent, and
 // "0" would claim an agent reported zero.
-func tokens(units int, n int64) string {
-	if units == 0 {
+// tokens is a token figure of s: "-" for no unit, "not reported" when
+// no unit's agent reported tokens.
+func tokens(s Spend, n int64) string {
+	switch {
+	case s.Units == 0:
 		return "-"
+	case s.TokensReported == 0:
+		return "not reported"
 	}
 	return commas(n)
 }
 
-func costOf(units int, c float64) string {
-	if units == 0 {
+// costOf is s's cost: "-" for no unit, "not reported" when no unit's
+// agent reported a cost.
+func costOf(s Spend) string {
+	switch {
+	case s.Units == 0:
 		return "-"
+	case s.CostReported == 0:
+		return "not reported"
 	}
-	return usd(c)
+	return usd(s.CostUSD)
+}
+
+// spendLine is a total: "12,345 tokens in, 678 out, $0.1234", saying
+// what was not reported, and by how many calls when only some did.
+func spendLine(s Spend) string {
+	tok := "tokens not reported"
+	if s.TokensReported > 0 {
+		tok = commas(s.TokensIn) + " tokens in, " + commas(s.TokensOut) + " out"
+		if s.TokensReported < s.Units {
+			tok += fmt.Sprintf(" (reported by %d of %d calls)", s.TokensReported, s.Units)
+		}
+	}
+	cost := "cost not reported"
+	if s.CostReported > 0 {
+		cost = usd(s.CostUSD)
+		if s.CostReported < s.Units {
+			cost += fmt.Sprintf(" (reported by %d of %d calls)", s.CostReported, s.Units)
+		}
+	}
+	return tok + ", " + cost
 }
 
 func usd(c float64) string { return fmt.Sprintf("$%.4f", c) }

@@ -24,8 +24,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/implloop/implloop/cache"
@@ -126,6 +128,9 @@ type Report struct {
 	WallMS     int64     `json:"wall_ms"`
 	Tasks      []Task    `json:"tasks"`
 	Totals     Totals    `json:"totals"`
+	// Sandbox is the tool every live agent call of the run ran in
+	// (--sandbox: "bubblewrap", "sandbox-exec"); "" for none.
+	Sandbox string `json:"sandbox,omitempty"`
 
 	// For the HTML report (not in report.json): the attempts in the order
 	// they started, and the runs this one resumes, nearest first.
@@ -174,17 +179,30 @@ type Ancestor struct {
 
 // Task is one task's line in the report.
 type Task struct {
-	ID          string        `json:"id"`
-	Title       string        `json:"title"`
-	Status      string        `json:"status"`
-	Source      string        `json:"source"`
-	Attempts    int           `json:"attempts"`
-	DurationMS  int64         `json:"duration_ms"`
-	Live        Spend         `json:"live"`  // what this run spent on the task
-	Saved       Spend         `json:"saved"` // what replaying saved
-	BlockReason string        `json:"block_reason,omitempty"`
-	Concerns    []string      `json:"concerns,omitempty"`
-	LostPaths   bytepath.List `json:"lost_paths,omitempty"`
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Status      string   `json:"status"`
+	Source      string   `json:"source"`
+	Attempts    int      `json:"attempts"`
+	DurationMS  int64    `json:"duration_ms"`
+	Live        Spend    `json:"live"`  // what this run spent on the task
+	Saved       Spend    `json:"saved"` // what replaying saved
+	BlockReason string   `json:"block_reason,omitempty"`
+	Concerns    []string `json:"concerns,omitempty"`
+	// Notes are what the task's row says that is no concern: a replay
+	// across runs ("replayed: run X on H did this task ...").
+	Notes     []string      `json:"notes,omitempty"`
+	LostPaths bytepath.List `json:"lost_paths,omitempty"`
+	// Agent and Model did the task's work: those of its last unit that
+	// completed (a fallback's, when one took the call after a usage
+	// limit). Empty when none completed.
+	Agent string `json:"agent,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Fallback is set when they are not the run's own agent and first
+	// model: a fallback took the task's calls after a usage limit.
+	Fallback bool `json:"fallback,omitempty"`
+	// Sandboxed: the task's live agent calls ran in the run's sandbox.
+	Sandboxed bool `json:"sandboxed,omitempty"`
 
 	// For the HTML report: the last gate's output tail and where its whole
 	// output is (a file in the blob store, or a copy beside the report of
@@ -195,6 +213,23 @@ type Task struct {
 	GateOutputBlob string `json:"-"`
 }
 
+// ReplayedNotePrefix starts the line a task's row keeps when it replayed
+// across runs (the loop writes it with its concerns): a note, not a
+// concern, in every report.
+const ReplayedNotePrefix = "replayed: "
+
+// splitNotes sorts a task row's concerns into concerns and notes.
+func splitNotes(all []string) (concerns, notes []string) {
+	for _, c := range all {
+		if strings.HasPrefix(c, ReplayedNotePrefix) {
+			notes = append(notes, c)
+		} else {
+			concerns = append(concerns, c)
+		}
+	}
+	return concerns, notes
+}
+
 // Spend sums units: their count, tokens and cost.
 type Spend struct {
 	Units      int     `json:"units"`
@@ -203,15 +238,42 @@ type Spend struct {
 	CacheRead  int64   `json:"cache_read"`
 	CacheWrite int64   `json:"cache_write"`
 	CostUSD    float64 `json:"cost_usd"`
+	// TokensReported and CostReported count the units whose agent
+	// reported tokens, and a cost: an agent that reports none (codex
+	// reports no cost; a failed call may report nothing) is shown as
+	// "not reported", never as zeros. A figure of exactly 0 reads as not
+	// reported.
+	TokensReported int `json:"tokens_reported"`
+	CostReported   int `json:"cost_reported"`
 }
 
+// add adds unit u's figures. A figure that cannot be right (negative,
+// not finite: a journal written by another program, or pulled) is left
+// out, and sums saturate: a report of any journal has finite,
+// non-negative totals (JSON cannot even write the others).
 func (s *Spend) add(u *cache.Unit) {
 	s.Units++
-	s.TokensIn += u.TokensIn
-	s.TokensOut += u.TokensOut
-	s.CacheRead += u.CacheRead
-	s.CacheWrite += u.CacheWrite
-	s.CostUSD += u.CostUSD
+	seen := false
+	for _, f := range []struct {
+		sum *int64
+		v   int64
+	}{{&s.TokensIn, u.TokensIn}, {&s.TokensOut, u.TokensOut}, {&s.CacheRead, u.CacheRead}, {&s.CacheWrite, u.CacheWrite}} {
+		if f.v > 0 {
+			seen = true
+			if *f.sum += f.v; *f.sum < 0 {
+				*f.sum = math.MaxInt64
+			}
+		}
+	}
+	if seen {
+		s.TokensReported++
+	}
+	if c := u.CostUSD; c > 0 && !math.IsInf(c, 0) {
+		s.CostReported++
+		if s.CostUSD += c; math.IsInf(s.CostUSD, 0) {
+			s.CostUSD = math.MaxFloat64
+		}
+	}
 }
 
 // Totals sums the whole run: Live over every live unit of every attempt
@@ -254,6 +316,11 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 	if run.Finished() && run.Verdict == string(Blocked) {
 		r.Outcome.Verdict = Blocked
 	}
+	// A run the loop stopped with nothing done, not for a failure (a cap
+	// reached, a usage limit past --max-wait), is PARTIAL as it recorded.
+	if run.Finished() && run.Verdict == string(Partial) && r.Outcome.Verdict == Blocked {
+		r.Outcome.Verdict = Partial
+	}
 	r.Headline = r.Outcome.Headline()
 	r.ExitCode = r.Outcome.Verdict.ExitCode()
 
@@ -265,9 +332,10 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		}
 	}
 	for _, t := range tasks {
+		concerns, notes := splitNotes(t.Concerns)
 		r.Tasks = append(r.Tasks, Task{ID: t.TaskID, Title: t.Title, Status: string(t.Status), Source: string(t.Source),
 			Attempts: t.Attempts, DurationMS: t.Duration.Milliseconds(), BlockReason: t.BlockReason,
-			Concerns: t.Concerns, LostPaths: t.LostPaths})
+			Concerns: concerns, Notes: notes, LostPaths: t.LostPaths})
 		later(t.FinishedAt)
 		later(t.StartedAt)
 	}
@@ -277,6 +345,9 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 	for i := range units {
 		u := &units[i]
 		t := byTask[u.TaskID]
+		if t != nil && u.Status == cache.UnitCompleted {
+			t.Agent, t.Model = workedBy(u.Preimage)
+		}
 		if u.Replayed() {
 			r.Totals.Saved.add(u)
 			if t != nil {
@@ -290,6 +361,20 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		}
 		later(u.StartedAt)
 		later(u.FinishedAt)
+	}
+	// The run's own agent and first model (--model a,b: a), to tell a
+	// fallback's work from its own.
+	var set struct {
+		Agent string `json:"agent"`
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(run.Settings, &set)
+	own, _, _ := strings.Cut(set.Model, ",")
+	r.Sandbox = sandboxOf(run)
+	for i := range r.Tasks {
+		t := &r.Tasks[i]
+		t.Fallback = t.Agent != "" && (t.Agent != set.Agent || t.Model != strings.TrimSpace(own))
+		t.Sandboxed = r.Sandbox != "" && t.Live.Units > 0
 	}
 	r.Attempts = attempts(units, gates)
 	for _, g := range gates {
@@ -325,6 +410,17 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		}
 	}
 	return r, nil
+}
+
+// workedBy is the agent and model a unit's preimage names (its identity's
+// agent and model fields).
+func workedBy(preimage []byte) (agent, model string) {
+	var p struct {
+		Agent string `json:"agent"`
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(preimage, &p)
+	return p.Agent, p.Model
 }
 
 // JSON is the report as indented JSON, newline-terminated.
@@ -382,4 +478,16 @@ func writeAtomic(path string, src io.Reader, sync bool) error {
 		return fmt.Errorf("write report %s: %w", path, err)
 	}
 	return nil
+}
+
+// sandboxOf is the sandbox tool run's live agent calls ran in, as its
+// settings record it (loop.Settings.SandboxTool; "" for none).
+func sandboxOf(run *cache.Run) string {
+	var s struct {
+		Tool string `json:"sandbox_tool"`
+	}
+	if len(run.Settings) == 0 || json.Unmarshal(run.Settings, &s) != nil {
+		return ""
+	}
+	return s.Tool
 }

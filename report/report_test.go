@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -318,5 +319,66 @@ func TestBuildUnknownRun(t *testing.T) {
 	j, _ := newJournal(t)
 	if _, err := Build(j, "nope"); err == nil {
 		t.Error("report of an unknown run")
+	}
+}
+
+// A journal that holds figures no loop writes (another program's, a
+// pulled run's): the report leaves the impossible ones out and its sums
+// saturate, so its JSON, markdown and text are written, never a panic and
+// never a negative or infinite total.
+func TestHostileJournalFigures(t *testing.T) {
+	j, _ := newJournal(t)
+	f := fixture{t, j}
+	f.must(j.CreateRun(&cache.Run{ID: "r1", PlanPath: "plan.md", PlanSHA256: "00", StartedAt: t0}))
+	for i, fig := range []struct {
+		in, out int64
+		cost    float64
+	}{
+		{1, 1, 1e308}, {2, 2, 1e308}, {-5, math.MaxInt64, -3}, {math.MaxInt64, 3, math.Inf(1)}, {4, 4, 0.5},
+	} {
+		id := fmt.Sprint(i + 1)
+		f.task("r1", id, i+1, "t", cache.TaskDone, cache.SourceLive, 1, 1, nil)
+		f.live("r1", id, 1, float64(i), float64(i)+0.5, fig.in, fig.out, fig.cost, true)
+	}
+	f.must(j.FinishRun("r1", "DONE", 0, at(10)))
+	r, err := Build(j, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := r.Totals.Live
+	if l.TokensIn != math.MaxInt64 || l.TokensOut != math.MaxInt64 || l.CostUSD != math.MaxFloat64 || l.CostReported != 3 {
+		t.Errorf("totals %+v, want saturated sums of the possible figures", l)
+	}
+	if b := JSON(r); !json.Valid(b) {
+		t.Errorf("invalid JSON")
+	}
+	_ = Markdown(r)
+	var buf bytes.Buffer
+	if err := Terminal(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// "not reported", never zeros, where no call reported a figure.
+func TestNotReported(t *testing.T) {
+	j, _ := newJournal(t)
+	f := fixture{t, j}
+	f.must(j.CreateRun(&cache.Run{ID: "r1", PlanPath: "plan.md", PlanSHA256: "00", StartedAt: t0}))
+	f.task("r1", "1", 1, "t", cache.TaskDone, cache.SourceLive, 1, 1, nil)
+	f.live("r1", "1", 1, 0, 1, 0, 0, 0, true)
+	f.must(j.FinishRun("r1", "DONE", 0, at(10)))
+	r, err := Build(j, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Terminal(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if s := buf.String(); !strings.Contains(s, "not reported") || strings.Contains(s, "$0.0000") || !strings.Contains(s, "spent: tokens not reported, cost not reported") {
+		t.Errorf("terminal report:\n%s", s)
+	}
+	if md := string(Markdown(r)); strings.Contains(md, "$0.0000") || !strings.Contains(md, "| cost | not reported | - |") {
+		t.Errorf("markdown report:\n%s", md)
 	}
 }

@@ -78,6 +78,9 @@ type Params struct {
 	PlanPath    string      // the plan's path as the user gave it
 	PlanSHA256  string      // hex sha256 of the plan's bytes on disk now
 	Preamble    string      // the plan's text before the first task
+	// Gate is the command that judges the task's work (its verify block,
+	// else --verify; "" when it has none): the prompt tells the agent.
+	Gate string
 
 	Timeout    time.Duration     // the per-call timeout; hashed in whole seconds
 	EnvNames   []string          // NAMES of the variables passed through (never values)
@@ -167,6 +170,7 @@ type contextDoc struct {
 	Task         taskDoc           `json:"task"`
 	Preamble     string            `json:"preamble"`
 	Attempt      int               `json:"attempt"`
+	Gate         string            `json:"gate,omitempty"`
 	GateFeedback string            `json:"gate_feedback,omitempty"`
 	Params       map[string]string `json:"params,omitempty"`
 	Plan         *planDoc          `json:"plan,omitempty"`
@@ -197,6 +201,7 @@ func build(r Role, task extractor.Task, p Params, f Facts, readsPlan bool) (Unit
 	text := validUTF8(task.Text)
 	preamble := validUTF8(p.Preamble)
 	feedback := validUTF8(f.GateFeedback)
+	gate := validUTF8(p.Gate)
 	params := validMap(p.UserParams)
 
 	doc := contextDoc{
@@ -209,6 +214,7 @@ func build(r Role, task extractor.Task, p Params, f Facts, readsPlan bool) (Unit
 		},
 		Preamble:     preamble,
 		Attempt:      attempt,
+		Gate:         gate,
 		GateFeedback: feedback,
 		Params:       params,
 	}
@@ -229,6 +235,7 @@ func build(r Role, task extractor.Task, p Params, f Facts, readsPlan bool) (Unit
 		PreambleSHA256: extractor.SHA256Hex(identity.Normalize(preamble, p.Norm)),
 		Attempt:        attempt,
 		GateFeedback:   identity.Normalize(feedback, p.Norm),
+		Gate:           identity.Normalize(gate, p.Norm),
 		Artifacts:      sortedCopy(f.Artifacts),
 		TimeoutSeconds: int64(p.Timeout / time.Second),
 		Env:            sortedCopy(p.EnvNames),

@@ -173,7 +173,7 @@ func TestTemplateIsTheEmbeddedFile(t *testing.T) {
 	if u.Preimage.Instructions != hex.EncodeToString(sum[:]) {
 		t.Fatal("instructions is not the sha256 of the template bytes")
 	}
-	for _, must := range []string{"IMPLLOOP_CONTEXT_FILE", ".implloop/", "BLOCKED.md", "gate_feedback", "commit"} {
+	for _, must := range []string{"IMPLLOOP_CONTEXT_FILE", ".git/implloop/", "refs/implloop/", ".implloop/", "BLOCKED.md", "gate_feedback", "`gate`", "commit"} {
 		if !bytes.Contains(raw, []byte(must)) {
 			t.Errorf("template does not mention %s", must)
 		}
@@ -241,6 +241,7 @@ func TestIdentityScope(t *testing.T) {
 		"timeout":    func(p *Params, _ *Facts) { p.Timeout = time.Minute },
 		"env names":  func(p *Params, _ *Facts) { p.EnvNames = append(p.EnvNames, "HOME") },
 		"params":     func(p *Params, _ *Facts) { p.UserParams = map[string]string{"x": "1"} },
+		"gate":       func(p *Params, _ *Facts) { p.Gate = "go test ./..." },
 		"full mode":  func(p *Params, _ *Facts) { p.PlanContext = PlanContextFull },
 		"task mode'": func(p *Params, _ *Facts) { p.PlanContext = PlanContextFull; p.PlanSHA256 = "00" },
 	}
@@ -256,6 +257,38 @@ func TestIdentityScope(t *testing.T) {
 	}
 	if identityOf(t, text+"More.\n", baseParams(), Facts{Attempt: 1}) == base {
 		t.Errorf("task text edit kept the identity")
+	}
+}
+
+// The prompt tells the agent its gate command, in the context (data, not
+// prose): present when the task has a gate, absent otherwise, and part of
+// the identity as normalized text (a moved checkout keeps it).
+func TestGateInContext(t *testing.T) {
+	p := baseParams()
+	p.Gate = "go test ./... && /home/ann/src/shop/check.sh"
+	u := mustWork(t, task("10", "x"), p, Facts{})[0]
+	var doc map[string]any
+	if err := json.Unmarshal(u.Context, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["gate"] != p.Gate {
+		t.Errorf("context gate = %v, want %q", doc["gate"], p.Gate)
+	}
+	if u.Preimage.Gate != "go test ./... && <PROJECT>/check.sh" {
+		t.Errorf("preimage gate = %q, want it normalized", u.Preimage.Gate)
+	}
+	if !bytes.Contains(u.Prompt, []byte(`"gate": "go test ./... && /home/ann/src/shop/check.sh"`)) {
+		t.Errorf("the prompt does not carry the gate byte-exact")
+	}
+	none := mustWork(t, task("10", "x"), baseParams(), Facts{})[0]
+	if bytes.Contains(none.Context, []byte(`"gate"`)) || none.Preimage.Gate != "" {
+		t.Errorf("a task without a gate has one in its context or preimage")
+	}
+	moved := p
+	moved.Gate = "go test ./... && /tmp/ci/shop/check.sh"
+	moved.Norm = identity.Env{ProjectRoots: []string{"/tmp/ci/shop"}}
+	if mustWork(t, task("10", "x"), moved, Facts{})[0].Identity != u.Identity {
+		t.Errorf("the project root in the gate command entered the identity")
 	}
 }
 

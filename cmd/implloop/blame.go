@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -35,15 +35,16 @@ func newBlameCmdWith(io *ioStreams, runF func(context.Context, *blameOptions) er
 		Use:   "blame FILE [-L START,END] [--run ID] [--json]",
 		Short: "Say which task wrote each line of a file",
 		Long: `Blame prints each line of FILE, as it is in the work tree now, with the
-task that last wrote it: the run, the task id and title, its attempts, the
-agent and the model. Lines no task wrote say where they came from: a
+task that last wrote it: the task id and title, the run and the attempt
+whose work it is (--json adds the agent and the model). The line itself
+is printed as it is, tabs included. Lines no task wrote say where they came from: a
 commit outside the loop, work that was there before a run, or an edit
 made since the run's last boundary.
 
 It is git's own blame along the run's boundary chain
 (refs/implloop/runs/<run>, default: the latest run), read-only.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(longExits...),
 		Example: `  # Which task wrote the login handler
   implloop blame src/login.go
 
@@ -61,7 +62,7 @@ It is git's own blame along the run's boundary chain
 	}
 	cmd.Flags().StringVar(&o.run, "run", "", "the run whose boundaries to blame along: an id or a unique prefix (default: the latest run)")
 	cmd.Flags().StringVarP(&o.lines, "lines", "L", "", "only lines `START,END` (1-based; END may be omitted)")
-	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print each line with its run, task, title, attempts, agent and model as JSON")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print each line with its run, task, title, attempt, agent and model as JSON")
 	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
 	return cmd
 }
@@ -89,19 +90,40 @@ func blameRun(ctx context.Context, o *blameOptions) error {
 		_, err = o.io.Out.Write(append(b, '\n'))
 		return err
 	}
-	tw := tabwriter.NewWriter(o.io.Out, 0, 4, 1, ' ', 0)
-	for _, l := range bl {
+	// The columns are aligned here, not by a tabwriter: a tab in the
+	// file's line is the file's, and stays one.
+	type row struct{ who, detail, line, text string }
+	rows := make([]row, len(bl))
+	var w [3]int
+	for i, l := range bl {
 		who := "task " + l.Task
-		detail := fmt.Sprintf("%s a%d", l.Run, l.Attempts)
+		if l.Title != "" {
+			who += " " + clipTitle(l.Title)
+		}
+		detail := fmt.Sprintf("%s a%d", l.Run, l.Attempt)
 		switch {
 		case l.Task == "":
 			who, detail = "outside", l.Outside
 		case l.Restored:
 			detail += " (restored)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d)\t%s\n", who, detail, l.Line, l.Text)
+		rows[i] = row{who, detail, strconv.Itoa(l.Line) + ")", l.Text}
+		w[0], w[1], w[2] = max(w[0], len([]rune(who))), max(w[1], len([]rune(detail))), max(w[2], len(rows[i].line))
 	}
-	return tw.Flush()
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%s %s %*s %s\n", pad(r.who, w[0]), pad(r.detail, w[1]), w[2], r.line, r.text)
+	}
+	_, err = io.WriteString(o.io.Out, b.String())
+	return err
+}
+
+// pad is s followed by spaces to n runes.
+func pad(s string, n int) string {
+	if k := len([]rune(s)); k < n {
+		return s + strings.Repeat(" ", n-k)
+	}
+	return s
 }
 
 // parseLineRange reads -L START,END.

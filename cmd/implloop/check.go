@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path"
@@ -16,10 +17,15 @@ import (
 )
 
 type checkOptions struct {
-	io    *ioStreams
-	globs []string
-	ctx   context.Context // nil: not cancelled
+	io     *ioStreams
+	globs  []string
+	asJSON bool
+	ctx    context.Context // nil: not cancelled
 }
+
+// defaultPlanGlobs find plans no run has used yet (check lints those that
+// hold a task).
+var defaultPlanGlobs = []string{"**/plan*.md", "**/tasks.md"}
 
 func newCheckCmd(io *ioStreams) *cobra.Command { return newCheckCmdWith(io, checkRun) }
 
@@ -36,9 +42,13 @@ func newCheckCmdWith(io *ioStreams, runF func(*checkOptions) error) *cobra.Comma
     run's repair note and implloop's journal (kept in .implloop/ by older
     implloops, in the git directory now) never belong in history.
   - Staged plans are linted from their staged content (not the worktree):
-    the plans of journaled runs, plus the staged files matching --plans
-    (a path.Match pattern against repo-relative paths, e.g. 'docs/*.md').
-    Lint errors are refused; warnings are printed.
+    the plans of journaled runs, the staged files matching --plans (a glob
+    against repo-relative paths, e.g. 'docs/*.md'; ** matches any number of
+    directories), and, so that a new plan is checked before any run used
+    it, staged files matching the default globs ` + "`" + `**/plan*.md` + "`" + ` and
+    ` + "`" + `**/tasks.md` + "`" + ` that hold at least one task (a planning note with no
+    task is not taken for a broken plan). Lint errors are refused;
+    warnings are printed.
   - A staged plan edit that changes tasks of a run that ended PARTIAL,
     BLOCKED or INTERRUPTED gets a warning naming the tasks a resume of that
     run will re-run, and why. It does not fail the commit.
@@ -46,10 +56,15 @@ func newCheckCmdWith(io *ioStreams, runF func(*checkOptions) error) *cobra.Comma
 check reads the index and the journal and writes nothing. 'implloop hook
 install' runs it before every commit.
 
+--json prints one object instead: what was refused (with hints), each
+linted plan's diagnostics and the resume warnings; the exit status is the
+same.
+
 EXIT STATUS
   0    nothing refused (warnings may have been printed)
   1    something staged is refused, or an error
   2    usage: bad flags or arguments
+  130  interrupted (SIGINT or SIGTERM)
 `,
 		Example: `  # What the pre-commit hook runs ('implloop hook install' installs it)
   implloop check
@@ -60,15 +75,16 @@ EXIT STATUS
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, g := range o.globs {
-				if _, err := path.Match(g, ""); err != nil {
-					return usagef("--plans takes a path.Match pattern such as 'docs/*.md'", "--plans %q: %v", g, err)
+				if err := checkGlob(g); err != nil {
+					return usagef("--plans takes a glob such as 'docs/*.md' or '**/plan.md'", "--plans %q: %v", g, err)
 				}
 			}
 			o.ctx = cmd.Context()
 			return runF(o)
 		},
 	}
-	cmd.Flags().StringArrayVar(&o.globs, "plans", nil, "also lint the staged files matching GLOB (repo-relative; repeatable)")
+	cmd.Flags().StringArrayVar(&o.globs, "plans", nil, "also lint the staged files matching GLOB (repo-relative, ** for any directories; repeatable)")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object: what was refused, each linted plan's diagnostics, the resume warnings")
 	return cmd
 }
 
@@ -82,10 +98,14 @@ func checkRun(o *checkOptions) error {
 		return errorf("", "%w", err)
 	}
 	w := o.io.ErrOut
-	refused := 0
+	var out checkJSON
+	if o.asJSON {
+		w = io.Discard
+	}
 	refuse := func(hint, format string, args ...any) {
-		refused++
-		fmt.Fprintf(w, "implloop: error: %s\n", fmt.Sprintf(format, args...))
+		msg := fmt.Sprintf(format, args...)
+		out.Refused = append(out.Refused, checkRefusal{Message: msg, Hint: hint})
+		fmt.Fprintf(w, "implloop: error: %s\n", msg)
 		if hint != "" {
 			fmt.Fprintf(w, "implloop: hint: %s\n", hint)
 		}
@@ -121,7 +141,9 @@ func checkRun(o *checkOptions) error {
 			continue
 		}
 		run, journaled := latest[c.Path]
-		if !journaled && !matchesAny(o.globs, c.Path) {
+		named := matchesAny(o.globs, c.Path)
+		byDefault := !journaled && !named && matchesAny(defaultPlanGlobs, c.Path)
+		if !journaled && !named && !byDefault {
 			continue
 		}
 		src, err := boundary.StagedContent(o.ctx, root, c.Path)
@@ -129,7 +151,17 @@ func checkRun(o *checkOptions) error {
 			return errorf("", "read the staged %s: %w", c.Path, err)
 		}
 		p, diags := plan.Parse(c.Path, src)
-		printDiagnostics(o.io.Out, diags)
+		if byDefault && (p == nil || len(p.Tasks) == 0) {
+			continue // named like a plan, but none: a note, a design
+		}
+		linted := checkPlanJSON{Path: c.Path, Diagnostics: diags}
+		if linted.Diagnostics == nil {
+			linted.Diagnostics = []plan.Diagnostic{}
+		}
+		out.Plans = append(out.Plans, linted)
+		if !o.asJSON {
+			printDiagnostics(o.io.Out, diags)
+		}
 		if plan.HasErrors(diags) {
 			n := len(plan.Errors(diags))
 			refuse("fix the plan ('implloop lint "+c.Path+"' shows the same), then git add it again",
@@ -137,23 +169,104 @@ func checkRun(o *checkOptions) error {
 			continue
 		}
 		if journaled {
-			warnResume(w, root, c.Path, run, src, p.SHA256)
+			out.Warnings = append(out.Warnings, warnResume(w, root, c.Path, run, src, p.SHA256)...)
 		}
 	}
-	if refused > 0 {
-		fmt.Fprintf(w, "implloop: check: %s refused\n", plural(refused, "staged change"))
+	if o.asJSON {
+		out.OK = len(out.Refused) == 0
+		if out.Refused == nil {
+			out.Refused = []checkRefusal{}
+		}
+		if out.Plans == nil {
+			out.Plans = []checkPlanJSON{}
+		}
+		enc := json.NewEncoder(o.io.Out)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	}
+	if n := len(out.Refused); n > 0 {
+		fmt.Fprintf(w, "implloop: check: %s refused\n", plural(n, "staged change"))
 		return exitWith(exitError)
 	}
 	return nil
 }
 
+// checkJSON is check --json's answer.
+type checkJSON struct {
+	OK       bool            `json:"ok"` // nothing refused: exit 0
+	Refused  []checkRefusal  `json:"refused"`
+	Plans    []checkPlanJSON `json:"plans"`              // the staged plans linted
+	Warnings []string        `json:"warnings,omitempty"` // what a resume will re-run
+}
+
+type checkRefusal struct {
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+type checkPlanJSON struct {
+	Path        string            `json:"path"`
+	Diagnostics []plan.Diagnostic `json:"diagnostics"`
+}
+
 func matchesAny(globs []string, p string) bool {
 	for _, g := range globs {
-		if ok, _ := path.Match(g, p); ok {
+		if globMatch(g, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// globMatch matches a repo-relative slash path against a glob: path.Match
+// per segment, and a "**" segment matching any number of directories
+// (none included), as .gitignore and most tools read it.
+func globMatch(glob, p string) bool {
+	var g []string
+	for _, seg := range strings.Split(glob, "/") {
+		if seg == "**" && len(g) > 0 && g[len(g)-1] == "**" {
+			continue // "**/**" is "**", and would only cost time
+		}
+		g = append(g, seg)
+	}
+	return matchSegments(g, strings.Split(p, "/"))
+}
+
+func matchSegments(g, p []string) bool {
+	for len(g) > 0 {
+		if g[0] == "**" {
+			for i := 0; i <= len(p); i++ {
+				if matchSegments(g[1:], p[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(p) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(g[0], p[0]); !ok {
+			return false
+		}
+		g, p = g[1:], p[1:]
+	}
+	return len(p) == 0
+}
+
+// checkGlob refuses a glob path.Match cannot read.
+func checkGlob(g string) error {
+	for _, seg := range strings.Split(g, "/") {
+		if seg == "**" {
+			continue
+		}
+		if _, err := path.Match(seg, ""); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // unfinished are the verdicts of runs a resume will continue.
@@ -162,17 +275,18 @@ var unfinished = map[string]bool{"PARTIAL": true, "BLOCKED": true, "INTERRUPTED"
 // warnResume warns when the staged plan src (its sha256 sum, as plan.Parse
 // gives it) changes what a resume of run would do: the tasks that would
 // run live, or have their gate re-run.
-func warnResume(w io.Writer, root, planPath string, run cache.Run, src []byte, sum string) {
+func warnResume(w io.Writer, root, planPath string, run cache.Run, src []byte, sum string) []string {
 	if !unfinished[run.Verdict] {
-		return
+		return nil
 	}
 	if sum == run.PlanSHA256 {
-		return // the run's own plan: nothing changed
+		return nil // the run's own plan: nothing changed
 	}
 	out, err := loop.PreviewResume(root, &run, planPath, src)
 	if err != nil {
-		fmt.Fprintf(w, "implloop: warning: cannot tell what a resume of run %s would re-run: %v\n", run.ID, err)
-		return
+		msg := fmt.Sprintf("cannot tell what a resume of run %s would re-run: %v", run.ID, err)
+		fmt.Fprintf(w, "implloop: warning: %s\n", msg)
+		return []string{msg}
 	}
 	var ids, lines []string
 	for _, t := range out.Plan {
@@ -187,10 +301,13 @@ func warnResume(w io.Writer, root, planPath string, run cache.Run, src []byte, s
 		lines = append(lines, fmt.Sprintf("implloop:   task %s: %s", t.Task, why))
 	}
 	if len(ids) == 0 {
-		return
+		return nil
 	}
-	fmt.Fprintf(w, "implloop: warning: a resume of run %s will re-run %s %s\n", run.ID, pluralWord(len(ids), "task"), strings.Join(ids, ", "))
+	msg := fmt.Sprintf("a resume of run %s will re-run %s %s", run.ID, pluralWord(len(ids), "task"), strings.Join(ids, ", "))
+	fmt.Fprintf(w, "implloop: warning: %s\n", msg)
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
+		msg += "\n" + strings.TrimPrefix(l, "implloop:   ")
 	}
+	return []string{msg}
 }

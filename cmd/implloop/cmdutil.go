@@ -18,6 +18,7 @@ import (
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/loop"
+	"github.com/implloop/implloop/sandbox"
 )
 
 // openRun opens the journal read-only and resolves RUN, args[0] (default:
@@ -69,7 +70,12 @@ func loopError(err error) error {
 	var checkErr *agent.CheckError
 	var settingErr *loop.SettingError
 	var unknownAgent *loop.UnknownAgentError
+	var noSandbox *sandbox.UnavailableError
 	switch {
+	case errors.As(err, &noSandbox):
+		return errorf(noSandbox.Hint, "--sandbox: %s", noSandbox.Msg)
+	case errors.Is(err, sandbox.ErrReftable):
+		return errorf("run without --sandbox in this repository", "--sandbox: %s", err)
 	case errors.As(err, &settingErr):
 		return usagef(settingErr.Hint, "%s", settingErr)
 	case errors.As(err, &unknownAgent):
@@ -84,6 +90,9 @@ func loopError(err error) error {
 			hint = fmt.Sprintf("its implloop is gone; wait for it to exit, or stop it (kill %d), then resume again", orphan.PID)
 		}
 		return errorf(hint, "%s", err)
+	case errors.Is(err, loop.ErrStoppedFile):
+		return errorf("read BLOCKED.md (a budget cap or a usage limit stopped the run; no task failed), remove it, then resume as it says",
+			"%s: it is waiting to be resumed", loop.ErrBlockedFile)
 	case errors.Is(err, loop.ErrBlockedFile):
 		return errorf("read BLOCKED.md, fix the cause, then remove it: rm BLOCKED.md", "%s: a blocked run is waiting for a repair", err)
 	case errors.As(err, &planErr):

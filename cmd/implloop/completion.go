@@ -207,16 +207,24 @@ func completionJournal(io *ioStreams) *cache.Journal {
 // registerRunFlagCompletions completes the flags run and resume share.
 func registerRunFlagCompletions(cmd *cobra.Command, io *ioStreams, planOf func(cmd *cobra.Command, args []string) string) {
 	for name, f := range map[string]cobra.CompletionFunc{
-		"agent":        completeAgents,
-		"task-range":   completeTaskRange(io, planOf),
-		"on-blocked":   completeFixed("stop", "continue"),
-		"plan-context": completeFixed("task", "full"),
-		"model":        cobra.NoFileCompletions,
-		"env":          cobra.NoFileCompletions,
-		"param":        cobra.NoFileCompletions,
-		"max-attempts": cobra.NoFileCompletions,
-		"timeout":      cobra.NoFileCompletions,
+		"agent":          completeAgents,
+		"task-range":     completeTaskRange(io, planOf),
+		"on-blocked":     completeFixed("stop", "continue"),
+		"plan-context":   completeFixed("task", "full"),
+		"model":          cobra.NoFileCompletions,
+		"env":            cobra.NoFileCompletions,
+		"param":          cobra.NoFileCompletions,
+		"max-attempts":   cobra.NoFileCompletions,
+		"timeout":        cobra.NoFileCompletions,
+		"fallback-agent": completeFixed("claude", "codex", "gemini", "opencode", "builtin"),
+		"max-wait":       cobra.NoFileCompletions,
+		"max-cost":       cobra.NoFileCompletions,
+		"max-tokens":     cobra.NoFileCompletions,
+		"max-task-cost":  cobra.NoFileCompletions,
+		"notify":         cobra.NoFileCompletions,
+		"heartbeat":      cobra.NoFileCompletions,
 	} {
 		_ = cmd.RegisterFlagCompletionFunc(name, f)
 	}
+	_ = cmd.RegisterFlagCompletionFunc("sandbox-network", completeFixed("on", "none"))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/implloop/implloop/report"
@@ -43,11 +44,34 @@ var exitCodeTable = []struct {
 // verdictExit maps a run's verdict to the process exit code.
 func verdictExit(v string) int { return report.Verdict(v).ExitCode() }
 
-func exitStatusHelp() string {
+// The exit codes a command can return, for its help: a run's verdicts, or
+// the plain codes of a command that runs no tasks (with 130 when it does
+// work a signal can cut short: git, the network, a long read).
+var (
+	runExits   = []int{exitDone, exitError, exitUsage, exitPartial, exitBlocked, exitInterrupted}
+	plainExits = []int{exitDone, exitError, exitUsage}
+	longExits  = []int{exitDone, exitError, exitUsage, exitInterrupted}
+)
+
+// exitStatusHelp is the EXIT STATUS section of a command's help: the codes
+// it can return (none given: every code, as the root command's help lists).
+// Where a command reaches no verdict, 0 reads "success".
+func exitStatusHelp(codes ...int) string {
+	if len(codes) == 0 {
+		codes = runExits
+	}
+	verdicts := slices.Contains(codes, exitPartial)
 	var b strings.Builder
 	b.WriteString("EXIT STATUS\n")
 	for _, e := range exitCodeTable {
-		fmt.Fprintf(&b, "  %-4d %s\n", e.code, e.meaning)
+		if !slices.Contains(codes, e.code) {
+			continue
+		}
+		meaning := e.meaning
+		if e.code == exitDone && !verdicts {
+			meaning = "success"
+		}
+		fmt.Fprintf(&b, "  %-4d %s\n", e.code, meaning)
 	}
 	return b.String()
 }

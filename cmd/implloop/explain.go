@@ -36,7 +36,7 @@ here, or a teammate's or CI's, pulled) names that run and the machine it
 ran on ("across_runs" and "replayed_on" in --json).
 Read-only: it writes nothing.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(plainExits...),
 		Example: `  # Why each unit of the latest run replayed or ran live
   implloop explain
 
@@ -95,8 +95,14 @@ func explainRun(o *explainOptions) error {
 			run, _, _ := strings.Cut(u.ReplayedFrom, ":")
 			fmt.Fprintf(out, " (across runs: replayed from run %s on machine %s)", run, orUnknown(u.ReplayedOn))
 		}
+		if u.Sandbox != "" {
+			fmt.Fprintf(out, " (sandboxed: %s)", u.Sandbox)
+		}
 		if u.Reason != "" {
 			fmt.Fprintf(out, ": %s", u.Reason)
+		}
+		if u.Fallback != "" {
+			fmt.Fprintf(out, "; %s", u.Fallback)
 		}
 		fmt.Fprintln(out)
 		for _, c := range u.Changes {

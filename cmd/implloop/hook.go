@@ -74,7 +74,7 @@ current hook is not implloop's (something replaced implloop's hook since),
 install refuses; --force then keeps the current hook as the chained one,
 replacing the older file.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(plainExits...),
 		Args:              exactArgs(0, "no arguments"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -93,7 +93,7 @@ func newHookUninstallCmd(io *ioStreams) *cobra.Command {
 before it (kept as pre-commit` + chainedSuffix + `), if any. A pre-commit hook that
 is not implloop's is left alone; uninstalling twice is fine.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(plainExits...),
 		Args:              exactArgs(0, "no arguments"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -51,7 +51,7 @@ and every field that is hashed, and why.
 --explain prints the canonical preimage (RFC 8785 JSON) that is hashed,
 instead of the identity. Nothing is written anywhere.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(plainExits...),
 		Example: `  echo 'add a /health endpoint' | implloop id --model sonnet
   implloop id --agent claude --attempt 2 --env GITHUB_TOKEN --explain < prompt.md`,
 		Args:              exactArgs(0, "no arguments (the prompt is read on stdin)"),

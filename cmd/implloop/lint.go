@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ type lintOptions struct {
 	io     *ioStreams
 	paths  []string
 	strict bool
+	asJSON bool
 	form   formFlag
 }
 
@@ -42,7 +44,11 @@ reading was plausible, and --form forces one (see docs/plan-format.md).
 Exit 0 when no plan has an error, 1 when one does; with --strict, warnings
 fail too.
 
-` + exitStatusHelp(),
+--json prints one object instead, for tools: per plan its reading (form,
+task count, notes) and its diagnostics, then the totals; the exit status is
+the same.
+
+` + exitStatusHelp(plainExits...),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("run 'implloop lint --help' for usage", "%s: expected at least one plan file", cmd.CommandPath())
@@ -56,6 +62,7 @@ fail too.
 		},
 	}
 	cmd.Flags().BoolVar(&opts.strict, "strict", false, "fail on warnings too")
+	cmd.Flags().BoolVar(&opts.asJSON, "json", false, "print one JSON object: each plan's reading and diagnostics, and the totals")
 	opts.form.register(cmd)
 	return cmd
 }
@@ -66,15 +73,41 @@ func lintRun(opts *lintOptions) error {
 		return err
 	}
 	errs, warns := 0, 0
+	var out lintJSON
 	for _, path := range opts.paths {
 		p, diags, _ := plan.ReadFileWith(path, popts) // an unreadable file is a diagnostic too
+		n := len(plan.Errors(diags))
+		errs += n
+		warns += len(diags) - n
+		if opts.asJSON {
+			lp := lintPlanJSON{Path: path, Diagnostics: diags}
+			if lp.Diagnostics == nil {
+				lp.Diagnostics = []plan.Diagnostic{}
+			}
+			if p != nil {
+				lp.Reading = &p.Reading
+			}
+			out.Plans = append(out.Plans, lp)
+			continue
+		}
 		printDiagnostics(opts.io.Out, diags)
 		if p != nil {
 			printReading(opts.io.ErrOut, "implloop: lint: ", p)
 		}
-		n := len(plan.Errors(diags))
-		errs += n
-		warns += len(diags) - n
+	}
+	failed := errs > 0 || opts.strict && warns > 0
+	if opts.asJSON {
+		out.Errors, out.Warnings, out.OK = errs, warns, !failed
+		enc := json.NewEncoder(opts.io.Out)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+		if failed {
+			return exitWith(exitError)
+		}
+		return nil
 	}
 	if errs == 0 && warns == 0 {
 		return nil
@@ -84,6 +117,21 @@ func lintRun(opts *lintOptions) error {
 		return exitWith(exitError)
 	}
 	return nil
+}
+
+// lintJSON is lint --json's answer.
+type lintJSON struct {
+	Plans    []lintPlanJSON `json:"plans"`
+	Errors   int            `json:"errors"`
+	Warnings int            `json:"warnings"`
+	// OK: the exit status is 0 (no error; with --strict, no warning).
+	OK bool `json:"ok"`
+}
+
+type lintPlanJSON struct {
+	Path        string            `json:"path"`
+	Reading     *plan.Reading     `json:"reading,omitempty"` // absent for a file that could not be read
+	Diagnostics []plan.Diagnostic `json:"diagnostics"`
 }
 
 // plural is n and what, in the plural unless n is 1: "1 error", "2 errors".

@@ -48,7 +48,7 @@ Task range (--task-range): ` + extractor.RangeForms + `.
 Ids compare by their numeric part, so 10:13 also selects T010 to T013, and
 3 selects 3, 3.1 and 3.2.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(plainExits...),
 		Example: `  # The tasks implloop sees, before a first run
   implloop plan plan.md
 

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/implloop/implloop/loop"
+	"github.com/implloop/implloop/report"
 )
 
 // progress renders the run's events: NDJSON on stdout with --json; on a
@@ -45,6 +46,10 @@ type taskLine struct {
 	attempt   int
 	source    string // live, replayed
 	note      string
+	// until is the end of a wait for a limit (waiting says for what):
+	// the line counts down to it.
+	until   time.Time
+	waiting string
 }
 
 // aheadLine is a call made ahead with its wave (--jobs), running or back.
@@ -120,7 +125,9 @@ func (p *progress) block() []string {
 	if t := p.task; t != nil && !p.aheadRunning(t.id) {
 		line := fmt.Sprintf("%s [%d/%d] task %s %s  %s  attempt %d  %s", spin, t.index, t.n, t.id, clipTitle(t.title),
 			p.now().Sub(t.start).Round(100*time.Millisecond), max(t.attempt, 1), t.source)
-		if t.note != "" {
+		if left := t.until.Sub(p.now()); !t.until.IsZero() && left > 0 {
+			line += fmt.Sprintf("  %s: %s left (until %s)", t.waiting, left.Round(time.Second), t.until.Local().Format("15:04:05"))
+		} else if t.note != "" {
 			line += "  " + t.note
 		}
 		lines = append(lines, line)
@@ -224,6 +231,9 @@ func (p *progress) plain(e loop.Event) {
 			parent = " (resumes " + e.ParentID + ")"
 		}
 		fmt.Fprintf(w, "implloop: run %s%s: %s, %d task(s), plan sha256 %.12s\n", e.RunID, parent, e.Plan, e.Count, e.PlanSHA)
+		if e.Sandbox != "" {
+			fmt.Fprintf(w, "implloop: every agent call runs sandboxed (%s): it may write its work tree, not implloop's state\n", e.Sandbox)
+		}
 	case loop.EvJournalMoved:
 		fmt.Fprintf(w, "implloop: %s\n", e.Message)
 	case loop.EvWarning:
@@ -242,11 +252,18 @@ func (p *progress) plain(e loop.Event) {
 		if lines {
 			fmt.Fprintf(w, "[%d/%d] task %s: %s\n", e.Index, e.Count, e.Task, e.Title)
 		}
+	case loop.EvLimit, loop.EvFallback, loop.EvWait, loop.EvStopped:
+		p.limitEvent(e, lines, stays)
+	case loop.EvHeartbeat:
+		if !p.live {
+			p.heartbeatLine(e)
+		}
 	case loop.EvUnitStarted:
 		p.dropAhead(e.Task, true) // its call made ahead is back: the task line shows it now
 		if p.task != nil {
 			p.task.attempt, p.task.source = e.Attempt, "live"
 			p.task.note = strings.Join(e.Reasons, ", ")
+			p.task.until = time.Time{}
 		}
 		if lines {
 			why := ""
@@ -255,6 +272,9 @@ func (p *progress) plain(e loop.Event) {
 			}
 			if e.Message != "" { // ran ahead with its wave (--jobs)
 				why += "; " + e.Message
+			}
+			if e.Sandbox != "" {
+				why = ", sandboxed" + why
 			}
 			fmt.Fprintf(w, "  attempt %d: live%s\n", e.Attempt, why)
 		}
@@ -296,6 +316,11 @@ func (p *progress) plain(e loop.Event) {
 			}
 		}
 	case loop.EvRestored, loop.EvConcern, loop.EvBlocked:
+		if stays && e.Type == loop.EvRestored && strings.HasPrefix(e.Message, report.ReplayedNotePrefix) {
+			// A replay across runs: an ordinary line, not a concern.
+			fmt.Fprintf(w, "  %s\n", e.Message)
+			break
+		}
 		if stays {
 			label := map[string]string{loop.EvRestored: "restored", loop.EvConcern: "concern", loop.EvBlocked: "BLOCKED"}[e.Type]
 			fmt.Fprintf(w, "  %s: task %s: %s\n", label, e.Task, e.Message)
@@ -313,6 +338,63 @@ func (p *progress) plain(e loop.Event) {
 		fmt.Fprintf(w, "%s [%d/%d] task %s %s: %s, %s, %d attempt(s), %s\n", mark, e.Index, e.Count, e.Task,
 			clipTitle(e.Title), e.Status, e.Source, e.Attempt, (time.Duration(e.Millis) * time.Millisecond).Round(time.Millisecond))
 	}
+}
+
+// limitEvent follows the limits a call hits (limits.go): the limit, a
+// fallback taking the call, and a wait, which the live task line counts
+// down; and a run stopped by a cap or a wait. They stay on the screen.
+func (p *progress) limitEvent(e loop.Event, lines, stays bool) {
+	w := p.io.ErrOut
+	who := e.Agent
+	if e.Model != "" {
+		who += " (" + e.Model + ")"
+	}
+	switch e.Type {
+	case loop.EvLimit:
+		p.note(who + " hit a limit")
+		if stays {
+			when := ""
+			if !e.Until.IsZero() {
+				when = " (lifts at " + e.Until.Local().Format("2006-01-02 15:04:05 MST") + ")"
+			}
+			kind := map[string]string{"usage": "usage limit", "rate": "rate limit", "overload": "overload"}[e.Status]
+			if kind == "" {
+				kind = "limit (exit 75)"
+			}
+			fmt.Fprintf(w, "  limit: task %s: %s hit its %s%s: %s\n", e.Task, who, kind, when, e.Message)
+		}
+	case loop.EvFallback:
+		p.note(who + " takes the call")
+		if stays {
+			fmt.Fprintf(w, "  fallback: task %s: %s\n", e.Task, e.Message)
+		}
+	case loop.EvWait:
+		if p.task != nil {
+			p.task.until, p.task.waiting = e.Until, e.Message
+		}
+		if lines || (stays && !p.live) {
+			fmt.Fprintf(w, "  waiting: task %s: %s, until %s (%s)\n", e.Task, e.Message, e.Until.Local().Format("2006-01-02 15:04:05 MST"),
+				(time.Duration(e.Millis) * time.Millisecond).Round(time.Second))
+		}
+	case loop.EvStopped:
+		if stays {
+			fmt.Fprintf(w, "  stopped: task %s: %s\n", e.Task, e.Message)
+		}
+	}
+}
+
+// heartbeatLine says, where the live block is not drawn, that a call, a
+// gate or a wait still lasts: a CI log is never silent for long.
+func (p *progress) heartbeatLine(e loop.Event) {
+	line := fmt.Sprintf("implloop: still running: task %s %s: %s, %s", e.Task, clipTitle(e.Title), e.Message,
+		(time.Duration(e.Millis) * time.Millisecond).Round(time.Second))
+	if e.TokensIn > 0 || e.TokensOut > 0 {
+		line += fmt.Sprintf(", %d tokens in, %d out so far", e.TokensIn, e.TokensOut)
+	}
+	if !e.Until.IsZero() {
+		line += ", until " + e.Until.Local().Format("15:04:05")
+	}
+	fmt.Fprintln(p.io.ErrOut, line)
 }
 
 // aheadEvent follows a call made ahead with its wave: a line in the live

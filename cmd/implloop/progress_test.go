@@ -241,3 +241,43 @@ func TestProgressPlainLinesOfAWave(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", errOut.String(), want)
 	}
 }
+
+// A wait for a usage limit: the limit line stays on the screen, and the
+// task's live line counts down to the reset.
+func TestProgressCountdown(t *testing.T) {
+	ft := &fakeTerm{t: t}
+	p := startProgress(&ioStreams{Out: &bytes.Buffer{}, ErrOut: ft}, false, true, 0, 0)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var clock time.Duration
+	p.now = func() time.Time { return t0.Add(clock) }
+	until := t0.Add(90 * time.Second)
+	for _, e := range []loop.Event{
+		{Type: loop.EvTaskStarted, Task: "1", Title: "One", Index: 1, Count: 1},
+		{Type: loop.EvUnitStarted, Task: "1", Attempt: 1},
+		{Type: loop.EvLimit, Task: "1", Agent: "claude", Status: "usage", Until: until, Message: "You've hit your 5-hour limit"},
+		{Type: loop.EvWait, Task: "1", Agent: "claude", Until: until, Millis: 90000, Message: "waiting for claude's usage limit to lift"},
+	} {
+		p.Event(e)
+	}
+	clock = 30 * time.Second
+	p.mu.Lock()
+	p.redraw()
+	p.mu.Unlock()
+	got := strings.Join(ft.screen(), "\n")
+	if !strings.Contains(got, "limit: task 1: claude hit its usage limit (lifts at ") ||
+		!strings.Contains(got, "waiting for claude's usage limit to lift: 1m0s left (until ") {
+		t.Errorf("screen:\n%s", got)
+	}
+	p.Close()
+}
+
+// Not on a terminal: a heartbeat line, with the tokens so far.
+func TestProgressHeartbeatLine(t *testing.T) {
+	var errb bytes.Buffer
+	p := startProgress(&ioStreams{Out: &bytes.Buffer{}, ErrOut: &errb}, false, false, 0, 0)
+	p.Event(loop.Event{Type: loop.EvHeartbeat, Task: "3", Title: "Count lines", Message: "agent call", Millis: 61_400, TokensIn: 1200, TokensOut: 34})
+	p.Close()
+	if want := "implloop: still running: task 3 Count lines: agent call, 1m1s, 1200 tokens in, 34 out so far\n"; errb.String() != want {
+		t.Errorf("got %q, want %q", errb.String(), want)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -18,6 +19,28 @@ import (
 type remoteOptions struct {
 	io     *ioStreams
 	remote string
+	asJSON bool // --json: the outcome as one object on stdout
+}
+
+// addJSONFlag registers push's and pull's --json.
+func (o *remoteOptions) addJSONFlag(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the outcome as one JSON object")
+}
+
+// printJSON writes v as indented JSON on stdout.
+func (o *remoteOptions) printJSON(v any) error {
+	enc := json.NewEncoder(o.io.Out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// orEmpty is s, or an empty list for JSON where s is nil.
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // remoteRunE is push's and pull's RunE: REMOTE into o.remote, then run.
@@ -55,9 +78,10 @@ format, that each unit's identity is the digest of its preimage, that
 each blob holds what its sha256 name says, and that the boundary commits
 it names came with it. A malformed or forged record is refused and
 nothing of the pull is imported (one transaction). Pulling again imports
-nothing new.
+nothing new. --json prints the outcome as one object (remote, imported,
+present).
 
-` + exitStatusHelp(),
+` + exitStatusHelp(longExits...),
 		Example: `  # Take over a teammate's run (after 'git pull' of the branch)
   implloop pull
   implloop resume --run r-20261130-054012`,
@@ -65,6 +89,7 @@ nothing new.
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE:              remoteRunE(&o.remoteOptions, func(ctx context.Context) error { return runF(ctx, o) }),
 	}
+	o.addJSONFlag(cmd)
 	return cmd
 }
 
@@ -82,6 +107,13 @@ func pullRun(ctx context.Context, o *pullOptions) error {
 	res, err := travel.Pull(ctx, root, o.remote, func() (*cache.Journal, error) { return openJournalRW(root) })
 	if err != nil {
 		return travelError(err, o.remote)
+	}
+	if o.asJSON {
+		return o.printJSON(struct {
+			Remote   string   `json:"remote"`
+			Imported []string `json:"imported"`
+			Present  []string `json:"present"`
+		}{res.Remote, orEmpty(res.Imported), orEmpty(res.Present)})
 	}
 	fmt.Fprintf(o.io.Out, "pulled from %s: %d run(s) imported", res.Remote, len(res.Imported))
 	if len(res.Imported) > 0 {

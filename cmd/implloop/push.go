@@ -44,9 +44,10 @@ reasons and the boundary commits still go.
 Refs the remote has already are not pushed again (one 'git ls-remote'
 first), nor are records without transcripts pushed over the whole ones. A
 run that has not ended (still running, or killed and not resumed) has no
-records yet, and is left out.
+records yet, and is left out. --json prints the outcome as one object
+(remote, pushed, not_ended, already_there, transcripts).
 
-` + exitStatusHelp(),
+` + exitStatusHelp(longExits...),
 		Example: `  # Every run, to the branch's remote
   implloop push
 
@@ -58,6 +59,7 @@ records yet, and is left out.
 	}
 	cmd.Flags().StringVar(&o.runRef, "run", "", "push this run (an id or a unique prefix) and the runs it resumes (default: every run that ended)")
 	cmd.Flags().BoolVar(&o.noTranscripts, "no-transcripts", false, "leave out prompts, agent stdout and stderr, and gate output")
+	o.addJSONFlag(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
 	return cmd
 }
@@ -85,6 +87,15 @@ func pushRun(ctx context.Context, o *pushOptions) error {
 	res, err := travel.Push(ctx, j, po)
 	if err != nil {
 		return travelError(err, o.remote)
+	}
+	if o.asJSON {
+		return o.printJSON(struct {
+			Remote      string   `json:"remote"`
+			Pushed      []string `json:"pushed"`
+			Skipped     []string `json:"not_ended"`
+			There       []string `json:"already_there"`
+			Transcripts bool     `json:"transcripts"`
+		}{res.Remote, orEmpty(res.Runs), orEmpty(res.Skipped), orEmpty(res.There), !o.noTranscripts})
 	}
 	for _, id := range res.Skipped {
 		fmt.Fprintf(o.io.ErrOut, "implloop: run %s has not ended: not pushed\n", id)

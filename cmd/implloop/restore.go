@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -13,11 +14,16 @@ import (
 
 // restoreOptions are what `restore` was asked.
 type restoreOptions struct {
-	io    *ioStreams
-	run   string // "" for the latest
-	task  string
-	paths []string // as typed: relative to the working directory
-	force bool
+	io     *ioStreams
+	run    string // "" for the latest
+	task   string
+	paths  []string // as typed: relative to the working directory
+	force  bool
+	dryRun bool
+	asJSON bool
+	// before: put the task's own changes back as they were before it,
+	// instead of bringing back what it discarded.
+	before bool
 }
 
 func newRestoreCmd(io *ioStreams) *cobra.Command { return newRestoreCmdWith(io, restoreRun) }
@@ -38,7 +44,16 @@ A path whose current content is neither the lost content nor what it was
 based on has been edited since; restore refuses to overwrite it unless
 --force.
 
-` + exitStatusHelp(),
+With --task N --before, restore undoes task N's own edits instead: every
+path the task changed goes back to its content before the task (a file it
+added is removed), from the boundary commit taken before it. BLOCKED.md
+suggests it to start a blocked task's next attempt from a clean tree.
+
+--dry-run says, path by path, what restore would do (restore, remove,
+leave unchanged, refuse) and writes nothing; --json prints the outcome as
+one object (run, dry_run, and per path its action and reason).
+
+` + exitStatusHelp(longExits...),
 		Example: `  # Everything task 3 of the latest run threw away
   implloop restore --task 3
 
@@ -46,15 +61,27 @@ based on has been edited since; restore refuses to overwrite it unless
   implloop restore --run r-20261130-054012-3f9a src/login.go
 
   # A path edited since it was lost: overwrite it with the lost content anyway
-  implloop restore src/login.go --force`,
+  implloop restore src/login.go --force
+
+  # What it would write, and nothing written
+  implloop restore --task 3 --dry-run
+
+  # Undo what blocked task 3's attempts did, before a resume
+  implloop restore --task 3 --before`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.paths = args
+			if o.before && o.task == "" {
+				return usagef("name the task whose edits to undo: --task ID --before", "--before needs --task")
+			}
 			return runF(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.run, "run", "", "the run (id or unique prefix; default: the latest)")
 	cmd.Flags().StringVar(&o.task, "task", "", "only paths lost by this task")
 	cmd.Flags().BoolVar(&o.force, "force", false, "overwrite paths edited since they were lost")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "say what would be restored, path by path, and write nothing")
+	cmd.Flags().BoolVar(&o.before, "before", false, "with --task: undo the task's own edits, back to the tree before it")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the outcome as one JSON object")
 	_ = cmd.RegisterFlagCompletionFunc("run", completeRunIDs(io))
 	_ = cmd.RegisterFlagCompletionFunc("task", completeRunTasks(io, runFlag))
 	return cmd
@@ -73,25 +100,66 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 	for _, a := range o.paths {
 		paths = append(paths, journalPlanPath(root, o.io.workingDir, a))
 	}
-	lost, err := loop.LostContent(j, run.ID, o.task, paths)
-	var notLost *loop.NotLostError
-	if errors.As(err, &notLost) {
-		return errorf("run 'implloop show "+run.ID+"' for the lost paths", "%s", err)
+	var lost []boundary.LostContent
+	if o.before {
+		lost, err = loop.TaskBefore(ctx, j, root, run.ID, o.task, paths)
+		var notChanged *loop.NotChangedError
+		switch {
+		case errors.As(err, &notChanged):
+			return errorf("run 'implloop show "+run.ID+" --task "+o.task+"' for the paths it changed", "%s", err)
+		case errors.Is(err, loop.ErrNoEffect):
+			return errorf("run 'implloop show "+run.ID+"' for its tasks", "task %s made no change of its own in run %s: nothing to undo", o.task, run.ID)
+		}
+	} else {
+		lost, err = loop.LostContent(j, run.ID, o.task, paths)
+		var notLost *loop.NotLostError
+		if errors.As(err, &notLost) {
+			return errorf("run 'implloop show "+run.ID+"' for the lost paths", "%s", err)
+		}
 	}
 	if err != nil {
 		return err
 	}
 	if len(lost) == 0 {
-		fmt.Fprintf(o.io.ErrOut, "implloop: run %s lost nothing; nothing to restore\n", run.ID)
+		if o.asJSON {
+			return printRestoreJSON(o, run.ID, nil)
+		}
+		what := "lost nothing"
+		if o.before {
+			what = "changed nothing in task " + o.task
+		}
+		fmt.Fprintf(o.io.ErrOut, "implloop: run %s %s; nothing to restore\n", run.ID, what)
 		return nil
 	}
-	results, rerr := boundary.Restore(ctx, root, lost, o.force)
+	restore := boundary.Restore
+	if o.dryRun {
+		restore = boundary.RestorePreview
+	}
+	results, rerr := restore(ctx, root, lost, o.force)
+	if o.asJSON {
+		if err := printRestoreJSON(o, run.ID, results); err != nil {
+			return err
+		}
+	}
 	for _, r := range results {
-		line := fmt.Sprintf("%-9s %s", r.Action, r.Path)
+		if o.asJSON {
+			break
+		}
+		action := string(r.Action)
+		if o.dryRun {
+			action = map[boundary.RestoreAction]string{boundary.RestoreWritten: "would restore", boundary.RestoreRemoved: "would remove"}[r.Action]
+			if action == "" {
+				action = string(r.Action)
+			}
+		}
+		line := fmt.Sprintf("%-9s %s", action, r.Path)
 		if r.Reason != "" {
 			line += ": " + r.Reason
 		}
 		fmt.Fprintln(o.io.Out, line)
+	}
+	if o.dryRun && !o.asJSON {
+		fmt.Fprintln(o.io.ErrOut, "implloop: dry run: nothing was written")
 	}
 	if rerr != nil {
 		if errors.Is(rerr, boundary.ErrRefused) {
@@ -100,4 +168,19 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 		return rerr
 	}
 	return nil
+}
+
+// printRestoreJSON is restore --json's answer.
+func printRestoreJSON(o *restoreOptions, runID string, results []boundary.RestoreResult) error {
+	if results == nil {
+		results = []boundary.RestoreResult{}
+	}
+	enc := json.NewEncoder(o.io.Out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Run    string                   `json:"run"`
+		DryRun bool                     `json:"dry_run"`
+		Paths  []boundary.RestoreResult `json:"paths"`
+	}{runID, o.dryRun, results})
 }

@@ -24,7 +24,7 @@ func newResumeCmd(io *ioStreams) *cobra.Command { return newResumeCmdWith(io, re
 // newResumeCmdWith takes the function that does the work, so a test can
 // check flag parsing and validation alone.
 func newResumeCmdWith(io *ioStreams, runF func(context.Context, *resumeOptions) error) *cobra.Command {
-	f := &runFlags{}
+	f := &runFlags{wd: io.workingDir}
 	o := &resumeOptions{io: io, flags: f}
 	cmd := &cobra.Command{
 		Use:   "resume [--run ID]",

@@ -56,6 +56,7 @@ changed, and says why.
 
 	for _, newCmd := range []func(*ioStreams) *cobra.Command{
 		// Commands register here, one line each.
+		newInitCmd,
 		newRunCmd,
 		newResumeCmd,
 		newRunsCmd,

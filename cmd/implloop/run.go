@@ -27,13 +27,24 @@ type runFlags struct {
 	reverify bool
 	// rerunLost: resume runs tasks whose work is gone live (loop.Options).
 	rerunLost bool
+	// fresh: run replays nothing across runs (loop.Options).
+	fresh   bool
+	maxWait time.Duration
+	// heartbeat: how often a line says a call or gate still runs, when
+	// stderr is not a terminal (loop.Options.Heartbeat); not a setting.
+	heartbeat time.Duration
+	// wd is the working directory relative --sandbox-allow paths are from.
+	wd string
 }
 
 func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	d := loop.DefaultSettings()
-	fs.StringVar(&f.s.Agent, "agent", d.Agent, "agent backend: claude, codex, gemini, opencode, builtin, or exec (with --agent-cmd)")
+	fs.StringVar(&f.s.Agent, "agent", d.Agent, "agent backend: claude, codex, gemini, opencode, builtin, or exec (with --agent-cmd). No default: without --agent, --agent-cmd or agent: in the plan's front matter, run stops with \"no agent given\" (resume: the run's own)")
+	// Internally an unnamed agent is exec without a command, which run
+	// refuses; "(default \"exec\")" in the help would promise one.
+	fs.Lookup("agent").DefValue = ""
 	fs.StringVar(&f.s.AgentCmd, "agent-cmd", "", "command line of a custom agent (implies --agent exec); split like a shell would, run without one")
-	fs.StringVar(&f.s.Model, "model", "", "model to ask the agent for (part of every unit's identity)")
+	fs.StringVar(&f.s.Model, "model", "", "model to ask the agent for (part of every unit's identity); a list opus,sonnet: on a usage limit the next takes the call")
 	fs.StringVar(&f.s.Verify, "verify", "", "gate command run with sh -c after each attempt (a task's own verify block wins)")
 	fs.StringVar(&f.s.TaskRange, "task-range", "", "tasks to run: 10:13, 10:, :5, 7, T010:T013 (default: all)")
 	fs.IntVar(&f.s.MaxAttempts, "max-attempts", d.MaxAttempts, "live attempts per task before it is blocked")
@@ -44,6 +55,17 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringArrayVar(&f.params, "param", nil, "k=v handed to the agent in the task context (repeatable; part of the identity)")
 	fs.StringVar(&f.s.PlanContext, "plan-context", d.PlanContext, "what the agent gets: task (task text and preamble) or full (also the plan's path; any plan edit re-runs every task)")
 	fs.BoolVar(&f.s.IncludeChecked, "include-checked", false, "also run tasks already checked (- [x]) in the plan")
+	fs.StringArrayVar(&f.s.Fallbacks, "fallback-agent", nil, "NAME or NAME:MODEL of an agent that takes a call when the agent hits a usage limit, instead of waiting (repeatable, in order)")
+	fs.DurationVar(&f.maxWait, "max-wait", time.Duration(d.MaxWait), "how long the run may wait for usage limits to lift, in all, before it stops PARTIAL (0: never wait)")
+	fs.Float64Var(&f.s.MaxCost, "max-cost", 0, "stop at the next task boundary once the run's live calls cost this many US dollars (0: no cap)")
+	fs.Int64Var(&f.s.MaxTokens, "max-tokens", 0, "stop at the next task boundary once the run's live calls used this many tokens (0: no cap)")
+	fs.Float64Var(&f.s.MaxTaskCost, "max-task-cost", 0, "no further attempt of a task once its live calls cost this many US dollars (0: no cap)")
+	fs.StringVar(&f.s.Notify, "notify", "", "command run with sh -c at the end, at a block and when a wait for a limit begins, the event as JSON on stdin (docs/events.md)")
+	fs.DurationVar(&f.heartbeat, "heartbeat", time.Minute, "when stderr is not a terminal, a line this often while an agent call, a gate or a wait lasts (0: none)")
+	fs.BoolVar(&f.s.Sandbox, "sandbox", false, "run each agent call in a sandbox (bubblewrap on Linux, sandbox-exec on macOS): it may write its work tree and nothing of implloop's (see 'Sandbox' in docs/agents.md)")
+	fs.StringArrayVar(&f.s.SandboxAllow, "sandbox-allow", nil, "PATH a sandboxed agent may also write (repeatable)")
+	fs.StringVar(&f.s.SandboxNetwork, "sandbox-network", "", "network in the sandbox: on (the default), or none")
+	fs.BoolVar(&f.s.SandboxGates, "sandbox-gates", false, "run the gates in the sandbox too (by default they run outside it, as your command)")
 	fs.BoolVar(&f.json, "json", false, "print the event stream as NDJSON on stdout (docs/events.md)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the work list (per task: replay or live, and why) and write nothing")
 }
@@ -54,17 +76,28 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 func (f *runFlags) settings(fs *pflag.FlagSet) (loop.Settings, error) {
 	s := f.s
 	s.Timeout = loop.Duration(f.timeout)
+	s.MaxWait = loop.Duration(f.maxWait)
 	params, err := loop.ParseParams(f.params)
 	if err != nil {
 		return s, loopError(err)
 	}
 	s.Params = params
+	for i, p := range s.SandboxAllow {
+		if p != "" && !filepath.IsAbs(p) && f.wd != "" {
+			s.SandboxAllow[i] = filepath.Join(f.wd, p)
+		}
+	}
 	for _, name := range loop.SettingFlags() {
 		if fs.Changed(name) {
 			s.Flags = append(s.Flags, name)
 		}
 	}
 	sort.Strings(s.Flags)
+	if fs.Changed("jobs") {
+		if err := loop.ValidateJobs(s.Jobs); err != nil {
+			return s, loopError(err)
+		}
+	}
 	if err := s.Validate(); err != nil {
 		return s, loopError(err)
 	}
@@ -84,7 +117,7 @@ func newRunCmd(io *ioStreams) *cobra.Command { return newRunCmdWith(io, runRun) 
 // newRunCmdWith takes the function that does the work, so a test can check
 // flag parsing and validation alone.
 func newRunCmdWith(io *ioStreams, runF func(context.Context, *runOptions) error) *cobra.Command {
-	f := &runFlags{}
+	f := &runFlags{wd: io.workingDir}
 	cmd := &cobra.Command{
 		Use:   "run PLAN",
 		Short: "Run a plan's tasks with a coding agent",
@@ -105,11 +138,17 @@ brings the work back.
 		Example: `  # Every task with Claude Code; a task is done when its gate passes
   implloop run plan.md --agent claude --verify "go test ./..."
 
+  # Each agent call in a sandbox: it writes its work tree, nothing of implloop's
+  implloop run plan.md --agent claude --sandbox --verify "go test ./..."
+
   # Tasks 3 to 5 with your own agent, going on past a blocked task
   implloop run plan.md --agent-cmd "my-agent --fast" --task-range 3:5 --on-blocked continue
 
   # The work list (per task: live or replay, and why); nothing is written
   implloop run plan.md --agent claude --dry-run
+
+  # Every task live, even those another run did from this same tree
+  implloop run plan.md --agent claude --fresh
 
   # The event stream, for scripts
   implloop run plan.md --agent codex --json | jq -c 'select(.type == "task_finished") | {task, status}'`,
@@ -125,6 +164,7 @@ brings the work back.
 		},
 	}
 	addRunFlags(cmd.Flags(), f)
+	cmd.Flags().BoolVar(&f.fresh, "fresh", false, "run every task live, even one another run did from the same tree with the same identities (no replay across runs)")
 	registerRunFlagCompletions(cmd, io, planArg)
 	return cmd
 }
@@ -166,8 +206,15 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 	// to stderr as text.
 	obs := newProgress(io, f.json && !f.dryRun)
 	defer obs.Close()
+	// A terminal shows the call's elapsed time live; a CI log gets a
+	// heartbeat line instead.
+	heartbeat := f.heartbeat
+	if obs.live {
+		heartbeat = 0
+	}
 	out, err := loop.Run(ctx, loop.Options{
-		Settings: s, RepoRoot: root, Parent: parent, Reverify: f.reverify, RerunLost: f.rerunLost, DryRun: f.dryRun, Observer: obs,
+		Settings: s, RepoRoot: root, Parent: parent, Reverify: f.reverify, RerunLost: f.rerunLost, DryRun: f.dryRun, Fresh: f.fresh, Observer: obs,
+		Heartbeat: heartbeat,
 	})
 	obs.Close()
 	if err != nil {
@@ -213,6 +260,8 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 	case out.JournalGone != "":
 		fmt.Fprintf(io.ErrOut, "implloop: %s: the runs it recorded are gone and cannot be resumed\n", out.JournalGone)
 		fmt.Fprintf(io.ErrOut, "implloop: see BLOCKED.md for the repair steps, then start again: implloop run %s\n", s.Plan)
+	case out.Stopped != "":
+		fmt.Fprintf(io.ErrOut, "implloop: stopped: %s\nimplloop: see BLOCKED.md for how to resume (implloop resume --run %s)\n", out.Stopped, out.RunID)
 	case out.Blocked:
 		fmt.Fprintf(io.ErrOut, "implloop: see BLOCKED.md for the repair steps, then: implloop resume --run %s\n", out.RunID)
 	}

@@ -26,7 +26,7 @@ func newRunsCmdWith(io *ioStreams, runF func(*runsOptions) error) *cobra.Command
 	cmd := &cobra.Command{
 		Use:               "runs",
 		Short:             "List the runs journaled in this repository, newest first",
-		Long:              "List the runs journaled in this repository, newest first. Read-only. A run whose implloop (or the agent it left behind) is alive shows as RUNNING with its pid; one that died as UNFINISHED: resume it." + "\n\n" + exitStatusHelp(),
+		Long:              "List the runs journaled in this repository, newest first. Read-only. A run whose implloop (or the agent it left behind) is alive shows as RUNNING with its pid; one that died as UNFINISHED: resume it." + "\n\n" + exitStatusHelp(plainExits...),
 		Args:              exactArgs(0, "no arguments"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/sandbox"
 )
 
 var update = os.Getenv("UPDATE_SCRIPTS") != ""
@@ -69,6 +72,14 @@ func TestScript(t *testing.T) {
 			"ndjson":       cmdNDJSON,
 			"sqlexec":      cmdSQLExec,
 		},
+		// [sandbox]: bubblewrap can make a sandbox here. A missing bwrap
+		// is a failure (make test installs it), not a skip.
+		Condition: func(cond string) (bool, error) {
+			if cond != "sandbox" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			return sandboxWorks()
+		},
 		Setup: func(env *testscript.Env) error {
 			// git needs an identity and must not read the developer's config.
 			env.Setenv("HOME", env.WorkDir+"/.home")
@@ -80,6 +91,13 @@ func TestScript(t *testing.T) {
 			env.Setenv("GIT_CONFIG_COUNT", "1")
 			env.Setenv("GIT_CONFIG_KEY_0", "init.defaultBranch")
 			env.Setenv("GIT_CONFIG_VALUE_0", "main")
+			// The repository's own files (scripts/, testdata/demo), and the
+			// go command's caches, for scripts that run the demo or init a
+			// Go project: with HOME moved they would start cold.
+			env.Setenv("IMPLLOOP_SRC", srcRoot)
+			for k, v := range goCaches() {
+				env.Setenv(k, v)
+			}
 			// After every script, as restic checks its repository after
 			// every integration test: each journal the script left must
 			// keep its invariants.
@@ -409,3 +427,31 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// srcRoot is the repository's root (this package is cmd/implloop).
+var srcRoot, _ = filepath.Abs(filepath.Join("..", ".."))
+
+// goCaches are the go command's cache directories as this test process
+// sees them (GOCACHE, GOMODCACHE), read once.
+var goCaches = sync.OnceValue(func() map[string]string {
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 {
+		return nil
+	}
+	return map[string]string{"GOCACHE": lines[0], "GOMODCACHE": lines[1]}
+})
+
+// sandboxWorks reports whether --sandbox can run here: an error when its
+// tool is not installed, false when the system does not let it run
+// (user namespaces off). Probed once.
+var sandboxWorks = sync.OnceValues(func() (bool, error) {
+	s, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		return false, fmt.Errorf("%v (scripts/install-bwrap.sh installs it; make test runs it)", err)
+	}
+	return s.Probe(context.Background()) == nil, nil
+})

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -34,6 +35,12 @@ func TestSettingsFlags(t *testing.T) {
 		{args: []string{"--param", "a=1", "--param", "b=x=y", "--agent-cmd", "./a.sh"}, check: func(s loop.Settings) bool {
 			return s.Params["a"] == "1" && s.Params["b"] == "x=y" && s.Agent == "exec" && s.AgentCmd == "./a.sh" &&
 				strings.Join(s.Flags, ",") == "agent-cmd,param"
+		}},
+		{args: []string{"--sandbox-network", "off", "--agent-cmd", "./a.sh"}, code: exitUsage, stderr: `--sandbox-network must be on or none, got "off"`},
+		{args: []string{"--sandbox", "--agent", "builtin"}, code: exitUsage, stderr: "--sandbox with --agent builtin"},
+		{args: []string{"--sandbox", "--sandbox-allow", "cache", "--sandbox-allow", "/abs", "--sandbox-network", "none", "--agent-cmd", "./a.sh"}, check: func(s loop.Settings) bool {
+			return s.Sandbox && len(s.SandboxAllow) == 2 && filepath.IsAbs(s.SandboxAllow[0]) && strings.HasSuffix(s.SandboxAllow[0], "/cache") &&
+				s.SandboxAllow[1] == "/abs" && s.SandboxNetwork == "none" && strings.Join(s.Flags, ",") == "agent-cmd,sandbox,sandbox-allow,sandbox-network"
 		}},
 		{args: []string{"--agent", "exec", "--agent-cmd", "./a.sh", "--env", "TOKEN"}, check: func(s loop.Settings) bool {
 			return s.AgentCmd == "./a.sh" && len(s.Env) == 1 && strings.Join(s.Flags, ",") == "agent,agent-cmd,env"

@@ -15,10 +15,10 @@ import (
 )
 
 func newShowCmd(io *ioStreams) *cobra.Command {
-	var asJSON, diff, stat, asHTML bool
+	var asJSON, diff, stat, asHTML, log bool
 	var taskID string
 	cmd := &cobra.Command{
-		Use:   "show [RUN] [--task ID [--diff] [--stat] | --html]",
+		Use:   "show [RUN] [--task ID [--diff] [--stat] [--log] | --html]",
 		Short: "Print a run's end report, or what one task did to the tree",
 		Long: `Print a run's end report, rebuilt from the journal (default: the latest
 run). Every figure comes from journal rows: tasks done, replayed and live
@@ -31,6 +31,15 @@ prints it: --stat (the default), --diff (the patch), or both. --json gives
 the changed paths with their before and after blob ids and modes; a path
 that is not valid UTF-8 also comes as path_b64 (its bytes, base64).
 
+With --task and --log, print what the task's attempts said instead, in
+the agent's and the gate's own words: per attempt, the agent's final
+message, the end of its stdout and stderr (why its call failed, if it
+did), and the gate's whole output. A replayed attempt shows what the run
+that made the call journaled. --json gives the same as an object.
+
+A replayed task made no change of its own in the run: --diff and --stat
+show the work where it was done, in the run that did it, and say so.
+
 With --html, (re)write the run's report.html beside its report.md and
 report.json (every run writes one when it ends) and print its path: one
 self-contained page to open in a browser, with the run's timeline, each
@@ -38,12 +47,15 @@ task's diff and why it ran.
 
 Read-only, except that --html writes report.html.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(longExits...),
 		Example: `  # The end report of the latest run
   implloop show
 
   # What task 3 did to the work tree, as a patch
   implloop show --task 3 --diff
+
+  # What the agent said, and the gate's whole output, attempt by attempt
+  implloop show --task 3 --log
 
   # The latest run's report as a page (open the path it prints in a browser)
   implloop show --html
@@ -54,8 +66,11 @@ Read-only, except that --html writes report.html.
 		Args:              maxArgs(1, "at most one RUN"),
 		ValidArgsFunction: completeRunArg(io),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if taskID == "" && (diff || stat) {
-				return usagef("add --task ID: --diff and --stat show one task's effect", "--diff and --stat need --task")
+			if taskID == "" && (diff || stat || log) {
+				return usagef("add --task ID: --diff, --stat and --log show one task", "--diff, --stat and --log need --task")
+			}
+			if log && (diff || stat) {
+				return usagef("--log prints what the attempts said; --diff and --stat what the task changed: one at a time", "--log goes without --diff and --stat")
 			}
 			if asHTML && (taskID != "" || asJSON) {
 				return usagef("--html writes the whole run's page: drop --task and --json", "--html goes alone")
@@ -65,6 +80,9 @@ Read-only, except that --html writes report.html.
 				return err
 			}
 			defer j.Close()
+			if taskID != "" && log {
+				return showLog(io, j, run, taskID, asJSON)
+			}
 			if taskID != "" {
 				return showEffect(cmd, io, j, run, taskID, asJSON, diff, stat)
 			}
@@ -95,6 +113,7 @@ Read-only, except that --html writes report.html.
 	cmd.Flags().StringVar(&taskID, "task", "", "show what task `ID` did to the work tree in the run")
 	cmd.Flags().BoolVar(&diff, "diff", false, "with --task: print the task's patch")
 	cmd.Flags().BoolVar(&stat, "stat", false, "with --task: print the task's diffstat (the default)")
+	cmd.Flags().BoolVar(&log, "log", false, "with --task: print each attempt's agent final message, stdout and stderr tail, and the gate's whole output")
 	cmd.Flags().BoolVar(&asHTML, "html", false, "(re)write the run's report.html and print its path")
 	_ = cmd.RegisterFlagCompletionFunc("task", completeRunTasks(io, runArg))
 	return cmd
@@ -122,10 +141,24 @@ func showEffect(cmd *cobra.Command, io *ioStreams, j *cache.Journal, run *cache.
 		return errorf(fmt.Sprintf("its tasks: %v ('implloop show %s' lists them)", ids, run.ID), "run %s has no task %q", run.ID, taskID)
 	}
 	ctx := cmd.Context()
+	// A replayed task made no change of its own here: its work is in the
+	// run that did it, which is said (on stderr: the diff stays a diff).
+	workRun := run.ID
+	if row.Source == cache.SourceReplayed {
+		if from, ok, err := loop.WorkRun(j, run.ID, taskID); err == nil && ok {
+			if _, err := loop.TaskDiff(ctx, j, root, from, taskID, true, false, false); err == nil {
+				workRun = from
+				fmt.Fprintf(io.ErrOut, "implloop: task %s was replayed in run %s: its work was done in run %s, shown here\n", taskID, run.ID, from)
+			}
+		}
+	}
 	if asJSON {
-		eff, err := loop.TaskEffect(ctx, j, root, run.ID, taskID)
+		eff, err := loop.TaskEffect(ctx, j, root, workRun, taskID)
 		if err != nil {
 			return effectError(err, run, row)
+		}
+		if workRun != run.ID {
+			eff.ReplayedIn = run.ID
 		}
 		b, err := json.MarshalIndent(eff, "", "  ")
 		if err != nil {
@@ -137,15 +170,36 @@ func showEffect(cmd *cobra.Command, io *ioStreams, j *cache.Journal, run *cache.
 	if !diff {
 		stat = true
 	}
-	out, err := loop.TaskDiff(ctx, j, root, run.ID, taskID, stat, diff, io.color())
+	out, err := loop.TaskDiff(ctx, j, root, workRun, taskID, stat, diff, io.color())
 	if err != nil {
 		return effectError(err, run, row)
 	}
 	if len(out) == 0 {
-		fmt.Fprintf(io.Out, "task %s changed nothing in the work tree in run %s\n", taskID, run.ID)
+		fmt.Fprintf(io.Out, "task %s changed nothing in the work tree in run %s\n", taskID, workRun)
 		return nil
 	}
 	_, err = io.Out.Write(out)
+	return err
+}
+
+// showLog prints what task taskID's attempts said in run.
+func showLog(io *ioStreams, j *cache.Journal, run *cache.Run, taskID string, asJSON bool) error {
+	l, ok, err := loop.TaskLogOf(j, run.ID, taskID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errorf(fmt.Sprintf("'implloop show %s' lists its tasks", run.ID), "run %s has no task %q", run.ID, taskID)
+	}
+	if asJSON {
+		b, err := json.MarshalIndent(l, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = io.Out.Write(append(b, '\n'))
+		return err
+	}
+	_, err = fmt.Fprint(io.Out, l.Text())
 	return err
 }
 
@@ -172,6 +226,9 @@ func renderReport(out *loop.Outcome) string {
 	_ = report.Terminal(&b, out.Report)
 	if out.ReportPath != "" {
 		fmt.Fprintf(&b, "report: %s\n", out.ReportPath)
+	}
+	if out.HTMLPath != "" {
+		fmt.Fprintf(&b, "report.html: %s (open it in a browser)\n", out.HTMLPath)
 	}
 	return b.String()
 }

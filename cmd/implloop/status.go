@@ -43,7 +43,7 @@ journal). --json gives the tree id too.
 It only reads: nothing is written to the worktree, .git or the journal (the
 tree is built in a temporary index and object directory, removed after).
 
-` + exitStatusHelp(),
+` + exitStatusHelp(longExits...),
 		Args:              exactArgs(0, "no arguments"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -23,10 +23,11 @@ const version = "0.1.0-dev"
 type versionInfo struct {
 	Version string `json:"version"`
 	// Revision is the commit the binary was built from, and Dirty whether
-	// the work tree had changes; empty when the build recorded no VCS
-	// information (-buildvcs=false, or built from a module download).
+	// the work tree had changes; both absent when the build recorded no
+	// VCS information (-buildvcs=false, or built from a module download):
+	// "dirty": false would claim a clean tree nobody looked at.
 	Revision string `json:"revision,omitempty"`
-	Dirty    bool   `json:"dirty"`
+	Dirty    *bool  `json:"dirty,omitempty"`
 	Go       string `json:"go"`
 	Platform string `json:"platform"`
 	// JournalSchema is the journal schema version this implloop writes; an
@@ -58,7 +59,8 @@ func versionOf(bi *debug.BuildInfo) versionInfo {
 		case "vcs.revision":
 			v.Revision = s.Value
 		case "vcs.modified":
-			v.Dirty = s.Value == "true"
+			dirty := s.Value == "true"
+			v.Dirty = &dirty
 		}
 	}
 	// A build in a checkout stamps a pseudo-version made of the commit's
@@ -85,7 +87,7 @@ func (v versionInfo) line() string {
 		if len(rev) > 12 {
 			rev = rev[:12]
 		}
-		if v.Dirty {
+		if v.Dirty != nil && *v.Dirty {
 			rev += ", dirty"
 		}
 		parts = append(parts, rev)
@@ -102,9 +104,11 @@ func newVersionCmd(io *ioStreams) *cobra.Command {
 		Long: `Print one line: implloop's version, the commit it was built from (and
 "dirty" when the work tree had changes), the Go version and platform it was
 built for, and the journal schema version it writes. 'implloop --version'
-prints the same line. --json gives the same facts as an object.
+prints the same line. --json gives the same facts as an object; a binary
+built without VCS information (-buildvcs=false) has no revision and no
+dirty key there, rather than a guess.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(exitDone, exitUsage),
 		Example: `  implloop version
   implloop version --json | jq .journal_schema`,
 		Args:              exactArgs(0, "no arguments"),

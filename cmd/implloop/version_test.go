@@ -47,6 +47,33 @@ func TestVersionOf(t *testing.T) {
 	}
 }
 
+// Without VCS stamping (-buildvcs=false) there is no revision and no
+// dirty flag to report: --json leaves both out instead of "dirty": false.
+func TestVersionJSONWithoutVCS(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{"-buildvcs=false", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, ""},
+		{"clean checkout", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "fe5b0a53d1c9"}, {Key: "vcs.modified", Value: "false"}}}, `"revision":"fe5b0a53d1c9","dirty":false`},
+	} {
+		b, err := json.Marshal(versionOf(c.bi))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		if c.want == "" && (strings.Contains(s, `"dirty"`) || strings.Contains(s, `"revision"`)) {
+			t.Errorf("%s: %s has a revision or a dirty flag the build never recorded", c.name, s)
+		}
+		if c.want != "" && !strings.Contains(s, c.want) {
+			t.Errorf("%s: %s does not have %s", c.name, s, c.want)
+		}
+	}
+}
+
 // Both `implloop version` and `implloop --version` print one line, ending
 // in a newline; --json has every field.
 func TestVersionOutput(t *testing.T) {
@@ -73,10 +100,17 @@ func TestVersionOutput(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	for _, k := range []string{"version", "dirty", "go", "platform", "journal_schema"} {
+	for _, k := range []string{"version", "go", "platform", "journal_schema"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("version --json has no %q: %s", k, out)
 		}
+	}
+	// revision and dirty come together, from the build's VCS stamp, or not
+	// at all (the tests' binary may be built with -buildvcs=false).
+	_, rev := m["revision"]
+	_, dirty := m["dirty"]
+	if rev != dirty || rev != (buildVersion().Revision != "") {
+		t.Errorf("version --json: revision present %v, dirty present %v, build stamped %q: %s", rev, dirty, buildVersion().Revision, out)
 	}
 	if m["journal_schema"] != float64(cache.SchemaVersion()) {
 		t.Errorf("journal_schema %v, want %d", m["journal_schema"], cache.SchemaVersion())

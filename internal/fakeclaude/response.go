@@ -67,6 +67,9 @@ type Response struct {
 	Status    int
 	ErrorType string
 	ErrorMsg  string
+	// Header holds response headers sent with the answer (an error's
+	// retry-after, anthropic-ratelimit-unified-*, say).
+	Header map[string]string
 }
 
 // Reply is a text-only answer that ends the turn.

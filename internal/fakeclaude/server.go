@@ -194,6 +194,9 @@ func (s *Server) messages(w http.ResponseWriter, req *Request, call *Call) {
 		_ = writeError(w, call.Status, "api_error", err.Error())
 		return
 	}
+	for k, v := range resp.Header {
+		w.Header().Set(k, v)
+	}
 	if resp.Status != 0 && resp.Status != http.StatusOK {
 		call.Status = resp.Status
 		_ = writeError(w, resp.Status, resp.ErrorType, resp.ErrorMsg)

@@ -104,6 +104,12 @@ type Response struct {
 	// error body instead.
 	Status   int
 	ErrorMsg string
+	// Error, when set, is the error object of that answer as it is sent
+	// ({"error": Error}): a usage limit's type, resets_at and plan_type,
+	// say. ErrorMsg is then unused.
+	Error map[string]any
+	// Header holds response headers sent with the answer (retry-after).
+	Header map[string]string
 }
 
 // Reply is an answer with one message and no tool call: the turn ends.

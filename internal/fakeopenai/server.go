@@ -133,6 +133,15 @@ func (s *Server) Env(home string) map[string]string {
 	env := scripted.IsolatedEnv(s.URL(), home)
 	env["CODEX_HOME"] = codexHome
 	env[APIKeyEnv] = "dummy"
+	// codex refuses to make its helper binaries (codex-linux-sandbox,
+	// which its bubblewrap sandbox execs) under the temp directory, and
+	// a test's CODEX_HOME is under it: with bwrap installed, every shell
+	// call then fails. A temp directory of its own, in home, lets it.
+	tmp := filepath.Join(home, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		s.Fatalf("%v", err)
+	}
+	env["TMPDIR"] = tmp
 	return env
 }
 
@@ -224,8 +233,15 @@ func (s *Server) responses(w http.ResponseWriter, req *Request, call *Call) {
 		_ = writeError(w, call.Status, err.Error())
 		return
 	}
+	for k, v := range resp.Header {
+		w.Header().Set(k, v)
+	}
 	if resp.Status != 0 && resp.Status != http.StatusOK {
 		call.Status = resp.Status
+		if resp.Error != nil {
+			_ = scripted.WriteJSON(w, resp.Status, obj{"error": resp.Error})
+			return
+		}
 		_ = writeError(w, resp.Status, resp.ErrorMsg)
 		return
 	}

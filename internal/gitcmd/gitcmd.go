@@ -125,3 +125,18 @@ func ExitCode(err error) int {
 	}
 	return -1
 }
+
+// IsObjectID reports whether s is a full object id as git prints it:
+// lowercase hex of SHA-1 (40) or SHA-256 (64) length.
+func IsObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -61,3 +61,18 @@ func TestCancelled(t *testing.T) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
+
+func TestIsObjectID(t *testing.T) {
+	for s, want := range map[string]bool{
+		"0123456789abcdef0123456789abcdef01234567":                         true,
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef": true,
+		"0123456789ABCDEF0123456789abcdef01234567":                         false,
+		"0123456789abcdef0123456789abcdef0123456":                          false,
+		"0123456789abcdef0123456789abcdef0123456g":                         false,
+		"": false,
+	} {
+		if got := IsObjectID(s); got != want {
+			t.Errorf("IsObjectID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
