@@ -80,6 +80,21 @@ func (s *Blobs) Has(h string) bool {
 	return ok
 }
 
+// Size is a blob's size in bytes.
+func (s *Blobs) Size(h string) (int64, error) {
+	p, err := s.Path(h)
+	if err != nil {
+		return 0, err
+	}
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+		return fi.Size(), nil
+	}
+	if pk, ok := s.lookupPacked(h); ok {
+		return pk.size, nil
+	}
+	return 0, fmt.Errorf("blob %s: %w", h, ErrBlobNotFound)
+}
+
 // Open opens a blob for reading.
 func (s *Blobs) Open(h string) (io.ReadCloser, error) {
 	p, err := s.Path(h)

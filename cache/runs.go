@@ -161,16 +161,18 @@ func (j *Journal) ListRuns() ([]Run, error) {
 	return j.queryRuns(`ORDER BY started_at DESC, rowid DESC`)
 }
 
-// LatestRun returns the newest run, of this plan path if planPath is not
-// empty; ErrNotFound when there is none.
+// LatestRun returns the newest run made on this machine, of this plan
+// path if planPath is not empty; ErrNotFound when there is none. A pulled
+// run is never the default of anything: one pushed with a start date in
+// the future would otherwise be every teammate's resume.
 func (j *Journal) LatestRun(planPath string) (*Run, error) {
-	var rs []Run
-	var err error
-	if planPath == "" {
-		rs, err = j.queryRuns(`ORDER BY started_at DESC, rowid DESC LIMIT 1`)
-	} else {
-		rs, err = j.queryRuns(`WHERE plan_path = ? ORDER BY started_at DESC, rowid DESC LIMIT 1`, planPath)
+	where := `WHERE id NOT IN (SELECT run_id FROM pulled)`
+	var args []any
+	if planPath != "" {
+		where += ` AND plan_path = ?`
+		args = append(args, planPath)
 	}
+	rs, err := j.queryRuns(where+` ORDER BY started_at DESC, rowid DESC LIMIT 1`, args...)
 	if err != nil {
 		return nil, err
 	}

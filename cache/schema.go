@@ -2,6 +2,8 @@ package cache
 
 import (
 	"fmt"
+	"os"
+	"time"
 )
 
 // migrations are applied in order; the database's PRAGMA user_version is
@@ -125,7 +127,22 @@ ALTER TABLE boundaries ADD COLUMN tree TEXT NOT NULL DEFAULT '';`,
 	// task from the tree this run is at, in one indexed look
 	// (LiveElsewhereFrom), however many runs the journal holds.
 	`CREATE INDEX boundaries_tree ON boundaries(tree);`,
-	// 6: calls made ahead (--jobs), journaled the moment they return,
+	// 6: pulled, one row per run a pull imported: where from, the records
+	// commit, and what git's verification of its signature said (see
+	// Pulled). A run without a row was made here. The upgrade marks
+	// every run another host made (markForeignRuns): before it, a pull
+	// recorded no origin.
+	`CREATE TABLE pulled (
+	run_id    TEXT PRIMARY KEY REFERENCES runs(id),
+	remote    TEXT NOT NULL DEFAULT '',
+	commit_id TEXT NOT NULL,
+	author    TEXT NOT NULL DEFAULT '',
+	signature TEXT NOT NULL DEFAULT 'N',
+	signer    TEXT NOT NULL DEFAULT '',
+	key       TEXT NOT NULL DEFAULT '',
+	at        INTEGER NOT NULL
+) STRICT;`,
+	// 7: calls made ahead (--jobs), journaled the moment they return,
 	// before their task's turn (see AheadCall): what a crash or an
 	// interrupt leaves unsettled, a resume takes instead of paying again.
 	`CREATE TABLE ahead (
@@ -156,6 +173,29 @@ ALTER TABLE boundaries ADD COLUMN tree TEXT NOT NULL DEFAULT '';`,
 CREATE INDEX ahead_identity ON ahead(identity, settled_by);`,
 }
 
+// afterMigration are the steps a migration needs beyond its SQL, by the
+// version it brings the journal to, run in its transaction.
+var afterMigration = map[int]func(w *Journal) error{
+	6: markForeignRuns,
+}
+
+// markForeignRuns gives every run another host made a pulled row saying
+// nothing of a signature: before schema 6 a pull recorded no origin, and
+// a run without a row counts as made on this machine, which is trusted.
+// A run that came through a pull before then must not become trusted by
+// the upgrade; the host it names is the one sign of where it came from.
+// (A run of this machine under an earlier host name is then untrusted
+// too: it stays readable, and resume --run takes it with a warning.)
+func markForeignRuns(w *Journal) error {
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("host name: %w", err)
+	}
+	_, err = w.cur.Exec(`INSERT INTO pulled (run_id, commit_id, signature, at)
+		SELECT id, '', 'N', ? FROM runs WHERE host != ?`, ms(time.Now()), host)
+	return err
+}
+
 // SchemaVersion is the schema version this implloop writes.
 func SchemaVersion() int { return len(migrations) }
 
@@ -182,6 +222,11 @@ func (j *Journal) migrate() error {
 			}
 			if _, err := w.cur.Exec(migrations[i]); err != nil {
 				return err
+			}
+			if step := afterMigration[i+1]; step != nil {
+				if err := step(w); err != nil {
+					return err
+				}
 			}
 			_, err := w.cur.Exec(fmt.Sprintf("PRAGMA user_version = %d", i+1))
 			return err

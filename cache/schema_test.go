@@ -53,3 +53,40 @@ func TestMigrateGatesStandsFor(t *testing.T) {
 		t.Fatalf("LastGate: %+v %v %v, want stands_for u1:abc", g, ok, err)
 	}
 }
+
+// A journal of schema 5 holds a run pulled from another host, which that
+// schema could not mark as pulled: the upgrade to schema 6 marks it (not
+// signed), so it does not become trusted as this machine's; a run of this
+// host stays this machine's.
+func TestMigrateMarksForeignRunsPulled(t *testing.T) {
+	root := newRepo(t)
+	dir := filepath.Join(root, ".git", "implloop")
+	if err := os.MkdirAll(filepath.Join(dir, "objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, "state.db"), url.Values{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	qs := append([]string(nil), migrations[:5]...)
+	qs = append(qs, "PRAGMA user_version = 5",
+		`INSERT INTO runs (id, plan_path, plan_sha256, started_at, host) VALUES ('r-mine', 'plan.md', 'x', 1, '`+host+`')`,
+		`INSERT INTO runs (id, plan_path, plan_sha256, started_at, host) VALUES ('r-theirs', 'plan.md', 'x', 1, 'mallorys-laptop')`)
+	for _, q := range qs {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j := openT(t, root)
+	if _, ok, err := j.GetPulled("r-mine"); err != nil || ok {
+		t.Errorf("this host's run is marked pulled: %v, %v", ok, err)
+	}
+	p, ok, err := j.GetPulled("r-theirs")
+	if err != nil || !ok || p.Signature != "N" {
+		t.Errorf("another host's run after the upgrade: %+v, %v, %v; want pulled, not signed", p, ok, err)
+	}
+}

@@ -78,10 +78,11 @@ func (r *Records) Blobs() []string {
 // rows name must be in the blob store before the transaction commits:
 // before, when not nil, is called after the rows are written and before
 // they are checked, so that the caller can finish its own checks and
-// store the blobs while the rows go in (its error rolls the import back).
-// It returns the ids of the runs it added, in the order recs yielded
+// store the blobs while the rows go in (its error rolls the import back);
+// it is handed the transaction's journal, to add rows of its own (how
+// each run was pulled: PutPulled). It returns the ids of the runs it added, in the order recs yielded
 // them.
-func (j *Journal) ImportRecords(recs iter.Seq[*Records], before func() error) ([]string, error) {
+func (j *Journal) ImportRecords(recs iter.Seq[*Records], before func(w *Journal) error) ([]string, error) {
 	var added []string
 	err := j.tx(true, func(w *Journal) error {
 		added = added[:0]
@@ -107,7 +108,7 @@ func (j *Journal) ImportRecords(recs iter.Seq[*Records], before func() error) ([
 			added, fresh[id], order = append(added, id), rec, append(order, rec)
 		}
 		if before != nil {
-			if err := before(); err != nil {
+			if err := before(w); err != nil {
 				return err
 			}
 		}

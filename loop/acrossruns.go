@@ -4,18 +4,23 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/report"
+	"github.com/implloop/implloop/travel"
 	"github.com/implloop/implloop/unit"
 )
 
 // A replay across runs: a fresh run's task replays the calls another run
-// made for it, from any run in the journal (pulled from a teammate or CI,
-// or an earlier run here), when that run did the task from the same tree
-// with the same identities, in one attempt or several. Its work is then
+// made for it, from any run in the journal the trust rule trusts (an
+// earlier run here, or one pulled from a teammate or CI and signed by an
+// allowed signer: trust.go), when that run did the task from the same
+// tree with the same identities, in one attempt or several, or several
+// runs of one lineage did (a run that blocked at it, then the resume that
+// finished it). Its work is then
 // written into the tree from that run's boundary commits, no agent call;
 // the final gate runs live. So a plan run again at the commit where
 // someone already ran it pays nothing.
@@ -31,10 +36,14 @@ import (
 // keeps that call.
 //
 // What must hold, all of it: the task's first attempt here, nothing of
-// the task in a resume's lineage; the other run did the task in k
-// attempts (attempts 1 to k all in that run, none of its units replayed)
-// and it ended done; its boundary before the task has the tree this run's
-// has; and each attempt's units have the other run's identities. Those
+// the task in a resume's lineage; the other run (or a line of runs, each
+// resuming the one before, the first of which made attempt 1) did the
+// task in k attempts (each attempt's units live units of one of them)
+// and the last ended it done; the boundary before the task (the first,
+// back along the line, with this run's tree) has the tree this run's
+// has; each attempt's units have those runs' identities; and every run
+// of the line is trusted (a line that would match but is not trusted is
+// declined, and the task says so). Those
 // of attempt 1 match by lookup. Those of attempt i+1 follow from the
 // failed gate (or failed call) that ended attempt i there, carried over as
 // journaled: its feedback is hashed into them, so they are computed here
@@ -61,8 +70,14 @@ import (
 // A later attempt of this run never starts a replay across runs (the
 // package doc says why).
 type acrossRun struct {
-	origin   *cache.Run
-	from, to cache.Boundary         // the task's boundaries in that run
+	origin *cache.Run // the run that finished the task (the chain's last)
+	// runs are the runs the chain's attempts were made in, oldest first,
+	// origin last: one run that did the task alone, or a lineage (a run
+	// that blocked at it, then the resume that finished it), each
+	// trusted (trust).
+	runs     []string
+	trust    []travel.Trust
+	from, to cache.Boundary         // the task's boundaries: before it (from this tree), after it in origin
 	attempts []acrossAttempt        // 1 to k, in order
 	work     []boundary.LostContent // the task's effect there, to write
 }
@@ -84,6 +99,23 @@ func (a *acrossRun) final() string {
 	return last[len(last)-1].Identity
 }
 
+// who names the chain's runs: "run X on host", or "runs A on h1, then B
+// on h2 (a resume of it)".
+func (a *acrossRun) who(e *engine) string {
+	if len(a.runs) == 1 {
+		return fmt.Sprintf("run %s on %s", a.origin.ID, a.origin.Host)
+	}
+	var parts []string
+	for _, id := range a.runs {
+		host := "?"
+		if r, err := e.j.GetRun(id); err == nil {
+			host = r.Host
+		}
+		parts = append(parts, id+" on "+host)
+	}
+	return "runs " + strings.Join(parts, ", then ") + " (each resuming the one before)"
+}
+
 // acrossRuns finds the run t's first attempt (facts, units) may replay
 // from, with the task's effect there read, to write.
 func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, facts unit.Facts, units []unit.Unit) (*acrossRun, bool) {
@@ -103,6 +135,12 @@ func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, facts unit.Fa
 // from when the tree before the task is tree: the one decision the run
 // takes (acrossRuns), the resume plan predicts (planner.chain) and a wave
 // honours (startWave). accept may refuse a candidate (nil: any).
+//
+// A candidate is a run that made the task's first attempt from tree;
+// the chain is followed there, and, when that run did not finish the
+// task (it blocked), through the runs that resumed it to the one that
+// did (acrossPaths). A chain whose runs are not all trusted (travel.TrustOf)
+// is declined, and e.declined says so for the task.
 func (e *engine) acrossMatch(t extractor.Task, facts unit.Facts, units []unit.Unit, tree string, accept func(*acrossRun) bool) (*acrossRun, bool) {
 	if facts.Attempt != 1 || len(units) == 0 || tree == "" || e.j == nil || e.o.Fresh {
 		return nil, false
@@ -122,80 +160,224 @@ func (e *engine) acrossMatch(t extractor.Task, facts unit.Facts, units []unit.Un
 			continue
 		}
 		tried[c.RunID] = true
-		a, ok := e.acrossChain(t, facts, units, c.RunID, tree)
-		if !ok {
-			continue
+		for _, path := range e.acrossPaths(c.RunID, t.ID) {
+			a, ok := e.acrossChain(t, facts, units, path, tree)
+			if !ok {
+				continue
+			}
+			if a.origin, err = e.j.GetRun(path[len(path)-1]); err != nil {
+				continue
+			}
+			if untrusted := e.untrustedOf(a); untrusted != nil {
+				if e.declined == nil {
+					e.declined = map[string]string{}
+				}
+				if _, ok := e.declined[t.ID]; !ok {
+					e.declined[t.ID] = declinedNote(untrusted, e.trustOf(untrusted.ID))
+				}
+				continue
+			}
+			if accept != nil && !accept(a) {
+				continue
+			}
+			return a, true
 		}
-		if a.origin, err = e.j.GetRun(c.RunID); err != nil {
-			continue
-		}
-		if accept != nil && !accept(a) {
-			continue
-		}
-		return a, true
 	}
 	return nil, false
 }
 
-// acrossChain is task t's chain of attempts in run runID, as this run
-// would replay it from attempt 1 (facts, units), when it holds (see
-// acrossRun); not ok at the first thing that does not.
-func (e *engine) acrossChain(t extractor.Task, facts unit.Facts, units []unit.Unit, runID, tree string) (*acrossRun, bool) {
-	f := e.lineage.factsOf(runID)
-	row, ok := f.tasks[t.ID]
-	k := row.Attempts
-	if !ok || row.Status != cache.TaskDone || k < 1 || f.minUnit[t.ID] != 1 || f.maxUnit[t.ID] != k {
-		return nil, false
-	}
-	from, to, err := e.lineage.taskBoundaries(runID, t.ID)
-	if err != nil || from.Tree != tree {
-		return nil, false
-	}
-	a := &acrossRun{from: from, to: to}
-	gateCmd := e.gateCommand(t)
-	for attempt := 1; attempt <= k; attempt++ {
-		if attempt > 1 {
-			facts.Attempt = attempt
-			if units, err = unit.WorkList(t, e.unitParams(t), facts); err != nil || len(units) == 0 {
-				return nil, false
+// untrustedOf is the first run of chain a that the trust rule does not
+// trust (nil: all are), with each run's trust kept in a.trust.
+func (e *engine) untrustedOf(a *acrossRun) *cache.Run {
+	a.trust = a.trust[:0]
+	for _, id := range a.runs {
+		tr := e.trustOf(id)
+		if !tr.Trusted {
+			if r, err := e.j.GetRun(id); err == nil {
+				return r
 			}
+			return &cache.Run{ID: id}
 		}
-		at := acrossAttempt{units: units}
-		failed := false
+		a.trust = append(a.trust, tr)
+	}
+	return nil
+}
+
+// acrossPaths are the chains of runs task taskID's attempts may have been
+// made in, starting at run start (which made its first attempt), oldest
+// first: start alone when it finished the task, else each line of runs
+// that resumed it down to one that finished it (a run that blocked at
+// the task, then the teammate's resume that did it). Nearest first.
+func (e *engine) acrossPaths(start, taskID string) [][]string {
+	if row, ok := e.lineage.factsOf(start).tasks[taskID]; ok && row.Status == cache.TaskDone {
+		return [][]string{{start}}
+	}
+	kids := e.children()
+	var out [][]string
+	var walk func(path []string)
+	walk = func(path []string) {
+		if len(path) > len(kids)+1 || len(out) >= 8 {
+			return
+		}
+		for _, c := range kids[path[len(path)-1]] {
+			if c == e.runID {
+				continue
+			}
+			next := append(slices.Clone(path), c)
+			if row, ok := e.lineage.factsOf(c).tasks[taskID]; ok && row.Status == cache.TaskDone {
+				out = append(out, next)
+				continue
+			}
+			walk(next)
+		}
+	}
+	walk([]string{start})
+	return out
+}
+
+// children maps each run to the runs that resume it, oldest first (read
+// once).
+func (e *engine) children() map[string][]string {
+	if e.kids != nil {
+		return e.kids
+	}
+	e.kids = map[string][]string{}
+	runs, err := e.j.ListRuns() // newest first
+	if err != nil {
+		return e.kids
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		if p := runs[i].ParentID; p != "" {
+			e.kids[p] = append(e.kids[p], runs[i].ID)
+		}
+	}
+	return e.kids
+}
+
+// acrossChain is task t's chain of attempts through path (runs, oldest
+// first, the first made attempt 1, the last finished the task), as this
+// run would replay it from attempt 1 (facts, units), when it holds (see
+// acrossRun); not ok at the first thing that does not.
+//
+// Each attempt's units must be live units of one run of the path; the
+// gate that ended attempt i (the failed gate, or the failed call, whose
+// feedback attempt i+1 was made from) is looked for from the newest run
+// of the path back to the run of attempt i: a resume re-runs the gate of
+// a task that blocked before it goes on, and its feedback, not the
+// blocked run's, made the next attempt. Whichever gate it was, the next
+// attempt's identities say so: a gate whose feedback makes identities
+// the path does not have is not the one.
+func (e *engine) acrossChain(t extractor.Task, facts unit.Facts, units []unit.Unit, path []string, tree string) (*acrossRun, bool) {
+	last := e.lineage.factsOf(path[len(path)-1])
+	if row, ok := last.tasks[t.ID]; !ok || row.Status != cache.TaskDone {
+		return nil, false
+	}
+	if f := e.lineage.factsOf(path[0]); f.minUnit[t.ID] != 1 {
+		return nil, false
+	}
+	from, to, ok := e.chainBoundaries(path, t.ID, tree)
+	if !ok {
+		return nil, false
+	}
+	a := &acrossRun{runs: path, from: from, to: to}
+	gateCmd := e.gateCommand(t)
+	at, owner, failed, ok := e.attemptIn(path, 0, units, 1)
+	if !ok {
+		return nil, false
+	}
+	for attempt := 1; ; attempt++ {
+		var next *acrossAttempt
+		nextOwner := -1
+		for r := len(path) - 1; r >= owner && next == nil; r-- {
+			g, ok := e.lineage.journaledGate(path[r], t.ID, attempt)
+			switch {
+			case !ok || g.Passed || g.Replayed:
+				continue
+			case failed && g.Command != agentGate:
+				continue
+			case !failed && (g.Command != gateCmd || gateCmd == "" || e.o.Reverify):
+				continue // another gate now: its feedback is not known
+			}
+			f := facts
+			f.Attempt, f.GateFeedback = attempt+1, g.Feedback
+			nu, err := unit.WorkList(t, e.unitParams(t), f)
+			if err != nil || len(nu) == 0 {
+				continue
+			}
+			n, o, nf, ok := e.attemptIn(path, r, nu, attempt+1)
+			if !ok {
+				continue
+			}
+			at.gate = &g
+			next, nextOwner, failed = &n, o, nf
+		}
+		a.attempts = append(a.attempts, at)
+		if next == nil {
+			break
+		}
+		at, owner = *next, nextOwner
+	}
+	k := len(a.attempts)
+	if failed || a.attempts[k-1].gate != nil {
+		return nil, false // the chain ends on a failure: not how the task was done
+	}
+	for _, id := range path {
+		if e.lineage.factsOf(id).maxUnit[t.ID] > k {
+			return nil, false // an attempt the chain does not reach
+		}
+	}
+	return a, true
+}
+
+// attemptIn finds attempt's units as live units of one run of path, from
+// path[from] on: their hits in order (a failed call ends the attempt:
+// failed), and the index of that run.
+func (e *engine) attemptIn(path []string, from int, units []unit.Unit, attempt int) (at acrossAttempt, owner int, failed bool, ok bool) {
+	for r := from; r < len(path); r++ {
+		at = acrossAttempt{units: units}
+		failed = false
+		found := true
 		for _, u := range units {
-			h, ok, err := e.j.FindCompleted([]string{runID}, u.Identity)
+			h, ok, err := e.j.FindCompleted([]string{path[r]}, u.Identity)
 			if err == nil && ok && !h.Replayed() && h.Attempt == attempt {
 				at.hits = append(at.hits, h)
 				continue
 			}
-			h, ok, err = e.j.FindFailed([]string{runID}, u.Identity)
+			h, ok, err = e.j.FindFailed([]string{path[r]}, u.Identity)
 			if err != nil || !ok || h.Attempt != attempt {
-				return nil, false // not that run's identity
+				found = false // not this run's identity
+				break
 			}
 			at.hits, failed = append(at.hits, h), true
 			break
 		}
-		if attempt == k {
-			if failed {
-				return nil, false
-			}
-			a.attempts = append(a.attempts, at)
-			break
+		if found {
+			return at, r, failed, true
 		}
-		g, ok := e.lineage.journaledGate(runID, t.ID, attempt)
-		switch {
-		case !ok || g.Passed || g.Replayed:
-			return nil, false
-		case failed && g.Command != agentGate:
-			return nil, false
-		case !failed && (g.Command != gateCmd || gateCmd == "" || e.o.Reverify):
-			return nil, false // another gate now: its feedback is not known
-		}
-		at.gate = &g
-		a.attempts = append(a.attempts, at)
-		facts.GateFeedback = g.Feedback
 	}
-	return a, true
+	return acrossAttempt{}, 0, false, false
+}
+
+// chainBoundaries are the task's boundaries for a chain through path:
+// after it, the last run's; before it, the first boundary back along the
+// path (each run's before-task tree being the tree the run before it left
+// the task in) that has tree. Not ok when the path does not reach tree.
+func (e *engine) chainBoundaries(path []string, taskID, tree string) (from, to cache.Boundary, ok bool) {
+	from, to, err := e.lineage.taskBoundaries(path[len(path)-1], taskID)
+	if err != nil {
+		return from, to, false
+	}
+	for i := len(path) - 2; i >= 0 && from.Tree != tree; i-- {
+		pf, pt, err := e.lineage.taskBoundaries(path[i], taskID)
+		if err != nil {
+			continue // that run never reached the task
+		}
+		if pt.Tree != from.Tree {
+			return from, to, false
+		}
+		from = pf
+	}
+	return from, to, from.Tree == tree
 }
 
 // replayAcross replays attempt (units) of the chain a from a.origin: its
@@ -210,10 +392,11 @@ func (e *engine) replayAcross(ctx context.Context, t extractor.Task, ts *taskSta
 		// carries: this is a bug, not a reason to go on half replayed.
 		return r, fmt.Errorf("task %s: attempt %d's units are not those its replay across runs from run %s was decided on", t.ID, attempt, a.origin.ID)
 	}
-	why := fmt.Sprintf("run %s on %s did this task from the same tree with the same identities", a.origin.ID, a.origin.Host)
+	why := a.who(e) + " did this task from the same tree with the same identities"
 	if n := len(a.attempts); n > 1 {
 		why += fmt.Sprintf(", in %d attempts", n)
 	}
+	why += " (" + trustPhrase(a.trust) + ")"
 	for i, h := range at.hits {
 		u := units[i]
 		if _, err := e.j.AddReplayedUnit(e.runID, u.ID, h); err != nil {
@@ -274,13 +457,20 @@ func (e *engine) liveWhy(p *pass, t extractor.Task, u unit.Unit, tree string) []
 	if len(why) > 1 || len(why) == 1 && why[0] != "never ran" || e.j == nil {
 		return why
 	}
+	if d, ok := e.declined[t.ID]; ok && u.Attempt == 1 {
+		return []string{d}
+	}
 	c, ok, err := e.j.CompletedElsewhere(u.Identity, e.runID)
 	if err != nil || !ok {
 		return why
 	}
 	who := "run " + c.RunID
-	if r, err := e.j.GetRun(c.RunID); err == nil && r.Host != "" {
+	r, rerr := e.j.GetRun(c.RunID)
+	if rerr == nil && r.Host != "" {
 		who += " on " + r.Host
+	}
+	if tr := e.trustOf(c.RunID); !tr.Trusted && rerr == nil {
+		return []string{declinedNote(r, tr)}
 	}
 	from, _, err := taskBoundaries(e.j, c.RunID, t.ID)
 	switch {

@@ -24,9 +24,11 @@
 // # Replays across runs
 //
 // A task may also replay from a run outside the lineage (acrossruns.go):
-// any run in the journal, pulled from a teammate or CI, that did the task
-// from the tree this run's task starts from (the tree of the boundary
-// before it), with the same identities. Boundaries are per task, not per
+// any run in the journal that the trust rule trusts (made here, or pulled
+// from a teammate or CI and signed by an allowed signer: trust.go), that
+// did the task from the tree this run's task starts from (the tree of the
+// boundary before it), with the same identities, or a line of such runs
+// (one that blocked at the task, then the resume that finished it). Boundaries are per task, not per
 // attempt, so what is matched is the task's whole chain of attempts, from
 // its first: attempt 1's units by identity, each later attempt's units
 // computed here from the feedback of the failed gate (or failed call) that

@@ -9,6 +9,7 @@ import (
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/guard"
+	"github.com/implloop/implloop/travel"
 )
 
 // Effect is what a task did to the work tree in one run: the difference
@@ -101,7 +102,16 @@ func (e *NotLostError) Error() string { return fmt.Sprintf("run %s lost no path 
 // which must have been lost (else a *NotLostError). The newest loss of a
 // path wins: a path lost, restored and lost again comes back as it was the
 // last time. Read-only; boundary.Restore writes it back.
+//
+// Content lost in a run the trust rule does not trust (pulled, not signed
+// by an allowed signer) is never handed out to be written: an
+// *UntrustedError.
 func LostContent(j *cache.Journal, runID, taskID string, paths []string) ([]boundary.LostContent, error) {
+	if t, err := travel.TrustOfRun(j, runID); err != nil {
+		return nil, err
+	} else if !t.Trusted {
+		return nil, &UntrustedError{Run: runID, Trust: t}
+	}
 	bs, err := j.Boundaries(runID)
 	if err != nil {
 		return nil, err
@@ -148,6 +158,13 @@ func LostContent(j *cache.Journal, runID, taskID string, paths []string) ([]boun
 // two paths. Only paths when any are given (repo-relative), each of which
 // the task must have changed (else a *NotChangedError). Read-only.
 func TaskBefore(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID string, paths []string) ([]boundary.LostContent, error) {
+	// The content before a task is that run's boundary too: written only
+	// from a run the trust rule trusts (see LostContent).
+	if t, err := travel.TrustOfRun(j, runID); err != nil {
+		return nil, err
+	} else if !t.Trusted {
+		return nil, &UntrustedError{Run: runID, Trust: t}
+	}
 	eff, err := TaskEffect(ctx, j, repoRoot, runID, taskID)
 	if err != nil {
 		return nil, err

@@ -175,6 +175,13 @@ type engine struct {
 	waveEnd     int
 	latest      []int
 
+	// Trust (trust.go): the trust rule's answer per run, asked once; the
+	// runs that resumed each run (acrossPaths); per task, the note of a
+	// replay across runs declined because its run is not trusted.
+	trusts   map[string]travel.Trust
+	kids     map[string][]string
+	declined map[string]string
+
 	// stash is the newest stash entry when the run started, or as the
 	// last block named it (blocked.go).
 	stash boundary.Stash
@@ -404,6 +411,7 @@ func (e *engine) beginRun(out *Outcome, start time.Time, inputs string, dirs cac
 	}
 	e.emit(Event{Type: EvRunStarted, ParentID: e.o.Parent, Plan: e.s.Plan, PlanSHA: e.sel.PlanSHA256, Count: len(e.sel.Tasks), Sandbox: e.s.SandboxTool})
 	e.warnUnsetEnv()
+	e.warnLineage()
 	if from := e.j.MovedFrom(); from != "" {
 		e.emit(Event{Type: EvJournalMoved, Message: fmt.Sprintf("moved the journal from %s/ to %s/ (implloop now keeps its state in the git directory)",
 			dirs.Shown(from), dirs.Shown(e.j.Dir()))})

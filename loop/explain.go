@@ -8,6 +8,7 @@ import (
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/identity"
 	"github.com/implloop/implloop/internal/bytepath"
+	"github.com/implloop/implloop/travel"
 )
 
 // Explanation is why each unit of a run replayed or ran live, and the
@@ -32,8 +33,12 @@ type UnitExplanation struct {
 	ReplayedFrom string `json:"replayed_from,omitempty"` // run:unit
 	// AcrossRuns: replayed from a run outside the lineage (a fresh run's
 	// or a teammate's, pulled), on machine ReplayedOn (its host name).
-	AcrossRuns   bool            `json:"across_runs,omitempty"`
-	ReplayedOn   string          `json:"replayed_on,omitempty"`
+	AcrossRuns bool   `json:"across_runs,omitempty"`
+	ReplayedOn string `json:"replayed_on,omitempty"`
+	// Trusted and Trust: what the trust rule (travel.TrustOf) says of the
+	// run a replayed unit came from, and why: whose work it is.
+	Trusted      bool            `json:"trusted,omitempty"`
+	Trust        string          `json:"trust,omitempty"`
 	Reason       string          `json:"reason,omitempty"`
 	ComparedWith string          `json:"compared_with,omitempty"` // run:unit of the closest journaled unit
 	Changes      []ExplainChange `json:"changes,omitempty"`
@@ -136,6 +141,9 @@ func explainUnit(j *cache.Journal, lineage []string, u cache.Unit, byIdentity ma
 	if u.Replayed() {
 		x.Source = "replayed"
 		x.ReplayedFrom = u.ReplayedFromRun + ":" + u.ReplayedFromUnit
+		if t, err := travel.TrustOfRun(j, u.ReplayedFromRun); err == nil {
+			x.Trusted, x.Trust = t.Trusted, t.String()
+		}
 		if !slices.Contains(lineage, u.ReplayedFromRun) {
 			x.AcrossRuns = true
 			if r, err := j.GetRun(u.ReplayedFromRun); err == nil {

@@ -58,7 +58,8 @@ func PreviewResume(repoRoot string, run *cache.Run, planPath string, src []byte)
 }
 
 // LatestRunsByPlan maps each plan path the journal knows inside the
-// repository (repo-relative, forward slashes) to its latest run. No
+// repository (repo-relative, forward slashes) to its latest run made
+// here (a pulled run is never what a resume continues by default). No
 // journal: no plans. Read-only.
 func LatestRunsByPlan(repoRoot string) (map[string]cache.Run, error) {
 	out := map[string]cache.Run{}
@@ -74,7 +75,14 @@ func LatestRunsByPlan(repoRoot string) (map[string]cache.Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	pulled, err := j.PulledRuns()
+	if err != nil {
+		return nil, err
+	}
 	for _, r := range runs {
+		if _, ok := pulled[r.ID]; ok {
+			continue
+		}
 		if filepath.IsAbs(r.PlanPath) {
 			continue // outside the repository: never staged here
 		}

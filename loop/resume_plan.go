@@ -146,7 +146,7 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 				}
 				if a, ok := pl.acrossAt(t, i, facts, units); ok {
 					p.Action, p.From = ActionAcross, a.origin.ID
-					p.Reasons = []string{acrossReason(a)}
+					p.Reasons = []string{acrossReason(e, a)}
 					if pl.gated != "" {
 						p.Reasons = append(p.Reasons, "if the gate of task "+pl.gated+" leaves the tree as it did in that run")
 					}
@@ -233,13 +233,15 @@ func (pl *planner) acrossAt(t extractor.Task, i int, facts unit.Facts, units []u
 	return pl.e.acrossMatch(t, facts, units, pl.tree, nil)
 }
 
-// acrossReason is why a task is planned across runs (chain a).
-func acrossReason(a *acrossRun) string {
+// acrossReason is why a task is planned across runs (chain a): whose
+// work it is and why it is trusted.
+func acrossReason(e *engine, a *acrossRun) string {
+	trust := " (" + trustPhrase(a.trust) + ")"
 	if n := len(a.attempts); n > 1 {
-		return fmt.Sprintf("run %s on %s did it from this tree with the same identities, in %d attempts: they replay, each failure as journaled, and its work is written in, no agent call",
-			a.origin.ID, a.origin.Host, n)
+		return fmt.Sprintf("%s did it from this tree with the same identities, in %d attempts%s: they replay, each failure as journaled, and its work is written in, no agent call",
+			a.who(e), n, trust)
 	}
-	return fmt.Sprintf("run %s on %s did it from this tree with the same identities: its work is written in, no agent call", a.origin.ID, a.origin.Host)
+	return fmt.Sprintf("%s did it from this tree with the same identities%s: its work is written in, no agent call", a.who(e), trust)
 }
 
 // dryRun computes the work list without writing anything: the journal is
@@ -269,6 +271,7 @@ func (e *engine) dryRun(ctx context.Context) (*Outcome, error) {
 		if e.lineage, err = newLineage(e.j, parent.ID); err != nil {
 			return nil, err
 		}
+		e.warnLineage()
 		// The tree now, as the resume will see it, without writing
 		// anything (a temporary index and object directory).
 		opts := []boundary.Option{boundary.WithExclude(e.excludes()...)}

@@ -268,6 +268,13 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 	}
 	if attempt == 1 && !calledAhead && ts.across == nil {
 		ts.across, _ = e.acrossRuns(ctx, t, facts, units)
+		if d, ok := e.declined[t.ID]; ok && ts.across == nil {
+			// Said once, in the report too: a replay the trust rule
+			// declined is why this task costs agent calls.
+			note := "not replayed: " + d
+			ts.row.Concerns = append(ts.row.Concerns, note)
+			e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
+		}
 	}
 	if ac := ts.across; ac != nil && attempt <= len(ac.attempts) {
 		return e.replayAcross(ctx, t, ts, attempt, units, ac)

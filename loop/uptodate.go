@@ -14,6 +14,7 @@ import (
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
 	"github.com/implloop/implloop/report"
+	"github.com/implloop/implloop/travel"
 	"github.com/implloop/implloop/unit"
 )
 
@@ -80,6 +81,18 @@ func (e *engine) upToDate(ctx context.Context, inputs string) *Outcome {
 	case report.Done, report.Partial, report.Blocked:
 	default:
 		return nil // interrupted: its running task runs again
+	}
+	// A lineage with a run the trust rule does not trust is a handover:
+	// the full resume says so (lineageWarnings) and runs the gates it
+	// must, never the parent's verdict taken as is.
+	ids, err := j.LineageIDs(parent.ID)
+	if err != nil {
+		return nil
+	}
+	for _, id := range ids {
+		if t, err := travel.TrustOfRun(j, id); err != nil || !t.Trusted {
+			return nil
+		}
 	}
 	b, ok, err := j.LastBoundary(parent.ID)
 	if err != nil || !ok || b.Tree == "" {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/identity"
@@ -35,6 +36,7 @@ type incoming struct {
 	rec    *cache.Records
 	commit string
 	blobs  map[string]string // sha256 -> git blob id
+	signed bool              // the records commit carries a signature
 }
 
 // pending is a run's records commit, fetched and not yet read.
@@ -51,7 +53,9 @@ type pending struct {
 // trees), so a pull of many runs starts three processes, not two per run.
 // each, when not nil, is handed each run as soon as it is decoded and
 // checked, in the order of runs, until one fails (from another goroutine).
-func readRecords(ctx context.Context, dir string, runs []pending, each func(*incoming)) ([]*incoming, error) {
+// Every object is counted against b before a byte of it is read (see
+// Limits), and a run's dates are checked against now (checkDates).
+func readRecords(ctx context.Context, dir string, runs []pending, b *budget, now time.Time, each func(*incoming)) ([]*incoming, error) {
 	refuse := func(p pending, format string, args ...any) error {
 		return &RefusedError{Run: p.run, Commit: p.commit, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -69,16 +73,24 @@ func readRecords(ctx context.Context, dir string, runs []pending, each func(*inc
 		ids[i] = p.commit
 	}
 	roots := make([]string, len(runs))
-	err := catBatch(ctx, dir, ids, func(i int, typ string, r io.Reader) error {
-		b, err := io.ReadAll(r)
+	signed := make([]bool, len(runs))
+	err := catBatch(ctx, dir, ids, func(i int, typ string, size int64, r io.Reader) error {
+		if typ != "commit" {
+			return refuse(runs[i], "it is not a commit")
+		}
+		if err := b.record(runs[i], "its commit", size); err != nil {
+			return err
+		}
+		raw, err := io.ReadAll(r)
 		if err != nil {
 			return err
 		}
-		tree, ok := strings.CutPrefix(string(b), "tree ")
-		if typ != "commit" || !ok {
+		tree, ok := strings.CutPrefix(string(raw), "tree ")
+		if !ok {
 			return refuse(runs[i], "it is not a commit")
 		}
 		roots[i], _, _ = strings.Cut(tree, "\n")
+		signed[i] = hasSignature(raw)
 		return nil
 	})
 	if err != nil {
@@ -87,9 +99,12 @@ func readRecords(ctx context.Context, dir string, runs []pending, each func(*inc
 	// Round 2: the root trees: the JSON files and the blobs tree.
 	jsonIDs := make([]map[string]string, len(runs))
 	blobTrees := make([]string, len(runs))
-	err = catBatch(ctx, dir, roots, func(i int, typ string, r io.Reader) error {
+	err = catBatch(ctx, dir, roots, func(i int, typ string, size int64, r io.Reader) error {
 		if typ != "tree" {
 			return refuse(runs[i], "its tree is a %s", typ)
+		}
+		if err := b.record(runs[i], "its tree", size); err != nil {
+			return err
 		}
 		jsonIDs[i] = map[string]string{}
 		return readTree(r, len(roots[i])/2, func(mode, name, oid string) error {
@@ -129,7 +144,7 @@ func readRecords(ctx context.Context, dir string, runs []pending, each func(*inc
 	ins := make([]*incoming, len(runs))
 	content := make([]map[string][]byte, len(runs))
 	for i, p := range runs {
-		ins[i] = &incoming{commit: p.commit, blobs: map[string]string{}}
+		ins[i] = &incoming{commit: p.commit, blobs: map[string]string{}, signed: signed[i]}
 		content[i] = map[string][]byte{}
 	}
 	// A run is decoded as soon as its last object is read, while git
@@ -142,14 +157,14 @@ func readRecords(ctx context.Context, dir string, runs []pending, each func(*inc
 		defer close(decoded)
 		failed := false
 		for i := range decode {
-			ins[i].rec, decodeErrs[i] = decodeRecords(runs[i], content[i], ins[i].blobs)
+			ins[i].rec, decodeErrs[i] = decodeRecords(runs[i], content[i], ins[i].blobs, now)
 			failed = failed || decodeErrs[i] != nil
 			if !failed && each != nil {
 				each(ins[i])
 			}
 		}
 	}()
-	err = catBatch(ctx, dir, ids, func(k int, typ string, r io.Reader) error {
+	err = catBatch(ctx, dir, ids, func(k int, typ string, size int64, r io.Reader) error {
 		o := objs[k]
 		if k+1 == len(objs) || objs[k+1].run != o.run {
 			defer func() { decode <- o.run }()
@@ -158,12 +173,18 @@ func readRecords(ctx context.Context, dir string, runs []pending, each func(*inc
 			if typ != "blob" {
 				return refuse(runs[o.run], "%s is a %s", o.name, typ)
 			}
-			b, err := io.ReadAll(r)
-			content[o.run][o.name] = b
+			if err := b.record(runs[o.run], o.name, size); err != nil {
+				return err
+			}
+			buf, err := io.ReadAll(r)
+			content[o.run][o.name] = buf
 			return err
 		}
 		if typ != "tree" {
 			return refuse(runs[o.run], "%s is a %s", blobDir, typ)
+		}
+		if err := b.record(runs[o.run], "its "+blobDir+" tree", size); err != nil {
+			return err
 		}
 		return readTree(r, len(ids[k])/2, func(mode, name, oid string) error {
 			if mode != "100644" || !validSHA256(name) {
@@ -213,7 +234,7 @@ func readTree(r io.Reader, oidLen int, fn func(mode, name, oid string) error) er
 }
 
 // decodeRecords decodes and checks one run's JSON files.
-func decodeRecords(p pending, content map[string][]byte, blobs map[string]string) (*cache.Records, error) {
+func decodeRecords(p pending, content map[string][]byte, blobs map[string]string, now time.Time) (*cache.Records, error) {
 	refuse := func(format string, args ...any) error {
 		return &RefusedError{Run: p.run, Commit: p.commit, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -237,6 +258,9 @@ func decodeRecords(p pending, content map[string][]byte, blobs map[string]string
 	}
 	if rec.Run.ID != p.run {
 		return nil, refuse("it holds run %q", rec.Run.ID)
+	}
+	if why := checkDates(&rec.Run, now); why != "" {
+		return nil, refuse("%s", why)
 	}
 	for _, u := range units {
 		u.Unit.Preimage = json.RawMessage(u.Preimage)
@@ -318,9 +342,10 @@ func (e *catError) Error() string { return e.Err.Error() }
 func (e *catError) Unwrap() error { return e.Err }
 
 // catBatch reads the objects ids with one `git cat-file --batch`, handing
-// each one's type and content to fn as a stream. An object git does not
+// each one's type, size and content to fn as a stream: fn sees the size
+// before it reads a byte. An object git does not
 // have is a *catError.
-func catBatch(ctx context.Context, dir string, ids []string, fn func(i int, typ string, r io.Reader) error) error {
+func catBatch(ctx context.Context, dir string, ids []string, fn func(i int, typ string, size int64, r io.Reader) error) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -345,7 +370,7 @@ func catBatch(ctx context.Context, dir string, ids []string, fn func(i int, typ 
 			break
 		}
 		lr := io.LimitedReader{R: br, N: size}
-		if err := fn(i, typ, &lr); err != nil {
+		if err := fn(i, typ, size, &lr); err != nil {
 			ferr = err
 			break
 		}

@@ -58,3 +58,43 @@ func TestParseCatHeader(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseSize: a size as typed for pull's caps parses to a positive
+// number of bytes or an error, never a panic; what FormatSize writes of it
+// reads back within its rounding.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"64M", "2G", "1", "512K", "1.5G", "10MiB", "3kb", "-1", "0", "9223372036854775807T", " 7 m ", "G", "12X"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseSize(s)
+		if err != nil {
+			return
+		}
+		if n <= 0 {
+			t.Fatalf("ParseSize(%q) = %d", s, n)
+		}
+		if out := FormatSize(n); out == "" {
+			t.Fatalf("FormatSize(%d) is empty", n)
+		}
+	})
+}
+
+// TestParseSize: the units, and what is refused.
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1": 1, "64M": 64 << 20, "64MiB": 64 << 20, "64mb": 64 << 20, "2G": 2 << 30, "3k": 3 << 10, " 5 T": 5 << 40} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "0", "-5M", "1.5G", "12X", "M", "99999999999T", "iB"} {
+		if got, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) = %d, want an error", bad, got)
+		}
+	}
+	for n, want := range map[int64]string{512: "512 B", 64 << 20: "64 MiB", 1536: "1.5 KiB", 2 << 30: "2 GiB"} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

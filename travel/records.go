@@ -1,7 +1,10 @@
 // Package travel makes runs travel with the repository: it writes a run's
 // journal records as git objects beside its boundary commits, pushes them
-// to a remote, and imports the records fetched from one into the local
-// journal, checking every one.
+// to a remote (signed with git's own signing when the user's git signs),
+// and imports the records fetched from one into the local journal,
+// checking every one, bounding its size, and verifying its signature with
+// git's own verification. TrustOf (trust.go) is the one rule that says
+// whose pulled work may stand in for this machine's.
 //
 // # Where the records live
 //
@@ -15,8 +18,11 @@
 // parent, so the records ref alone reaches every boundary of the run; the
 // second has the whole tree and the first as its parent, and the ref
 // points at it. `push --no-transcripts` pushes the first. Both are
-// deterministic (dates from the run's row), so writing them again gives
-// the same commits.
+// deterministic (dates from the run's row, author the user's git
+// identity), so writing them again gives the same commits. They are
+// written unsigned when the run ends; push signs the runs made here when
+// the user's git signs commits (trust.go: signRecords), and pull verifies
+// and records who signed (TrustOf).
 //
 // Environment values are never stored, so they never travel: a unit's
 // identity holds the names of passed-through variables only.
@@ -187,8 +193,9 @@ func Write(ctx context.Context, j *cache.Journal, runID string) (string, error) 
 		at = rec.Run.StartedAt
 	}
 	date := fmt.Sprintf("%d +0000", at.Unix())
-	env := []string{"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost", "GIT_AUTHOR_DATE=" + date,
-		"GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost", "GIT_COMMITTER_DATE=" + date}
+	name, email := recordsIdent(ctx, dir)
+	env := []string{"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email, "GIT_AUTHOR_DATE=" + date,
+		"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email, "GIT_COMMITTER_DATE=" + date}
 	var parents []string
 	if n := len(rec.Boundaries); n > 0 && rec.Boundaries[n-1].Commit != "" {
 		parents = []string{"-p", rec.Boundaries[n-1].Commit}
@@ -207,6 +214,23 @@ func Write(ctx context.Context, j *cache.Journal, runID string) (string, error) 
 		return "", fmt.Errorf("records of %s: %w", runID, err)
 	}
 	return fullCommit, nil
+}
+
+// recordsIdent is who the records commits say made them: the user as
+// their git names them (`git var GIT_AUTHOR_IDENT`: user.name and
+// user.email, or GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL), else implloop. A
+// pull shows it as who pushed an unsigned run; only a signature vouches
+// for it.
+func recordsIdent(ctx context.Context, dir string) (name, email string) {
+	ident, err := git(ctx, dir, nil, nil, "var", "GIT_AUTHOR_IDENT")
+	if err == nil {
+		if n, rest, ok := strings.Cut(ident, " <"); ok {
+			if e, _, ok := strings.Cut(rest, ">"); ok && n != "" && e != "" {
+				return n, e
+			}
+		}
+	}
+	return "implloop", "implloop@localhost"
 }
 
 // writeTree writes rec's files and blobs as git objects and returns the

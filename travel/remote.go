@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
@@ -66,6 +67,9 @@ type PushResult struct {
 	Runs    []string // the runs pushed (with their lineages), oldest first
 	Skipped []string // runs that have not ended: nothing to push yet
 	There   []string // runs the remote has already
+	// Signed are the runs of Runs whose records went signed (signed here
+	// now, or pulled signed); the others went unsigned.
+	Signed []string
 }
 
 // lsRemote is what the remote's refs/implloop/ refs point at.
@@ -83,27 +87,21 @@ func lsRemote(ctx context.Context, dir, remote string) (map[string]string, error
 	return refs, nil
 }
 
-// Push pushes runs' records and boundary refs to a remote in one atomic
-// `git push`. A run goes with its lineage (the runs it resumes), whose
-// records a resume needs; records not written yet (a run killed and then
-// resumed) are written first.
-func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, error) {
-	dir := j.Root()
-	res := &PushResult{Remote: o.Remote}
-	if res.Remote == "" {
-		res.Remote = DefaultRemote(ctx, dir)
-	}
+// pushRuns are the runs o asks to push, each with its lineage, oldest
+// first, and the runs that have not ended (not asked for by name: left
+// out).
+func pushRuns(j *cache.Journal, o PushOptions) (runs []*cache.Run, skipped []string, err error) {
 	asked := o.Runs
 	if len(asked) == 0 {
 		all, err := j.ListRuns()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, r := range all {
 			if r.Finished() {
 				asked = append(asked, r.ID)
 			} else {
-				res.Skipped = append(res.Skipped, r.ID)
+				skipped = append(skipped, r.ID)
 			}
 		}
 	}
@@ -113,20 +111,46 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	for _, id := range asked {
 		lin, err := j.Lineage(id)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !lin[0].Finished() {
-			return nil, fmt.Errorf("run %s: %w", id, ErrUnfinished)
+			return nil, nil, fmt.Errorf("run %s: %w", id, ErrUnfinished)
 		}
 		for i := range lin {
 			want[lin[i].ID] = &lin[i]
 		}
 	}
-	var runs []*cache.Run
 	for _, r := range want {
 		runs = append(runs, r)
 	}
 	sort.Slice(runs, func(a, b int) bool { return runs[a].StartedAt.Before(runs[b].StartedAt) })
+	return runs, skipped, nil
+}
+
+// Push pushes runs' records and boundary refs to a remote in one atomic
+// `git push`. A run goes with its lineage (the runs it resumes), whose
+// records a resume needs; records not written yet (a run killed and then
+// resumed) are written first. When the user's git signs commits
+// (SignsRuns), the records of every run made here are signed first with
+// git's own signing (signRecords); a pulled run goes as it came, signed
+// by whoever signed it or not at all: a push never vouches for another's
+// run.
+func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, error) {
+	dir := j.Root()
+	res := &PushResult{Remote: o.Remote}
+	if res.Remote == "" {
+		res.Remote = DefaultRemote(ctx, dir)
+	}
+	runs, skipped, err := pushRuns(j, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Skipped = skipped
+	pulled, err := j.PulledRuns()
+	if err != nil {
+		return nil, err
+	}
+	sign := SignsRuns(ctx, dir)
 	// What the remote has already is not pushed again: a push of many
 	// runs sends only the new ones, and records without transcripts are
 	// not pushed over the whole records (their transcripts left already).
@@ -135,6 +159,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		return nil, err
 	}
 	var refspecs []string
+	sealed := map[string]string{} // run made here -> the records commit pushed, signed
 	for _, r := range runs {
 		if _, err := Write(ctx, j, r.ID); err != nil {
 			return nil, err
@@ -142,6 +167,11 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		full, bounds, err := runRefs(ctx, dir, r.ID)
 		if err != nil {
 			return nil, err
+		}
+		if _, isPulled := pulled[r.ID]; sign && !isPulled {
+			if full, err = signRecords(ctx, dir, r.ID, full); err != nil {
+				return nil, err
+			}
 		}
 		records := full
 		if o.NoTranscripts {
@@ -162,9 +192,23 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		}
 		refspecs = append(refspecs, specs...)
 		res.Runs = append(res.Runs, r.ID)
+		if raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", records); err == nil && hasSignature([]byte(raw)) {
+			res.Signed = append(res.Signed, r.ID)
+			if _, isPulled := pulled[r.ID]; sign && !isPulled {
+				sealed[r.ID] = records
+			}
+		}
 	}
 	if len(refspecs) == 0 {
 		return res, nil
+	}
+	if len(sealed) > 0 {
+		// One signature that a pull verifies for all of them (seal.go).
+		seal, err := writeSeal(ctx, dir, sealed)
+		if err != nil {
+			return nil, err
+		}
+		refspecs = append(refspecs, seal+":"+SealRefPrefix+seal)
 	}
 	if _, err := git(ctx, dir, nil, nil, append([]string{"push", "--atomic", "--quiet", res.Remote}, refspecs...)...); err != nil {
 		return nil, &RemoteError{Remote: res.Remote, Op: "push", Err: err}
@@ -182,7 +226,27 @@ type PullResult struct {
 	Remote   string
 	Imported []string // runs added to the journal, oldest first
 	Present  []string // runs the journal had already
+	// Retrusted are runs the journal had, signed but not trusted when
+	// pulled, that are trusted now (a key added to the allowed signers
+	// since): verified again, as the pull found them signed.
+	Retrusted []string
+	// Trust is what the trust rule says of each imported run (TrustOf).
+	Trust map[string]Trust
 }
+
+// PullOption changes how Pull reads.
+type PullOption func(*pullConfig)
+
+type pullConfig struct {
+	limits Limits
+	now    func() time.Time
+}
+
+// WithLimits caps what the pull reads (zero fields: DefaultLimits).
+func WithLimits(l Limits) PullOption { return func(c *pullConfig) { c.limits = l } }
+
+// WithClock is the clock pulled runs' dates are checked against (tests).
+func WithClock(now func() time.Time) PullOption { return func(c *pullConfig) { c.now = now } }
 
 // Pull fetches every run's records from remote ("" for DefaultRemote)
 // and imports those the journal lacks: each record is checked (see
@@ -191,8 +255,23 @@ type PullResult struct {
 // as it was. Then refs/implloop/records/<run> and
 // refs/implloop/runs/<run> are set for each imported run. open opens the
 // journal for writing; it is called only after the fetch succeeded.
-func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, error)) (*PullResult, error) {
-	res := &PullResult{Remote: remote}
+//
+// Each imported run's records commit is verified with git's own
+// verification (verifyCommits) while the records are read, and how it
+// was pulled, its signer included, is journaled with it (cache.Pulled):
+// TrustOf decides from that whether its work may stand in for this
+// machine's. A signature that does not verify (records changed after
+// they were signed) is refused like any forged record. Every object read
+// is counted against the limits (WithLimits), and a run dated in the
+// future, or whose start is not its id's, is refused.
+func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, error), opts ...PullOption) (*PullResult, error) {
+	cfg := pullConfig{now: time.Now}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	bud := newBudget(cfg.limits)
+	now := cfg.now()
+	res := &PullResult{Remote: remote, Trust: map[string]Trust{}}
 	if res.Remote == "" {
 		res.Remote = DefaultRemote(ctx, dir)
 	}
@@ -201,16 +280,17 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	// an interrupted pull left behind, --prune deletes.
 	cleared := false
 	defer func() {
-		if cleared {
-			return
+		ns := []string{sealNS} // seals are read where they are fetched, and dropped
+		if !cleared {
+			ns = append(ns, pullNS)
 		}
-		out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=delete %(refname)", pullNS)
+		out, err := git(ctx, dir, nil, nil, append([]string{"for-each-ref", "--format=delete %(refname)"}, ns...)...)
 		if err == nil && out != "" {
 			_, _ = git(ctx, dir, []byte(out+"\n"), nil, "update-ref", "--stdin")
 		}
 	}()
 	if _, err := git(ctx, dir, nil, nil, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", res.Remote,
-		"+"+RecordsRefPrefix+"*:"+pullNS+"*"); err != nil {
+		"+"+RecordsRefPrefix+"*:"+pullNS+"*", "+"+SealRefPrefix+"*:"+sealNS+"*"); err != nil {
 		return nil, &RemoteError{Remote: res.Remote, Op: "fetch", Err: err}
 	}
 	out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", pullNS)
@@ -235,6 +315,11 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	for _, r := range strings.Split(local, "\n") {
 		haveRef[r] = true
 	}
+	pulledRows, err := j.PulledRuns()
+	if err != nil {
+		return nil, err
+	}
+	var recheck []cache.Pulled
 	var todo, repairs []pending
 	for _, line := range strings.Split(out, "\n") {
 		commit, ref, ok := strings.Cut(line, " ")
@@ -248,6 +333,9 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		}
 		if _, err := j.GetRun(run); err == nil {
 			res.Present = append(res.Present, run)
+			if p, ok := pulledRows[run]; ok && p.Commit == commit && strings.Contains("UEXYR", p.Signature) {
+				recheck = append(recheck, p) // signed, not trusted when pulled: maybe now
+			}
 			if !haveRef[RecordsRef(run)] {
 				repairs = append(repairs, pending{run, commit})
 			} else if err := repairRefs(ctx, dir, j, run, nil, haveRef, &refs); err != nil {
@@ -262,7 +350,7 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	// A records ref is what push sends on: one given back is checked as
 	// an import's are, and must be of the run the journal has.
 	if len(repairs) > 0 {
-		got, err := readRecords(ctx, dir, repairs, nil)
+		got, err := readRecords(ctx, dir, repairs, bud, now, nil)
 		if err == nil {
 			err = checkBoundaries(ctx, dir, got)
 		}
@@ -275,6 +363,18 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 			}
 		}
 	}
+	// The signatures are verified while the records are read (one git
+	// process for all).
+	type verified struct {
+		sigs []signature
+		err  error
+	}
+	verify := make(chan verified, 1)
+	go func() {
+		sigs, err := verifyRuns(ctx, dir, todo, bud)
+		verify <- verified{sigs, err}
+	}()
+	sigOf := map[string]signature{}
 	// The rows go in and the blobs are stored as the runs are decoded;
 	// once all are read, the checks that need every run are made. The
 	// import commits only once all are done, and not at all when one
@@ -285,19 +385,28 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	var readErr error
 	read := make(chan struct{})
 	go func() {
-		ins, readErr = readRecords(ctx, dir, todo, func(in *incoming) { decoded <- in; toStore <- in })
+		ins, readErr = readRecords(ctx, dir, todo, bud, now, func(in *incoming) { decoded <- in; toStore <- in })
 		close(decoded)
 		close(toStore)
 		close(read)
 	}()
 	stored := make(chan error, 1)
 	go func() {
-		stored <- storeBlobs(ctx, dir, j, toStore, len(todo), func() error { <-read; return readErr })
+		stored <- storeBlobs(ctx, dir, j, toStore, len(todo), bud, func() error { <-read; return readErr })
 	}()
 	checked := make(chan error, 1)
 	go func() {
 		<-read
 		err := readErr
+		// A signature that does not verify says the most of a forged
+		// record: checked first.
+		v := <-verify
+		if err == nil {
+			err = v.err
+		}
+		if err == nil {
+			err = checkSignatures(todo, ins, v.sigs, sigOf)
+		}
 		if err == nil {
 			ins, err = parentsFirst(ins)
 		}
@@ -325,9 +434,16 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	// killed between the two leaves refs to checked records that the
 	// journal lacks, which the next pull imports, never runs in the
 	// journal whose boundary commits no ref keeps from git gc.
-	setRefs := func() error {
+	setRefs := func(w *cache.Journal) error {
 		if err := wait(); err != nil {
 			return err
+		}
+		for _, in := range ins {
+			sig := sigOf[in.commit]
+			if err := w.PutPulled(cache.Pulled{RunID: in.rec.Run.ID, Remote: res.Remote, Commit: in.commit, Author: sig.author,
+				Signature: sig.letter, Signer: sig.signer, Key: sig.key, At: now}); err != nil {
+				return err
+			}
 		}
 		for _, in := range ins {
 			fmt.Fprintf(&refs, "update %s %s\n", RecordsRef(in.rec.Run.ID), in.commit)
@@ -354,9 +470,15 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	if err != nil {
 		return nil, err
 	}
+	if err := reverify(ctx, dir, j, recheck, bud, res); err != nil {
+		return nil, err
+	}
 	for _, in := range ins { // parents first
-		if slices.Contains(added, in.rec.Run.ID) {
-			res.Imported = append(res.Imported, in.rec.Run.ID)
+		if id := in.rec.Run.ID; slices.Contains(added, id) {
+			res.Imported = append(res.Imported, id)
+			sig := sigOf[in.commit]
+			res.Trust[id] = TrustOf(&cache.Pulled{RunID: id, Remote: res.Remote, Commit: in.commit, Author: sig.author,
+				Signature: sig.letter, Signer: sig.signer, Key: sig.key})
 		}
 	}
 	return res, nil
@@ -487,7 +609,7 @@ func checkBoundaries(ctx context.Context, dir string, ins []*incoming) error {
 // (n of them), reading their blobs in at most four `git cat-file --batch`
 // rounds while the next runs are decoded; readErr says whether the reading
 // failed, which stores nothing.
-func storeBlobs(ctx context.Context, dir string, j *cache.Journal, runs <-chan *incoming, n int, readErr func() error) error {
+func storeBlobs(ctx context.Context, dir string, j *cache.Journal, runs <-chan *incoming, n int, b *budget, readErr func() error) error {
 	batch, err := j.Blobs().NewBatch()
 	if err != nil {
 		return err
@@ -502,9 +624,12 @@ func storeBlobs(ctx context.Context, dir string, j *cache.Journal, runs <-chan *
 			}
 		}
 		chunk = chunk[:0]
-		return catBatch(ctx, dir, ids, func(i int, typ string, r io.Reader) error {
+		return catBatch(ctx, dir, ids, func(i int, typ string, size int64, r io.Reader) error {
 			if typ != "blob" {
 				return &RefusedError{Run: owner[i].rec.Run.ID, Commit: owner[i].commit, Reason: fmt.Sprintf("blob %s is a %s", hashes[i], typ)}
+			}
+			if err := b.blob(pending{owner[i].rec.Run.ID, owner[i].commit}, hashes[i], size); err != nil {
+				return err
 			}
 			// All into one pack, gate output too: the HTML report
 			// copies a packed gate output beside itself to name it
@@ -537,4 +662,65 @@ func storeBlobs(ctx context.Context, dir string, j *cache.Journal, runs <-chan *
 		return err
 	}
 	return batch.Commit()
+}
+
+// checkSignatures pairs each read run with git's verification of its
+// records commit (sigs, in the order of todo) into sigOf, by commit, with
+// git's "none" made "cannot be checked" where the commit is signed
+// (verifyCommits), and refuses a run whose signature does not verify:
+// its records were changed after they were signed.
+func checkSignatures(todo []pending, ins []*incoming, sigs []signature, sigOf map[string]signature) error {
+	for i, p := range todo {
+		sigOf[p.commit] = sigs[i]
+	}
+	for _, in := range ins {
+		s := sigOf[in.commit]
+		if s.letter == "N" && in.signed {
+			s.letter = "E"
+		}
+		sigOf[in.commit] = s
+		if s.letter == "B" {
+			return &RefusedError{Run: in.rec.Run.ID, Commit: in.commit,
+				Reason: "its signature does not verify: the records were changed after they were signed"}
+		}
+	}
+	return nil
+}
+
+// reverify verifies again the runs the journal has that were pulled
+// signed but not trusted (their key was not allowed, or could not be
+// checked here), at the records commit they were pulled at: an allowed
+// signers file that has their key now makes them trusted. A run trusted
+// once stays so until it is pulled into another clone (a key removed
+// from the allowed signers does not reach back).
+func reverify(ctx context.Context, dir string, j *cache.Journal, rows []cache.Pulled, b *budget, res *PullResult) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	todo := make([]pending, len(rows))
+	for i, p := range rows {
+		todo[i] = pending{p.RunID, p.Commit}
+	}
+	sigs, err := verifyRuns(ctx, dir, todo, b)
+	if err != nil {
+		return err
+	}
+	for i, p := range rows {
+		s := sigs[i]
+		if s.letter == "N" {
+			s.letter = "E" // it was signed when pulled, and its commit is the same
+		}
+		if s.letter == p.Signature && s.key == p.Key {
+			continue
+		}
+		p.Signature, p.Signer, p.Key = s.letter, s.signer, s.key
+		if err := j.PutPulled(p); err != nil {
+			return err
+		}
+		if s.letter == "G" {
+			res.Retrusted = append(res.Retrusted, p.RunID)
+			res.Trust[p.RunID] = TrustOf(&p)
+		}
+	}
+	return nil
 }

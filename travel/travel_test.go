@@ -211,7 +211,7 @@ func TestPushWritesAKilledParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	killed := &cache.Run{ID: "r-20261130-100000-aaaa", PlanPath: "plan.md", PlanSHA256: "x"}
+	killed := &cache.Run{ID: "r-20261130-100000-aaaa", PlanPath: "plan.md", PlanSHA256: "x", StartedAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	if err := j.CreateRun(killed); err != nil {
 		t.Fatal(err)
 	}
@@ -220,11 +220,11 @@ func TestPushWritesAKilledParent(t *testing.T) {
 	if _, err := travel.Push(ctx, j, travel.PushOptions{Remote: bare, Runs: []string{killed.ID}}); !errors.Is(err, travel.ErrUnfinished) {
 		t.Fatalf("push of the killed run: %v, want ErrUnfinished", err)
 	}
-	resume := &cache.Run{ID: "r-20261130-100500-bbbb", ParentID: killed.ID, PlanPath: "plan.md", PlanSHA256: "x"}
+	resume := &cache.Run{ID: "r-20261130-100500-bbbb", ParentID: killed.ID, PlanPath: "plan.md", PlanSHA256: "x", StartedAt: time.Date(2026, 11, 30, 10, 5, 0, 0, time.UTC)}
 	if err := j.CreateRun(resume); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.FinishRun(resume.ID, "DONE", 0, time.Time{}); err != nil {
+	if err := j.FinishRun(resume.ID, "DONE", 0, resume.StartedAt.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	res, err := travel.Push(ctx, j, travel.PushOptions{Remote: bare})

@@ -164,6 +164,10 @@ func journalPlanPath(root, wd, p string) string {
 	return rel
 }
 
+// openReadOnly opens the journal read-only whatever its schema's age (a
+// dry run writes nothing, not even an upgrade).
+func openReadOnly(root string) (*cache.Journal, error) { return cache.OpenReadOnly(root) }
+
 // openJournalRW opens the journal for writing (creating it, upgrading an
 // older schema): for pull, which imports runs into it.
 func openJournalRW(root string) (*cache.Journal, error) { return cache.Open(root) }

@@ -91,9 +91,12 @@ func explainRun(o *explainOptions) error {
 		if u.ReplayedFrom != "" {
 			fmt.Fprintf(out, " from %s", u.ReplayedFrom)
 		}
-		if u.AcrossRuns {
+		switch {
+		case u.AcrossRuns:
 			run, _, _ := strings.Cut(u.ReplayedFrom, ":")
-			fmt.Fprintf(out, " (across runs: replayed from run %s on machine %s)", run, orUnknown(u.ReplayedOn))
+			fmt.Fprintf(out, " (across runs: replayed from run %s on machine %s; %s)", run, orUnknown(u.ReplayedOn), trustWords(u))
+		case u.Source == "replayed" && !u.Trusted:
+			fmt.Fprintf(out, " (%s; taken over by name)", trustWords(u))
 		}
 		if u.Sandbox != "" {
 			fmt.Fprintf(out, " (sandboxed: %s)", u.Sandbox)
@@ -121,4 +124,12 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
+}
+
+// trustWords is whose work a replayed unit is, and whether it is trusted.
+func trustWords(u loop.UnitExplanation) string {
+	if u.Trusted {
+		return "trusted: " + u.Trust
+	}
+	return "not trusted: " + u.Trust
 }

@@ -16,6 +16,7 @@ type ioStreams struct {
 	ErrOut     io.Writer
 	errIsTerm  bool
 	outIsTerm  bool
+	inIsTerm   bool // In is a terminal a person answers questions at
 	workingDir string
 	// colorMode is --color: auto (the zero value), always or never.
 	colorMode colorMode
@@ -29,6 +30,7 @@ func newIOStreams() *ioStreams {
 		ErrOut:     os.Stderr,
 		errIsTerm:  term.IsTerminal(int(os.Stderr.Fd())),
 		outIsTerm:  term.IsTerminal(int(os.Stdout.Fd())),
+		inIsTerm:   term.IsTerminal(int(os.Stdin.Fd())),
 		workingDir: wd,
 	}
 }

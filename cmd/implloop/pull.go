@@ -57,14 +57,17 @@ func remoteRunE(o *remoteOptions, run func(context.Context) error) func(*cobra.C
 	}
 }
 
-type pullOptions struct{ remoteOptions }
+type pullOptions struct {
+	remoteOptions
+	maxRecord, maxBlob, maxPull string // sizes as typed (travel.ParseSize)
+}
 
 func newPullCmd(io *ioStreams) *cobra.Command { return newPullCmdWith(io, pullRun) }
 
 // newPullCmdWith takes the function that does the work, so a test can
 // check flag parsing alone.
 func newPullCmdWith(io *ioStreams, runF func(context.Context, *pullOptions) error) *cobra.Command {
-	o := &pullOptions{remoteOptions{io: io}}
+	o := &pullOptions{remoteOptions: remoteOptions{io: io}}
 	cmd := &cobra.Command{
 		Use:   "pull [REMOTE]",
 		Short: "Fetch runs from a git remote into the local journal",
@@ -78,8 +81,26 @@ format, that each unit's identity is the digest of its preimage, that
 each blob holds what its sha256 name says, and that the boundary commits
 it names came with it. A malformed or forged record is refused and
 nothing of the pull is imported (one transaction). Pulling again imports
-nothing new. --json prints the outcome as one object (remote, imported,
-present).
+nothing new. So is a run dated in the future (it would sort before every
+run made here) or whose start is not the time its id says.
+
+Each object is sized from git's header before a byte of it is read: a
+run's records (its rows) above --max-record-size, a blob above
+--max-blob-size, or a pull reading more than --max-pull-size in all is
+refused, before anything is decoded (sizes: 64M, 2G, ...; K, M, G, T are
+powers of 1024).
+
+Trust: each run's records commit is verified with git's own verification
+('git verify-commit'; for SSH keys, gpg.ssh.allowedSignersFile), and who
+signed it is recorded. A pulled run's work replays across runs, is
+restored, or stands in for a gate only when it is signed by an allowed
+signer; the others stay readable (runs, show, explain) and are marked so,
+and 'implloop resume --run ID' still takes one over by name, with a
+warning. A signature that does not verify (records changed after they
+were signed) is refused. Resume's default is never a pulled run.
+
+--json prints the outcome as one object (remote, imported, present,
+trust: per imported run, trusted and why).
 
 ` + exitStatusHelp(longExits...),
 		Example: `  # Take over a teammate's run (after 'git pull' of the branch)
@@ -89,11 +110,51 @@ present).
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE:              remoteRunE(&o.remoteOptions, func(ctx context.Context) error { return runF(ctx, o) }),
 	}
+	def := travel.DefaultLimits
+	cmd.Flags().StringVar(&o.maxRecord, "max-record-size", sizeFlag(def.Record), "refuse a run whose records (rows) are larger")
+	cmd.Flags().StringVar(&o.maxBlob, "max-blob-size", sizeFlag(def.Blob), "refuse a blob (prompt, output, result) larger than this")
+	cmd.Flags().StringVar(&o.maxPull, "max-pull-size", sizeFlag(def.Pull), "stop a pull that would read more than this in all")
 	o.addJSONFlag(cmd)
 	return cmd
 }
 
+// sizeFlag is a default size as the flags take it: "64M", "2G".
+func sizeFlag(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n%u.size == 0 {
+			return fmt.Sprintf("%d%s", n/u.size, u.suffix)
+		}
+	}
+	return fmt.Sprint(n)
+}
+
+// limits are the pull's size caps, from its flags.
+func (o *pullOptions) limits() (travel.Limits, error) {
+	var l travel.Limits
+	for _, f := range []struct {
+		name, value string
+		to          *int64
+	}{{"--max-record-size", o.maxRecord, &l.Record}, {"--max-blob-size", o.maxBlob, &l.Blob}, {"--max-pull-size", o.maxPull, &l.Pull}} {
+		if f.value == "" {
+			continue
+		}
+		n, err := travel.ParseSize(f.value)
+		if err != nil {
+			return l, usagef("a size is a number of bytes, or one with K, M, G or T: 64M, 2G", "%s: %s", f.name, err)
+		}
+		*f.to = n
+	}
+	return l, nil
+}
+
 func pullRun(ctx context.Context, o *pullOptions) error {
+	limits, err := o.limits()
+	if err != nil {
+		return err
+	}
 	root, err := repoRoot(o.io.workingDir)
 	if err != nil {
 		return err
@@ -104,22 +165,49 @@ func pullRun(ctx context.Context, o *pullOptions) error {
 	// the pull's CPU. This process does nothing else: it collects less
 	// often, at the cost of memory for the length of the pull.
 	debug.SetGCPercent(pullGCPercent)
-	res, err := travel.Pull(ctx, root, o.remote, func() (*cache.Journal, error) { return openJournalRW(root) })
+	res, err := travel.Pull(ctx, root, o.remote, func() (*cache.Journal, error) { return openJournalRW(root) }, travel.WithLimits(limits))
 	if err != nil {
 		return travelError(err, o.remote)
 	}
 	if o.asJSON {
+		type trust struct {
+			Trusted bool   `json:"trusted"`
+			Why     string `json:"why"`
+		}
+		trusts := map[string]trust{}
+		for id, t := range res.Trust {
+			trusts[id] = trust{t.Trusted, t.String()}
+		}
 		return o.printJSON(struct {
-			Remote   string   `json:"remote"`
-			Imported []string `json:"imported"`
-			Present  []string `json:"present"`
-		}{res.Remote, orEmpty(res.Imported), orEmpty(res.Present)})
+			Remote    string           `json:"remote"`
+			Imported  []string         `json:"imported"`
+			Present   []string         `json:"present"`
+			Trust     map[string]trust `json:"trust"`
+			Retrusted []string         `json:"now_trusted"`
+		}{res.Remote, orEmpty(res.Imported), orEmpty(res.Present), trusts, orEmpty(res.Retrusted)})
 	}
 	fmt.Fprintf(o.io.Out, "pulled from %s: %d run(s) imported", res.Remote, len(res.Imported))
 	if len(res.Imported) > 0 {
 		fmt.Fprintf(o.io.Out, " (%s)", runList(res.Imported))
 	}
 	fmt.Fprintf(o.io.Out, ", %d already here\n", len(res.Present))
+	// Whose each run is: trusted ones replay here, the others do not.
+	var untrusted []string
+	for _, id := range res.Imported {
+		t := res.Trust[id]
+		mark := "trusted"
+		if !t.Trusted {
+			mark = "not trusted"
+			untrusted = append(untrusted, id)
+		}
+		fmt.Fprintf(o.io.Out, "  %s  %s: %s\n", id, mark, t.String())
+	}
+	for _, id := range res.Retrusted {
+		fmt.Fprintf(o.io.Out, "  %s  now trusted: %s\n", id, res.Trust[id].String())
+	}
+	if len(untrusted) > 0 {
+		fmt.Fprintf(o.io.ErrOut, "implloop: %d pulled run(s) are not trusted: they stay readable, but their work is never replayed, restored or used to skip a gate here unless you resume one by name (docs/journal.md, Trust)\n", len(untrusted))
+	}
 	return nil
 }
 
@@ -127,7 +215,13 @@ func pullRun(ctx context.Context, o *pullOptions) error {
 func travelError(err error, remote string) error {
 	var refused *travel.RefusedError
 	var re *travel.RemoteError
+	var limit *travel.LimitError
+	var signErr *travel.SignError
 	switch {
+	case errors.As(err, &limit):
+		return errorf(fmt.Sprintf("nothing was imported; if you trust what is on %s, raise the cap: implloop pull %s %s", remoteOr(remote), limit.Flag, sizeFlag(2*limit.Limit)), "%s", err)
+	case errors.As(err, &signErr):
+		return errorf("check that 'git commit -S' works here (git config gpg.format, user.signingKey; the key's agent), or push unsigned: git config implloop.signRuns false; nothing was pushed", "%s", err)
 	case errors.As(err, &refused):
 		return errorf(fmt.Sprintf("nothing was imported; ask whoever pushed run %s to push it again from their clone (or remove it from the remote: git push %s :%s)",
 			refused.Run, remoteOr(remote), travel.RecordsRef(refused.Run)), "%s", err)

@@ -101,6 +101,7 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 		paths = append(paths, journalPlanPath(root, o.io.workingDir, a))
 	}
 	var lost []boundary.LostContent
+	var untrusted *loop.UntrustedError
 	if o.before {
 		lost, err = loop.TaskBefore(ctx, j, root, run.ID, o.task, paths)
 		var notChanged *loop.NotChangedError
@@ -116,6 +117,9 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 		if errors.As(err, &notLost) {
 			return errorf("run 'implloop show "+run.ID+"' for the lost paths", "%s", err)
 		}
+	}
+	if errors.As(err, &untrusted) {
+		return errorf("it stays readable ('implloop show "+run.ID+"'); to restore from it, pull it signed by a key in your allowed signers (docs/journal.md, Trust)", "%s", err)
 	}
 	if err != nil {
 		return err

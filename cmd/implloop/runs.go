@@ -64,6 +64,10 @@ func runsRun(o *runsOptions) error {
 	if err != nil {
 		return err
 	}
+	pulled, err := loop.PulledTrust(j)
+	if err != nil {
+		return err
+	}
 	state := func(r cache.Run) (string, int) {
 		if pid, ok := running[r.ID]; ok && !r.Finished() {
 			return "RUNNING", pid
@@ -79,11 +83,19 @@ func runsRun(o *runsOptions) error {
 			PID        int        `json:"pid,omitempty"` // while RUNNING
 			StartedAt  time.Time  `json:"started_at"`
 			FinishedAt *time.Time `json:"finished_at,omitempty"`
+			// Pulled runs only: whether the trust rule trusts it, and why.
+			Pulled  bool   `json:"pulled,omitempty"`
+			Trusted *bool  `json:"trusted,omitempty"`
+			Trust   string `json:"trust,omitempty"`
 		}
 		rows := []row{}
 		for _, r := range runs {
 			x := row{ID: r.ID, Parent: r.ParentID, Plan: r.PlanPath, StartedAt: r.StartedAt}
 			x.Verdict, x.PID = state(r)
+			if t, ok := pulled[r.ID]; ok {
+				trusted := t.Trusted
+				x.Pulled, x.Trusted, x.Trust = true, &trusted, t.String()
+			}
 			if r.Finished() {
 				f := r.FinishedAt
 				x.FinishedAt = &f
@@ -95,7 +107,13 @@ func runsRun(o *runsOptions) error {
 		return enc.Encode(rows)
 	}
 	tw := tabwriter.NewWriter(o.io.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tPARENT\tPLAN\tVERDICT\tSTARTED\tFINISHED")
+	// The origin column only once a run was pulled: until then every run
+	// is this machine's.
+	header := "RUN\tPARENT\tPLAN\tVERDICT\tSTARTED\tFINISHED"
+	if len(pulled) > 0 {
+		header += "\tORIGIN"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range runs {
 		fin := "-"
 		if r.Finished() {
@@ -109,8 +127,19 @@ func runsRun(o *runsOptions) error {
 		if pid != 0 {
 			verdict = fmt.Sprintf("%s (pid %d)", verdict, pid)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, parent, r.PlanPath, verdict,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", r.ID, parent, r.PlanPath, verdict,
 			r.StartedAt.Local().Format("2006-01-02 15:04:05"), fin)
+		if len(pulled) > 0 {
+			origin := "here"
+			if t, ok := pulled[r.ID]; ok {
+				origin = "pulled, trusted (" + t.Who + ")"
+				if !t.Trusted {
+					origin = "pulled, NOT TRUSTED (" + t.Why + ")"
+				}
+			}
+			fmt.Fprintf(tw, "\t%s", origin)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

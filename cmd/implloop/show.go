@@ -12,6 +12,7 @@ import (
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/report"
+	"github.com/implloop/implloop/travel"
 )
 
 func newShowCmd(io *ioStreams) *cobra.Command {
@@ -80,6 +81,10 @@ Read-only, except that --html writes report.html.
 				return err
 			}
 			defer j.Close()
+			if t, err := travel.TrustOfRun(j, run.ID); err == nil && !t.Trusted {
+				// Readable, and marked: its work never stands in here.
+				fmt.Fprintf(io.ErrOut, "implloop: run %s is %s: not trusted here (never replayed, restored or used to skip a gate unless resumed by name)\n", run.ID, t.String())
+			}
 			if taskID != "" && log {
 				return showLog(io, j, run, taskID, asJSON)
 			}

@@ -2,8 +2,11 @@
 // process. Callers give the directory, extra environment and arguments;
 // gitcmd finds git on PATH (ErrNotInstalled when it is not there), never
 // lets git take an optional lock (GIT_OPTIONAL_LOCKS=0: a status must not
-// refresh an index an agent's own git may be waiting for), and returns a
-// failure as an *Error that carries git's exit status and stderr. A
+// refresh an index an agent's own git may be waiting for), never lets
+// replace refs stand in for objects (GIT_NO_REPLACE_OBJECTS=1: a `git
+// replace` made by an agent, or by whoever pushed, must not change what a
+// boundary commit holds when it is restored, replayed, shown or blamed,
+// nor what a pulled record says), and returns a failure as an *Error that carries git's exit status and stderr. A
 // cancelled context wins over the error git died of.
 //
 // What a command means is the caller's business (the boundary package's
@@ -84,7 +87,7 @@ func Run(ctx context.Context, o Options, args ...string) (stdout, stderr []byte,
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = o.Dir
-	cmd.Env = append(append(os.Environ(), "GIT_OPTIONAL_LOCKS=0"), o.Env...)
+	cmd.Env = append(append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_NO_REPLACE_OBJECTS=1"), o.Env...)
 	cmd.Stdin = o.Stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout = &out

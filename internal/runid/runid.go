@@ -9,6 +9,7 @@ package runid
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"regexp"
 	"time"
 )
 
@@ -27,4 +28,16 @@ func New(t time.Time) string {
 	var b [2]byte
 	_, _ = rand.Read(b[:])
 	return Format(t, b)
+}
+
+var idRE = regexp.MustCompile(`^` + Pattern + `$`)
+
+// Time is the start time (to the second, UTC) run id id was made for; ok
+// false when id is not a run id of this format.
+func Time(id string) (t time.Time, ok bool) {
+	if !idRE.MatchString(id) {
+		return time.Time{}, false
+	}
+	t, err := time.Parse("20060102-150405", id[2:17])
+	return t, err == nil
 }

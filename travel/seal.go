@@ -1,0 +1,195 @@
+package travel
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// # Seals: one signature for a push's runs
+//
+// Each run's records commit is signed, so a run carries its signer's
+// word wherever it goes. Verifying a signature costs git two ssh-keygen
+// (or one gpg) processes, and a pull of a team's hundred runs would pay
+// that a hundred times. So a signing push also writes a seal: one commit,
+// signed the same way, whose tree names each run it pushes and the
+// records commit it pushes for it (a gitlink: `160000 commit <records>
+// <run>`), on refs/implloop/seals/<seal>. A pull verifies the seals that
+// cover the runs it imports first; a run whose fetched records commit is
+// the one a good seal names is verified by that seal (the seal's
+// signature covers its tree, which names the records commit, whose hash
+// covers everything the run's own signature does), the others one by
+// one. A seal signed by a key that is not allowed, or naming another
+// commit for the run, verifies nothing: the run's own signature decides.
+
+// SealRefPrefix is where a push's seals are kept.
+const SealRefPrefix = "refs/implloop/seals/"
+
+// sealNS is where a pull fetches seals; they are read there and dropped.
+const sealNS = "refs/implloop-seals/"
+
+// writeSeal writes and signs the seal of runs (run id -> records commit)
+// and returns the commit.
+func writeSeal(ctx context.Context, dir string, runs map[string]string) (string, error) {
+	ids := make([]string, 0, len(runs))
+	for id := range runs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var tree bytes.Buffer
+	for _, id := range ids {
+		fmt.Fprintf(&tree, "160000 commit %s\t%s\x00", runs[id], id)
+	}
+	t, err := git(ctx, dir, tree.Bytes(), nil, "mktree", "-z")
+	if err != nil {
+		return "", err
+	}
+	msg := fmt.Sprintf("implloop seal of %d run(s)\n\nImplloop-Seal: %d\n", len(ids), Format)
+	c, err := git(ctx, dir, []byte(msg), nil, "commit-tree", "-S", t, "-F", "-")
+	if err != nil {
+		return "", &SignError{Run: strings.Join(ids, ", "), Err: err}
+	}
+	return c, nil
+}
+
+// verifyRuns is git's verification of each pending run's records commit,
+// in the order of todo: through the seals fetched under sealNS where a
+// good one names the commit, else the commit's own signature. b counts
+// what the seals take to read.
+func verifyRuns(ctx context.Context, dir string, todo []pending, b *budget) ([]signature, error) {
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	sigs := make([]signature, len(todo))
+	covered := make([]bool, len(todo))
+	if err := verifyBySeals(ctx, dir, todo, b, sigs, covered); err != nil {
+		return nil, err
+	}
+	var rest []string
+	var at []int
+	for i, p := range todo {
+		if !covered[i] {
+			rest, at = append(rest, p.commit), append(at, i)
+		}
+	}
+	got, err := verifyCommits(ctx, dir, rest)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range at {
+		sigs[i] = got[k]
+	}
+	return sigs, nil
+}
+
+// verifyBySeals fills sigs (and covered) for the runs of todo a good seal
+// names with the commit fetched for them.
+func verifyBySeals(ctx context.Context, dir string, todo []pending, b *budget, sigs []signature, covered []bool) error {
+	out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname)", sealNS)
+	if err != nil || out == "" {
+		return err
+	}
+	seals := strings.Split(out, "\n")
+	want := map[string][]int{} // "run commit" -> indexes in todo
+	for i, p := range todo {
+		k := p.run + " " + p.commit
+		want[k] = append(want[k], i)
+	}
+	// The seals' trees, then what each names that this pull imports.
+	trees := make([]string, len(seals))
+	err = catBatch(ctx, dir, seals, func(i int, typ string, size int64, r io.Reader) error {
+		if typ != "commit" {
+			return nil
+		}
+		if err := b.pull(pending{"(seal)", seals[i]}, size); err != nil {
+			return err
+		}
+		raw, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		if t, ok := bytes.CutPrefix(raw, []byte("tree ")); ok {
+			if t, _, ok := bytes.Cut(t, []byte("\n")); ok {
+				trees[i] = string(t)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var ids []string
+	var owner []int
+	for i, t := range trees {
+		if t != "" {
+			ids, owner = append(ids, t), append(owner, i)
+		}
+	}
+	names := make([][]int, len(seals)) // per seal, the todo runs it names
+	err = catBatch(ctx, dir, ids, func(k int, typ string, size int64, r io.Reader) error {
+		if typ != "tree" {
+			return nil
+		}
+		if err := b.pull(pending{"(seal)", seals[owner[k]]}, size); err != nil {
+			return err
+		}
+		return readTree(r, len(ids[k])/2, func(mode, name, oid string) error {
+			if mode == "160000" {
+				names[owner[k]] = append(names[owner[k]], want[name+" "+oid]...)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	// The seals to verify: the fewest that name every run they can, the
+	// largest first.
+	order := make([]int, 0, len(seals))
+	for i := range seals {
+		if len(names[i]) > 0 {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, c int) bool { return len(names[order[a]]) > len(names[order[c]]) })
+	var pick []int
+	seen := make([]bool, len(todo))
+	for _, i := range order {
+		adds := false
+		for _, r := range names[i] {
+			adds = adds || !seen[r]
+		}
+		if !adds {
+			continue
+		}
+		for _, r := range names[i] {
+			seen[r] = true
+		}
+		pick = append(pick, i)
+	}
+	if len(pick) == 0 {
+		return nil
+	}
+	commits := make([]string, len(pick))
+	for k, i := range pick {
+		commits[k] = seals[i]
+	}
+	got, err := verifyCommits(ctx, dir, commits)
+	if err != nil {
+		return err
+	}
+	for k, i := range pick {
+		if got[k].letter != "G" {
+			continue // not a seal this clone trusts: the runs' own signatures decide
+		}
+		for _, r := range names[i] {
+			if !covered[r] {
+				sigs[r], covered[r] = got[k], true
+			}
+		}
+	}
+	return nil
+}
