@@ -36,8 +36,6 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	// keep this goroutine on it until the agent is reaped (procgroup).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	// What the agent leaves behind comes to us, not to init (Sweep).
-	_ = procgroup.BecomeSubreaper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if cmd.Err != nil {
 		return Result{}, fmt.Errorf("agent %s: %w", name, cmd.Err)

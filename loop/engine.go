@@ -251,6 +251,10 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	defer lock.Release()
 	lock.shown = dirs.Shown(lock.path)
 	e.lock = lock
+	// While the run runs, what its agents and gates leave behind comes
+	// to it, not to init, and dies when their call ends (procgroup.Sweep).
+	release, _ := procgroup.Subreaper()
+	defer release()
 
 	e.j, err = cache.Open(o.RepoRoot)
 	if err != nil {

@@ -90,7 +90,6 @@ func runGate(ctx context.Context, lk *Lock, dir, cmd string, env map[string]stri
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	_ = procgroup.BecomeSubreaper() // what the gate leaves comes to us (Sweep)
 	argv := []string{"sh", "-c", cmd}
 	if wrap != nil {
 		var err error

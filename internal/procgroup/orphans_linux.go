@@ -9,30 +9,114 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// BecomeSubreaper makes this process the child subreaper of everything it
-// starts (Linux PR_SET_CHILD_SUBREAPER): a process whose parent dies is
-// reparented to it, not to init, so what an agent forks and leaves behind
-// (a daemon, a Popen child that closed the lock's descriptor and left its
-// group) stays among this process's descendants, where [Sweep] finds it.
-// The setting is the process's and lasts until it exits.
-func BecomeSubreaper() error {
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("child subreaper: %w", err)
+// subreaper counts the holders of Subreaper in this process: the child
+// subreaper attribute is the process's (the kernel's), so who holds it is
+// too. It is set while one holds it.
+var subreaper struct {
+	sync.Mutex
+	n int
+}
+
+// Subreaper makes this process the child subreaper of everything it
+// starts (Linux PR_SET_CHILD_SUBREAPER) until release is called: a
+// process whose parent dies meanwhile is reparented to it, not to init,
+// so what an agent forks and leaves behind (a daemon, a Popen child that
+// closed the lock's descriptor and left its group) stays among this
+// process's descendants, where [Sweep] finds it. A run holds it while it
+// runs; held by several at once (runs of one test binary), it is given up
+// with the last, so that a process that only hosts runs now and then (a
+// test binary, an editor's plugin) is not the reaper of what it starts
+// otherwise, whose zombies it would never reap. An error means the
+// attribute could not be set; release is to be called either way.
+func Subreaper() (release func(), err error) {
+	subreaper.Lock()
+	defer subreaper.Unlock()
+	if subreaper.n == 0 {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			return func() {}, fmt.Errorf("child subreaper: %w", err)
+		}
 	}
-	return nil
+	subreaper.n++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			subreaper.Lock()
+			defer subreaper.Unlock()
+			if subreaper.n--; subreaper.n == 0 {
+				_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+				reapSessionLeaders()
+			}
+		})
+	}, nil
+}
+
+// reapSessionLeaders reaps this process's zombie children that lead a
+// session of their own: implloop starts none (no Setsid anywhere), so
+// each is an orphan reparented here (a setsid daemon that exited by
+// itself), which no exec.Cmd waits for.
+func reapSessionLeaders() {
+	self := os.Getpid()
+	mine, _ := unix.Getsid(self)
+	for _, pid := range childrenOf(self) {
+		state, sid := stateAndSession(pid)
+		if state == 'Z' && sid == pid && sid != mine {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		}
+	}
+}
+
+// childrenOf lists pid's children, from the kernel's per-thread lists.
+func childrenOf(pid int) []int {
+	var out []int
+	files, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, w := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(w); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// stateAndSession is process pid's state letter and session id, from
+// /proc/<pid>/stat (0, 0 when it is gone).
+func stateAndSession(pid int) (byte, int) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0
+	}
+	// After the command name: state, ppid, pgrp, session.
+	f := strings.Fields(s[i+1:])
+	if len(f) < 4 || len(f[0]) != 1 {
+		return 0, 0
+	}
+	sid, _ := strconv.Atoi(f[3])
+	return f[0][0], sid
 }
 
 // Sweep kills, among this process's descendants, every process whose
 // environment holds each of env's entries ("KEY=VALUE": the protocol
 // environment of one agent call or gate, unique to it), with everything
 // below it, and reaps those that are this process's children (orphans
-// reparented to it: see BecomeSubreaper). It returns their pids, sorted.
+// reparented to it: see Subreaper). It returns their pids, sorted.
 //
 // A call's process group is killed when the call ends; Sweep is for what
 // left the group (setsid, setpgid) and so outlives it. The environment
@@ -77,6 +161,7 @@ func Sweep(env []string) []int {
 		// is what it started, once it died.
 		reap(doomed)
 	}
+	reapSessionLeaders()
 	sort.Ints(killed)
 	return killed
 }
@@ -128,7 +213,7 @@ func envValue(environ []byte, key string) (string, bool) {
 // Reap reaps this process's children in the process group pgid, after
 // the group was killed (Kill) and its leader and watchdog were reaped:
 // members whose parent died before them were reparented here (see
-// BecomeSubreaper), and no exec.Cmd waits for them. Without it each
+// Subreaper), and no exec.Cmd waits for them. Without it each
 // would stay a zombie until implloop exits.
 func Reap(pgid int) {
 	if syscall.Kill(-pgid, 0) == syscall.ESRCH {
@@ -212,17 +297,8 @@ func belowByChildren(pid int) []int {
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		files, _ := filepath.Glob("/proc/" + strconv.Itoa(p) + "/task/*/children")
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				continue
-			}
-			for _, w := range strings.Fields(string(b)) {
-				c, err := strconv.Atoi(w)
-				if err != nil || seen[c] {
-					continue
-				}
+		for _, c := range childrenOf(p) {
+			if !seen[c] {
 				seen[c] = true
 				out = append(out, c)
 				queue = append(queue, c)

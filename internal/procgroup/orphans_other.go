@@ -2,9 +2,9 @@
 
 package procgroup
 
-// BecomeSubreaper does nothing here: there is no child subreaper outside
-// Linux (the sandbox's process namespace stands in for it).
-func BecomeSubreaper() error { return nil }
+// Subreaper does nothing here: there is no child subreaper outside Linux
+// (the sandbox's process namespace stands in for it).
+func Subreaper() (release func(), err error) { return func() {}, nil }
 
 // Sweep finds nothing here: a process's environment cannot be read.
 func Sweep(env []string) []int { return nil }

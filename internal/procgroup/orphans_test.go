@@ -11,10 +11,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
-// sweepEnv makes the test binary run sweepHelper: BecomeSubreaper is the
-// process's for good, so it is tried in a process of its own.
+// sweepEnv makes the test binary run sweepHelper: the child subreaper is
+// the process's, so it is tried in a process of its own.
 const sweepEnv = "PROCGROUP_TEST_SWEEP"
 
 func init() {
@@ -68,11 +71,31 @@ while [ ! -s "$1" ]; do sleep 0.01; done`, "sh", pidFile)
 	return pid, err
 }
 
+// isSubreaper reports this process's PR_GET_CHILD_SUBREAPER.
+func isSubreaper() bool {
+	var v int32
+	_ = unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&v)), 0, 0, 0)
+	return v != 0
+}
+
 func sweepHelper(dir string) int {
 	fail := func(f string, a ...any) int { fmt.Printf(f+"\n", a...); return 1 }
-	if err := BecomeSubreaper(); err != nil {
+	release, err := Subreaper()
+	if err != nil {
 		return fail("%v", err)
 	}
+	defer func() {
+		// Held twice, given up with the last.
+		again, _ := Subreaper()
+		release()
+		if !isSubreaper() {
+			fmt.Println("given up while still held")
+		}
+		again()
+		if isSubreaper() {
+			fmt.Println("still the child subreaper after the last release")
+		}
+	}()
 	one, err := leftBehind(dir, "one", "CALL=one", "RUN=r")
 	if err != nil {
 		return fail("one: %v", err)
