@@ -58,4 +58,13 @@
 // unit's identity, why a unit runs live, in words made in one place), so
 // the plan says what the run will do by construction; the planner's pass
 // records what it plans, the runner's what happened.
+//
+// # Replay or live
+//
+// One function decides, for a unit, whether it replays, replays as a
+// failure its chain went on from, takes a call made ahead, replays across
+// runs, or runs live, and why (decide, decide.go); one decides the same
+// for a gate (decideGate). The planner, the runner, --jobs (which calls
+// are made ahead) and, through what they journal, explain and the report
+// all ask them, as go-task's callers all ask its fingerprinter.
 package loop

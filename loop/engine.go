@@ -228,7 +228,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return e.dryRun(ctx)
 	}
 	inputs := inputsDigest(e.sel, e.s)
-	if o.Parent != "" && !o.Reverify && !o.Full {
+	if o.Parent != "" && e.gatesStand() && !o.Full {
 		if out := e.upToDate(ctx, inputs); out != nil {
 			return out, nil
 		}

@@ -98,29 +98,29 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 	tree := e.prev.Tree // before the next task of the wave, while certain
 	for k := i; k < end; k++ {
 		t := e.sel.Tasks[k]
-		units, facts, ok, err := e.firstLiveUnits(t)
+		units, d, err := e.firstDecided(t, tree)
 		if err != nil {
 			return err
 		}
-		if !ok {
+		switch d.choice {
+		case choiceLive:
+			tree = ""
+			jobs = append(jobs, job{k, t, units[0]})
+		case choiceAcross:
+			// A task that will replay across runs at its turn is not
+			// called ahead (acrossruns.go): the tree it starts from there
+			// is known while every task before it in the wave replays
+			// across runs. Their gates are taken to leave the tree as
+			// they did in that run (as the plan takes them): one that
+			// does not only makes a task after it run live at its turn
+			// instead of ahead, whereas a call made ahead would pay for a
+			// task the run replays.
+			tree = d.across.to.Tree
+		default:
 			if !e.skips(t) {
 				tree = "" // it replays or waits: what it leaves is not certain
 			}
-			continue
 		}
-		// A task that will replay across runs at its turn is not called
-		// ahead (acrossruns.go): the tree it starts from there is known
-		// while every task before it in the wave replays across runs.
-		// Their gates are taken to leave the tree as they did in that
-		// run (as the plan takes them): one that does not only makes a
-		// task after it run live at its turn instead of ahead, whereas
-		// a call made ahead would pay for a task the run replays.
-		if a, across := e.acrossMatch(t, facts, units, tree, nil); across {
-			tree = a.to.Tree
-			continue
-		}
-		tree = ""
-		jobs = append(jobs, job{k, t, units[0]})
 	}
 	if len(jobs) < 2 || e.prev.Commit == "" {
 		return nil
@@ -281,38 +281,30 @@ func (e *engine) aheadPendingAfter(i int) bool {
 	return false
 }
 
-// firstLiveUnits is the attempt task t would dispatch live first at its
-// turn (its units and the facts they were made from), when that is known
-// now: a task that runs (not skipped, not held),
-// starts a fresh attempt chain (not a recheck), and whose first unit has
-// no completed twin in the lineage.
-func (e *engine) firstLiveUnits(t extractor.Task) ([]unit.Unit, unit.Facts, bool, error) {
+// firstDecided is what the first unit task t would run at its turn comes
+// to (decide, from the tree before it: "" when not certain), with the
+// attempt's units, when that is known now: a task that runs (not
+// skipped, not held), planned live, and starts a fresh attempt chain (not
+// a recheck). Otherwise the choice is a replay: nothing to call ahead.
+func (e *engine) firstDecided(t extractor.Task, tree string) ([]unit.Unit, decision, error) {
+	none := decision{choice: choiceReplay}
 	if e.skips(t) || e.heldBy(t) != "" {
-		return nil, unit.Facts{}, false, nil
+		return nil, none, nil
 	}
 	if p, ok := e.planned[t.ID]; ok && p.Action != ActionLive {
-		return nil, unit.Facts{}, false, nil
+		return nil, none, nil
 	}
 	st, err := e.run.startOf(t)
 	if err != nil || st.kind != startChain {
-		return nil, unit.Facts{}, false, err
+		return nil, none, err
 	}
 	facts := unit.Facts{Attempt: st.attempt, GateFeedback: st.feedback, Artifacts: e.run.artifacts(t)}
 	units, err := unit.WorkList(t, e.unitParams(t), facts)
 	if err != nil || len(units) == 0 {
-		return nil, unit.Facts{}, false, err
+		return nil, none, err
 	}
-	u := units[0]
-	if _, found, err := e.findDone(t, facts, u); err != nil || found && !e.work.mustRun(t.ID) {
-		return nil, unit.Facts{}, false, err
-	}
-	if _, ok := e.lineage.aheadCall(u.Identity); ok {
-		return nil, unit.Facts{}, false, nil // made ahead by the lineage: taken at its turn (adoptAhead)
-	}
-	if _, _, chained := e.failedChain(t, u); chained {
-		return nil, unit.Facts{}, false, nil
-	}
-	return units, facts, true, nil
+	d, err := e.run.decide(t, facts, units, 0, decideAt{tree: tree, quiet: true})
+	return units, d, err
 }
 
 // worker is one of --jobs workers: its worktree ("" before its first

@@ -255,69 +255,46 @@ type attemptRun struct {
 	crossed     bool        // replayed from another run (acrossruns.go)
 }
 
-// runAttempt runs the units of one attempt (facts) in order: the
-// attempt of another run's chain it replays across runs, or each unit
-// replays when its identity completed in the lineage (or as a failure the
-// chain went on from), else it is dispatched live; a failed call ends the
-// attempt.
+// runAttempt runs the units of one attempt (facts) in order, each as
+// decide says: the attempt of another run's chain it replays across
+// runs, a replay of a unit the lineage journaled (or of a failure the
+// chain went on from), or a live dispatch (a call made ahead taken at
+// its turn among them); a failed call ends the attempt.
 func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *taskState, facts unit.Facts, units []unit.Unit) (attemptRun, error) {
-	attempt := facts.Attempt
-	calledAhead := len(units) > 0 && e.early[units[0].Identity] != nil // with its wave (--jobs): that call stands
-	if len(units) > 0 && !calledAhead {
-		_, calledAhead = e.lineage.aheadCall(units[0].Identity) // by the run this one resumes: it stands too
-	}
-	if attempt == 1 && !calledAhead && ts.across == nil {
-		ts.across, _ = e.acrossRuns(ctx, t, facts, units)
-		if d, ok := e.declined[t.ID]; ok && ts.across == nil {
-			// Said once, in the report too: a replay the trust rule
-			// declined is why this task costs agent calls.
-			note := "not replayed: " + d
-			ts.row.Concerns = append(ts.row.Concerns, note)
-			e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
-		}
-	}
-	if ac := ts.across; ac != nil && attempt <= len(ac.attempts) {
-		return e.replayAcross(ctx, t, ts, attempt, units, ac)
+	if ac := ts.across; ac != nil && facts.Attempt <= len(ac.attempts) {
+		return e.replayAcross(ctx, t, ts, facts.Attempt, units, ac)
 	}
 	a := attemptRun{allReplayed: true}
-	for _, u := range units {
-		h, ok, err := e.findDone(t, facts, u)
+	for i, u := range units {
+		d, err := e.run.decide(t, facts, units, i, decideAt{tree: e.prev.Tree, accept: e.acrossWork(ctx)})
 		if err != nil {
 			return a, err
 		}
-		if ok && e.work.mustRun(t.ID) {
-			ok = false // its work is gone and --rerun-lost: the agent does it again
+		if facts.Attempt == 1 && i == 0 && d.choice == choiceLive {
+			e.sayDeclined(t, ts)
 		}
-		if ok {
-			if _, err := e.j.AddReplayedUnit(e.runID, u.ID, h); err != nil {
+		switch d.choice {
+		case choiceAcross:
+			ts.across = d.across
+			return e.replayAcross(ctx, t, ts, facts.Attempt, units, d.across)
+		case choiceReplay:
+			if err := e.replayUnit(t, ts, u, d.hit, false); err != nil {
 				return a, err
 			}
-			ts.replayed++
-			a.hit = h
-			from := h.RunID + ":" + h.UnitID
-			if h.ReplayedFromRun != "" {
-				from = h.ReplayedFromRun + ":" + h.ReplayedFromUnit
-			}
-			e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
-				Source: "replayed", From: from, TokensIn: h.TokensIn, TokensOut: h.TokensOut, CostUSD: h.CostUSD})
-			a.final = h.Identity // u's, or a fallback's that took the call
+			a.hit = d.hit
+			a.final = d.hit.Identity // u's, or a fallback's that took the call
 			continue
-		}
-		if f, g, ok := e.failedChain(t, u); ok {
-			// The attempt chain went on after this failure: it
-			// replays as that failure, and the next attempt as
-			// what followed it.
-			if _, err := e.j.AddReplayedUnit(e.runID, u.ID, f); err != nil {
+		case choiceReplayFailure:
+			// The attempt chain went on after this failure: it replays
+			// as that failure, and the next attempt as what followed it.
+			if err := e.replayUnit(t, ts, u, d.hit, true); err != nil {
 				return a, err
 			}
-			ts.replayed++
-			e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
-				Source: "replayed", From: f.RunID + ":" + f.UnitID, Message: "failed: " + firstLine(f.Error)})
-			a.carried, a.failure = &g, g.Feedback
-			break
+			a.carried, a.failure = &d.gate, d.gate.Feedback
+			return a, nil
 		}
 		a.allReplayed = false
-		reasons := e.liveWhy(e.run, t, u, e.prev.Tree)
+		reasons := d.reasons
 		if ts.retryWhy != "" && u.Attempt > 1 && (len(reasons) == 0 || len(reasons) == 1 && reasons[0] == "never ran") {
 			// "never ran" is true of the attempt, and says nothing: the
 			// one before it failed.
@@ -339,9 +316,40 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 	return a, nil
 }
 
+// sayDeclined notes, once, in the task's row and as a concern, a replay
+// across runs the trust rule declined: why this task costs agent calls.
+func (e *engine) sayDeclined(t extractor.Task, ts *taskState) {
+	if d, ok := e.declined[t.ID]; ok {
+		note := "not replayed: " + d
+		ts.row.Concerns = append(ts.row.Concerns, note)
+		e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
+	}
+}
+
+// replayUnit journals unit u of task t as a replay of h (a completed
+// unit, or failed: a failure the chain went on from) and says so.
+func (e *engine) replayUnit(t extractor.Task, ts *taskState, u unit.Unit, h *cache.Unit, failed bool) error {
+	if _, err := e.j.AddReplayedUnit(e.runID, u.ID, h); err != nil {
+		return err
+	}
+	ts.replayed++
+	ev := Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "replayed"}
+	if failed {
+		ev.From, ev.Message = h.RunID+":"+h.UnitID, "failed: "+firstLine(h.Error)
+	} else {
+		ev.From = h.RunID + ":" + h.UnitID
+		if h.ReplayedFromRun != "" {
+			ev.From = h.ReplayedFromRun + ":" + h.ReplayedFromUnit
+		}
+		ev.TokensIn, ev.TokensOut, ev.CostUSD = h.TokensIn, h.TokensOut, h.CostUSD
+	}
+	e.emit(ev)
+	return nil
+}
+
 // judge says whether attempt a passed and, if not, its feedback: a failed
-// call's failure, a replayed gate's verdict, or the gate run now (none: it
-// passed).
+// call's failure, a replayed gate's verdict (decideGate), or the gate run
+// now (none: it passed).
 func (e *engine) judge(ctx context.Context, t extractor.Task, attempt int, gateCmd string, a attemptRun) (bool, string, error) {
 	switch {
 	case a.carried != nil:
@@ -350,9 +358,15 @@ func (e *engine) judge(ctx context.Context, t extractor.Task, attempt int, gateC
 	case a.failure != "":
 		e.recordGate(t, attempt, cache.Gate{Command: agentGate, Passed: false, ExitCode: -1, Feedback: a.failure})
 		return false, a.failure, nil
-	case a.allReplayed && a.hit != nil && !e.o.Reverify && !a.crossed && e.replayGate(t, attempt, a.hit):
-		g, _ := e.lineage.journaledGate(a.hit.RunID, t.ID, attempt)
-		return g.Passed, g.Feedback, nil
+	case a.allReplayed && a.hit != nil && !a.crossed:
+		d := e.run.decideGate(t, attempt, a.hit)
+		switch d.choice {
+		case gateReplay:
+			e.carryGate(t, d.g)
+			return d.g.Passed, d.g.Feedback, nil
+		case gateNone:
+			return true, "", nil
+		}
 	case gateCmd == "":
 		return true, "", nil
 	}
@@ -391,21 +405,6 @@ func (e *engine) failedChain(t extractor.Task, u unit.Unit) (*cache.Unit, cache.
 		return nil, cache.Gate{}, false
 	}
 	return f, g, true
-}
-
-// replayGate carries the gate journaled after the replayed unit over into
-// this run. It reports false when there is none (the original run stopped
-// before its gate finished), in which case the gate runs live.
-func (e *engine) replayGate(t extractor.Task, attempt int, hit *cache.Unit) bool {
-	if e.work != nil && e.work.freshGate[t.ID] {
-		return false // its work was found gone and written back: ask again
-	}
-	g, ok := e.lineage.journaledGate(hit.RunID, t.ID, attempt)
-	if !ok || !e.gateReplayable(g, e.gateCommand(t)) {
-		return false
-	}
-	e.carryGate(t, g)
-	return true
 }
 
 // carryGate journals gate g, from an earlier run, as this run's (replayed).
