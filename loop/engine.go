@@ -295,12 +295,13 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		}
 	}
 
-	defer e.endWaves(ctx)
 	interrupted, err := e.runAll(ctx, out.Plan)
+	// Every call made ahead is waited for, and the task worktrees go,
+	// once: whether the run ended, failed or was interrupted.
+	e.endWaves(ctx)
 	if err != nil {
 		return nil, err
 	}
-	e.endWaves(ctx)
 	// Each call's leftovers were killed when it ended (procgroup.Sweep);
 	// whatever else carries the run's id goes before the verdict.
 	procgroup.Sweep([]string{agent.EnvRunID + "=" + e.runID})

@@ -468,8 +468,11 @@ func (e *engine) takeEarly(u unit.Unit) (*early, error) {
 // mergeEarly brings what a call made ahead did in its worktree into the
 // main work tree: "" when it merged, else why not (a failed attempt).
 func (e *engine) mergeEarly(ctx context.Context, r *early) (string, error) {
-	if r.treeErr != nil || r.tree == "" {
+	switch {
+	case r.treeErr != nil:
 		return fmt.Sprintf("its work in its worktree could not be read: %v", r.treeErr), nil
+	case r.tree == "":
+		return "its work in its worktree was not read", nil
 	}
 	m, err := boundary.MergeInto(ctx, e.o.RepoRoot, r.base, e.prev.Commit, r.tree)
 	switch {

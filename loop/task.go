@@ -597,7 +597,10 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 			return "", "", context.Canceled
 		}
 		if c.res.Limit == nil {
-			if mergeFailure, err = e.mergeEarly(ctx, ahead); err != nil {
+			// A call that returned by itself is merged even as the run is
+			// interrupted: its work is paid for, and is journaled with it
+			// before the run stops, as a call in the work tree's is.
+			if mergeFailure, err = e.mergeEarly(context.WithoutCancel(ctx), ahead); err != nil {
 				return "", "", err
 			}
 		}
