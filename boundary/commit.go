@@ -387,10 +387,18 @@ func Diff(ctx context.Context, repoDir, from, to string) ([]Change, error) {
 	return out, nil
 }
 
+// DiffOptions say how DiffText prints a diff.
+type DiffOptions struct {
+	// Stat asks for a diffstat; Patch for the patch too. Without Stat the
+	// patch is printed whatever Patch says.
+	Stat, Patch bool
+	// Color asks for git's colors.
+	Color bool
+}
+
 // DiffText is `git diff` between two boundary commits (or trees) as git
-// prints it: a diffstat (stat), a patch (patch), or both. color asks for
-// git's colors.
-func DiffText(ctx context.Context, repoDir, from, to string, stat, patch, color bool) ([]byte, error) {
+// prints it: a diffstat, a patch, or both (opts).
+func DiffText(ctx context.Context, repoDir, from, to string, opts DiffOptions) ([]byte, error) {
 	g, err := openGit(ctx, repoDir)
 	if err != nil {
 		return nil, err
@@ -399,13 +407,13 @@ func DiffText(ctx context.Context, repoDir, from, to string, stat, patch, color 
 		from = g.emptyTree()
 	}
 	args := []string{"diff", "--no-ext-diff", "--no-textconv", "-M"}
-	if stat {
+	if opts.Stat {
 		args = append(args, "--stat")
 	}
-	if stat && patch {
+	if opts.Stat && opts.Patch {
 		args = append(args, "--patch")
 	}
-	if color {
+	if opts.Color {
 		args = append(args, "--color=always")
 	} else {
 		args = append(args, "--color=never")
