@@ -100,6 +100,7 @@ import (
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/internal/bytepath"
+	"github.com/implloop/implloop/internal/words"
 )
 
 // Outcome is what happened to one earlier-dirty path.
@@ -740,7 +741,7 @@ func (v Verdict) Summary() string {
 	var parts []string
 	add := func(n int, what string) {
 		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s %s", n, plural(n, "path", "paths"), what))
+			parts = append(parts, words.Count(n, "path")+" "+what)
 		}
 	}
 	add(v.Discarded, "discarded")
@@ -778,17 +779,7 @@ func short(h string) string {
 	if h == "" {
 		return "(unborn)"
 	}
-	if len(h) > 7 {
-		return h[:7]
-	}
-	return h
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
+	return words.ShortCommit(h)
 }
 
 // MarshalJSON writes the result with its paths' base64 twins when they

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/yuin/goldmark/ast"
+
+	"github.com/implloop/implloop/internal/words"
 )
 
 // Forms lists every task form, in order of precedence: when a plan's form
@@ -60,7 +62,7 @@ func (rd Reading) String() string {
 	if rd.Form == FormNone {
 		return "no tasks"
 	}
-	return fmt.Sprintf("%d %s from %s", rd.Count, pluralize(rd.Count, "task"), rd.Source())
+	return fmt.Sprintf("%s from %s", words.Count(rd.Count, "task"), rd.Source())
 }
 
 // Source says what the tasks are: "task headings", "checklist items
@@ -71,13 +73,6 @@ func (rd Reading) Source() string {
 		s += " (forced by " + rd.Forced + ")"
 	}
 	return s
-}
-
-func pluralize(n int, w string) string {
-	if n == 1 {
-		return w
-	}
-	return w + "s"
 }
 
 // reading is one candidate reading of a plan.
@@ -231,7 +226,7 @@ func (r *parseState) noteSections(top topBlocks, chosen *reading) {
 		}
 	}
 	chosen.warn(r.lineOf(secs.tasks[0].Start)+1, "read %d checklist items as the tasks; the plan's %d section headings (%q, ...) hold none of them and could be the tasks too (--form sections reads them instead)",
-		len(chosen.tasks), len(secs.tasks), clip(secs.tasks[0].Title, 60))
+		len(chosen.tasks), len(secs.tasks), words.Clip(secs.tasks[0].Title, 60))
 }
 
 // orphanShare is the share of the text between a reading's first task

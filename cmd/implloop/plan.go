@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/internal/words"
 	"github.com/implloop/implloop/plan"
 )
 
@@ -213,7 +214,7 @@ func printPlanTable(w io.Writer, p *planJSON, preambleBytes int, source string) 
 		if t.Optional {
 			title += " (optional)"
 		}
-		fmt.Fprintf(tw, "%s\t%d-%d\t%s\t%s\t%s\t%s\n", t.ID, t.Line, t.EndLine, done, deps, t.TextSHA256[:12], oneLine(title))
+		fmt.Fprintf(tw, "%s\t%d-%d\t%s\t%s\t%s\t%s\n", t.ID, t.Line, t.EndLine, done, deps, words.Short(t.TextSHA256), oneLine(title))
 	}
 	tw.Flush()
 }
