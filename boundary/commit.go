@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/implloop/implloop/internal/files"
 )
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
@@ -73,7 +75,7 @@ func (t *taker) prepareIndex() error {
 		}
 		index := filepath.Join(tmp, "index")
 		from, excludedAlready := real, false
-		if private := filepath.Join(stateDir(g.gitDir), "boundary-index"); t.o.fromPrivate && fileExists(private) {
+		if private := filepath.Join(stateDir(g.gitDir), "boundary-index"); t.o.fromPrivate && files.IsFile(private) {
 			// The private index left out the paths its seed file names
 			// (see below); when they are today's, there is nothing to drop.
 			seed, _ := os.ReadFile(private + ".seed")
@@ -492,10 +494,4 @@ func (g *gitRepo) diffTreeInput(pairs [][2]string) *bytes.Buffer {
 		fmt.Fprintf(&in, "%s %s\n", p[1], from)
 	}
 	return &in
-}
-
-// fileExists reports whether path is a regular file.
-func fileExists(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
 }

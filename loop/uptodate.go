@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/files"
 	"github.com/implloop/implloop/report"
 	"github.com/implloop/implloop/settings"
 	"github.com/implloop/implloop/travel"
@@ -128,7 +128,7 @@ func (e *engine) upToDate(ctx context.Context, inputs string) *Outcome {
 		return nil
 	}
 	out := &Outcome{RunID: parent.ID, ParentID: parent.ID, Verdict: parent.Verdict, ParentVerdict: parent.Verdict, NoOp: true, UpToDate: true, Headline: dec.Headline()}
-	if md, _ := report.Paths(j.Dir(), parent.ID); fileExists(md) {
+	if md, _ := report.Paths(j.Dir(), parent.ID); files.IsFile(md) {
 		out.ReportPath = md
 	}
 	ev := Event{Type: EvNothingChanged, Time: e.now().UTC(), RunID: parent.ID, Plan: e.s.Plan, PlanSHA: e.sel.PlanSHA256,
@@ -180,14 +180,4 @@ func (e *engine) replaysWhole(j *cache.Journal, parentID string, snap boundary.S
 		}
 	}
 	return true
-}
-
-func fileExists(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
-}
-
-func fileOrDirExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
