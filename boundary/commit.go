@@ -9,17 +9,17 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/implloop/implloop/internal/files"
+	"github.com/implloop/implloop/internal/runid"
 )
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
-
+// checkRunID refuses a run id that cannot name the run's refs and
+// directories (runid.RefSafe).
 func checkRunID(run string) error {
-	if !runIDPattern.MatchString(run) || strings.Contains(run, "..") || strings.HasSuffix(run, ".lock") || strings.HasSuffix(run, ".") {
+	if !runid.RefSafe(run) {
 		return fmt.Errorf("boundary: run id %q cannot be a ref name component", run)
 	}
 	return nil
