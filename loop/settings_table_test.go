@@ -90,7 +90,8 @@ func TestSettingsHashedColumn(t *testing.T) {
 			t.Errorf("--%s changes the identities but not the inputs digest", st.Flag)
 		}
 		if st.Hashed != want {
-			t.Errorf("--%s is marked %q in the table, but what changing it changes says %q", st.Flag, st.Hashed, want)
+			name := map[settings.Hashed]string{settings.Identity: "identity", settings.Inputs: "inputs", settings.Neither: "neither"}
+			t.Errorf("--%s is marked %s in the table, but what changing it changes says %s", st.Flag, name[st.Hashed], name[want])
 		}
 	}
 }

@@ -61,16 +61,6 @@ const (
 	Neither
 )
 
-func (h Hashed) String() string {
-	switch h {
-	case Identity:
-		return "identity"
-	case Inputs:
-		return "inputs digest"
-	}
-	return "neither"
-}
-
 // table is every run setting, in the order their flags apply over a
 // parent's settings on resume (agent before agent-cmd) and their keys are
 // listed by lint. Help and Doc are user-facing text: docs/cli and
