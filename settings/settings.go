@@ -126,7 +126,7 @@ func Fallback(v string) (name, model string) {
 }
 
 // Validate checks settings, whichever source they came from: flags, the
-// plan's front matter, or a parent run's journal (see [Inherit]). `run` and
+// plan's front matter, or a parent run's journal (see loop.Inherit). `run` and
 // `resume` refuse the same values with the same words. The error is a
 // *Error.
 func (s Settings) Validate() error {
