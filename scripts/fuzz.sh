@@ -26,3 +26,8 @@ go test -count=1 -timeout 0 ./loop/ -run '^TestAcrossRunsPropertyChains$' -rapid
 pchecks=${PARALLEL_CHECKS:-200}
 echo "property loop TestParallelPropertyDependencyOrder ($pchecks cases)"
 go test -count=1 -timeout 0 ./loop/ -run '^TestParallelPropertyDependencyOrder$' -rapid.checks="$pchecks"
+# kill -9 at random moments of a --jobs 3 run, then resume: no call that
+# finished and was journaled is paid twice (about 2 s a kill).
+kpoints=${KILL_POINTS:-30}
+echo "loop TestParallelKill9NeverPaysTwice ($kpoints kills)"
+go test -count=1 -timeout 0 ./loop/ -run '^TestParallelKill9NeverPaysTwice$' -killpoints="$kpoints"
