@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/implloop/implloop/agent"
@@ -117,6 +116,12 @@ var ErrBlockedFile = errors.New(BlockedFile + " exists")
 // BLOCKED.md says how to resume.
 var ErrStoppedFile = fmt.Errorf("%w, from a run that stopped", ErrBlockedFile)
 
+// engine is one run (or resume, or dry run) as it goes: what it was
+// given and the plan, the journal and the lineage it replays from, the
+// last boundary, and, in parts each with its own file, what the resume
+// found and planned (resumeState), what the run saw so far (tally), who
+// makes the calls and what they cost (agents), the trust rule's answers
+// (trustState) and the calls made ahead under --jobs (waves).
 type engine struct {
 	o       Options
 	s       Settings
@@ -125,80 +130,80 @@ type engine struct {
 	sel     *extractor.Selection
 	runID   string
 	lineage *lineage // what earlier runs journaled: where replays come from (lineage.go)
-	ag      agent.Agent
-	norm    identity.Env
 	prev    boundary.Snapshot
 	run     *pass           // the run's own pass: what its tasks came to (resume.go)
 	here    map[string]bool // task id -> in range and not skipped (runsHere)
 	obs     Observer
-	lock    *Lock // the work tree's; its descriptor goes to every agent and gate
+	lock    *Lock          // the work tree's; its descriptor goes to every agent and gate
+	keep    *boundary.Keep // what boundaries keep beside their trees (keepSettings)
 
-	box *sandbox.Sandbox // --sandbox: wraps every agent call (nil: none)
+	resumeState
+	tally
+	agents
+	trustState
+	waves
+}
 
-	sawLive      bool                        // a unit was dispatched
-	sawLiveGate  bool                        // a gate ran live
-	sawNewSkip   bool                        // a task checked in the plan since the parent ran it was skipped
-	status       map[string]cache.TaskStatus // task id -> how it ended in this run (resume.go: heldBy reads it)
-	blockedWrote bool
-	blocks       []blockInfo // what BLOCKED.md explains, in order
-
-	keep       *boundary.Keep    // what boundaries keep beside their trees (keepSettings)
-	ticked     map[string]string // task id -> the run an agent ticked its box in (ticks.go)
-	boundaries int               // boundaries journaled in this run so far
-	liveGates  int               // gates run live in this run so far
-	held       *[]Event          // events of a replay batch not yet committed
-	replay     map[string]bool   // task id -> the resume plan replays it (runTasks; built once)
-
+// resumeState is what a resume found before it ran and what it planned
+// (resume.go, work.go, ticks.go).
+type resumeState struct {
 	// resumeBlocked: the resume's first comparison found discards of a
 	// task the parent never finished; no task runs (boundaries.go).
 	resumeBlocked bool
-	// journalGone: why the run stopped after a task took the journal away
-	// (vanished.go); "" while it is in place.
-	journalGone string
 	// work is what a resume found in the tree before it planned (work.go).
 	work       *workCheck
 	sawRestore bool                   // a task's work was written back from the boundaries
 	planned    map[string]PlannedTask // the resume plan, by task id
+	replay     map[string]bool        // task id -> the resume plan replays it (runTasks; built once)
+	held       *[]Event               // events of a replay batch not yet committed
+	ticked     map[string]string      // task id -> the run an agent ticked its box in (ticks.go)
+}
 
-	// --jobs (parallel.go): the calls made ahead, by unit identity; where
-	// the current wave ends; each task's latest wait (extractor.LatestWait).
-	early       map[string]*early
-	aheadSince  map[string]time.Time  // task id -> when its call made ahead started
-	inFlight    sync.WaitGroup        // the calls made ahead still running
-	wtMu        sync.Mutex            // git worktree add/remove, one at a time (they read each other's files)
-	jmu         sync.Mutex            // a replay batch's transaction, or a call made ahead journaled (journalCall)
-	settled     map[string]*early     // task id -> its call made ahead, taken at its turn (attribute.go)
-	settledRefs [][2]string           // refs of calls made ahead settled, to delete (endWaves)
-	takenAt     time.Time             // when the latest boundary was begun
-	prevAt      time.Time             // and the one before it
-	carried     map[string]*lostAhead // task id -> discards seen at an earlier turn, its by content (attribute.go)
-	pool        chan worker           // --jobs: a ticket per worker, with its worktree once made
-	workers     int                   // worktrees made (under wtMu)
-	worktrees   string                // where this run's task worktrees go
-	waveEnd     int
-	latest      []int
-
-	// Trust (trust.go): the trust rule's answer per run, asked once; the
-	// runs that resumed each run (acrossPaths); per task, the note of a
-	// replay across runs declined because its run is not trusted.
-	trusts   map[string]travel.Trust
-	kids     map[string][]string
-	declined map[string]string
-
+// tally is what the run saw so far, for its verdict, its report and
+// BLOCKED.md.
+type tally struct {
+	sawLive      bool                        // a unit was dispatched
+	sawLiveGate  bool                        // a gate ran live
+	sawNewSkip   bool                        // a task checked in the plan since the parent ran it was skipped
+	boundaries   int                         // boundaries journaled in this run so far
+	liveGates    int                         // gates run live in this run so far
+	status       map[string]cache.TaskStatus // task id -> how it ended in this run (resume.go: heldBy reads it)
+	blockedWrote bool
+	blocks       []blockInfo // what BLOCKED.md explains, in order
 	// stash is the newest stash entry when the run started, or as the
 	// last block named it (blocked.go).
 	stash boundary.Stash
+	// journalGone: why the run stopped after a task took the journal away
+	// (vanished.go); "" while it is in place.
+	journalGone string
+}
 
-	// Unattended runs: the chain of agents that take a call on a limit
-	// (limits.go) and the time waited for limits; what live calls spent
-	// (budget.go); why the run stopped though no task failed (nil: it
-	// did not); concerns about a task's calls (figures.go), by task id.
+// agents is who makes the run's calls and what they cost: the run's
+// agent and the environment its identities are normalised with, the
+// sandbox every call runs in (nil: none); for unattended runs the chain
+// of agents that take a call on a limit (limits.go) and the time waited
+// for limits; what live calls spent (budget.go); why the run stopped
+// though no task failed (nil: it did not); concerns about a task's calls
+// (figures.go), by task id.
+type agents struct {
+	ag           agent.Agent
+	norm         identity.Env
+	box          *sandbox.Sandbox
 	chain        []*member
 	waited       time.Duration
 	spent        spend
 	taskSpent    map[string]*spend
 	stopped      *runStop
 	callConcerns map[string][]string
+}
+
+// trustState is the trust rule's answer per run, asked once (trust.go);
+// the runs that resumed each run (acrossPaths); per task, the note of a
+// replay across runs declined because its run is not trusted.
+type trustState struct {
+	trusts   map[string]travel.Trust
+	kids     map[string][]string
+	declined map[string]string
 }
 
 // newEngine is an engine for o before its plan is read: o's clock and

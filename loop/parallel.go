@@ -45,6 +45,28 @@ import (
 // (adoptAhead) instead of calling the agent again, its work merged into
 // the tree as the turn would have merged it.
 
+// waves is what a run keeps of its calls made ahead (--jobs): the calls,
+// by unit identity; where the current wave ends; each task's latest
+// wait (extractor.LatestWait); the workers and their worktrees; and what
+// settling them at their turns leaves to do.
+type waves struct {
+	early       map[string]*early
+	aheadSince  map[string]time.Time  // task id -> when its call made ahead started
+	inFlight    sync.WaitGroup        // the calls made ahead still running
+	wtMu        sync.Mutex            // git worktree add/remove, one at a time (they read each other's files)
+	jmu         sync.Mutex            // a replay batch's transaction, or a call made ahead journaled (journalCall)
+	settled     map[string]*early     // task id -> its call made ahead, taken at its turn (attribute.go)
+	settledRefs [][2]string           // refs of calls made ahead settled, to delete (endWaves)
+	takenAt     time.Time             // when the latest boundary was begun
+	prevAt      time.Time             // and the one before it
+	carried     map[string]*lostAhead // task id -> discards seen at an earlier turn, its by content (attribute.go)
+	pool        chan worker           // a ticket per worker, with its worktree once made
+	workers     int                   // worktrees made (under wtMu)
+	worktrees   string                // where this run's task worktrees go
+	waveEnd     int
+	latest      []int
+}
+
 // early is a call made ahead, in a worktree: its fields are set by the
 // goroutine that makes it, before done is closed.
 type early struct {
