@@ -75,7 +75,7 @@ func blameRun(ctx context.Context, o *blameOptions) error {
 	}
 	defer j.Close()
 	path := journalPlanPath(root, o.io.workingDir, o.path)
-	bl, err := loop.Blame(ctx, j, root, run.ID, path, o.from, o.to)
+	bl, err := j.Blame(ctx, run.ID, path, o.from, o.to)
 	if errors.Is(err, loop.ErrNoBoundaryCommits) {
 		return errorf("blame works on runs started by this implloop or later", "run %s has no boundary commits to blame from", run.ID)
 	}

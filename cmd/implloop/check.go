@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/boundary"
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/words"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
@@ -119,7 +118,7 @@ func checkRun(o *checkOptions) error {
 		case c.Path == loop.BlockedFile:
 			refuse("git rm --cached "+loop.BlockedFile+" (it explains a blocked run; it is not part of your project)",
 				"%s is staged: a blocked run's repair note must not be committed", loop.BlockedFile)
-		case strings.HasPrefix(c.Path, cache.LegacyDir+"/"):
+		case strings.HasPrefix(c.Path, loop.JournalLegacyDir+"/"):
 			state = append(state, c.Path)
 		}
 	}
@@ -129,8 +128,8 @@ func checkRun(o *checkOptions) error {
 		if len(shown) > 3 {
 			shown, more = shown[:3], fmt.Sprintf(" and %d more", len(state)-3)
 		}
-		refuse("git rm -r --cached "+cache.LegacyDir+" (the next 'implloop run' or 'resume' moves it into .git/implloop/)",
-			"%s is staged: implloop's journal must not be committed (%s%s)", cache.LegacyDir+"/", strings.Join(shown, ", "), more)
+		refuse("git rm -r --cached "+loop.JournalLegacyDir+" (the next 'implloop run' or 'resume' moves it into .git/implloop/)",
+			"%s is staged: implloop's journal must not be committed (%s%s)", loop.JournalLegacyDir+"/", strings.Join(shown, ", "), more)
 	}
 
 	latest, err := loop.LatestRunsByPlan(root)
@@ -276,7 +275,7 @@ var unfinished = map[string]bool{"PARTIAL": true, "BLOCKED": true, "INTERRUPTED"
 // warnResume warns when the staged plan src (its sha256 sum, as plan.Parse
 // gives it) changes what a resume of run would do: the tasks that would
 // run live, or have their gate re-run.
-func warnResume(w io.Writer, root, planPath string, run cache.Run, src []byte, sum string) []string {
+func warnResume(w io.Writer, root, planPath string, run loop.RunRecord, src []byte, sum string) []string {
 	if !unfinished[run.Verdict] {
 		return nil
 	}

@@ -67,7 +67,7 @@ func explainRun(o *explainOptions) error {
 		return err
 	}
 	defer j.Close()
-	x, err := loop.Explain(j, run, o.task)
+	x, err := j.Explain(run, o.task)
 	if err != nil {
 		return err
 	}

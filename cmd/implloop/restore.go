@@ -105,7 +105,7 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 	var lost []boundary.LostContent
 	var untrusted *loop.UntrustedError
 	if o.before {
-		lost, err = loop.TaskBefore(ctx, j, root, run.ID, o.task, paths)
+		lost, err = j.TaskBefore(ctx, run.ID, o.task, paths)
 		var notChanged *loop.NotChangedError
 		switch {
 		case errors.As(err, &notChanged):
@@ -114,7 +114,7 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 			return errorf("run 'implloop show "+run.ID+"' for its tasks", "task %s made no change of its own in run %s: nothing to undo", o.task, run.ID)
 		}
 	} else {
-		lost, err = loop.LostContent(j, run.ID, o.task, paths)
+		lost, err = j.LostContent(run.ID, o.task, paths)
 		var notLost *loop.NotLostError
 		if errors.As(err, &notLost) {
 			return errorf("run 'implloop show "+run.ID+"' for the lost paths", "%s", err)

@@ -96,7 +96,7 @@ remove it.
 // resumeRun resumes o.runRef with the parent's settings and the given flags
 // over them (loop.Inherit validates both).
 func resumeRun(ctx context.Context, o *resumeOptions) error {
-	root, j, parent, err := openRunIn(o.io, o.runRef, openUpgrading)
+	root, j, parent, err := openRunIn(o.io, o.runRef, loop.InspectUpgrading)
 	if err != nil {
 		return err
 	}

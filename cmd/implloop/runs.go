@@ -6,7 +6,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
 	"github.com/spf13/cobra"
 )
@@ -43,7 +42,7 @@ func runsRun(o *runsOptions) error {
 	if err != nil {
 		return err
 	}
-	j, err := openJournalRO(root)
+	j, err := loop.InspectIfAny(root)
 	if err != nil {
 		return err
 	}
@@ -64,11 +63,11 @@ func runsRun(o *runsOptions) error {
 	if err != nil {
 		return err
 	}
-	pulled, err := loop.PulledTrust(j)
+	pulled, err := j.PulledTrust()
 	if err != nil {
 		return err
 	}
-	state := func(r cache.Run) (string, int) {
+	state := func(r loop.RunRecord) (string, int) {
 		if pid, ok := running[r.ID]; ok && !r.Finished() {
 			return "RUNNING", pid
 		}
