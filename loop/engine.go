@@ -281,26 +281,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	}
 
 	out = &Outcome{RunID: e.runID, ParentID: o.Parent}
-	if err := e.beginRun(out, start, inputs, dirs); err != nil {
+	if err := e.openRun(ctx, out, start, inputs, dirs); err != nil {
 		return nil, err
 	}
-	// B0, and on a resume what happened between the runs (information
-	// only), taken before the resume plans: whether a replayed task's work
-	// is still in the tree, and whether a replayed gate may stand, depend
-	// on the tree (work.go).
-	if err := e.firstBoundary(ctx); err != nil {
-		return nil, err
-	}
-	// The stash as the run found it: a block names a stash made since
-	// (an agent's `git stash`), which holds the work it put away.
-	e.stash, _ = boundary.StashTop(ctx, o.RepoRoot)
-	if o.Parent != "" {
-		e.agentTicks(ctx)
-		if err := e.planResume(ctx, out); err != nil {
-			return nil, err
-		}
-	}
-
 	interrupted, err := e.runAll(ctx, out.Plan)
 	// Every call made ahead is waited for, and the task worktrees go,
 	// once: whether the run ended, failed or was interrupted.
@@ -312,18 +295,44 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	// whatever else carries the run's id goes before the verdict.
 	procgroup.Sweep([]string{agent.EnvRunID + "=" + e.runID})
 	if interrupted {
-		out.Interrupted = true
-		// Marks the running unit and the running task rows interrupted.
-		_, _ = e.j.InterruptRunning(e.runID)
-		// The interrupted task's discards are checked now, not never.
-		if err := e.guardInterrupted(ctx); err != nil {
-			e.emit(Event{Type: EvConcern, Message: "the guard could not check the interrupted task: " + err.Error()})
-		}
+		e.settleInterrupt(ctx, out)
 	}
 	if err := e.finishRun(ctx, out); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// openRun journals the run begun at start (beginRun) and takes what it
+// starts from: B0, and on a resume what happened between the runs
+// (information only), taken before the resume plans (whether a replayed
+// task's work is still in the tree, and whether a replayed gate may
+// stand, depend on the tree: work.go); the stash as the run found it (a
+// block names a stash made since, an agent's `git stash`, which holds
+// the work it put away); then a resume's ticks and plan.
+func (e *engine) openRun(ctx context.Context, out *Outcome, start time.Time, inputs string, dirs cache.Dirs) error {
+	if err := e.beginRun(out, start, inputs, dirs); err != nil {
+		return err
+	}
+	if err := e.firstBoundary(ctx); err != nil {
+		return err
+	}
+	e.stash, _ = boundary.StashTop(ctx, e.o.RepoRoot)
+	if e.o.Parent == "" {
+		return nil
+	}
+	e.agentTicks(ctx)
+	return e.planResume(ctx, out)
+}
+
+// settleInterrupt marks the running unit and the running task rows
+// interrupted, and checks the interrupted task's discards now, not never.
+func (e *engine) settleInterrupt(ctx context.Context, out *Outcome) {
+	out.Interrupted = true
+	_, _ = e.j.InterruptRunning(e.runID)
+	if err := e.guardInterrupted(ctx); err != nil {
+		e.emit(Event{Type: EvConcern, Message: "the guard could not check the interrupted task: " + err.Error()})
+	}
 }
 
 // readPlan checks the settings and that no BLOCKED.md waits (a dry run

@@ -111,23 +111,46 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 		end++
 	}
 	e.waveEnd = end
-	type job struct {
-		i int // the task's index
-		t extractor.Task
-		u unit.Unit
+	jobs, err := e.waveJobs(i, end)
+	if err != nil || len(jobs) < 2 || e.prev.Commit == "" {
+		return err
 	}
-	var jobs []job
+	dir, err := boundary.WorktreeDir(ctx, e.o.RepoRoot, e.runID)
+	if err != nil {
+		return err
+	}
+	e.readyWaves(dir)
+	e.journalAhead()
+	for _, jb := range jobs {
+		e.callInWorktree(ctx, dir, jb)
+	}
+	return nil
+}
+
+// waveJob is a call a wave makes ahead: the first live unit of the task
+// at index i.
+type waveJob struct {
+	i int
+	t extractor.Task
+	u unit.Unit
+}
+
+// waveJobs are the calls made ahead for the wave of tasks i to end: the
+// first unit of each task that decide says runs live, from the tree
+// before it while that is certain.
+func (e *engine) waveJobs(i, end int) ([]waveJob, error) {
+	var jobs []waveJob
 	tree := e.prev.Tree // before the next task of the wave, while certain
 	for k := i; k < end; k++ {
 		t := e.sel.Tasks[k]
 		units, d, err := e.firstDecided(t, tree)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		switch d.choice {
 		case choiceLive:
 			tree = ""
-			jobs = append(jobs, job{k, t, units[0]})
+			jobs = append(jobs, waveJob{k, t, units[0]})
 		case choiceAcross:
 			// A task that will replay across runs at its turn is not
 			// called ahead (acrossruns.go): the tree it starts from there
@@ -144,64 +167,67 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 			}
 		}
 	}
-	if len(jobs) < 2 || e.prev.Commit == "" {
-		return nil
-	}
-	dir, err := boundary.WorktreeDir(ctx, e.o.RepoRoot, e.runID)
-	if err != nil {
-		return err
-	}
+	return jobs, nil
+}
+
+// readyWaves readies the run for its first wave: where its worktrees go
+// (dir), the maps of calls made ahead, one ticket per job in the pool (no
+// path until its worktree is made), and an observer the goroutines may
+// emit to (emitAhead).
+func (e *engine) readyWaves(dir string) {
 	e.worktrees = dir
 	if e.early == nil {
 		e.early, e.aheadSince = map[string]*early{}, map[string]time.Time{}
 	}
 	if e.pool == nil {
-		// One ticket per job: no path until its worktree is made.
 		e.pool = make(chan worker, e.s.Jobs)
 		for range e.s.Jobs {
 			e.pool <- worker{}
 		}
 	}
 	if _, ok := e.obs.(*waveObserver); !ok {
-		e.obs = &waveObserver{obs: e.obs} // the goroutines emit too (emitAhead)
+		e.obs = &waveObserver{obs: e.obs}
 	}
-	e.journalAhead()
-	j, base := e.j, e.prev.Commit // the goroutines only write blobs and files
-	for _, jb := range jobs {
-		r := &early{done: make(chan struct{}), u: jb.u, base: base}
-		e.early[jb.u.Identity] = r
-		e.aheadSince[jb.t.ID] = e.now()
-		e.inFlight.Add(1)
-		go func() {
-			defer e.inFlight.Done()
-			defer close(r.done)
-			w := <-e.pool
-			defer func() { e.pool <- w }()
-			w.path, r.err = e.worktreeAt(ctx, dir, w, base)
+}
+
+// callInWorktree starts job jb's call in its own goroutine, in a
+// worker's worktree under dir checked out at the current boundary; the
+// task's turn waits for it (takeEarly). The goroutine only writes blobs
+// and files of the journal.
+func (e *engine) callInWorktree(ctx context.Context, dir string, jb waveJob) {
+	j, base := e.j, e.prev.Commit
+	r := &early{done: make(chan struct{}), u: jb.u, base: base}
+	e.early[jb.u.Identity] = r
+	e.aheadSince[jb.t.ID] = e.now()
+	e.inFlight.Add(1)
+	go func() {
+		defer e.inFlight.Done()
+		defer close(r.done)
+		w := <-e.pool
+		defer func() { e.pool <- w }()
+		w.path, r.err = e.worktreeAt(ctx, dir, w, base)
+		if r.err == nil {
+			ev := Event{Type: EvAhead, Status: "running", Task: jb.t.ID, Title: jb.t.Title, Index: jb.i + 1, Count: len(e.sel.Tasks),
+				Unit: jb.u.ID, Attempt: jb.u.Attempt, Worktree: e.relWorktree(w.path)}
+			e.emitAhead(ev)
+			t0 := e.now()
+			r.err = e.callAhead(ctx, j, w.path, jb.t, r)
 			if r.err == nil {
-				ev := Event{Type: EvAhead, Status: "running", Task: jb.t.ID, Title: jb.t.Title, Index: jb.i + 1, Count: len(e.sel.Tasks),
-					Unit: jb.u.ID, Attempt: jb.u.Attempt, Worktree: e.relWorktree(w.path)}
-				e.emitAhead(ev)
-				t0 := e.now()
-				r.err = e.callAhead(ctx, j, w.path, jb.t, r)
-				if r.err == nil {
-					e.journalCall(ctx, j, r)
-				}
-				ev.Status, ev.Millis = "returned", e.now().Sub(t0).Milliseconds()
-				if r.err != nil {
-					ev.Message = r.err.Error()
-				}
-				e.emitAhead(ev)
+				e.journalCall(ctx, j, r)
 			}
-			// Its tree read, everything it made is in its index: the next
-			// reset needs to touch only what differs (ResetWorktree).
-			w.tree = ""
-			if r.err == nil {
-				w.tree = r.tree
+			ev.Status, ev.Millis = "returned", e.now().Sub(t0).Milliseconds()
+			if r.err != nil {
+				ev.Message = r.err.Error()
 			}
-		}()
-	}
-	return nil
+			e.emitAhead(ev)
+		}
+		// Its tree read, everything it made is in its index: the next
+		// reset needs to touch only what differs (ResetWorktree).
+		w.tree = ""
+		if r.err == nil {
+			w.tree = r.tree
+		}
+	}()
 }
 
 // waveObserver is the run's observer once calls are made ahead: it hands
