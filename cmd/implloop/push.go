@@ -148,6 +148,12 @@ func pushRun(ctx context.Context, o *pushOptions) error {
 	if err != nil {
 		return travelError(err, o.remote)
 	}
+	return printPushed(o, res)
+}
+
+// printPushed says what a push sent (res): as JSON with --json, else a
+// line per run not ended and a summary line.
+func printPushed(o *pushOptions, res *travel.PushResult) error {
 	if o.asJSON {
 		return o.printJSON(struct {
 			Remote      string   `json:"remote"`

@@ -74,38 +74,7 @@ Read-only, except that --html writes report.html.
 			if asHTML && (taskID != "" || asJSON) {
 				return usagef("--html writes the whole run's page: drop --task and --json", "--html goes alone")
 			}
-			j, run, err := openRun(io, args)
-			if err != nil {
-				return err
-			}
-			defer j.Close()
-			if t, err := j.TrustOfRun(run.ID); err == nil && !t.Trusted {
-				// Readable, and marked: its work never stands in here.
-				fmt.Fprintf(io.ErrOut, "implloop: run %s is %s: not trusted here (never replayed, restored or used to skip a gate unless resumed by name)\n", run.ID, t.String())
-			}
-			if taskID != "" && log {
-				return showLog(io, j, run, taskID, asJSON)
-			}
-			if taskID != "" {
-				return showEffect(cmd, io, j, run, taskID, asJSON, diff, stat)
-			}
-			rep, err := j.Report(run.ID)
-			if err != nil {
-				return err
-			}
-			if asHTML {
-				path, err := j.WriteHTMLReport(cmd.Context(), rep)
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(io.Out, path)
-				return err
-			}
-			if asJSON {
-				_, err := io.Out.Write(report.JSON(rep))
-				return err
-			}
-			return report.Terminal(io.Out, rep)
+			return showRun(cmd, io, args, showOptions{asJSON, diff, stat, asHTML, log, taskID})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report (with --task: the task's effect) as JSON")
@@ -116,6 +85,49 @@ Read-only, except that --html writes report.html.
 	cmd.Flags().BoolVar(&asHTML, "html", false, "(re)write the run's report.html and print its path")
 	_ = cmd.RegisterFlagCompletionFunc("task", completeRunTasks(io, runArg))
 	return cmd
+}
+
+// showOptions are what `show` was asked.
+type showOptions struct {
+	asJSON, diff, stat, asHTML, log bool
+	taskID                          string
+}
+
+// showRun prints run args[0] (default: the latest) as o asks: a task's
+// log or effect, the run's report page, or its report.
+func showRun(cmd *cobra.Command, io *ioStreams, args []string, o showOptions) error {
+	j, run, err := openRun(io, args)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	if t, err := j.TrustOfRun(run.ID); err == nil && !t.Trusted {
+		// Readable, and marked: its work never stands in here.
+		fmt.Fprintf(io.ErrOut, "implloop: run %s is %s: not trusted here (never replayed, restored or used to skip a gate unless resumed by name)\n", run.ID, t.String())
+	}
+	if o.taskID != "" && o.log {
+		return showLog(io, j, run, o.taskID, o.asJSON)
+	}
+	if o.taskID != "" {
+		return showEffect(cmd, io, j, run, o.taskID, o.asJSON, o.diff, o.stat)
+	}
+	rep, err := j.Report(run.ID)
+	if err != nil {
+		return err
+	}
+	if o.asHTML {
+		path, err := j.WriteHTMLReport(cmd.Context(), rep)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(io.Out, path)
+		return err
+	}
+	if o.asJSON {
+		_, err := io.Out.Write(report.JSON(rep))
+		return err
+	}
+	return report.Terminal(io.Out, rep)
 }
 
 // showEffect prints what task taskID did in run.
