@@ -67,4 +67,14 @@
 // for a gate (decideGate). The planner, the runner, --jobs (which calls
 // are made ahead) and, through what they journal, explain and the report
 // all ask them, as go-task's callers all ask its fingerprinter.
+//
+// # The engine's state, and the inspector
+//
+// The engine's state is in parts, each with its own job and file: what a
+// resume found and planned (resumeState), what the run saw so far
+// (tally), who makes the calls and what they cost (agents), the trust
+// rule's answers (trustState), the calls made ahead under --jobs (waves,
+// parallel.go). Commands do not read the journal themselves: they open
+// an [Inspector] (inspect.go) and ask it for the read-only views they
+// print (explain, blame, a task's effect and log, the report, restores).
 package loop

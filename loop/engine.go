@@ -558,7 +558,7 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		// interrupt, for a little while; without it the run still ends
 		// as it did.
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), htmlReportTimeout)
-		if out.HTMLPath, err = WriteHTMLReport(hctx, e.j, e.j.Root(), rep); err != nil {
+		if out.HTMLPath, err = writeHTMLReport(hctx, e.j, e.j.Root(), rep); err != nil {
 			e.emit(Event{Type: EvConcern, Message: "report.html was not written: " + err.Error()})
 		}
 		cancel()

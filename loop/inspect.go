@@ -116,52 +116,63 @@ func (in *Inspector) ListRuns() ([]RunRecord, error) { return in.j.ListRuns() }
 // Tasks lists run runID's task rows.
 func (in *Inspector) Tasks(runID string) ([]TaskRecord, error) { return in.j.Tasks(runID) }
 
-// Explain is Explain over the inspector's journal.
+// Explain says why each unit of run replayed or ran live (only task
+// taskID's when it is not ""), in the loop's own words, and the tasks its
+// resume planned otherwise: what `implloop explain` prints (explainRun).
 func (in *Inspector) Explain(run *RunRecord, taskID string) (*Explanation, error) {
-	return Explain(in.j, run, taskID)
+	return explainRun(in.j, run, taskID)
 }
 
-// Blame is Blame over the inspector's journal.
+// Blame says, for each line from..to of path (relative to the repo root)
+// as run runID left it, which task of the run last changed it (blameLines).
 func (in *Inspector) Blame(ctx context.Context, runID, path string, from, to int) ([]BlameLine, error) {
-	return Blame(ctx, in.j, in.root, runID, path, from, to)
+	return blameLines(ctx, in.j, in.root, runID, path, from, to)
 }
 
-// TaskEffect is TaskEffect over the inspector's journal.
+// TaskEffect is what task taskID did to the tree in run runID, read from
+// its boundary commits (taskEffect).
 func (in *Inspector) TaskEffect(ctx context.Context, runID, taskID string) (*Effect, error) {
-	return TaskEffect(ctx, in.j, in.root, runID, taskID)
+	return taskEffect(ctx, in.j, in.root, runID, taskID)
 }
 
-// TaskDiff is TaskDiff over the inspector's journal.
+// TaskDiff is task taskID's effect in run runID as git prints it
+// (taskDiff).
 func (in *Inspector) TaskDiff(ctx context.Context, runID, taskID string, opt boundary.DiffOptions) ([]byte, error) {
-	return TaskDiff(ctx, in.j, in.root, runID, taskID, opt)
+	return taskDiff(ctx, in.j, in.root, runID, taskID, opt)
 }
 
-// WorkRun is WorkRun over the inspector's journal.
+// WorkRun is the run whose boundaries hold task taskID's work, for a task
+// run runID replayed (workRun).
 func (in *Inspector) WorkRun(runID, taskID string) (string, bool, error) {
-	return WorkRun(in.j, runID, taskID)
+	return workRun(in.j, runID, taskID)
 }
 
-// TaskLog is TaskLogOf over the inspector's journal.
+// TaskLog is what task taskID's attempts said in run runID: the agent's
+// and the gate's own words (taskLogOf).
 func (in *Inspector) TaskLog(runID, taskID string) (*TaskLog, bool, error) {
-	return TaskLogOf(in.j, runID, taskID)
+	return taskLogOf(in.j, runID, taskID)
 }
 
-// LostContent is LostContent over the inspector's journal.
+// LostContent is the content the guard saw lost in run runID (of task
+// taskID, of paths, when given): what `implloop restore` writes back
+// (lostContent).
 func (in *Inspector) LostContent(runID, taskID string, paths []string) ([]boundary.LostContent, error) {
-	return LostContent(in.j, runID, taskID, paths)
+	return lostContent(in.j, runID, taskID, paths)
 }
 
-// TaskBefore is TaskBefore over the inspector's journal.
+// TaskBefore is what writing the tree back to how it was before task
+// taskID of run runID writes (restore --before; taskBefore).
 func (in *Inspector) TaskBefore(ctx context.Context, runID, taskID string, paths []string) ([]boundary.LostContent, error) {
-	return TaskBefore(ctx, in.j, in.root, runID, taskID, paths)
+	return taskBefore(ctx, in.j, in.root, runID, taskID, paths)
 }
 
 // Report builds run runID's report from the journal (report.Build).
 func (in *Inspector) Report(runID string) (*report.Report, error) { return report.Build(in.j, runID) }
 
-// WriteHTMLReport is WriteHTMLReport over the inspector's journal.
+// WriteHTMLReport (re)writes rep's report.html beside its report.md and
+// returns its path (writeHTMLReport).
 func (in *Inspector) WriteHTMLReport(ctx context.Context, rep *report.Report) (string, error) {
-	return WriteHTMLReport(ctx, in.j, in.root, rep)
+	return writeHTMLReport(ctx, in.j, in.root, rep)
 }
 
 // TrustOfRun is what the trust rule says of run runID (travel.TrustOfRun).
@@ -169,5 +180,6 @@ func (in *Inspector) TrustOfRun(runID string) (travel.Trust, error) {
 	return travel.TrustOfRun(in.j, runID)
 }
 
-// PulledTrust is PulledTrust over the inspector's journal.
-func (in *Inspector) PulledTrust() (map[string]travel.Trust, error) { return PulledTrust(in.j) }
+// PulledTrust is the trust rule's answer for every pulled run, by run id
+// (pulledTrust).
+func (in *Inspector) PulledTrust() (map[string]travel.Trust, error) { return pulledTrust(in.j) }

@@ -65,9 +65,9 @@ const (
 	TailBytes = 8 << 10
 )
 
-// TaskLogOf reads task taskID's attempts in run runID from the journal and
+// taskLogOf reads task taskID's attempts in run runID from the journal and
 // its blobs (read-only). ok is false when the run has no such task.
-func TaskLogOf(j *cache.Journal, runID, taskID string) (log *TaskLog, ok bool, err error) {
+func taskLogOf(j *cache.Journal, runID, taskID string) (log *TaskLog, ok bool, err error) {
 	logs, err := taskLogs(j, runID, taskID, true)
 	if err != nil {
 		return nil, false, err

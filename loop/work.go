@@ -257,7 +257,7 @@ func (e *engine) lineageDiscards() (map[string]bool, string) {
 	}
 	var out map[string]bool
 	for _, run := range e.lineage.runs {
-		lost, err := LostContent(e.j, run, "", nil)
+		lost, err := lostContent(e.j, run, "", nil)
 		if err != nil {
 			continue
 		}

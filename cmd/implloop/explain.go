@@ -60,7 +60,7 @@ Read-only: it writes nothing.
 	return cmd
 }
 
-// explainRun prints loop.Explain of the run.
+// explainRun prints the inspector's Explain of the run.
 func explainRun(o *explainOptions) error {
 	j, run, err := openRun(o.io, []string{o.run})
 	if err != nil {
