@@ -57,21 +57,13 @@ type PlannedPush struct {
 // cannot be reached, RemoteErr says so and every run is listed as going.
 func PlanPush(ctx context.Context, j *cache.Journal, o PushOptions) (*PushPlan, error) {
 	dir := j.Root()
-	p := &PushPlan{Remote: o.Remote}
-	if p.Remote == "" {
-		p.Remote = DefaultRemote(ctx, dir)
+	sc, err := scopePush(ctx, j, o)
+	if err != nil {
+		return nil, err
 	}
+	p := &PushPlan{Remote: sc.remote, Skipped: sc.skipped, Sign: sc.sign}
 	p.URL, _ = git(ctx, dir, nil, nil, "config", "--get", "remote."+p.Remote+".url")
-	runs, skipped, err := pushRuns(j, o)
-	if err != nil {
-		return nil, err
-	}
-	p.Skipped = skipped
-	pulled, err := j.PulledRuns()
-	if err != nil {
-		return nil, err
-	}
-	p.Sign = SignsRuns(ctx, dir)
+	runs, pulled := sc.runs, sc.pulled
 	if p.Sign {
 		p.Key = SigningKey(ctx, dir)
 	}

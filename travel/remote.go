@@ -25,15 +25,20 @@ type RemoteError struct {
 }
 
 func (e *RemoteError) Error() string {
-	why := e.Err.Error()
+	return fmt.Sprintf("git %s %s failed: %s", e.Op, e.Remote, gitWhy(e.Err))
+}
+
+// gitWhy is why a git command failed, in git's own first words where it
+// printed any ("'origin' does not appear to be a git repository", "Could
+// not resolve host", a rejection), else err's text.
+func gitWhy(err error) string {
+	why := err.Error()
 	var ge *gitcmd.Error
-	if errors.As(e.Err, &ge) && ge.Stderr != "" {
-		// git's own first words say it: "'origin' does not appear to be
-		// a git repository", "Could not resolve host", a rejection.
+	if errors.As(err, &ge) && ge.Stderr != "" {
 		why, _, _ = strings.Cut(ge.Stderr, "\n")
 		why = strings.TrimPrefix(strings.TrimPrefix(why, "fatal: "), "error: ")
 	}
-	return fmt.Sprintf("git %s %s failed: %s", e.Op, e.Remote, why)
+	return why
 }
 
 func (e *RemoteError) Unwrap() error { return e.Err }
@@ -128,6 +133,35 @@ func pushRuns(j *cache.Journal, o PushOptions) (runs []*cache.Run, skipped []str
 	return runs, skipped, nil
 }
 
+// pushScope is what Push and PlanPush start from: the remote (the default
+// one when the options name none), the runs that go and those skipped
+// (pushRuns), the runs pulled from elsewhere, and whether the user's git
+// signs.
+type pushScope struct {
+	remote  string
+	runs    []*cache.Run
+	skipped []string
+	pulled  map[string]cache.Pulled
+	sign    bool
+}
+
+func scopePush(ctx context.Context, j *cache.Journal, o PushOptions) (pushScope, error) {
+	dir := j.Root()
+	sc := pushScope{remote: o.Remote}
+	if sc.remote == "" {
+		sc.remote = DefaultRemote(ctx, dir)
+	}
+	var err error
+	if sc.runs, sc.skipped, err = pushRuns(j, o); err != nil {
+		return pushScope{}, err
+	}
+	if sc.pulled, err = j.PulledRuns(); err != nil {
+		return pushScope{}, err
+	}
+	sc.sign = SignsRuns(ctx, dir)
+	return sc, nil
+}
+
 // Push pushes runs' records and boundary refs to a remote in one atomic
 // `git push`. A run goes with its lineage (the runs it resumes), whose
 // records a resume needs; records not written yet (a run killed and then
@@ -138,20 +172,12 @@ func pushRuns(j *cache.Journal, o PushOptions) (runs []*cache.Run, skipped []str
 // run.
 func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, error) {
 	dir := j.Root()
-	res := &PushResult{Remote: o.Remote}
-	if res.Remote == "" {
-		res.Remote = DefaultRemote(ctx, dir)
-	}
-	runs, skipped, err := pushRuns(j, o)
+	sc, err := scopePush(ctx, j, o)
 	if err != nil {
 		return nil, err
 	}
-	res.Skipped = skipped
-	pulled, err := j.PulledRuns()
-	if err != nil {
-		return nil, err
-	}
-	sign := SignsRuns(ctx, dir)
+	res := &PushResult{Remote: sc.remote, Skipped: sc.skipped}
+	runs, pulled, sign := sc.runs, sc.pulled, sc.sign
 	// What the remote has already is not pushed again: a push of many
 	// runs sends only the new ones, and records without transcripts are
 	// not pushed over the whole records (their transcripts left already).
