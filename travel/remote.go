@@ -14,6 +14,7 @@ import (
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/runid"
 )
 
 // RemoteError is a push or fetch that git could not do: the remote is
@@ -410,7 +411,7 @@ func (p *puller) sortStaged(staged string) (todo, repairs []pending, recheck []c
 		}
 		fmt.Fprintf(&p.refs, "delete %s\n", ref)
 		run := strings.TrimPrefix(ref, pullNS)
-		if !validRunID(run) {
+		if !runid.Valid(run) {
 			return nil, nil, nil, &RefusedError{Run: run, Commit: commit, Reason: "the run id is not one implloop writes"}
 		}
 		if _, err := p.j.GetRun(run); errors.Is(err, cache.ErrNotFound) {
