@@ -268,7 +268,7 @@ func (t *taker) startIgnoredListing() (wait func()) {
 	}
 }
 
-// ruledTree writes the worktree's tree through the private index under
+// ruledTree writes the worktree's tree through the index Take uses, under
 // the run's ignore rules, keeping in it the files the previous boundary had
 // that became ignored since (snap.KeptIgnored).
 func (t *taker) ruledTree(snap *Snapshot) (string, error) {
