@@ -59,6 +59,10 @@ type PushOptions struct {
 	// NoTranscripts pushes the records without prompts, agent output and
 	// gate output.
 	NoTranscripts bool
+	// With are refs set in the same atomic push, each only while the
+	// remote still holds its Old value (claims.go): a worker's claim
+	// moved to the records it pushes. ErrCASFailed when one does not.
+	With []RefUpdate
 }
 
 // PushResult is what Push pushed.
@@ -199,7 +203,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 			}
 		}
 	}
-	if len(refspecs) == 0 {
+	if len(refspecs) == 0 && len(o.With) == 0 {
 		return res, nil
 	}
 	if len(sealed) > 0 {
@@ -210,7 +214,12 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		}
 		refspecs = append(refspecs, seal+":"+SealRefPrefix+seal)
 	}
-	if _, err := git(ctx, dir, nil, nil, append([]string{"push", "--atomic", "--quiet", res.Remote}, refspecs...)...); err != nil {
+	leases, specs := casArgs(o.With)
+	args := append(append([]string{"push", "--atomic", "--quiet"}, leases...), res.Remote)
+	if _, err := git(ctx, dir, nil, nil, append(append(args, refspecs...), specs...)...); err != nil {
+		if len(o.With) > 0 {
+			return nil, pushError(res.Remote, err)
+		}
 		return nil, &RemoteError{Remote: res.Remote, Op: "push", Err: err}
 	}
 	return res, nil
