@@ -3,6 +3,8 @@ package boundary
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -110,4 +112,39 @@ func (g *gitRepo) writeMerge(ctx context.Context, ours string, m *Merge) error {
 		}
 	}
 	return nil
+}
+
+// CommitTree is the tree a boundary of a clean checkout of commit has:
+// the commit's tree less implloop's own files and the paths exclude
+// names (the plan: Take's WithExclude). Workers start from it, as the run
+// that gathers their results does from its first boundary.
+func CommitTree(ctx context.Context, repoDir, commit string, exclude ...string) (string, error) {
+	g, err := openGit(ctx, repoDir)
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp("", "implloop-index-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	if _, _, err := g.run(env, nil, "read-tree", commit+"^{tree}"); err != nil {
+		return "", fmt.Errorf("the tree of %.12s: %w", commit, err)
+	}
+	paths := []string{"BLOCKED.md", ".implloop"}
+	for _, x := range exclude {
+		if x != "" {
+			paths = append(paths, x)
+		}
+	}
+	args := append([]string{"--literal-pathspecs", "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--"}, paths...)
+	if _, _, err := g.run(env, nil, args...); err != nil {
+		return "", fmt.Errorf("the tree of %.12s: %w", commit, err)
+	}
+	out, _, err := g.run(env, nil, "write-tree")
+	if err != nil {
+		return "", fmt.Errorf("the tree of %.12s: %w", commit, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }

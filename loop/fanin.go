@@ -218,3 +218,7 @@ func (e *engine) onlyTask() error {
 	}
 	return fmt.Errorf("plan %s has no task %s", e.s.Plan, e.o.Task)
 }
+
+// ReadPlan reads the plan at path and selects all its tasks, as a run
+// does (a lint error is a *PlanError).
+func ReadPlan(path string) (*extractor.Selection, error) { return loadPlan(path, "") }
