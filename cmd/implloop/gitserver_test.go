@@ -17,26 +17,39 @@ func cmdGitServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: gitserver VAR DIR")
 	}
-	gitPath, err := exec.LookPath("git")
+	url, stop, err := serveGit(ts.MkAbs(args[1]), ts.Getenv("HOME"))
 	ts.Check(err)
+	ts.Defer(stop)
+	ts.Setenv(args[0], url)
+}
+
+// serveGit serves the bare repositories under dir over smart HTTP on
+// loopback (pushes allowed), with git's HOME at home, until stop: url/NAME.git
+// is dir/NAME.git.
+func serveGit(dir, home string) (url string, stop func(), err error) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		return "", nil, err
+	}
 	h := &cgi.Handler{
 		Path: gitPath,
 		Args: []string{"http-backend"},
 		Root: "/git",
 		Env: []string{
-			"GIT_PROJECT_ROOT=" + ts.MkAbs(args[1]),
+			"GIT_PROJECT_ROOT=" + dir,
 			"GIT_HTTP_EXPORT_ALL=1",
 			"GIT_CONFIG_NOSYSTEM=1",
-			"HOME=" + ts.Getenv("HOME"),
+			"HOME=" + home,
 			"GIT_CONFIG_COUNT=1",
 			"GIT_CONFIG_KEY_0=http.receivepack",
 			"GIT_CONFIG_VALUE_0=true",
 		},
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	ts.Check(err)
+	if err != nil {
+		return "", nil, err
+	}
 	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
-	ts.Defer(func() { srv.Close() })
-	ts.Setenv(args[0], "http://"+ln.Addr().String()+"/git")
+	return "http://" + ln.Addr().String() + "/git", func() { srv.Close() }, nil
 }

@@ -1,0 +1,451 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/implloop/implloop/travel"
+)
+
+// Workers (implloop work) as they run in CI: real worker processes (the
+// implloop binary), each in its own clone, sharing a real git server on
+// loopback (git http-backend), signing their runs with an SSH key that
+// the fan-in's clone allows.
+
+// make test races 40 rounds; make fuzz, 200.
+var claimRounds = flag.Int("claim.rounds", 40, "rounds of TestWorkClaimRace")
+
+// fleet is a shared remote, a base commit with a plan, and the clones of
+// the workers and the fan-in.
+type fleet struct {
+	t     testing.TB
+	dir   string
+	env   []string
+	url   string
+	calls string
+}
+
+// workAgent logs each call's task id to $CALLS and writes
+// out-<task>.txt; with $SLOW_TASK, the first call of that task records
+// its pid and sleeps (it is killed with its worker).
+const workAgent = `#!/bin/sh
+echo "$IMPLLOOP_TASK_ID" >> "$CALLS"
+if [ -n "$SLOW_TASK" ] && [ "$IMPLLOOP_TASK_ID" = "$SLOW_TASK" ] && mkdir "$SLOW_MARK" 2>/dev/null; then
+  echo $$ > "$SLOW_MARK/pid"
+  sleep 60
+fi
+if [ -n "$CHAIN" ] && [ "$IMPLLOOP_TASK_ID" -gt 1 ]; then
+  prev=$((IMPLLOOP_TASK_ID - 1))
+  test -f "out-$prev.txt" || echo "missing-$prev" >> "$CALLS"
+  claim=$(git ls-remote "$REMOTE" "refs/implloop/claims/*/$prev" | cut -f1)
+  git ls-remote "$REMOTE" 'refs/implloop/records/*' | cut -f1 | grep -qx "$claim" || echo "early-$IMPLLOOP_TASK_ID" >> "$CALLS"
+fi
+[ -z "$AGENT_SLEEP" ] || sleep "$AGENT_SLEEP"
+echo "task $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"
+`
+
+func newFleet(t testing.TB, plan string) *fleet {
+	t.Helper()
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("ssh-keygen is not installed")
+	}
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	f := &fleet{t: t, dir: dir, calls: filepath.Join(dir, "calls")}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "GIT_") && k != "HOME" && !strings.HasPrefix(k, "IMPLLOOP_") {
+			f.env = append(f.env, kv)
+		}
+	}
+	f.env = append(f.env, "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "CALLS="+f.calls)
+	must(t, os.MkdirAll(home, 0o755))
+	f.run(dir, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ci", "-f", filepath.Join(dir, "key"))
+	pub, err := os.ReadFile(filepath.Join(dir, "key.pub"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, "allowed"), []byte("ci@example.com "+string(pub)), 0o644))
+	must(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(fmt.Sprintf(`[user]
+	name = ci
+	email = ci@example.com
+	signingKey = %s
+[init]
+	defaultBranch = main
+[gpg]
+	format = ssh
+[gpg "ssh"]
+	allowedSignersFile = %s
+[implloop]
+	signRuns = true
+`, filepath.Join(dir, "key.pub"), filepath.Join(dir, "allowed"))), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "agent.sh"), []byte(workAgent), 0o755))
+	f.run(dir, "git", "init", "-q", "--bare", filepath.Join(dir, "srv", "shared.git"))
+	url, stop, err := serveGit(filepath.Join(dir, "srv"), home)
+	must(t, err)
+	t.Cleanup(stop)
+	f.url = url + "/shared.git"
+	f.env = append(f.env, "REMOTE="+f.url)
+	a := f.clone("a")
+	must(t, os.WriteFile(filepath.Join(a, "plan.md"), []byte(plan), 0o644))
+	f.run(a, "git", "add", "plan.md")
+	f.run(a, "git", "commit", "-q", "-m", "plan")
+	f.run(a, "git", "push", "-q", "origin", "HEAD:main")
+	return f
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fleet) cmd(dir, name string, args ...string) *exec.Cmd {
+	c := exec.Command(name, args...)
+	c.Dir, c.Env = dir, f.env
+	return c
+}
+
+// run runs a command that must succeed, and returns its stdout.
+func (f *fleet) run(dir, name string, args ...string) string {
+	f.t.Helper()
+	var out, errb bytes.Buffer
+	c := f.cmd(dir, name, args...)
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		f.t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+func (f *fleet) clone(name string) string {
+	f.run(f.dir, "git", "clone", "-q", f.url, name)
+	return filepath.Join(f.dir, name)
+}
+
+// worker is a started `implloop work` and its output.
+type runningWorker struct {
+	cmd      *exec.Cmd
+	out, err bytes.Buffer
+}
+
+var agentFlags = []string{"--agent-cmd", "", "--verify", "test -f out-$IMPLLOOP_TASK_ID.txt"}
+
+func (f *fleet) agentFlags() []string {
+	fl := slices.Clone(agentFlags)
+	fl[1] = filepath.Join(f.dir, "agent.sh")
+	return fl
+}
+
+// start starts a worker in a new clone, with env added.
+func (f *fleet) start(name string, env []string, args ...string) *runningWorker {
+	f.t.Helper()
+	dir := f.clone(name)
+	args = append(append([]string{"work", "plan.md", "--remote", "origin", "--id", name}, f.agentFlags()...), args...)
+	w := &runningWorker{cmd: f.cmd(dir, "implloop", args...)}
+	w.cmd.Env = append(slices.Clone(f.env), env...)
+	w.cmd.Stdout, w.cmd.Stderr = &w.out, &w.err
+	must(f.t, w.cmd.Start())
+	f.t.Cleanup(func() {
+		if w.cmd.ProcessState == nil {
+			_ = w.cmd.Process.Kill()
+			_ = w.cmd.Wait()
+		}
+	})
+	return w
+}
+
+func (f *fleet) wait(w *runningWorker) {
+	f.t.Helper()
+	if err := w.cmd.Wait(); err != nil {
+		f.t.Fatalf("worker: %v\n%s%s", err, w.out.String(), w.err.String())
+	}
+}
+
+func (f *fleet) callLines() []string {
+	b, err := os.ReadFile(f.calls)
+	if err != nil && !os.IsNotExist(err) {
+		f.t.Fatal(err)
+	}
+	return strings.Fields(string(b))
+}
+
+// fanIn pulls into a fresh clone and runs the plan there: its output,
+// and its exit code.
+func (f *fleet) fanIn(extra ...string) (string, int, string) {
+	f.t.Helper()
+	dir := f.clone("fanin")
+	f.run(dir, "implloop", "pull", "origin")
+	var out bytes.Buffer
+	c := f.cmd(dir, "implloop", append(append([]string{"run", "plan.md"}, f.agentFlags()...), extra...)...)
+	c.Stdout, c.Stderr = &out, &out
+	code := 0
+	if err := c.Run(); err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			f.t.Fatal(err)
+		}
+		code = ee.ExitCode()
+	}
+	return out.String(), code, dir
+}
+
+func independentPlan(n int) string {
+	var b strings.Builder
+	b.WriteString("# Plan\n\nIndependent tasks.\n\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "- [ ] T%03d [P] write out-T%03d.txt\n", i, i)
+	}
+	return b.String()
+}
+
+// Four workers in four clones, eight independent tasks: each task is done
+// once, and a fresh clone's fan-in replays all of them (no agent call),
+// with every file.
+func TestWorkFourWorkersEightTasks(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(8))
+	var ws []*runningWorker
+	for i := 1; i <= 4; i++ {
+		ws = append(ws, f.start(fmt.Sprintf("w%d", i), nil))
+	}
+	ran := 0
+	for _, w := range ws {
+		f.wait(w)
+		ran += strings.Count(w.out.String(), "  pushed")
+	}
+	calls := f.callLines()
+	slices.Sort(calls)
+	want := []string{"T001", "T002", "T003", "T004", "T005", "T006", "T007", "T008"}
+	if !slices.Equal(calls, want) || ran != 8 {
+		t.Fatalf("calls %v (want each task once), %d pushed", calls, ran)
+	}
+	out, code, dir := f.fanIn()
+	if code != 0 || !strings.Contains(out, "DONE 8/8") || !strings.Contains(out, "units: 0 live, 8 replayed") {
+		t.Fatalf("fan-in exited %d:\n%s", code, out)
+	}
+	if got := f.callLines(); len(got) != 8 {
+		t.Fatalf("the fan-in called the agent: %v", got)
+	}
+	for _, id := range want {
+		b, err := os.ReadFile(filepath.Join(dir, "out-"+id+".txt"))
+		if err != nil || string(b) != "task "+id+"\n" {
+			t.Fatalf("out-%s.txt: %q, %v", id, b, err)
+		}
+	}
+	checkJournalsUnder(scriptT{t}, f.dir)
+}
+
+// A worker killed with kill -9 in the middle of a task: once its lease
+// (3 s) runs out, one other worker takes the task over; the agent is
+// called once more than there are tasks.
+func TestWorkKilledWorkerTakenOver(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(3))
+	mark := filepath.Join(f.dir, "slow")
+	slow := []string{"SLOW_TASK=T001", "SLOW_MARK=" + mark}
+	a := f.start("k", slow, "--lease", "3s")
+	pidFile := filepath.Join(mark, "pid")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if b, err := os.ReadFile(pidFile); err == nil && strings.TrimSpace(string(b)) != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first worker never started task T001:\n%s", a.err.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The worker and its agent die at once, as a pod does.
+	must(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	_ = a.cmd.Wait()
+	b, _ := os.ReadFile(pidFile)
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	w1 := f.start("b", slow, "--lease", "3s")
+	w2 := f.start("c", slow, "--lease", "3s")
+	f.wait(w1)
+	f.wait(w2)
+	took := strings.Count(w1.err.String()+w2.err.String(), "task T001: taken over")
+	calls := f.callLines()
+	slices.Sort(calls)
+	if want := []string{"T001", "T001", "T002", "T003"}; !slices.Equal(calls, want) || took != 1 {
+		t.Fatalf("calls %v, want %v; taken over %d time(s)\n%s\n%s", calls, want, took, w1.err.String(), w2.err.String())
+	}
+	out, code, _ := f.fanIn()
+	if code != 0 || !strings.Contains(out, "units: 0 live, 3 replayed") || len(f.callLines()) != 4 {
+		t.Fatalf("fan-in exited %d:\n%s", code, out)
+	}
+}
+
+// A chain of three (each depends on the one before) runs in order across
+// three workers: no task starts before the result of the one it depends
+// on is on the remote, and it starts from that result.
+func TestWorkChainInOrder(t *testing.T) {
+	t.Parallel()
+	plan := "# Plan\n\n## Task 1: first\n\nWrite out-1.txt.\n\n## Task 2: second\n\nDepends on: 1\n\nWrite out-2.txt.\n\n" +
+		"## Task 3: third\n\nDepends on: 2\n\nWrite out-3.txt.\n"
+	f := newFleet(t, plan)
+	var ws []*runningWorker
+	for i := 1; i <= 3; i++ {
+		ws = append(ws, f.start(fmt.Sprintf("w%d", i), []string{"CHAIN=1"}))
+	}
+	for _, w := range ws {
+		f.wait(w)
+	}
+	if calls := f.callLines(); !slices.Equal(calls, []string{"1", "2", "3"}) {
+		t.Fatalf("calls %v, want 1 2 3 in order (missing-N: a task started without N's work; early-N: before its dependency's result was pushed)", calls)
+	}
+	out, code, _ := f.fanIn()
+	if code != 0 || !strings.Contains(out, "units: 0 live, 3 replayed") {
+		t.Fatalf("fan-in exited %d:\n%s", code, out)
+	}
+}
+
+// A task whose gate keeps failing: its worker pushes the blocked
+// attempts; the fan-in, with no agent call, blocks at it with BLOCKED.md,
+// as a serial run does (PARTIAL: the other task is done).
+func TestWorkBlockedTask(t *testing.T) {
+	t.Parallel()
+	plan := "# Plan\n\n- [ ] T001 [P] write out-T001.txt\n- [ ] T002 [P] write out-T002.txt\n\n  ```verify\n  false\n  ```\n"
+	f := newFleet(t, plan)
+	w1 := f.start("w1", nil, "--max-attempts", "2")
+	w2 := f.start("w2", nil, "--max-attempts", "2")
+	f.wait(w1)
+	f.wait(w2)
+	if !strings.Contains(w1.out.String()+w2.out.String(), "blocked: T002") {
+		t.Fatalf("no worker says T002 blocked:\n%s\n%s", w1.out.String(), w2.out.String())
+	}
+	calls := f.callLines()
+	slices.Sort(calls)
+	if !slices.Equal(calls, []string{"T001", "T002", "T002"}) {
+		t.Fatalf("calls %v", calls)
+	}
+	out, code, dir := f.fanIn("--max-attempts", "2")
+	if code != exitPartial || !strings.Contains(out, "BLOCKED: task T002: the gate failed on 2 attempt(s)") || !strings.Contains(out, "PARTIAL 1/2") {
+		t.Fatalf("fan-in exited %d:\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "BLOCKED.md")); err != nil {
+		t.Fatalf("no BLOCKED.md: %v\n%s", err, out)
+	}
+	if len(f.callLines()) != 3 {
+		t.Fatalf("the fan-in called the agent: %v\n%s", f.callLines(), out)
+	}
+	// A serial run of the plan blocks the same way.
+	serial := f.clone("serial")
+	c := f.cmd(serial, "implloop", append(append([]string{"run", "plan.md", "--fresh"}, f.agentFlags()...), "--max-attempts", "2")...)
+	sout, _ := c.CombinedOutput()
+	if c.ProcessState.ExitCode() != exitPartial || !strings.Contains(string(sout), "BLOCKED: task T002: the gate failed on 2 attempt(s)") {
+		t.Fatalf("serial run:\n%s", sout)
+	}
+}
+
+// Two workers race for the same claim, round after round: exactly one
+// compare-and-swap push wins each, and the claim holds the winner's lease.
+func TestWorkClaimRace(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(1))
+	dirs := []string{f.clone("r1"), f.clone("r2")}
+	// The pushes are made from this process, as a worker makes them.
+	ctx := context.Background()
+	for round := 0; round < *claimRounds; round++ {
+		ref := travel.ClaimRef("race", strconv.Itoa(round))
+		var wg sync.WaitGroup
+		wins := make([]bool, 2)
+		leases := make([]string, 2)
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		for i := range 2 {
+			lease, err := travel.NewLease(ctx, dirs[i], "race", strconv.Itoa(round), fmt.Sprintf("w%d", i), round)
+			must(t, err)
+			leases[i] = lease
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				err := travel.CASPush(ctx, dirs[i], "origin", travel.RefUpdate{Ref: ref, New: lease})
+				wins[i] = err == nil
+				if err != nil && !strings.Contains(err.Error(), travel.ErrCASFailed.Error()) {
+					errs[i] = err
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for _, err := range errs {
+			must(t, err)
+		}
+		if wins[0] == wins[1] {
+			t.Fatalf("round %d: wins %v", round, wins)
+		}
+		winner := leases[0]
+		if wins[1] {
+			winner = leases[1]
+		}
+		refs, err := travel.RemoteRefs(ctx, dirs[0], "origin", ref)
+		must(t, err)
+		if refs[ref] != winner {
+			t.Fatalf("round %d: the claim holds %s, the winner pushed %s", round, refs[ref], winner)
+		}
+	}
+}
+
+// scriptT is a *testing.T as testscript.T (checkJournalsUnder).
+type scriptT struct{ *testing.T }
+
+func (t scriptT) Run(name string, f func(testscript.T)) {
+	t.T.Run(name, func(t *testing.T) { f(scriptT{t}) })
+}
+func (t scriptT) Verbose() bool { return testing.Verbose() }
+
+// BenchmarkWorkers: 8 workers, 32 independent tasks whose agent takes
+// 2 s each. The reference is the ideal: 32 tasks / 8 workers x 2 s = 8 s,
+// no protocol at all. Reported: the wall time as a multiple of the ideal
+// (x_ideal, at most 1.3 wanted) and the protocol's cost per task (claim,
+// input, boundaries, records, signing, push), in ms, on loopback.
+func BenchmarkWorkers(b *testing.B) {
+	const workers, tasks, agent = 8, 32, 2 * time.Second
+	ideal := time.Duration(tasks/workers) * agent
+	for b.Loop() {
+		b.StopTimer()
+		f := newFleet(b, independentPlan(tasks))
+		var dirs []string
+		for i := 1; i <= workers; i++ {
+			dirs = append(dirs, f.clone(fmt.Sprintf("w%d", i)))
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		var ws []*exec.Cmd
+		for i, dir := range dirs {
+			args := append([]string{"work", "plan.md", "--remote", "origin", "--id", fmt.Sprintf("w%d", i+1)}, f.agentFlags()...)
+			c := f.cmd(dir, "implloop", args...)
+			c.Env = append(c.Env, "AGENT_SLEEP=2")
+			must(b, c.Start())
+			ws = append(ws, c)
+		}
+		for _, c := range ws {
+			must(b, c.Wait())
+		}
+		wall := time.Since(t0)
+		b.StopTimer()
+		if n := len(f.callLines()); n != tasks {
+			b.Fatalf("%d calls for %d tasks", n, tasks)
+		}
+		b.ReportMetric(wall.Seconds()/ideal.Seconds(), "x_ideal")
+		b.ReportMetric(float64((wall-ideal).Milliseconds())/float64(tasks/workers), "ms_overhead/task")
+		b.StartTimer()
+	}
+}
