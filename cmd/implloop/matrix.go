@@ -44,8 +44,8 @@ Read-only: it writes nothing.
 		Example: `  implloop matrix plan.md
   implloop matrix plan.md --json --max-workers 8
 
-  # In a GitHub Actions job whose output feeds the workers' matrix
-  echo "matrix=$(implloop matrix plan.md --json --max-workers 8)" >> "$GITHUB_OUTPUT"`,
+  # In a GitHub Actions job whose output feeds the workers' matrix:
+  #   echo "matrix=$(implloop matrix plan.md --json --max-workers 8)" >> "$GITHUB_OUTPUT"`,
 		Args:              exactArgs(1, "a PLAN file"),
 		ValidArgsFunction: completePlanFiles(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
