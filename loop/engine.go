@@ -70,6 +70,9 @@ type Options struct {
 	// results): the identity of each one's final unit in the run that
 	// did it, as a serial run would have it.
 	Artifacts map[string]string
+	// NoHTMLReport leaves report.html out (a worker's run: the fan-in
+	// writes the plan's).
+	NoHTMLReport bool
 }
 
 // Outcome is what a run ended with.
@@ -530,7 +533,7 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		// something Write cannot write into: the run still ends BLOCKED.
 		out.ReportPath, out.ReportErr = "", err
 	}
-	if out.ReportPath != "" {
+	if out.ReportPath != "" && !e.o.NoHTMLReport {
 		// The HTML report reads the boundary commits even after an
 		// interrupt, for a little while; without it the run still ends
 		// as it did.

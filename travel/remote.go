@@ -63,6 +63,10 @@ type PushOptions struct {
 	// remote still holds its Old value (claims.go): a worker's claim
 	// moved to the records it pushes. ErrCASFailed when one does not.
 	With []RefUpdate
+	// New: the runs are new to the remote (a worker's run, just made):
+	// no ls-remote first, and no seal (a single run's own signature is
+	// what a pull verifies).
+	New bool
 }
 
 // PushResult is what Push pushed.
@@ -158,9 +162,11 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	// What the remote has already is not pushed again: a push of many
 	// runs sends only the new ones, and records without transcripts are
 	// not pushed over the whole records (their transcripts left already).
-	there, err := lsRemote(ctx, dir, res.Remote)
-	if err != nil {
-		return nil, err
+	there := map[string]string{}
+	if !o.New {
+		if there, err = lsRemote(ctx, dir, res.Remote); err != nil {
+			return nil, err
+		}
 	}
 	var refspecs []string
 	sealed := map[string]string{} // run made here -> the records commit pushed, signed
@@ -206,7 +212,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	if len(refspecs) == 0 && len(o.With) == 0 {
 		return res, nil
 	}
-	if len(sealed) > 0 {
+	if len(sealed) > 0 && !o.New {
 		// One signature that a pull verifies for all of them (seal.go).
 		seal, err := writeSeal(ctx, dir, sealed)
 		if err != nil {

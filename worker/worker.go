@@ -518,7 +518,7 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took bool, info map[strin
 	go r.loop(ctx, cancel)
 	out, runErr := loop.Run(tctx, loop.Options{
 		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: w.o.Observer,
-		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now,
+		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true,
 	})
 	lost := r.end()
 	if ctx.Err() != nil {
@@ -540,7 +540,7 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took bool, info map[strin
 	if err != nil {
 		return err
 	}
-	_, err = travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{out.RunID},
+	_, err = travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{out.RunID}, New: true,
 		With: []travel.RefUpdate{{Ref: ref, New: records, Old: r.value}}})
 	if errors.Is(err, travel.ErrCASFailed) {
 		w.log(Event{Type: "lost", Task: t.ID, Run: out.RunID, Message: "its lease was taken over before the push: its result is not pushed"})

@@ -92,6 +92,8 @@ func newFleet(t testing.TB, plan string) *fleet {
 `, filepath.Join(dir, "key.pub"), filepath.Join(dir, "allowed"))), 0o644))
 	must(t, os.WriteFile(filepath.Join(dir, "agent.sh"), []byte(workAgent), 0o755))
 	f.run(dir, "git", "init", "-q", "--bare", filepath.Join(dir, "srv", "shared.git"))
+	// As a hosting service does: no gc in the push's own time.
+	f.run(dir, "git", "-C", filepath.Join(dir, "srv", "shared.git"), "config", "receive.autogc", "false")
 	url, stop, err := serveGit(filepath.Join(dir, "srv"), home)
 	must(t, err)
 	t.Cleanup(stop)
