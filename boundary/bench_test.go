@@ -102,14 +102,20 @@ func BenchmarkTake(b *testing.B) {
 				runStatus(b, dir, "--no-optional-locks", "status", "--porcelain=v2", "-z", "--untracked-files=all")
 			}
 			edit := filepath.Join(dir, "d000", "e00", "f000001.txt")
-			var prev Snapshot
+			var prev, prevKeep Snapshot
 			step := 0
-			take := func() {
+			// keep: as the loop takes it, keeping the plan and the
+			// ignored files (there are none: what keeping costs then).
+			takeRun := func(run string, prev *Snapshot, keep bool) {
 				step++
 				os.WriteFile(edit, []byte(fmt.Sprintf("edit %d\n", step)), 0o644)
-				opts := []Option{WithRun("bench")}
+				opts := []Option{WithRun(run)}
+				if keep {
+					opts = append(opts, WithKeep(Keep{Plan: "untracked/new.txt", Ignored: true,
+						Limits: KeepLimits{FileSize: DefaultKeepFileSize, RunSize: DefaultKeepRunSize, Files: DefaultKeepFiles}}))
+				}
 				if prev.Commit != "" {
-					opts = append(opts, WithPrev(prev))
+					opts = append(opts, WithPrev(*prev))
 				}
 				s, err := Take(ctx, dir, opts...)
 				if err != nil {
@@ -118,8 +124,10 @@ func BenchmarkTake(b *testing.B) {
 				if len(s.Paths) != 10 {
 					b.Fatalf("%d dirty paths, want 10", len(s.Paths))
 				}
-				prev = s
+				*prev = s
 			}
+			take := func() { takeRun("bench", &prev, false) }
+			takeKeep := func() { takeRun("bench-keep", &prevKeep, true) }
 			readOnly := func() {
 				if _, err := Take(ctx, dir); err != nil {
 					b.Fatal(err)
@@ -129,30 +137,73 @@ func BenchmarkTake(b *testing.B) {
 			status()
 			take()
 			take()
+			takeKeep()
+			takeKeep()
 			readOnly()
-			var git, ours, ro time.Duration
+			var git, ours, ro, kept time.Duration
+			timed := []struct {
+				f   func()
+				sum *time.Duration
+			}{{status, &git}, {take, &ours}, {takeKeep, &kept}}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				if i%2 == 0 {
-					status()
-					t1 := time.Now()
-					take()
-					git, ours = git+t1.Sub(t0), ours+time.Since(t1)
-				} else {
-					take()
-					t1 := time.Now()
-					status()
-					ours, git = ours+t1.Sub(t0), git+time.Since(t1)
+				// Each in turn goes first: whatever the one before left
+				// in the caches is shared out evenly.
+				for j := range timed {
+					x := timed[(i+j)%len(timed)]
+					t0 := time.Now()
+					x.f()
+					*x.sum += time.Since(t0)
 				}
 				t2 := time.Now()
 				readOnly()
 				ro += time.Since(t2)
 			}
 			b.ReportMetric(float64(ours)/float64(git), "take/git-status")
+			b.ReportMetric(float64(kept)/float64(ours), "keep/take")
+			b.ReportMetric(float64(kept)/float64(git), "keep/git-status")
 			b.ReportMetric(float64(ro)/float64(git), "readonly/git-status")
 			b.ReportMetric(float64(ours)/1e6/float64(b.N), "take-ms/op")
 			b.ReportMetric(float64(git)/1e6/float64(b.N), "git-status-ms/op")
+		})
+	}
+}
+
+// BenchmarkFirstBoundary: a run's first boundary, which lists the
+// ignored files to keep (git status --ignored=matching, doing without its
+// untracked cache once) and records the run's ignore rules, against the
+// same boundary keeping nothing, in a repository of n files with 10 dirty
+// paths and no ignored file. Both follow a boundary of another run, so
+// the private index is warm. "first-keep/first" is what keeping costs at
+// the start of a run; BenchmarkTake's "keep/take" at every boundary after.
+func BenchmarkFirstBoundary(b *testing.B) {
+	for _, n := range []int{20000, 100000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			if n > 20000 && testing.Short() {
+				b.Skip("100,000 files: not with -short")
+			}
+			dir := benchRepo(b, n)
+			ctx := context.Background()
+			keep := WithKeep(Keep{Plan: "untracked/new.txt", Ignored: true,
+				Limits: KeepLimits{FileSize: DefaultKeepFileSize, RunSize: DefaultKeepRunSize, Files: DefaultKeepFiles}})
+			first := func(run string, opts ...Option) {
+				if _, err := Take(ctx, dir, append([]Option{WithRun(run)}, opts...)...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			first("warm")
+			first("warm", keep)
+			var plain, kept time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				first(fmt.Sprintf("plain%d", i))
+				t1 := time.Now()
+				first(fmt.Sprintf("keep%d", i), keep)
+				plain, kept = plain+t1.Sub(t0), kept+time.Since(t1)
+			}
+			b.ReportMetric(float64(kept)/float64(plain), "first-keep/first")
+			b.ReportMetric(float64(plain)/1e6/float64(b.N), "first-ms/op")
 		})
 	}
 }

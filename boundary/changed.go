@@ -28,17 +28,34 @@ import (
 // by path.
 func (t *taker) addChanged() (bool, error) {
 	env := append(t.env[:len(t.env):len(t.env)], "GIT_OPTIONAL_LOCKS=1")
-	out, _, err := t.g.run(env, nil, t.indexConfig("status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=dirty")...)
+	args := []string{"status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=dirty"}
+	out, _, err := t.g.run(env, nil, t.indexConfig(args...)...)
 	if err != nil {
 		return false, t.g.ctx.Err()
 	}
-	paths, err := statusChanged(out)
+	paths, untracked, _, err := statusLists(out)
 	if err != nil {
 		return false, nil
 	}
-	var in bytes.Buffer
+	t.statusUsed = true
 	for _, p := range paths {
-		if !t.addExcluded(p) {
+		t.gitignoreSeen = t.gitignoreSeen || isGitignore(p)
+	}
+	if t.noteNewDirs(untracked) {
+		t.gitignoreSeen = true
+	}
+	// The run's ignore rules, where git's differ from them now (rules.go).
+	var add []string
+	var drop map[string]bool
+	if t.rules != nil && t.rules.base != "" && (t.rulesOff || t.gitignoreSeen) {
+		if add, drop, err = t.rulesAdjust(untracked); err != nil {
+			return false, err
+		}
+		t.adjusted = true
+	}
+	var in bytes.Buffer
+	for _, p := range append(paths, add...) {
+		if !t.addExcluded(p) && !drop[p] {
 			in.WriteString(p)
 			in.WriteByte(0)
 		}
@@ -69,22 +86,23 @@ func (t *taker) addExcluded(path string) bool {
 	return false
 }
 
-// statusChanged reads `git status --porcelain=v2 -z` and returns the paths
+// statusLists reads `git status --porcelain=v2 -z` and returns the paths
 // whose work-tree content differs from the index: changed or deleted
 // tracked entries (Y column not '.'), unmerged ones, and untracked files
-// (a nested repository as its directory, the trailing slash dropped). It
-// never panics: a record it cannot read is an error naming it.
-func statusChanged(out []byte) ([]string, error) {
-	var paths []string
+// (a nested repository as its directory, the trailing slash dropped);
+// apart, the untracked ones (a subset of paths), and the ignored paths
+// (with --ignored; a directory with its trailing slash). It never panics:
+// a record it cannot read is an error naming it.
+func statusLists(out []byte) (paths, untracked, ignored []string, err error) {
 	for len(out) > 0 {
 		i := bytes.IndexByte(out, 0)
 		if i < 0 {
-			return nil, fmt.Errorf("git status: record %q is not NUL-terminated", clip(out))
+			return nil, nil, nil, fmt.Errorf("git status: record %q is not NUL-terminated", clip(out))
 		}
 		rec := string(out[:i])
 		out = out[i+1:]
 		if rec == "" {
-			return nil, fmt.Errorf("git status: empty record")
+			return nil, nil, nil, fmt.Errorf("git status: empty record")
 		}
 		switch rec[0] {
 		case '1', '2', 'u':
@@ -94,7 +112,7 @@ func statusChanged(out []byte) ([]string, error) {
 			n := map[byte]int{'1': 9, '2': 10, 'u': 11}[rec[0]]
 			f := strings.SplitN(rec, " ", n)
 			if len(f) != n || len(f[1]) != 2 || f[n-1] == "" {
-				return nil, fmt.Errorf("git status: cannot parse %q", clip([]byte(rec)))
+				return nil, nil, nil, fmt.Errorf("git status: cannot parse %q", clip([]byte(rec)))
 			}
 			if rec[0] == 'u' || f[1][1] != '.' {
 				paths = append(paths, f[n-1])
@@ -102,7 +120,7 @@ func statusChanged(out []byte) ([]string, error) {
 			if rec[0] == '2' {
 				j := bytes.IndexByte(out, 0)
 				if j <= 0 {
-					return nil, fmt.Errorf("git status: rename of %q has no source", clip([]byte(f[n-1])))
+					return nil, nil, nil, fmt.Errorf("git status: rename of %q has no source", clip([]byte(f[n-1])))
 				}
 				if f[1][1] != '.' {
 					paths = append(paths, string(out[:j]))
@@ -112,13 +130,19 @@ func statusChanged(out []byte) ([]string, error) {
 		case '?':
 			p, ok := strings.CutPrefix(rec, "? ")
 			if p = strings.TrimSuffix(p, "/"); !ok || p == "" {
-				return nil, fmt.Errorf("git status: cannot parse %q", clip([]byte(rec)))
+				return nil, nil, nil, fmt.Errorf("git status: cannot parse %q", clip([]byte(rec)))
 			}
-			paths = append(paths, p)
-		case '!', '#':
+			paths, untracked = append(paths, p), append(untracked, p)
+		case '!':
+			p, ok := strings.CutPrefix(rec, "! ")
+			if !ok || p == "" || p == "/" {
+				return nil, nil, nil, fmt.Errorf("git status: cannot parse %q", clip([]byte(rec)))
+			}
+			ignored = append(ignored, p)
+		case '#':
 		default:
-			return nil, fmt.Errorf("git status: cannot parse %q", clip([]byte(rec)))
+			return nil, nil, nil, fmt.Errorf("git status: cannot parse %q", clip([]byte(rec)))
 		}
 	}
-	return paths, nil
+	return paths, untracked, ignored, nil
 }

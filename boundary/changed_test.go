@@ -30,10 +30,17 @@ func TestStatusChanged(t *testing.T) {
 		"1 .A N... 000000 000000 100644 " + z + " " + z + " intent\x00" +
 		"? bad\xffname\nline\x00" +
 		"? nested/\x00" +
-		"! ignored\x00"
-	got, err := statusChanged([]byte(in))
+		"! ignored\x00" +
+		"! build/\x00"
+	got, untracked, ignored, err := statusLists([]byte(in))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Join(ignored, "|") != "ignored|build/" {
+		t.Errorf("ignored: got %q", ignored)
+	}
+	if strings.Join(untracked, "|") != "bad\xffname\nline|nested" {
+		t.Errorf("untracked: got %q", untracked)
 	}
 	want := []string{"dir/with space", "gone", "new2", "old2", "conflict", "sub", "intent", "bad\xffname\nline", "nested"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
@@ -41,7 +48,7 @@ func TestStatusChanged(t *testing.T) {
 	}
 	for _, bad := range []string{"x\x00", "1 M. N... 100644\x00", "? \x00", "?\x00", "2 R. N... 100644 100644 100644 " + a + " " + a + " R100 new\x00",
 		"1 .M N... 100644 100644 100644 " + a + " " + a + " p", "\x00", "1 M N... 100644 100644 100644 " + a + " " + a + " p\x00"} {
-		if _, err := statusChanged([]byte(bad)); err == nil {
+		if _, _, _, err := statusLists([]byte(bad)); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
@@ -55,7 +62,7 @@ func FuzzStatusChanged(f *testing.F) {
 	f.Add([]byte("2 RM N... 100644 100644 100644 " + a + " " + a + " R90 q\x00p\x00"))
 	f.Add([]byte("u UU N... 100644 100644 100644 100644 " + a + " " + a + " " + a + " c\x00? n/\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		paths, err := statusChanged(data)
+		paths, _, _, err := statusLists(data)
 		if err != nil {
 			return
 		}

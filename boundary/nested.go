@@ -14,9 +14,10 @@ import (
 // Take of the outer work tree: its own dirty set, paths relative to its
 // own root. The outer tree records only the commit checked out in it (a
 // 160000 gitlink), so this is the only record of the work uncommitted
-// inside it. Its tree is not kept (nothing is written to the nested
-// repository): what the guard sees discarded there can be named, not
-// restored.
+// inside it. Taken by a boundary (WithRun), it is a boundary of that
+// repository: its tree committed there, on its own
+// refs/implloop/runs/<run>, so what the guard sees discarded in it can be
+// restored (LostContent.Repo). A read-only Take writes nothing to it.
 type Nested struct {
 	// Path is the nested repository's path in the outer work tree.
 	Path string `json:"path"`
@@ -67,6 +68,12 @@ func (t *taker) nested(entries []Entry) ([]Nested, error) {
 			continue // not checked out (or gone): nothing uncommitted in it
 		}
 		var opts []Option
+		if t.o.run != "" {
+			// Its own boundary: the tree committed in that repository,
+			// on its refs/implloop/runs/<run>, so that what the guard
+			// sees discarded in it can be restored.
+			opts = append(opts, WithRun(t.o.run), WithLabel(t.o.label))
+		}
 		if pn, ok := prev[p]; ok {
 			opts = append(opts, WithPrev(pn.Snapshot), WithTrack(pn.PathNames()...))
 		}
@@ -78,7 +85,10 @@ func (t *taker) nested(entries []Entry) ([]Nested, error) {
 		if len(s.Paths) == 0 && prev[p].Path == "" {
 			continue
 		}
-		s.Root, s.Tree = "", "" // the tree was never written
+		s.Root = ""
+		if s.Commit == "" {
+			s.Tree = "" // read-only: the tree was never written
+		}
 		out = append(out, Nested{Path: p, Submodule: declared[p], Snapshot: s})
 	}
 	return out, nil

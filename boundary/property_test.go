@@ -140,6 +140,40 @@ func TestTakeMatchesGitStatus(t *testing.T) {
 				rt.Errorf("%q (%s %s): worktree %s, git says %s", e.Path, e.Status, e.XY, e.Worktree.Hash, want)
 			}
 		}
+
+		// A run's first boundary keeps the user's ignored files: the
+		// regular files git status --ignored=matching lists, their raw
+		// bytes; the directories it lists are listed only.
+		var wantFiles, wantDirs []string
+		for _, rec := range strings.Split(r.git("status", "--porcelain=v2", "-z", "-uall", "--ignored=matching"), "\x00") {
+			p, ok := strings.CutPrefix(rec, "! ")
+			switch {
+			case !ok:
+			case strings.HasSuffix(p, "/"):
+				wantDirs = append(wantDirs, strings.TrimSuffix(p, "/"))
+			default:
+				if fi, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(p))); err == nil && fi.Mode().IsRegular() && !Excluded(p) {
+					wantFiles = append(wantFiles, p)
+				}
+			}
+		}
+		sort.Strings(wantFiles)
+		sort.Strings(wantDirs)
+		kept, err := Take(context.Background(), r.dir, WithRun("prop"), WithKeep(Keep{Ignored: true,
+			Limits: KeepLimits{FileSize: DefaultKeepFileSize, RunSize: DefaultKeepRunSize, Files: DefaultKeepFiles}}))
+		if err != nil {
+			rt.Fatal(err)
+		}
+		var gotFiles []string
+		for _, f := range kept.Ignored.Files {
+			gotFiles = append(gotFiles, f.Path)
+			if id := strings.TrimSpace(r.git("hash-object", "--no-filters", "--", f.Path)); f.Blob.Hash != id {
+				rt.Errorf("ignored %q kept as %s, its bytes are %s", f.Path, f.Blob.Hash, id)
+			}
+		}
+		if strings.Join(gotFiles, "\x00") != strings.Join(wantFiles, "\x00") || strings.Join(kept.Ignored.Dirs, "\x00") != strings.Join(wantDirs, "\x00") {
+			rt.Fatalf("ignored files kept %q, dirs %q; git status lists %q, %q", gotFiles, kept.Ignored.Dirs, wantFiles, wantDirs)
+		}
 	})
 }
 

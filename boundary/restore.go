@@ -36,6 +36,10 @@ type LostContent struct {
 	// (`git checkout -- path`). A path still holding it may be overwritten
 	// safely.
 	Base Blob `json:"base"`
+	// Repo is the nested repository (a submodule; its path from the
+	// root, slash-separated) whose object store keeps the content, when
+	// the path is inside one: Path starts with Repo + "/".
+	Repo string `json:"repo,omitempty"`
 }
 
 // RestoreAction is what Restore did with one path.
@@ -83,13 +87,19 @@ func restore(ctx context.Context, repoDir string, lost []LostContent, force, dry
 		return nil, err
 	}
 	r := &restorer{ctx: ctx, root: g.root, g: g, dry: dry}
+	nested := map[string]*restorer{}
 	var results []RestoreResult
 	var refused, failed []string
 	for _, l := range lost {
 		if err := ctx.Err(); err != nil {
 			return results, err
 		}
-		res := r.one(l, force)
+		var res RestoreResult
+		if l.Repo != "" {
+			res = r.inNested(nested, l, force)
+		} else {
+			res = r.one(l, force)
+		}
 		results = append(results, res)
 		switch res.Action {
 		case RestoreRefused:
@@ -113,6 +123,34 @@ type restorer struct {
 	root string
 	g    *gitRepo
 	dry  bool // decide, write nothing (RestorePreview)
+}
+
+// inNested restores l, a path inside the nested repository l.Repo, from
+// that repository's object store (its own boundaries keep it).
+func (r *restorer) inNested(nested map[string]*restorer, l LostContent, force bool) RestoreResult {
+	rel, ok := strings.CutPrefix(l.Path, l.Repo+"/")
+	if !validRepoPath(l.Repo) || !ok || r.checkParents(l.Path) != nil {
+		return RestoreResult{Path: l.Path, Action: RestoreFailed, Reason: "not a path inside the nested repository " + l.Repo}
+	}
+	n, ok := nested[l.Repo]
+	if !ok {
+		dir := filepath.Join(r.root, filepath.FromSlash(l.Repo))
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err != nil {
+			return RestoreResult{Path: l.Path, Action: RestoreFailed, Reason: fmt.Sprintf(
+				"%s is no longer a repository (for a submodule: git submodule update --init %s, then restore again)", l.Repo, shellQuote(l.Repo))}
+		}
+		g, err := openGit(r.ctx, dir)
+		if err != nil || g.root != dir {
+			return RestoreResult{Path: l.Path, Action: RestoreFailed, Reason: fmt.Sprintf("%s: not a repository of its own", l.Repo)}
+		}
+		n = &restorer{ctx: r.ctx, root: g.root, g: g, dry: r.dry}
+		nested[l.Repo] = n
+	}
+	full := l.Path
+	l.Path, l.Repo = rel, ""
+	res := n.one(l, force)
+	res.Path = full
+	return res
 }
 
 func (r *restorer) one(l LostContent, force bool) RestoreResult {

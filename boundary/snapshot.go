@@ -35,10 +35,26 @@
 //
 // A submodule, or a repository nested in the work tree, is one 160000
 // entry of the tree: the commit checked out in it. What is uncommitted
-// inside it is recorded by a snapshot of its own ([Nested], taken
-// read-only, so nothing is written to it) when git status finds modified
-// or untracked content in it, when it is a gitlink of the dirty set, or
-// when the previous boundary had uncommitted work in it.
+// inside it is recorded by a snapshot of its own ([Nested]; with WithRun
+// a boundary of that repository, committed in it, so that it can be
+// restored) when git status finds modified or untracked content in it,
+// when it is a gitlink of the dirty set, or when the previous boundary
+// had uncommitted work in it.
+//
+// # Kept beside the tree
+//
+// With [WithKeep] a boundary also keeps what its tree cannot hold: the
+// plan file (left out of the tree) and the user's ignored files (listed
+// at a run's first boundary, wholly ignored directories listed only,
+// within [KeepLimits]), as raw blobs in a commit on
+// refs/implloop/kept/<run> ([KeptRef]), a local ref never pushed.
+//
+// # The run's ignore rules
+//
+// A boundary (WithRun) decides what is ignored with the rules its run's
+// first boundary found, not the rules of the moment (rules.go): a rule a
+// task adds cannot hide a file from the snapshot. How git's rules differ
+// from the run's is [Snapshot.RulesChanged].
 package boundary
 
 import (
@@ -127,6 +143,10 @@ const (
 	StatusTypeChange Status = "typechange" // file <-> symlink <-> submodule
 	StatusConflicted Status = "conflicted" // unmerged index entry
 	StatusSubmodule  Status = "submodule"  // a submodule whose commit or content changed
+	// Not statuses of a dirty path, but of what a boundary keeps beside
+	// its tree (WithKeep), as the guard reports them.
+	StatusIgnored Status = "ignored" // one of the user's ignored files
+	StatusPlan    Status = "plan"    // the plan file
 )
 
 // Entry is one dirty path.
@@ -199,6 +219,24 @@ type Snapshot struct {
 	// since the previous boundary (WithPrev) because they became ignored,
 	// and that Take kept following: they are still on disk.
 	KeptIgnored []string `json:"kept_ignored,omitempty"`
+	// Plan is the plan file as the boundary kept it (WithKeep): absent
+	// when it was not there.
+	Plan *KeptFile `json:"plan,omitempty"`
+	// Ignored is what the boundary kept and listed of the user's ignored
+	// files (WithKeep).
+	Ignored *Ignored `json:"ignored,omitempty"`
+	// Kept is the commit on refs/implloop/kept/<run> holding the plan and
+	// the ignored files (WithKeep): local, never pushed.
+	Kept string `json:"kept,omitempty"`
+	// RulesChanged says how git's ignore rules differ from the run's (as
+	// they were at its first boundary), which this boundary went on using
+	// (WithRun): ".gitignore changed", "info/exclude changed",
+	// "core.excludesFile set to ...". The guard makes a change a concern.
+	RulesChanged []string `json:"rules_changed,omitempty"`
+	// rules are the run's ignore rules, carried to the next boundary
+	// (WithPrev). Not journaled: a resume's first boundary takes the
+	// rules of the moment as its run's.
+	rules *ignoreRules
 	// Vanished says what of implloop's own record disappeared since the
 	// previous boundary (WithRun): the run's ref deleted or moved, its
 	// commit pruned. The loop blocks the task that did it.

@@ -1,6 +1,7 @@
 package boundary
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,9 +27,10 @@ type options struct {
 	exclude     []string  // WithExclude
 	compare     string    // WithCompare
 	prevGiven   bool
-	fromPrivate bool // WithBoundaryIndex
-	treeOnly    bool // WithTreeOnly
-	fullAdd     bool // tests: always `git add -A`, never addChanged
+	fromPrivate bool  // WithBoundaryIndex
+	treeOnly    bool  // WithTreeOnly
+	fullAdd     bool  // tests: always `git add -A`, never addChanged
+	keep        *Keep // WithKeep
 }
 
 // WithCompare asks Take for the changes from tree (a boundary's tree) to
@@ -158,11 +160,38 @@ type taker struct {
 	treeRead bool
 	subtrees map[plumbing.Hash]*object.Tree
 	headOID  string
+
+	// The run's ignore rules (rules.go): as this boundary found them;
+	// rulesOff when git's may differ from them (before the tree is
+	// written); gitignoreSeen when git status listed a .gitignore;
+	// statusUsed when addChanged did the work; adjusted when the
+	// snapshot was made with the run's rules; scratch the directory
+	// holding them for git check-ignore.
+	rules         *ignoreRules
+	rulesOff      bool
+	gitignoreSeen bool
+	statusUsed    bool
+	adjusted      bool
+	scratch       string
+	newDirs       []string // directories new to the snapshot (noteNewDirs)
+	rulesFirst    bool     // this boundary's rules became the run's
+
+	// ignoredCh brings the ignored paths a run's first boundary lists
+	// while the snapshot is made (listIgnored).
+	ignoredCh chan ignoredListing
+}
+
+type ignoredListing struct {
+	recs []string
+	err  error
 }
 
 func (t *taker) cleanup() {
 	if t.tmp != "" {
 		os.RemoveAll(t.tmp)
+	}
+	if t.scratch != "" {
+		os.RemoveAll(t.scratch)
 	}
 }
 
@@ -179,6 +208,24 @@ func (t *taker) take() (Snapshot, error) {
 	if err := t.prepareIndex(); err != nil {
 		return Snapshot{}, err
 	}
+	if k := t.o.keep; k != nil && k.Ignored && t.o.run != "" && (t.o.prev == nil || t.o.prev.Ignored == nil) {
+		// A run's first boundary lists the ignored files to keep
+		// (keep.go): a walk of its own, beside the snapshot's.
+		ch := make(chan ignoredListing, 1)
+		go func() {
+			recs, err := t.ignoredList()
+			ch <- ignoredListing{recs, err}
+		}()
+		t.ignoredCh = ch
+		defer func() {
+			if t.ignoredCh != nil {
+				<-t.ignoredCh
+			}
+		}()
+	}
+	if err := t.rulesStart(); err != nil {
+		return Snapshot{}, err
+	}
 	tree, err := t.writeTree()
 	if err != nil {
 		return Snapshot{}, err
@@ -191,6 +238,9 @@ func (t *taker) take() (Snapshot, error) {
 			return Snapshot{}, err
 		}
 		tree, snap.KeptIgnored = newTree, kept
+	}
+	if tree, err = t.runRules(tree); err != nil {
+		return Snapshot{}, err
 	}
 	var entries []Entry
 	if !t.o.treeOnly || t.o.run != "" {
@@ -228,6 +278,11 @@ func (t *taker) take() (Snapshot, error) {
 		if err := t.commit(&snap); err != nil {
 			return Snapshot{}, err
 		}
+		if t.o.keep != nil {
+			if err := t.keep(&snap); err != nil {
+				return Snapshot{}, err
+			}
+		}
 	}
 	snap.Paths = entries
 	snap.indexFP, snap.indexDiff = t.indexFP, t.newIndexDiff
@@ -252,7 +307,62 @@ func (t *taker) take() (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	snap.Problems = append(snap.Problems, t.problems...)
+	if t.rules != nil {
+		snap.rules, snap.RulesChanged = t.rules, t.rules.changed
+	}
 	return snap, nil
+}
+
+// runRules finishes with the run's ignore rules once the tree is written
+// (rulesEnd), and when git's turn out to differ from them but the tree was
+// built with git's (`git add -A`, or a .gitignore change addChanged did not
+// see), adds what the run's rules do not ignore and writes the tree again.
+func (t *taker) runRules(tree string) (string, error) {
+	if t.rules == nil {
+		return tree, nil
+	}
+	if err := t.rulesEnd(tree); err != nil {
+		return "", err
+	}
+	if t.adjusted || t.rulesFirst || len(t.rules.changed) == 0 {
+		return tree, nil
+	}
+	// What entered the snapshot since the previous boundary is what git
+	// status would have listed untracked.
+	var added []string
+	if p := t.o.prev; p != nil && p.Tree != "" && t.g.hasObject(p.Tree) {
+		changes, err := t.g.diffTree(t.readEnv, p.Tree, tree, false)
+		if err != nil {
+			return "", err
+		}
+		for _, c := range changes {
+			if !c.Before.Present() && c.After.Present() {
+				added = append(added, c.Path)
+			}
+		}
+	}
+	add, drop, err := t.rulesAdjust(added)
+	if err != nil || len(add) == 0 && len(drop) == 0 {
+		return tree, err
+	}
+	if len(drop) > 0 {
+		var in bytes.Buffer
+		for _, p := range added {
+			if drop[p] {
+				in.WriteString(p)
+				in.WriteByte(0)
+			}
+		}
+		if _, _, err := t.g.run(t.env, in.Bytes(), t.indexConfig("update-index", "--force-remove", "-z", "--stdin")...); err != nil {
+			return "", fmt.Errorf("boundary index: %w", err)
+		}
+	}
+	if len(add) > 0 {
+		if err := t.forceAdd(add); err != nil {
+			return "", err
+		}
+	}
+	return t.writeIndexTree()
 }
 
 // excluded reports whether path is left out of the snapshot.

@@ -59,21 +59,42 @@
 //
 // The outer tree records a submodule (or a repository nested in the work
 // tree) as the commit checked out in it: work uncommitted inside it is
-// invisible there. The snapshots carry the nested repositories' own dirty
-// sets (boundary.Nested), and Compare applies the same rules inside each
-// one that had uncommitted work at the earlier boundary. What was
-// discarded in there is a "submodule" concern naming the repository and
-// the paths with what they were ("sub: ... discarded: lib.txt (modified),
-// new.txt (untracked)"), and so is a nested repository that is gone. Not a
-// block: the boundaries keep a submodule's commit, not its work tree, so
-// restore could not repair it. A submodule moved to another commit is a
-// change of the outer path like any other: undoing that blocks, and
-// restore names the commit to check out.
+// invisible there. The snapshots carry the nested repositories' own
+// snapshots (boundary.Nested), and Compare applies the same rules inside
+// each one that had uncommitted work at the earlier boundary. When both
+// were committed in that repository (its own boundaries), what was
+// discarded in there blocks like any discard, named from the outer root
+// (PathResult.Nested, LostContent.Repo), and restore writes it back from
+// that repository. Between read-only snapshots it is a "submodule"
+// concern naming the paths; so is a nested repository that is gone. A
+// submodule moved to another commit is a change of the outer path like
+// any other: undoing that blocks, and restore names the commit to check
+// out.
+//
+// # Kept beside the tree
+//
+// The snapshots may keep the plan and the user's ignored files
+// (boundary.Keep). An ignored file the earlier boundary kept that is gone
+// from disk is discarded (moved, when its content is at another path):
+// it blocks, and restore writes its raw bytes back. The plan deleted, or
+// rewritten beyond its boxes, is discarded too; ticks alone (the caller
+// says so with PlanTicksOnly, having read both versions) are a
+// plan-ticked concern. A wholly ignored directory or an ignored file over
+// the limits, listed but not stored, removed is an ignored-removed
+// concern.
+//
+// # Ignore rules
+//
+// A later snapshot whose ignore rules differ from its run's
+// (boundary.Snapshot.RulesChanged) raises an ignore-rules concern when
+// they changed since the earlier one: the snapshots go on with the run's
+// rules, so nothing was hidden from the guard.
 package guard
 
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -111,6 +132,9 @@ type PathResult struct {
 	// MovedFrom is set on the old side of an earlier rename that was
 	// undone: the new side whose content came back here.
 	MovedFrom string `json:"moved_from,omitempty"`
+	// Nested is set on a path inside a submodule or nested repository
+	// (its path from the outer root): Path is from the outer root too.
+	Nested string `json:"nested,omitempty"`
 	// InCommit is set on a path judged because HEAD was rewritten: the
 	// dropped commit (the earlier HEAD) whose content Was is. Base is then
 	// the content at the fork point, what the rewrite went back to.
@@ -141,6 +165,16 @@ const (
 	// discarded (or the repository is gone). The boundaries record a
 	// submodule's commit, not its work tree: it cannot be restored.
 	ConcernSubmodule ConcernKind = "submodule"
+	// Boxes of the plan were ticked (or unticked) during the task: such a
+	// tick does not mark a task done.
+	ConcernPlanTicked ConcernKind = "plan-ticked"
+	// An ignored directory or file implloop listed but did not keep (too
+	// big, or a wholly ignored directory) was removed.
+	ConcernIgnoredRemoved ConcernKind = "ignored-removed"
+	// The ignore rules (.gitignore files, info/exclude,
+	// core.excludesFile) differ from the run's: the boundaries go on with
+	// the run's (boundary.Snapshot.RulesChanged).
+	ConcernIgnoreRules ConcernKind = "ignore-rules"
 )
 
 // Concern is worth a look but does not block.
@@ -180,8 +214,24 @@ type Verdict struct {
 // discarded.
 func (v Verdict) Blocked() bool { return len(v.Lost) > 0 }
 
+// Option tells Compare what it cannot know from the snapshots alone.
+type Option func(*compareOptions)
+
+type compareOptions struct {
+	planTicks bool
+}
+
+// PlanTicksOnly says that the plan's change between the two boundaries
+// (Snapshot.Plan) is only boxes ticked or unticked: the caller read both
+// versions. Such a change is a concern (plan-ticked), not a discard.
+func PlanTicksOnly() Option { return func(o *compareOptions) { o.planTicks = true } }
+
 // Compare applies the guard's rules to an earlier and a later snapshot.
-func Compare(prev, cur boundary.Snapshot) Verdict {
+func Compare(prev, cur boundary.Snapshot, opts ...Option) Verdict {
+	var o compareOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	v := Verdict{PrevHead: prev.Head, CurHead: cur.Head, HeadMoved: prev.Head != cur.Head}
 	where := &locator{prev: prev, cur: cur}
 	for _, p := range prev.Paths {
@@ -196,11 +246,78 @@ func Compare(prev, cur boundary.Snapshot) Verdict {
 		v.HeadRewritten, v.Pinned = true, hc.Pinned
 		v.Paths = where.dropped(v.Paths, hc)
 	}
+	kept := append(where.ignored(), where.plan(o.planTicks)...)
+	if len(kept) > 0 {
+		v.Paths = append(v.Paths, kept...)
+		sort.SliceStable(v.Paths, func(i, j int) bool { return v.Paths[i].Path < v.Paths[j].Path })
+	}
 	for _, r := range v.Paths {
 		v.tally(prev, r)
 	}
-	v.stateConcerns(prev, cur, hc)
+	n := len(v.Concerns)
+	v.keptConcerns(prev, cur)
+	v.nested(prev, cur)
+	v.stateConcerns(prev, cur, hc, len(kept) > 0 || len(v.Concerns) > n)
 	return v
+}
+
+// ignored judges the user's ignored files the earlier boundary kept
+// (boundary.Snapshot.Ignored): one still on disk was kept, or changed
+// further (reported only then); one gone from disk was discarded, unless
+// its content is at another path now (moved). A later snapshot that kept
+// nothing (no WithKeep) judges nothing.
+func (l *locator) ignored() []PathResult {
+	pi, ci := l.prev.Ignored, l.cur.Ignored
+	if pi == nil || ci == nil {
+		return nil
+	}
+	var out []PathResult
+	for _, f := range pi.Files {
+		r := PathResult{Path: f.Path, Was: f.Blob, Status: boundary.StatusIgnored}
+		if c, ok := ci.File(f.Path); ok {
+			if c.Blob.Same(f.Blob) {
+				continue
+			}
+			r.Now, r.Outcome = c.Blob, Changed
+			out = append(out, r)
+			continue
+		}
+		if ci.Listed(f.Path) {
+			continue // still on disk, over a limit now
+		}
+		r.Outcome = Discarded
+		if to, ok := l.elsewhere(f.Path, f.Blob); ok {
+			r.Outcome, r.MovedTo = Moved, to
+		} else {
+			for _, c := range ci.Files {
+				if c.Path != f.Path && c.Blob.Same(f.Blob) {
+					r.Outcome, r.MovedTo = Moved, c.Path
+					break
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// plan judges the plan file the boundaries kept (boundary.Snapshot.Plan):
+// deleted, or rewritten beyond its boxes (ticks, which the caller tells
+// with PlanTicksOnly), it is discarded: the plan is the user's, and its
+// bytes are kept to be restored. Ticks alone are a change with a concern.
+func (l *locator) plan(ticks bool) []PathResult {
+	pp, cp := l.prev.Plan, l.cur.Plan
+	if pp == nil || cp == nil || pp.Path != cp.Path || !pp.Blob.Present() || !pp.Blob.Known() || !cp.Blob.Known() || cp.Blob.Same(pp.Blob) {
+		return nil // not kept on one side (unreadable), or kept as it was
+	}
+	r := PathResult{Path: pp.Path, Was: pp.Blob, Now: cp.Blob, Status: boundary.StatusPlan, Outcome: Discarded}
+	if cp.Blob.Present() {
+		r.Base = cp.Blob // what it was rewritten to: restore may overwrite it
+		if ticks {
+			r.Outcome = Changed
+		}
+	}
+	return []PathResult{r}
 }
 
 // judge is what became of path p of the previous boundary: its outcome by
@@ -287,6 +404,11 @@ func (v *Verdict) tally(prev boundary.Snapshot, r PathResult) {
 			v.Lost = append(v.Lost, boundary.LostContent{Path: r.Path, Lost: r.Was, Base: r.Base})
 			return
 		}
+		if r.Status == boundary.StatusIgnored || r.Status == boundary.StatusPlan {
+			// Kept beside the tree as raw bytes: written back as they were.
+			v.Lost = append(v.Lost, boundary.LostContent{Path: r.Path, Lost: r.Was, Raw: r.Was.Hash, Base: r.Base})
+			return
+		}
 		p, _ := prev.Lookup(r.Path)
 		lc := boundary.LostContent{Path: p.Path, Lost: p.Worktree, Base: p.Head}
 		switch r.RevertedTo {
@@ -303,11 +425,11 @@ func (v *Verdict) tally(prev boundary.Snapshot, r PathResult) {
 // stateConcerns are the concerns about the pair as a whole: a HEAD that
 // moved, nothing changed, paths ignored now, nested repositories and
 // unresolved conflicts.
-func (v *Verdict) stateConcerns(prev, cur boundary.Snapshot, hc *boundary.HeadChange) {
+func (v *Verdict) stateConcerns(prev, cur boundary.Snapshot, hc *boundary.HeadChange, keptChanged bool) {
 	if v.HeadMoved && !v.Blocked() {
 		v.Concerns = append(v.Concerns, headConcern(prev, cur, hc, v.Paths))
 	}
-	if sameState(prev, cur) {
+	if !keptChanged && sameState(prev, cur) {
 		v.Concerns = append(v.Concerns, Concern{Kind: ConcernNoChanges,
 			Message: "no changes: HEAD and the worktree are exactly as they were"})
 	}
@@ -315,7 +437,6 @@ func (v *Verdict) stateConcerns(prev, cur boundary.Snapshot, hc *boundary.HeadCh
 		v.Concerns = append(v.Concerns, Concern{Kind: ConcernIgnored, Path: p,
 			Message: fmt.Sprintf("%s is ignored now; its content is still on disk and implloop keeps it in its boundaries", p)})
 	}
-	v.Concerns = append(v.Concerns, nestedConcerns(prev, cur)...)
 	for _, e := range cur.Paths {
 		if e.Status == boundary.StatusConflicted {
 			v.Concerns = append(v.Concerns, Concern{Kind: ConcernConflicted, Path: e.Path,
@@ -324,13 +445,49 @@ func (v *Verdict) stateConcerns(prev, cur boundary.Snapshot, hc *boundary.HeadCh
 	}
 }
 
-// nestedConcerns applies the rules inside each submodule or nested
-// repository that had uncommitted work at the earlier boundary
-// (boundary.Nested), and names what of it was discarded there. Only a
-// concern: the boundaries do not keep that work, so a block could not be
-// repaired with restore.
-func nestedConcerns(prev, cur boundary.Snapshot) []Concern {
-	var out []Concern
+// keptConcerns are the concerns about what the boundaries keep beside
+// their trees: the plan's boxes ticked during the task (a tick made inside
+// a task does not mark a task done), and ignored content that was only
+// listed (a wholly ignored directory, a file over a limit) removed.
+func (v *Verdict) keptConcerns(prev, cur boundary.Snapshot) {
+	for _, r := range v.Paths {
+		if r.Status == boundary.StatusPlan && r.Outcome == Changed {
+			v.Concerns = append(v.Concerns, Concern{Kind: ConcernPlanTicked, Path: r.Path, Message: fmt.Sprintf(
+				"boxes in the plan (%s) were ticked or unticked during the task: a tick made inside a task does not mark a task done", r.Path)})
+		}
+	}
+	if len(cur.RulesChanged) > 0 && !slices.Equal(prev.RulesChanged, cur.RulesChanged) {
+		v.Concerns = append(v.Concerns, Concern{Kind: ConcernIgnoreRules, Message: fmt.Sprintf(
+			"the ignore rules changed during the task (%s): implloop goes on deciding what is ignored with the rules the run started with, so nothing the new rules hide leaves its sight",
+			strings.Join(cur.RulesChanged, "; "))})
+	}
+	pi, ci := prev.Ignored, cur.Ignored
+	if pi == nil || ci == nil {
+		return
+	}
+	for _, d := range pi.Dirs {
+		if !slices.Contains(ci.Dirs, d) {
+			v.Concerns = append(v.Concerns, Concern{Kind: ConcernIgnoredRemoved, Path: d, Message: fmt.Sprintf(
+				"%s/ (ignored) was removed: implloop lists a wholly ignored directory, it does not keep its content", d)})
+		}
+	}
+	for _, s := range pi.Skipped {
+		if _, kept := ci.File(s); !kept && !slices.Contains(ci.Skipped, s) {
+			v.Concerns = append(v.Concerns, Concern{Kind: ConcernIgnoredRemoved, Path: s, Message: fmt.Sprintf(
+				"%s (ignored) was removed: it was over the limits of what implloop keeps, so its content cannot be restored", s)})
+		}
+	}
+}
+
+// nested applies the rules inside each submodule or nested repository
+// that had uncommitted work at the earlier boundary (boundary.Nested).
+// When both boundaries committed its tree in that repository (its own
+// boundaries, taken with the outer one's), what was discarded in it blocks
+// like any discard, and restore writes it back from there
+// (LostContent.Repo); the path results carry the repository (Nested).
+// Otherwise (read-only snapshots) it is a concern naming the paths. A
+// nested repository that is gone is a concern.
+func (v *Verdict) nested(prev, cur boundary.Snapshot) {
 	for _, pn := range prev.Nested {
 		if len(pn.Paths) == 0 {
 			continue
@@ -341,18 +498,43 @@ func nestedConcerns(prev, cur boundary.Snapshot) []Concern {
 		}
 		cn, ok := cur.NestedAt(pn.Path)
 		if !ok {
-			out = append(out, Concern{Kind: ConcernSubmodule, Path: pn.Path, Message: fmt.Sprintf(
+			v.Concerns = append(v.Concerns, Concern{Kind: ConcernSubmodule, Path: pn.Path, Message: fmt.Sprintf(
 				"%s%s: it had uncommitted work (%s) and is no longer a repository there", what, pn.Path, dirtyList(pn.Snapshot, pn.PathNames()))})
 			continue
 		}
 		nv := Compare(pn.Snapshot, cn.Snapshot)
-		if len(nv.Lost) > 0 {
+		kept := pn.Commit != "" && cn.Commit != ""
+		if len(nv.Lost) > 0 && kept {
+			for _, r := range nv.Paths {
+				if r.Outcome != Discarded {
+					continue
+				}
+				r.Path = pn.Path + "/" + r.Path
+				if r.Nested != "" {
+					r.Nested = pn.Path + "/" + r.Nested
+				} else {
+					r.Nested = pn.Path
+				}
+				v.Paths = append(v.Paths, r)
+				v.Discarded++
+			}
+			for _, l := range nv.Lost {
+				l.Path = pn.Path + "/" + l.Path
+				if l.Repo != "" {
+					l.Repo = pn.Path + "/" + l.Repo
+				} else {
+					l.Repo = pn.Path
+				}
+				v.Lost = append(v.Lost, l)
+			}
+			sort.SliceStable(v.Paths, func(i, j int) bool { return v.Paths[i].Path < v.Paths[j].Path })
+		} else if len(nv.Lost) > 0 {
 			lost := make([]string, len(nv.Lost))
 			for i, l := range nv.Lost {
 				lost[i] = l.Path
 			}
-			out = append(out, Concern{Kind: ConcernSubmodule, Path: pn.Path, Message: fmt.Sprintf(
-				"%s%s: uncommitted work in it was discarded: %s (implloop keeps a submodule's commit, not its uncommitted files: restore cannot bring them back)",
+			v.Concerns = append(v.Concerns, Concern{Kind: ConcernSubmodule, Path: pn.Path, Message: fmt.Sprintf(
+				"%s%s: uncommitted work in it was discarded: %s (its boundaries were not committed there: restore cannot bring them back)",
 				what, pn.Path, dirtyList(pn.Snapshot, lost))})
 		}
 		for _, c := range nv.Concerns {
@@ -360,11 +542,10 @@ func nestedConcerns(prev, cur boundary.Snapshot) []Concern {
 				// One level down: its path is relative to this one.
 				c.Message = strings.Replace(c.Message, " "+c.Path+": ", " "+pn.Path+"/"+c.Path+": ", 1)
 				c.Path = pn.Path + "/" + c.Path
-				out = append(out, c)
+				v.Concerns = append(v.Concerns, c)
 			}
 		}
 	}
-	return out
 }
 
 // dirtyList names paths of s's dirty set with their status there:

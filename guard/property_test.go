@@ -90,7 +90,17 @@ type propCase struct {
 	zw    *zlib.Writer
 	// ignoreRules are the paths the agent wrote an ignore rule for.
 	ignoreRules map[string]bool
+	// envRule: the run started with an info/exclude rule for *.env, and
+	// local.env is one of the names: the user's ignored file, which the
+	// boundaries keep beside their trees.
+	envRule bool
+	// nested: a nested repository at sub/ (sub.txt committed in it),
+	// whose uncommitted work the boundaries keep in its own boundaries.
+	nested bool
 }
+
+// nestedNames are the names the agent uses inside the nested repository.
+var nestedNames = []string{"sub.txt", "n.txt"}
 
 func newPropCase(rt *rapid.T) *propCase {
 	dir, err := os.MkdirTemp("", "guard-prop-")
@@ -101,6 +111,11 @@ func newPropCase(rt *rapid.T) *propCase {
 	if rapid.IntRange(0, 3).Draw(rt, "bad-name") == 0 {
 		c.names = append(c.names, propBadName)
 	}
+	if rapid.IntRange(0, 3).Draw(rt, "ignored-file") == 0 {
+		c.envRule = true
+		c.names = append(c.names, "local.env")
+	}
+	c.nested = rapid.IntRange(0, 7).Draw(rt, "nested") == 0
 	return c
 }
 
@@ -184,6 +199,9 @@ func (c *propCase) setup() {
 	}
 	c.put(".git/HEAD", "ref: refs/heads/main\n")
 	c.put(".git/config", "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n")
+	if c.envRule {
+		c.put(".git/info/exclude", "*.env\n")
+	}
 	root := map[string]spec{}
 	var log []string
 	for _, n := range c.names {
@@ -423,7 +441,10 @@ func (c *propCase) agent(dirty, untracked []string) {
 	// Each move is drawn with a weight: edits, reverts and commits most.
 	moves := []string{"write", "write", "write", "append", "rm", "rm", "mv", "mv", "git mv", "chmod",
 		"commit", "commit", "amend", "reset", "reset", "stash", "clean", "checkout --", "checkout --",
-		"checkout branch", "ignore", "ignore", "add", "rm --cached"}
+		"checkout branch", "ignore", "ignore", "add", "rm --cached", "clean -x", "ignore all"}
+	if c.nested {
+		moves = append(moves, "nested", "nested", "nested")
+	}
 	for i, n := 0, rapid.IntRange(1, 6).Draw(rt, "actions"); i < n; i++ {
 		switch rapid.SampledFrom(moves).Draw(rt, "action") {
 		case "write":
@@ -466,6 +487,21 @@ func (c *propCase) agent(dirty, untracked []string) {
 			c.try("stash", "-q", "-u")
 		case "clean":
 			c.try("clean", "-q", "-fd")
+		case "clean -x":
+			// Every untracked file, ignored ones too (a nested
+			// repository is left alone without a second -f).
+			c.try("clean", "-q", "-fdx")
+		case "ignore all":
+			// A rule that ignores everything: the boundaries go on with
+			// the run's rules, so it hides nothing.
+			file := ".gitignore"
+			if rapid.Bool().Draw(rt, "all-info-exclude") {
+				file = ".git/info/exclude"
+			}
+			c.write(file, "*\n", true)
+			c.logf("ignore everything in %s", file)
+		case "nested":
+			c.nestedMove()
 		case "checkout --":
 			if rapid.Bool().Draw(rt, "restore") {
 				c.try("restore", "--", pick("path"))
@@ -583,7 +619,7 @@ func (c *propCase) walk() (map[string]content, map[string][]byte) {
 			return err
 		}
 		if d.IsDir() {
-			if full == filepath.Join(c.dir, ".git") {
+			if d.Name() == ".git" {
 				return filepath.SkipDir
 			}
 			return nil
@@ -648,17 +684,25 @@ func (c *propCase) run() {
 	ctx := context.Background()
 	c.setup()
 	c.work()
-	prev, err := boundary.Take(ctx, c.dir, boundary.WithRun("test"))
+	if c.nested {
+		c.setupNested()
+	}
+	keep := boundary.WithKeep(boundary.Keep{Ignored: true, Limits: boundary.KeepLimits{FileSize: 1 << 20, RunSize: 1 << 20, Files: 100}})
+	prev, err := boundary.Take(ctx, c.dir, boundary.WithRun("test"), keep)
 	if err != nil {
 		c.fatalf("earlier boundary: %v", err)
 	}
 	before := c.read()
-	if len(before.ignored) > 0 {
-		c.fatalf("ignored files at the earlier boundary: %v", before.ignored)
+	for p := range before.ignored {
+		if p != "local.env" {
+			c.fatalf("ignored files at the earlier boundary: %v", before.ignored)
+		}
 	}
+	nestedBefore := c.readNested()
 	// Nothing is ignored yet: the earlier snapshot holds every file on
 	// disk (w), and the paths git status lists are the dirty ones.
 	var dirtyNames, untracked []string
+	delete(before.dirty, "sub/")
 	for _, p := range sortedKeys(before.dirty) {
 		dirtyNames = append(dirtyNames, p)
 		if e := before.dirty[p]; !e.head.present() && !e.index.present() {
@@ -669,18 +713,27 @@ func (c *propCase) run() {
 
 	c.agent(dirtyNames, untracked)
 
-	cur, err := boundary.Take(ctx, c.dir, boundary.WithTrack(prev.PathNames()...), boundary.WithPrev(prev), boundary.WithRun("test"))
+	cur, err := boundary.Take(ctx, c.dir, boundary.WithTrack(prev.PathNames()...), boundary.WithPrev(prev), boundary.WithRun("test"), keep)
 	if err != nil {
 		c.fatalf("later boundary: %v", err)
 	}
 	v := Compare(prev, cur)
 	after := c.read()
-	// The later snapshot is the work tree as git add -A records it, plus
-	// the files that became ignored since the earlier one and are still
-	// on disk: they are kept ("Ignored, not lost"). Its dirty paths are
-	// those git status lists, and those kept files.
+	delete(after.dirty, "sub/")
+	// The later snapshot is the work tree as git add -A records it with
+	// the run's ignore rules (those of the earlier boundary: none, or
+	// *.env), whatever rules the agent added; a path the earlier snapshot
+	// held stays in it even when ignored now. Its dirty paths are those
+	// git status lists, and the files the agent's rules ignore.
+	tracked := map[string]bool{} // in the index now: never ignored
+	for _, p := range strings.Split(c.git("ls-files", "-z"), "\x00") {
+		tracked[p] = true
+	}
+	runIgnored := func(p string) bool {
+		return c.envRule && strings.HasSuffix(p, ".env") && !tracked[p] && !(before.disk[p].present() && !before.ignored[p])
+	}
 	now := func(p string) content {
-		if d, ok := after.disk[p]; ok && (!after.ignored[p] || before.disk[p].present()) {
+		if d, ok := after.disk[p]; ok && !runIgnored(p) {
 			return d
 		}
 		return content{}
@@ -689,9 +742,17 @@ func (c *propCase) run() {
 	for p := range after.dirty {
 		dirtyNow[p] = true
 	}
-	for p := range after.ignored {
-		if now(p).present() {
+	// A file on disk that the index does not track is untracked to the
+	// run's rules, whatever git's say now (a directory the agent's `*`
+	// ignores is listed as one by git status).
+	for p := range after.disk {
+		if !tracked[p] && now(p).present() && !strings.HasPrefix(p, "sub/") {
 			dirtyNow[p] = true
+		}
+	}
+	for p := range after.dirty {
+		if runIgnored(p) && after.dirty[p].untracked {
+			delete(dirtyNow, p)
 		}
 	}
 	// Where the guard looks for content that left its path: every path
@@ -805,10 +866,37 @@ func (c *propCase) run() {
 		}
 	}
 
+	// The user's ignored file: kept beside the trees. Gone from disk, it
+	// is discarded (or moved, when its content is elsewhere); changed, it
+	// is worked on; as it was, nothing is said.
+	if before.ignored["local.env"] {
+		w := before.disk["local.env"]
+		switch d, ok := after.disk["local.env"]; {
+		case ok && d == w:
+		case ok:
+			want["local.env"] = Changed
+		case elsewhere("local.env", w):
+			want["local.env"] = Moved
+		default:
+			want["local.env"] = Discarded
+			lost["local.env"] = w
+		}
+	}
+	// The nested repository's uncommitted work, judged in there by the
+	// same rules (its own boundaries keep it): only discards are reported.
+	nestedLost := c.nestedOracle(nestedBefore)
+	for p, w := range nestedLost {
+		want["sub/"+p] = Discarded
+		lost["sub/"+p] = w
+	}
+	delete(want, "sub")
+
 	// The verdict is the oracle's: every outcome, the block, the lost list.
 	got := map[string]Outcome{}
 	for _, r := range v.Paths {
-		got[r.Path] = r.Outcome
+		if r.Path != "sub" {
+			got[r.Path] = r.Outcome
+		}
 	}
 	var diffs []string
 	for _, p := range sortedKeys(got) {
@@ -840,10 +928,14 @@ func (c *propCase) run() {
 		if w := lost[l.Path]; l.Lost.Hash != w.id || uint32(l.Lost.Mode) != w.mode {
 			c.fatalf("%q: lost %+v, oracle %v", l.Path, l.Lost, w)
 		}
+		if strings.HasPrefix(l.Path, "sub/") {
+			continue // the nested repository's: checked after restore
+		}
 		if b := now(l.Path); l.Base.Hash != b.id || uint32(l.Base.Mode) != b.mode {
 			c.fatalf("%q: base %+v, but it holds %v", l.Path, l.Base, b)
 		}
 	}
+	sort.Strings(lostPaths)
 	if strings.Join(lostPaths, "\x00") != strings.Join(sortedKeys(lost), "\x00") {
 		c.fatalf("lost %q, oracle %q", lostPaths, sortedKeys(lost))
 	}
@@ -889,5 +981,111 @@ func (c *propCase) run() {
 		if !bytes.Equal(b, before.raw[l.Path]) || exec != (w.mode == 0o100755) {
 			c.fatalf("%q after restore: %q exec=%v, want %q exec=%v", l.Path, b, exec, before.raw[l.Path], w.mode == 0o100755)
 		}
+		if strings.HasPrefix(l.Path, "sub/") && l.Repo != "sub" {
+			c.fatalf("%q: lost in repository %q, want sub", l.Path, l.Repo)
+		}
 	}
+}
+
+// nestedContent is what the agent writes to a file of the nested
+// repository: the name is in it, so no content is ever at two of its
+// paths (the oracle need not look for moves in there).
+func nestedContent(rt *rapid.T, name, label string) string {
+	return name + " " + rapid.SampledFrom([]string{"base", "work 1", "work 2", "work 3"}).Draw(rt, label) + "\n"
+}
+
+// setupNested makes the nested repository at sub/ (sub.txt committed in
+// it) and leaves uncommitted work in it: sub.txt edited, n.txt new, or
+// both.
+func (c *propCase) setupNested() {
+	c.git("init", "-q", "sub")
+	c.write("sub/sub.txt", "sub.txt base\n", false)
+	c.git("-C", "sub", "add", "sub.txt")
+	c.git("-C", "sub", "commit", "-q", "-m", "nested")
+	switch rapid.IntRange(0, 2).Draw(c.rt, "nested-work") {
+	case 0:
+		c.write("sub/sub.txt", nestedContent(c.rt, "sub.txt", "nested-edit"), false)
+	case 1:
+		c.write("sub/n.txt", nestedContent(c.rt, "n.txt", "nested-new"), false)
+	default:
+		c.write("sub/sub.txt", nestedContent(c.rt, "sub.txt", "nested-edit"), false)
+		c.write("sub/n.txt", nestedContent(c.rt, "n.txt", "nested-new"), false)
+	}
+	c.logf("nested repository sub/ with uncommitted work")
+}
+
+// nestedMove is one move of the agent inside the nested repository.
+func (c *propCase) nestedMove() {
+	rt := c.rt
+	name := rapid.SampledFrom(nestedNames).Draw(rt, "nested-path")
+	switch rapid.IntRange(0, 5).Draw(rt, "nested-move") {
+	case 0:
+		c.write("sub/"+name, nestedContent(rt, name, "nested-content"), false)
+		c.logf("write sub/%s", name)
+	case 1:
+		os.Remove(c.full("sub/" + name))
+		c.logf("rm sub/%s", name)
+	case 2:
+		c.try("-C", "sub", "checkout", "-q", "--", ".")
+	case 3:
+		c.try("-C", "sub", "clean", "-q", "-fdx")
+	case 4:
+		c.try("-C", "sub", "reset", "-q", "--hard")
+	case 5:
+		c.try("-C", "sub", "add", "-A")
+		c.try("-C", "sub", "commit", "-q", "-m", "nested work")
+	}
+}
+
+// nestedState is what the oracle reads of the nested repository: its
+// dirty paths (with HEAD's content) and the content of its files.
+type nestedState struct {
+	dirty map[string]content // path -> its content at HEAD
+	disk  map[string]content
+}
+
+// readNested reads the nested repository's state (nil without one).
+func (c *propCase) readNested() *nestedState {
+	if !c.nested {
+		return nil
+	}
+	if _, err := os.Lstat(c.full("sub/.git")); err != nil {
+		return nil
+	}
+	s := &nestedState{dirty: map[string]content{}, disk: map[string]content{}}
+	for _, rec := range strings.Split(c.git("-C", "sub", "status", "--porcelain=v2", "-z", "--untracked-files=all"), "\x00") {
+		switch {
+		case strings.HasPrefix(rec, "1 "):
+			f := strings.SplitN(rec, " ", 9)
+			s.dirty[f[8]] = parseContent(f[3], f[6])
+		case strings.HasPrefix(rec, "? "):
+			s.dirty[rec[2:]] = content{}
+		}
+	}
+	disk, _ := c.walk()
+	for p, d := range disk {
+		if rest, ok := strings.CutPrefix(p, "sub/"); ok {
+			s.disk[rest] = d
+		}
+	}
+	return s
+}
+
+// nestedOracle is what the guard must find discarded in the nested
+// repository since before (the earlier boundary): each path dirty then
+// that holds its HEAD content now (absent for a new file), with the
+// content lost. A nested repository gone is a concern, not judged.
+func (c *propCase) nestedOracle(before *nestedState) map[string]content {
+	after := c.readNested()
+	if before == nil || after == nil {
+		return nil
+	}
+	out := map[string]content{}
+	for p, h := range before.dirty {
+		w, now := before.disk[p], after.disk[p]
+		if now != w && now == h {
+			out[p] = w
+		}
+	}
+	return out
 }

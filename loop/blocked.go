@@ -28,6 +28,10 @@ type blockInfo struct {
 	AgentFailure string   // why the agent call failed, when it did (with its stderr tail)
 	NoGate       bool     // the task has no gate (no verify block, no --verify)
 	Lost         []string // paths the guard saw discarded
+	// LostKinds says what a lost path was when it was not a file of the
+	// tree: "ignored" (one of the user's ignored files, kept by implloop),
+	// "plan" (the plan file), "submodule:<path>" (inside that submodule).
+	LostKinds map[string]string
 	// Sandbox is the tool the task's calls ran in (--sandbox), "" none.
 	Sandbox string
 	// Interrupted: the task was interrupted (Ctrl-C) and the guard, run
@@ -104,7 +108,7 @@ func blockedText(blocks []blockInfo) string {
 		if len(b.Lost) > 0 {
 			s.WriteString("\nThe task discarded work of earlier tasks (uncommitted, or in a commit it dropped). implloop kept a copy of each lost file:\n\n")
 			for _, p := range b.Lost {
-				fmt.Fprintf(&s, "- `%s`\n", bytepath.Display(p))
+				fmt.Fprintf(&s, "- `%s`%s\n", bytepath.Display(p), lostNote(b.LostKinds[p]))
 			}
 		}
 		if b.Gate != "" {
@@ -171,6 +175,21 @@ func blockedText(blocks []blockInfo) string {
 		step("Resume: `implloop resume --run %s`. Unchanged tasks replay from the journal; %s.", first.RunID, onResume(blocks))
 	}
 	return s.String()
+}
+
+// lostNote is what BLOCKED.md says of a lost path that was not a file of
+// the tree, by its kind (blockInfo.LostKinds).
+func lostNote(kind string) string {
+	switch {
+	case kind == "ignored":
+		return " (ignored by git: implloop kept its bytes, locally; `git` alone cannot bring it back)"
+	case kind == "plan":
+		return " (the plan: deleted or rewritten beyond its boxes; implloop kept it as it was before the task)"
+	case strings.HasPrefix(kind, "submodule:"):
+		return fmt.Sprintf(" (uncommitted work in the submodule `%s`: implloop kept it in that repository's own boundaries)",
+			bytepath.Display(strings.TrimPrefix(kind, "submodule:")))
+	}
+	return ""
 }
 
 // onResume says what the resume does with the blocked tasks (resume.go,

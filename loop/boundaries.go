@@ -1,10 +1,12 @@
 package loop
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -19,11 +21,86 @@ type guardResult struct {
 	// vanished says what of implloop's own record disappeared during the
 	// task (boundary.Snapshot.Vanished): it blocks the task.
 	vanished []string
+	// kinds says what a lost path was when it was not a file of the tree
+	// (lostKinds): BLOCKED.md names it so.
+	kinds map[string]string
 	// noChanges is the "no changes" concern's message when it is among
 	// concerns ("" otherwise): afterTask drops it for a task whose work an
 	// earlier run did and left in the tree.
 	noChanges string
 }
+
+// lostKinds names the lost paths of v that were not files of the tree:
+// "ignored" (an ignored file implloop kept), "plan" (the plan file),
+// "submodule:<path>" (a file inside that submodule or nested repository).
+func lostKinds(v guard.Verdict) map[string]string {
+	var out map[string]string
+	for _, r := range v.Paths {
+		kind := ""
+		switch {
+		case r.Outcome != guard.Discarded:
+		case r.Nested != "":
+			kind = "submodule:" + r.Nested
+		case r.Status == boundary.StatusIgnored || r.Status == boundary.StatusPlan:
+			kind = string(r.Status)
+		}
+		if kind != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[r.Path] = kind
+		}
+	}
+	return out
+}
+
+// keepSettings is what the run's boundaries keep beside their trees: the
+// plan file (when it is in the repository) and the user's ignored files
+// within the repository's limits (git config implloop.keep*), read once.
+func (e *engine) keepSettings(ctx context.Context) boundary.Keep {
+	if e.keep == nil {
+		k, err := boundary.KeepSettings(ctx, e.o.RepoRoot)
+		if err != nil {
+			e.emit(Event{Type: EvConcern, Message: "ignored files are not kept: " + err.Error()})
+			k = boundary.Keep{}
+		}
+		if ex := e.excludes(); len(ex) > 0 {
+			k.Plan = ex[0]
+		}
+		e.keep = &k
+	}
+	return *e.keep
+}
+
+// planTicks tells the guard whether the plan's change between prev and
+// cur (both kept) is only boxes ticked or unticked, which it reads from
+// the kept bytes: such a change is a concern, anything else a discard.
+func (e *engine) planTicks(ctx context.Context, prev, cur boundary.Snapshot) []guard.Option {
+	pp, cp := prev.Plan, cur.Plan
+	if pp == nil || cp == nil || !pp.Blob.Present() || !cp.Blob.Present() || pp.Blob.Same(cp.Blob) {
+		return nil
+	}
+	a, err := boundary.ReadBlob(ctx, e.o.RepoRoot, pp.Blob.Hash)
+	if err != nil {
+		return nil
+	}
+	b, err := boundary.ReadBlob(ctx, e.o.RepoRoot, cp.Blob.Hash)
+	if err != nil {
+		return nil
+	}
+	if bytes.Equal(untick(a), untick(b)) {
+		return []guard.Option{guard.PlanTicksOnly()}
+	}
+	return nil
+}
+
+// boxRE is a task-list box at the start of a list item: "- [x] ",
+// "  * [ ] ", "1. [X] ".
+var boxRE = regexp.MustCompile(`(?m)^([ \t>]*(?:[-*+]|[0-9]+[.)])[ \t]+\[)[ xX](\])`)
+
+// untick is the plan with every box unticked: two plans that differ only
+// by ticks are equal after it.
+func untick(b []byte) []byte { return boxRE.ReplaceAll(b, []byte("${1} ${2}")) }
 
 // firstBoundary takes B0. On a resume it compares B0 with the parent's
 // last boundary and reports what happened between the runs: information
@@ -190,7 +267,7 @@ func (e *engine) guardInterrupted(ctx context.Context) error {
 		return nil
 	}
 	b := blockInfo{RunID: e.runID, PlanPath: e.s.Plan, TaskID: row.TaskID, Title: row.Title, Attempts: row.Attempts,
-		Reason: row.BlockReason, Lost: r.lost, Interrupted: true}
+		Reason: row.BlockReason, Lost: r.lost, LostKinds: r.kinds, Interrupted: true}
 	e.blocks = append(e.blocks, b)
 	if err := writeBlocked(e.o.RepoRoot, e.blocks); err != nil {
 		return err
@@ -229,7 +306,7 @@ func (e *engine) excludes() []string {
 // is judged against. The plan file is left out of the snapshot.
 func (e *engine) take(ctx context.Context, track []string, prev *boundary.Snapshot, label string, more ...boundary.Option) (boundary.Snapshot, error) {
 	opts := append([]boundary.Option{boundary.WithRun(e.runID), boundary.WithLabel(label)}, more...)
-	opts = append(opts, boundary.WithExclude(e.excludes()...))
+	opts = append(opts, boundary.WithExclude(e.excludes()...), boundary.WithKeep(e.keepSettings(ctx)))
 	if len(track) > 0 {
 		opts = append(opts, boundary.WithTrack(track...))
 	}
@@ -277,7 +354,7 @@ func (e *engine) takeBoundary(ctx context.Context, taskID string, replayedOnly b
 	if err != nil {
 		return guardResult{}, err
 	}
-	v := guard.Compare(e.prev, snap)
+	v := guard.Compare(e.prev, snap, e.planTicks(ctx, e.prev, snap)...)
 	if err := e.putBoundary(taskID, snap, &v); err != nil {
 		return guardResult{}, err
 	}
@@ -286,6 +363,7 @@ func (e *engine) takeBoundary(ctx context.Context, taskID string, replayedOnly b
 	for _, l := range v.Lost {
 		r.lost = append(r.lost, l.Path)
 	}
+	r.kinds = lostKinds(v)
 	r.vanished = snap.Vanished
 	for _, c := range v.Concerns {
 		if replayedOnly && c.Kind == guard.ConcernNoChanges {

@@ -151,10 +151,12 @@ type engine struct {
 	blockedWrote bool
 	blocks       []blockInfo // what BLOCKED.md explains, in order
 
-	boundaries int             // boundaries journaled in this run so far
-	liveGates  int             // gates run live in this run so far
-	held       *[]Event        // events of a replay batch not yet committed
-	replay     map[string]bool // task id -> the resume plan replays it (runTasks; built once)
+	keep       *boundary.Keep    // what boundaries keep beside their trees (keepSettings)
+	ticked     map[string]string // task id -> the run an agent ticked its box in (ticks.go)
+	boundaries int               // boundaries journaled in this run so far
+	liveGates  int               // gates run live in this run so far
+	held       *[]Event          // events of a replay batch not yet committed
+	replay     map[string]bool   // task id -> the resume plan replays it (runTasks; built once)
 
 	// resumeBlocked: the resume's first comparison found discards of a
 	// task the parent never finished; no task runs (boundaries.go).
@@ -289,6 +291,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	// (an agent's `git stash`), which holds the work it put away.
 	e.stash, _ = boundary.StashTop(ctx, o.RepoRoot)
 	if o.Parent != "" {
+		e.agentTicks(ctx)
 		if err := e.planResume(ctx, out); err != nil {
 			return nil, err
 		}
@@ -738,7 +741,7 @@ func (p *pass) depArtifact(d string) string {
 
 // skips reports whether t is skipped in this run (checked in the plan).
 func (e *engine) skips(t extractor.Task) bool {
-	return t.Checked && !e.s.IncludeChecked
+	return t.Checked && !e.s.IncludeChecked && e.ticked[t.ID] == ""
 }
 
 // runsHere reports whether task id is in range and not skipped.

@@ -101,6 +101,9 @@ func (pl *planner) plan() ([]PlannedTask, error) {
 			if p.Action == ActionReplay || p.Action == ActionGate {
 				p.Reasons = append(p.Reasons, pl.mayRerun(t)...)
 			}
+			if why := e.tickedBy(t.ID); why != "" {
+				p.Reasons = append([]string{why}, p.Reasons...)
+			}
 		}
 		switch {
 		case p.Action == ActionSkip, p.Action == ActionAcross:
@@ -276,6 +279,7 @@ func (e *engine) dryRun(ctx context.Context) (*Outcome, error) {
 		}
 		e.loadWorkCheck(now)
 		tree = e.acrossTree(now.Tree)
+		e.agentTicks(ctx)
 	} else if e.j != nil {
 		// A fresh run may replay across runs from its first task: the
 		// tree now says whether it will (read-only, as above). Unreadable,

@@ -36,28 +36,46 @@ func concernsOf(t *testing.T, repo, run string) string {
 	return strings.Join(all, "\n")
 }
 
-// TestSubmoduleDiscardIsAConcern: task 1 leaves uncommitted work inside a
+// TestSubmoduleDiscardBlocks: task 1 leaves uncommitted work inside a
 // submodule (an edit, a new file); task 2 throws it away with git -C sub
-// checkout . and clean -fd. The outer tree records only the submodule's
-// commit, which did not change, so until now the run ended DONE without
-// a word. Task 2 now carries a concern naming the submodule and the paths.
-func TestSubmoduleDiscardIsAConcern(t *testing.T) {
+// reset --hard and clean -fdx. The outer tree records only the
+// submodule's commit, which did not change; the submodule's own
+// boundaries (committed in it) keep the work, so task 2 blocks,
+// BLOCKED.md names the submodule, and restore writes the work back.
+func TestSubmoduleDiscardBlocks(t *testing.T) {
 	repo := newSubmoduleRepo(t, 2)
 	agentPath, _ := fakeAgent(t, `
 case "$IMPLLOOP_TASK_ID" in
 1) echo work > sub/lib.txt; echo new > sub/new.txt ;;
-2) git -C sub checkout -q . && git -C sub clean -fdq ;;
+2) git -C sub reset -q --hard && git -C sub clean -fdxq ;;
 esac`)
 	out := runIn(t, repo, settingsFor(agentPath))
+	if !out.Blocked {
+		t.Fatalf("verdict %s: task 2 discarded the submodule's work, want a block", out.Verdict)
+	}
 	rows := taskRows(t, openJournal(t, repo), out.RunID)
-	got := strings.Join(rows["2"].Concerns, "\n")
-	for _, want := range []string{"submodule sub", "lib.txt (modified)", "new.txt (untracked)"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("task 2 concerns %q: want %q", got, want)
-		}
+	if got := strings.Join(rows["2"].LostPaths, " "); got != "sub/lib.txt sub/new.txt" {
+		t.Errorf("task 2 lost %q, want sub/lib.txt sub/new.txt", got)
 	}
 	if c := strings.Join(rows["1"].Concerns, "\n"); strings.Contains(c, "sub") {
 		t.Errorf("task 1 concerns %q: its work in the submodule is new, nothing was lost", c)
+	}
+	blocked := readFile(t, filepath.Join(repo, BlockedFile))
+	if !strings.Contains(blocked, "- `sub/new.txt` (uncommitted work in the submodule `sub`") {
+		t.Errorf("BLOCKED.md does not name the submodule:\n%s", blocked)
+	}
+	lost, err := LostContent(openJournal(t, repo), out.RunID, "2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := boundary.Restore(context.Background(), repo, lost, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(repo, "sub", "lib.txt")); got != "work\n" {
+		t.Errorf("sub/lib.txt restored as %q", got)
+	}
+	if got := readFile(t, filepath.Join(repo, "sub", "new.txt")); got != "new\n" {
+		t.Errorf("sub/new.txt restored as %q", got)
 	}
 }
 

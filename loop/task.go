@@ -978,7 +978,7 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 	if status == cache.TaskBlocked {
 		ts.row.BlockReason = reason
 		b := blockInfo{RunID: e.runID, PlanPath: e.s.Plan, TaskID: t.ID, Title: t.Title, Attempts: ts.row.Attempts,
-			Reason: reason, Lost: v.lost}
+			Reason: reason, Lost: v.lost, LostKinds: v.kinds}
 		if len(gateOutput) > 0 {
 			b.Gate, b.Output = e.gateCommand(t), gateOutput[0]
 		}

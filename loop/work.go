@@ -87,9 +87,21 @@ func (e *engine) loadWorkCheck(now boundary.Snapshot) {
 // user or a later task: kept). Tasks are checked in plan order against the
 // tree as the earlier restores will leave it, so a file two tasks wrote
 // comes back as the later one left it.
+//
+// A path the guard saw a later task discard inside the lineage (task 2
+// deletes task 1's file and blocks; the user fixes task 2 and resumes
+// without `implloop restore`) is checked too, though the parent's last
+// boundary already lacks it: the task that discarded it does not replay,
+// so the replayed task's work must be in the tree without it. Its gate,
+// and those of the replays after it, then run live: they judged a tree
+// that is no more.
 func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
 	w := e.work
-	if !w.treeChanged() {
+	if w == nil {
+		return nil
+	}
+	discarded, last := e.lineageDiscards()
+	if !w.treeChanged() && len(discarded) == 0 {
 		return nil
 	}
 	type job struct {
@@ -110,9 +122,16 @@ func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
 		}
 		jobs = append(jobs, job{at: i, from: from.Commit, to: to.Commit, discarded: discardedBy(to)})
 	}
-	pairs := make([][2]string, len(jobs))
+	pairs := make([][2]string, len(jobs), 2*len(jobs))
 	for i, jb := range jobs {
 		pairs[i] = [2]string{jb.from, jb.to}
+	}
+	if len(discarded) > 0 {
+		// Where the parent left each task's paths: its last boundary
+		// against the boundary after the task.
+		for _, jb := range jobs {
+			pairs = append(pairs, [2]string{jb.to, last})
+		}
 	}
 	effects, err := boundary.Effects(ctx, e.o.RepoRoot, pairs)
 	if err != nil {
@@ -122,12 +141,35 @@ func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
 	for p, b := range w.changed {
 		now[p] = b
 	}
+	stale := false // a restore of work lost inside the lineage came before
 	for i, jb := range jobs {
-		lost := lostWork(effects[i], now, jb.discarded)
+		cur := now
+		if len(discarded) > 0 {
+			cur = withDiscards(now, effects[i], effects[len(jobs)+i], discarded)
+		}
+		lost := lostWork(effects[i], cur, jb.discarded)
+		p := &planned[jb.at]
+		inLineage := false
+		for _, l := range lost {
+			if _, ok := w.changed[l.Path]; !ok {
+				inLineage = true
+			}
+		}
+		if stale || inLineage {
+			stale = true
+			if w.freshGate == nil {
+				w.freshGate = map[string]bool{}
+			}
+			if e.gatedTask(p.Task) && !w.freshGate[p.Task] {
+				w.freshGate[p.Task] = true
+				if !w.treeChanged() {
+					p.Reasons = append(p.Reasons, "work discarded in run "+w.parent+"'s lineage is written back: its gate runs live")
+				}
+			}
+		}
 		if len(lost) == 0 {
 			continue
 		}
-		p := &planned[jb.at]
 		var paths []string
 		for _, l := range lost {
 			paths = append(paths, l.Path)
@@ -152,6 +194,75 @@ func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
 		w.restores[p.Task] = lost
 	}
 	return nil
+}
+
+// gatedTask reports whether task id of the selection has a gate.
+func (e *engine) gatedTask(id string) bool {
+	for _, t := range e.sel.Tasks {
+		if t.ID == id {
+			return e.gateCommand(t) != ""
+		}
+	}
+	return false
+}
+
+// lineageDiscards lists the paths the guard saw a task discard in the
+// runs the resume continues (their boundaries' verdicts), and the parent's
+// last boundary commit: nil when there are none.
+func (e *engine) lineageDiscards() (map[string]bool, string) {
+	if e.j == nil || e.lineage == nil || len(e.lineage.runs) == 0 {
+		return nil, ""
+	}
+	b, ok, err := e.j.LastBoundary(e.o.Parent)
+	if err != nil || !ok || b.Commit == "" {
+		return nil, ""
+	}
+	var out map[string]bool
+	for _, run := range e.lineage.runs {
+		lost, err := LostContent(e.j, run, "", nil)
+		if err != nil {
+			continue
+		}
+		for _, l := range lost {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[l.Path] = true
+		}
+	}
+	return out, b.Commit
+}
+
+// withDiscards is now (the content of the paths changed since the
+// parent's last boundary) with the discarded paths of a task's effect
+// added: their content at the parent's last boundary, read from toLast
+// (the changes from the boundary after the task to it; a path not there
+// holds what the task left).
+func withDiscards(now map[string]boundary.Blob, effect, toLast []boundary.Change, discarded map[string]bool) map[string]boundary.Blob {
+	var out map[string]boundary.Blob
+	for _, c := range effect {
+		if _, ok := now[c.Path]; ok || !discarded[c.Path] {
+			continue
+		}
+		at := c.After
+		for _, d := range toLast {
+			if d.Path == c.Path {
+				at = d.After
+				break
+			}
+		}
+		if out == nil {
+			out = make(map[string]boundary.Blob, len(now)+1)
+			for p, b := range now {
+				out[p] = b
+			}
+		}
+		out[c.Path] = at
+	}
+	if out == nil {
+		return now
+	}
+	return out
 }
 
 // discardedBy is what the guard saw a task throw away in the boundary

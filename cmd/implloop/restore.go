@@ -37,8 +37,10 @@ func newRestoreCmdWith(io *ioStreams, runF func(context.Context, *restoreOptions
 		Short: "Bring back content the discard guard saw a task throw away",
 		Long: `Restore writes back, byte for byte, the content of every path the discard
 guard saw lost in a run (default: the latest run), from the run's boundary
-commits in the git object store (refs/implloop/runs/<run>). Limit it to one
-task with --task or to some paths by naming them.
+commits in the git object store (refs/implloop/runs/<run>; the plan and
+your ignored files from refs/implloop/kept/<run>, kept locally; a file in
+a submodule from that submodule's own boundaries). Limit it to one task
+with --task or to some paths by naming them.
 
 A path whose current content is neither the lost content nor what it was
 based on has been edited since; restore refuses to overwrite it unless
