@@ -22,9 +22,8 @@ import (
 // runs of one lineage did (a run that blocked at it, then the resume that
 // finished it). Its work is then
 // written into the tree from that run's boundary commits, no agent call;
-// the final gate runs live, unless the tree is then exactly the one that
-// run's gate judged (acrossGate: its verdict is carried). So a plan run
-// again at the commit where someone already ran it pays nothing.
+// the final gate runs live. So a plan run again at the commit where
+// someone already ran it pays nothing.
 //
 // A resume replays from its lineage first: a task of a resume replays
 // across runs only when no run of its lineage has a unit of it (a task
@@ -61,7 +60,7 @@ import (
 // failed gate carried, ..., the last attempt's units replayed, then the
 // task's whole effect (the diff between its boundaries there, every
 // attempt's work and what the gates left) written into the tree, and the
-// final gate run live (or carried: acrossGate). The whole chain is checked before anything is
+// final gate run live. The whole chain is checked before anything is
 // written: a mismatch at any attempt (an identity that run has not, a gate
 // that changed) refuses that run as the source, and with no other the
 // task runs live from attempt 1, as if no run had done it. Replaying
@@ -458,17 +457,13 @@ func (e *engine) replayAcross(ctx context.Context, t extractor.Task, ts *taskSta
 	if a.merge {
 		var failure string
 		var err error
-		if written, r.tree, failure, err = e.mergeAcross(ctx, a); err != nil || failure != "" {
+		if written, failure, err = e.mergeAcross(ctx, a); err != nil || failure != "" {
 			r.failure = failure
 			return r, err
 		}
 	} else {
 		written, left = writeBack(ctx, e.o.RepoRoot, a.work)
-		if len(left) == 0 {
-			r.tree = a.to.Tree // this tree was that run's before the task, and its work is all written
-		}
 	}
-	r.across = a
 	if at.gate != nil {
 		carry() // the failed call a blocked chain ended on
 	}

@@ -191,37 +191,18 @@ func (e *engine) noteResult(t extractor.Task, ts *taskState, a attemptRun) {
 
 // mergeAcross merges the work of a's task (its boundaries there) into
 // the tree: "" when it merged, else why not (the attempt failed).
-func (e *engine) mergeAcross(ctx context.Context, a *acrossRun) (written []string, tree, failure string, err error) {
+func (e *engine) mergeAcross(ctx context.Context, a *acrossRun) (written []string, failure string, err error) {
 	m, err := boundary.MergeTreesInto(ctx, e.o.RepoRoot, a.from.Tree, e.prev.Commit, a.to.Tree)
 	switch {
 	case err != nil:
-		return nil, "", "", err
+		return nil, "", err
 	case len(m.Conflicts) > 0:
-		return nil, "", fmt.Sprintf("its work, done by another run from its dependencies' results, conflicts with the tasks merged before it in %s: this attempt runs again on the merged tree",
+		return nil, fmt.Sprintf("its work, done by another run from its dependencies' results, conflicts with the tasks merged before it in %s: this attempt runs again on the merged tree",
 			strings.Join(m.Conflicts, ", ")), nil
 	case len(m.Refused) > 0:
-		return nil, "", fmt.Sprintf("its work could not be written over paths changed meanwhile: %s", strings.Join(m.Refused, ", ")), nil
+		return nil, fmt.Sprintf("its work could not be written over paths changed meanwhile: %s", strings.Join(m.Refused, ", ")), nil
 	}
-	return m.Written, m.Tree, "", nil
-}
-
-// acrossGate carries the gate of the run a task's attempt replayed
-// across runs from (a), when the attempt left the tree exactly as that
-// run's gate judged it (the tree its boundary after the task has): a
-// gate's verdict stands while the tree it judged is unchanged. A task
-// whose work was merged into a tree holding other tasks' work (a
-// worker's, at the fan-in) has another tree, and its gate runs live.
-func (e *engine) acrossGate(t extractor.Task, attempt int, cmd string, r attemptRun) (cache.Gate, bool) {
-	a := r.across
-	if a == nil || a.origin == nil || r.tree == "" || r.tree != a.to.Tree || e.o.Reverify {
-		return cache.Gate{}, false
-	}
-	g, ok := e.lineage.journaledGate(a.origin.ID, t.ID, attempt)
-	if !ok || g.Replayed || g.Command != cmd || g.Command == agentGate {
-		return cache.Gate{}, false
-	}
-	e.carryGate(t, g)
-	return g, true
+	return m.Written, "", nil
 }
 
 // onlyTask narrows the selection to Options.Task (a worker's run).

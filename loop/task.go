@@ -258,10 +258,6 @@ type attemptRun struct {
 	carried     *cache.Gate // a replayed failure's journaled agent-failure gate
 	final       string      // identity of the last unit that completed
 	crossed     bool        // replayed from another run (acrossruns.go)
-	// across, tree: the replay across runs whose work this attempt
-	// wrote whole, and the tree it left (fanin.go: acrossGate).
-	across *acrossRun
-	tree   string
 }
 
 // runAttempt runs the units of one attempt (facts) in order: the
@@ -361,9 +357,6 @@ func (e *engine) judge(ctx context.Context, t extractor.Task, attempt int, gateC
 		return g.Passed, g.Feedback, nil
 	case gateCmd == "":
 		return true, "", nil
-	}
-	if g, ok := e.acrossGate(t, attempt, gateCmd, a); ok {
-		return g.Passed, g.Feedback, nil
 	}
 	g, err := e.liveGate(ctx, t, attempt, gateCmd, false)
 	if err != nil {
