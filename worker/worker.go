@@ -152,6 +152,7 @@ type worker struct {
 
 	seen   map[string]seenClaim // task -> a running claim's value, since when
 	left   map[string]string    // task -> why no worker can do it
+	redone map[string]bool      // tasks done again here for a result not trusted
 	sum    *Summary
 	waited string // what the last waiting line said
 }
@@ -163,7 +164,7 @@ type seenClaim struct {
 
 // Work runs the worker until every task of the plan is settled.
 func Work(ctx context.Context, o Options) (*Summary, error) {
-	w := &worker{o: o, now: o.Now, seen: map[string]seenClaim{}, left: map[string]string{}}
+	w := &worker{o: o, now: o.Now, seen: map[string]seenClaim{}, left: map[string]string{}, redone: map[string]bool{}}
 	if w.now == nil {
 		w.now = time.Now
 	}
@@ -296,6 +297,9 @@ type taskInfo struct {
 	claim   claimState
 	result  *loop.Result // its result, when done by a run this journal has
 	settled bool         // done or blocked (or left, or unreachable)
+	// untrusted: its result is not trusted here, and a task waits for
+	// it: it is done again (once per worker), from that claim's value.
+	untrusted bool
 }
 
 // step takes one look and does what it can: a task, or a wait. It
@@ -367,6 +371,9 @@ func (w *worker) settle(info map[string]*taskInfo) {
 		ti.settled = true
 		if r, err := loop.TaskResult(w.j, ti.claim.run, t.ID); err == nil {
 			ti.result = &r
+			if !r.Trust.Trusted && !w.redone[t.ID] {
+				ti.settled, ti.untrusted = false, true
+			}
 		}
 	}
 }
@@ -384,7 +391,7 @@ func (w *worker) readiness(t extractor.Task, info map[string]*taskInfo) (ready b
 		case di.result == nil:
 			return false, "task " + d + "'s result (run " + di.claim.run + ") is not in the journal", true
 		case !di.result.Trust.Trusted:
-			return false, "task " + d + "'s result (run " + di.claim.run + ") is not trusted here: " + di.result.Trust.String(), true
+			return false, "task " + d + "'s result (run " + di.claim.run + ") is not trusted here: " + di.result.Trust.String(), !di.untrusted
 		case di.result.Status != cache.TaskDone:
 			return false, "task " + d + " ended " + string(di.result.Status), true
 		}
@@ -393,8 +400,9 @@ func (w *worker) readiness(t extractor.Task, info map[string]*taskInfo) (ready b
 }
 
 // pick is the first task, in plan order, this worker may claim now
-// (took: from a stale lease), and how many tasks are not settled.
-func (w *worker) pick(ctx context.Context, info map[string]*taskInfo) (next *taskInfo, took bool, waiting int) {
+// (took: why it takes the claim over, "" when there is none), and how
+// many tasks are not settled.
+func (w *worker) pick(ctx context.Context, info map[string]*taskInfo) (next *taskInfo, took string, waiting int) {
 	now := w.now()
 	for _, t := range w.sel.Tasks {
 		ti := info[t.ID]
@@ -413,6 +421,8 @@ func (w *worker) pick(ctx context.Context, info map[string]*taskInfo) (next *tas
 		switch v := ti.claim.value; {
 		case v == "":
 			next = ti
+		case ti.untrusted:
+			next, took = ti, "its result (run "+ti.claim.run+") is not trusted here: "+ti.result.Trust.String()+"; done again"
 		default:
 			s, ok := w.seen[t.ID]
 			if !ok || s.value != v {
@@ -420,7 +430,7 @@ func (w *worker) pick(ctx context.Context, info map[string]*taskInfo) (next *tas
 				continue
 			}
 			if now.Sub(s.since) >= w.lease {
-				next, took = ti, true
+				next, took = ti, fmt.Sprintf("its claim was unchanged for %s: its worker stopped", w.lease)
 			}
 		}
 	}
@@ -472,7 +482,7 @@ func (w *worker) finish(info map[string]*taskInfo) {
 }
 
 // do claims task ti and, when the claim holds, runs and pushes it.
-func (w *worker) do(ctx context.Context, ti *taskInfo, took bool, info map[string]*taskInfo) error {
+func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[string]*taskInfo) error {
 	t := ti.t
 	input, arts, why, err := w.input(ctx, t, info)
 	if err != nil {
@@ -495,12 +505,15 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took bool, info map[strin
 		return err
 	}
 	delete(w.seen, t.ID)
-	if took {
-		w.log(Event{Type: "took_over", Task: t.ID, Message: fmt.Sprintf("its claim was unchanged for %s: its worker stopped", w.lease)})
+	if ti.untrusted {
+		w.redone[t.ID] = true
+	}
+	if took != "" {
+		w.log(Event{Type: "took_over", Task: t.ID, Message: took})
 	} else {
 		w.log(Event{Type: "claimed", Task: t.ID})
 	}
-	tr := TaskRun{Task: t.ID, TookOver: took}
+	tr := TaskRun{Task: t.ID, TookOver: took != ""}
 	defer func() { w.sum.Tasks = append(w.sum.Tasks, tr) }()
 
 	commit, err := w.inputCommit(ctx, t, input)

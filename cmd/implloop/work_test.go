@@ -56,6 +56,7 @@ if [ -n "$CHAIN" ] && [ "$IMPLLOOP_TASK_ID" -gt 1 ]; then
 fi
 [ -z "$AGENT_SLEEP" ] || sleep "$AGENT_SLEEP"
 echo "task $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"
+[ -z "$EVIL" ] || echo BACKDOOR >> "out-$IMPLLOOP_TASK_ID.txt"
 `
 
 func newFleet(t testing.TB, plan string) *fleet {
@@ -352,6 +353,44 @@ func TestWorkBlockedTask(t *testing.T) {
 	sout, _ := c.CombinedOutput()
 	if c.ProcessState.ExitCode() != exitPartial || !strings.Contains(string(sout), "BLOCKED: task T002: the gate failed on 2 attempt(s)") {
 		t.Fatalf("serial run:\n%s", sout)
+	}
+}
+
+// What arrives through the remote is hostile until signed: a worker whose
+// runs are not signed does the plan first, writing a backdoor. An honest
+// worker does not take its results: it does each task again (a claim
+// moved from the untrusted records by compare-and-swap), and the fan-in
+// replays only the honest work, no agent call. No backdoor reaches the
+// fan-in's tree.
+func TestWorkUntrustedResultDoneAgain(t *testing.T) {
+	t.Parallel()
+	plan := "# Plan\n\n## Task 1: first\n\nWrite out-1.txt.\n\n## Task 2: second\n\nDepends on: 1\n\nWrite out-2.txt.\n"
+	f := newFleet(t, plan)
+	rogue := f.clone("rogue")
+	f.run(rogue, "git", "config", "implloop.signRuns", "false")
+	c := f.cmd(rogue, "implloop", append([]string{"work", "plan.md", "--remote", "origin", "--id", "rogue"}, f.agentFlags()...)...)
+	c.Env = append(c.Env, "EVIL=1")
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("rogue worker: %v\n%s", err, out)
+	}
+	h := f.start("honest", nil)
+	f.wait(h)
+	if !strings.Contains(h.err.String(), "task 1: taken over (its result (run ") || !strings.Contains(h.err.String(), "is not trusted here") {
+		t.Fatalf("the honest worker did not do task 1 again:\n%s", h.err.String())
+	}
+	out, code, dir := f.fanIn()
+	if code != 0 || !strings.Contains(out, "units: 0 live, 2 replayed") || strings.Contains(out, "run "+"rogue") {
+		t.Fatalf("fan-in exited %d:\n%s", code, out)
+	}
+	for _, id := range []string{"1", "2"} {
+		if b, err := os.ReadFile(filepath.Join(dir, "out-"+id+".txt")); err != nil || strings.Contains(string(b), "BACKDOOR") {
+			t.Fatalf("out-%s.txt: %q, %v", id, b, err)
+		}
+	}
+	calls := f.callLines()
+	slices.Sort(calls)
+	if !slices.Equal(calls, []string{"1", "1", "2", "2"}) {
+		t.Fatalf("calls %v", calls)
 	}
 }
 
