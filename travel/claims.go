@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gitcmd"
 )
 
@@ -40,6 +40,9 @@ type RefUpdate struct {
 	Ref string
 	New string
 	Old string
+	// Records, in a Push: New is the records commit the push sends for
+	// this run (a worker's claim, moved to its result).
+	Records string
 }
 
 // ErrCASFailed is a compare-and-swap push the remote refused: one of its
@@ -101,35 +104,26 @@ func RemoteRefs(ctx context.Context, dir, remote string, patterns ...string) (ma
 	return refs, nil
 }
 
-// NewLease writes a lease commit: an empty tree, and a message naming
-// the plan, the task, the worker and the renewal (n), so that every
-// lease and renewal is a commit of its own.
-func NewLease(ctx context.Context, dir, plan, task, worker string, n int) (string, error) {
-	empty, err := git(ctx, dir, nil, nil, "mktree")
-	if err != nil {
-		return "", fmt.Errorf("lease: %w", err)
-	}
-	msg := fmt.Sprintf("implloop claim\n\nplan %s\ntask %s\nworker %s\nrenewal %d\n", plan, task, worker, n)
-	env := []string{"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost",
-		"GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost"}
-	c, err := git(ctx, dir, []byte(msg), env, "commit-tree", "--no-gpg-sign", empty)
+// NewLease writes a lease commit: an empty tree (git's, named by its
+// hash: emptyTree), and a message naming the plan, the task, the worker
+// and the renewal (n), so that every lease and renewal is a commit of its
+// own. One git process: the commit object is written whole.
+func NewLease(ctx context.Context, dir, emptyTree, plan, task, worker string, n int, at time.Time) (string, error) {
+	stamp := fmt.Sprintf("implloop <implloop@localhost> %d +0000", at.Unix())
+	obj := fmt.Sprintf("tree %s\nauthor %s\ncommitter %s\n\nimplloop claim\n\nplan %s\ntask %s\nworker %s\nrenewal %d\n",
+		emptyTree, stamp, stamp, plan, task, worker, n)
+	c, err := git(ctx, dir, []byte(obj), nil, "hash-object", "-t", "commit", "-w", "--stdin")
 	if err != nil {
 		return "", fmt.Errorf("lease: %w", err)
 	}
 	return c, nil
 }
 
-// SealedRecords writes run's records (Write) and, when push signs runs
-// (SignsRuns), signs them: the records commit Push would push for it,
-// which a worker's claim is moved to in the same push.
-func SealedRecords(ctx context.Context, j *cache.Journal, run string) (string, error) {
-	dir := j.Root()
-	c, err := Write(ctx, j, run)
+// EmptyTree writes git's empty tree and returns its name.
+func EmptyTree(ctx context.Context, dir string) (string, error) {
+	t, err := git(ctx, dir, nil, nil, "mktree")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("lease: %w", err)
 	}
-	if SignsRuns(ctx, dir) {
-		return signRecords(ctx, dir, run, c)
-	}
-	return c, nil
+	return t, nil
 }

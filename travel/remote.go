@@ -202,11 +202,21 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		}
 		refspecs = append(refspecs, specs...)
 		res.Runs = append(res.Runs, r.ID)
+		for i, u := range o.With {
+			if u.Records == r.ID {
+				o.With[i].New = records
+			}
+		}
 		if raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", records); err == nil && hasSignature([]byte(raw)) {
 			res.Signed = append(res.Signed, r.ID)
 			if _, isPulled := pulled[r.ID]; sign && !isPulled {
 				sealed[r.ID] = records
 			}
+		}
+	}
+	for _, u := range o.With {
+		if u.Records != "" && u.New == "" {
+			return nil, fmt.Errorf("push: run %s's records are not in this push, for %s", u.Records, u.Ref)
 		}
 	}
 	if len(refspecs) == 0 && len(o.With) == 0 {

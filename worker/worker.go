@@ -135,20 +135,21 @@ func PlanKey(planPath, planSHA256, base string) string {
 
 // worker is one worker's state.
 type worker struct {
-	o        Options
-	now      func() time.Time
-	sel      *extractor.Selection
-	deps     map[string][]string // loop.InputDeps
-	key      string
-	base     string // commit
-	tree     string // the base commit's tree as a boundary has it (no plan)
-	headTree string // the base commit's tree
-	j        *cache.Journal
-	remote   string
-	lease    time.Duration
-	poll     time.Duration
-	wt       string // the worker's worktree ("" until made)
-	leases   int    // lease commits made
+	o         Options
+	now       func() time.Time
+	sel       *extractor.Selection
+	deps      map[string][]string // loop.InputDeps
+	key       string
+	base      string // commit
+	tree      string // the base commit's tree as a boundary has it (no plan)
+	headTree  string // the base commit's tree
+	j         *cache.Journal
+	remote    string
+	lease     time.Duration
+	poll      time.Duration
+	wt        string // the worker's worktree ("" until made)
+	leases    int    // lease commits made
+	emptyTree string // git's empty tree (leases' tree)
 
 	seen   map[string]seenClaim // task -> a running claim's value, since when
 	left   map[string]string    // task -> why no worker can do it
@@ -549,12 +550,8 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 		return context.Canceled
 	}
 	w.log(Event{Type: "finished", Task: t.ID, Run: out.RunID, Verdict: out.Verdict})
-	records, err := travel.SealedRecords(ctx, w.j, out.RunID)
-	if err != nil {
-		return err
-	}
 	_, err = travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{out.RunID}, New: true,
-		With: []travel.RefUpdate{{Ref: ref, New: records, Old: r.value}}})
+		With: []travel.RefUpdate{{Ref: ref, Records: out.RunID, Old: r.value}}})
 	if errors.Is(err, travel.ErrCASFailed) {
 		w.log(Event{Type: "lost", Task: t.ID, Run: out.RunID, Message: "its lease was taken over before the push: its result is not pushed"})
 		return nil
@@ -645,7 +642,14 @@ func (w *worker) removeWorktree() {
 
 func (w *worker) newLease(ctx context.Context, task string) (string, error) {
 	w.leases++
-	return travel.NewLease(ctx, w.o.Root, w.key, task, w.o.ID, w.leases)
+	if w.emptyTree == "" {
+		t, err := travel.EmptyTree(ctx, w.o.Root)
+		if err != nil {
+			return "", err
+		}
+		w.emptyTree = t
+	}
+	return travel.NewLease(ctx, w.o.Root, w.emptyTree, w.key, task, w.o.ID, w.leases, w.now())
 }
 
 // renewal keeps a claim's lease while its task runs.

@@ -402,6 +402,8 @@ func TestWorkClaimRace(t *testing.T) {
 	dirs := []string{f.clone("r1"), f.clone("r2")}
 	// The pushes are made from this process, as a worker makes them.
 	ctx := context.Background()
+	empty, err := travel.EmptyTree(ctx, dirs[0])
+	must(t, err)
 	for round := 0; round < *claimRounds; round++ {
 		ref := travel.ClaimRef("race", strconv.Itoa(round))
 		var wg sync.WaitGroup
@@ -410,7 +412,7 @@ func TestWorkClaimRace(t *testing.T) {
 		errs := make([]error, 2)
 		start := make(chan struct{})
 		for i := range 2 {
-			lease, err := travel.NewLease(ctx, dirs[i], "race", strconv.Itoa(round), fmt.Sprintf("w%d", i), round)
+			lease, err := travel.NewLease(ctx, dirs[i], empty, "race", strconv.Itoa(round), fmt.Sprintf("w%d", i), round, time.Now())
 			must(t, err)
 			leases[i] = lease
 			wg.Add(1)
