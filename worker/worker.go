@@ -536,6 +536,7 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 	})
 	lost := r.end()
 	if ctx.Err() != nil {
+		w.release(ctx, ref, r)
 		return ctx.Err()
 	}
 	if lost {
@@ -543,6 +544,7 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 		return nil
 	}
 	if runErr != nil {
+		w.release(ctx, ref, r)
 		return fmt.Errorf("task %s: %w", t.ID, runErr)
 	}
 	tr.Run, tr.Verdict = out.RunID, out.Verdict
@@ -638,6 +640,19 @@ func (w *worker) removeWorktree() {
 	if w.wt != "" {
 		_ = boundary.RemoveWorktree(context.Background(), w.o.Root, w.wt)
 	}
+}
+
+// release gives a claim up (a worker interrupted, or a task it could not
+// run): deleted, only while it still holds this worker's lease, so that
+// another worker takes the task at once instead of after the lease.
+// Best effort: a claim left behind is taken over after the lease.
+func (w *worker) release(ctx context.Context, ref string, r *renewal) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	r.mu.Lock()
+	lease := r.value
+	r.mu.Unlock()
+	_ = travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: lease})
 }
 
 func (w *worker) newLease(ctx context.Context, task string) (string, error) {

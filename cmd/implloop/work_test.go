@@ -59,7 +59,11 @@ echo "task $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"
 [ -z "$EVIL" ] || echo BACKDOOR >> "out-$IMPLLOOP_TASK_ID.txt"
 `
 
-func newFleet(t testing.TB, plan string) *fleet {
+func newFleet(t testing.TB, plan string) *fleet { return newFleetOn(t, plan, serveGit) }
+
+// newFleetOn is newFleet with its git server: serveGit (smart HTTP) or
+// serveGitDaemon.
+func newFleetOn(t testing.TB, plan string, serve func(dir, home string) (string, func(), error)) *fleet {
 	t.Helper()
 	if _, err := exec.LookPath("ssh-keygen"); err != nil {
 		t.Skip("ssh-keygen is not installed")
@@ -95,7 +99,7 @@ func newFleet(t testing.TB, plan string) *fleet {
 	f.run(dir, "git", "init", "-q", "--bare", filepath.Join(dir, "srv", "shared.git"))
 	// As a hosting service does: no gc in the push's own time.
 	f.run(dir, "git", "-C", filepath.Join(dir, "srv", "shared.git"), "config", "receive.autogc", "false")
-	url, stop, err := serveGit(filepath.Join(dir, "srv"), home)
+	url, stop, err := serve(filepath.Join(dir, "srv"), home)
 	must(t, err)
 	t.Cleanup(stop)
 	f.url = url + "/shared.git"
@@ -294,6 +298,37 @@ func TestWorkKilledWorkerTakenOver(t *testing.T) {
 	}
 }
 
+// A worker stopped with Ctrl-C (SIGINT) in the middle of a task gives its
+// claim up (deleted by compare-and-swap on its lease): another worker
+// takes the task at once, not after the lease. It exits 130.
+func TestWorkInterruptReleasesClaim(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(1))
+	mark := filepath.Join(f.dir, "slow")
+	w := f.start("w", []string{"SLOW_TASK=T001", "SLOW_MARK=" + mark})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(mark, "pid")); err == nil && strings.TrimSpace(string(b)) != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker never started task T001:\n%s", w.err.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if refs := f.run(f.dir, "git", "ls-remote", f.url, "refs/implloop/claims/*"); !strings.Contains(refs, "/T001") {
+		t.Fatalf("no claim while the task runs: %q", refs)
+	}
+	must(t, w.cmd.Process.Signal(os.Interrupt))
+	err := w.cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("worker: %v, want exit %d\n%s", err, exitInterrupted, w.err.String())
+	}
+	if refs := f.run(f.dir, "git", "ls-remote", f.url, "refs/implloop/claims/*"); refs != "" {
+		t.Fatalf("the claim is still there: %q", refs)
+	}
+}
+
 // A chain of three (each depends on the one before) runs in order across
 // three workers: no task starts before the result of the one it depends
 // on is on the remote, and it starts from that result.
@@ -457,14 +492,18 @@ func (t scriptT) Verbose() bool { return testing.Verbose() }
 // BenchmarkWorkers: 8 workers, 32 independent tasks whose agent takes
 // 2 s each. The reference is the ideal: 32 tasks / 8 workers x 2 s = 8 s,
 // no protocol at all. Reported: the wall time as a multiple of the ideal
-// (x_ideal, at most 1.3 wanted) and the protocol's cost per task (claim,
-// input, boundaries, records, signing, push), in ms, on loopback.
+// (x_ideal, at most 1.3 wanted), what each round of tasks cost over 2 s
+// (ms_overhead/task: on one machine the 8 workers share its cores), and
+// the protocol's own cost per task for one worker alone (ms_protocol/task:
+// look, claim, input, the run's boundaries and records, signing, push) on
+// a loopback remote (git daemon: the tests' smart HTTP server starts a CGI
+// process per request, which a hosting service does not).
 func BenchmarkWorkers(b *testing.B) {
 	const workers, tasks, agent = 8, 32, 2 * time.Second
 	ideal := time.Duration(tasks/workers) * agent
 	for b.Loop() {
 		b.StopTimer()
-		f := newFleet(b, independentPlan(tasks))
+		f := newFleetOn(b, independentPlan(tasks), serveGitDaemon)
 		var dirs []string
 		for i := 1; i <= workers; i++ {
 			dirs = append(dirs, f.clone(fmt.Sprintf("w%d", i)))
@@ -489,6 +528,15 @@ func BenchmarkWorkers(b *testing.B) {
 		}
 		b.ReportMetric(wall.Seconds()/ideal.Seconds(), "x_ideal")
 		b.ReportMetric(float64((wall-ideal).Milliseconds())/float64(tasks/workers), "ms_overhead/task")
+
+		// The protocol alone: one worker, 8 tasks whose agent returns at
+		// once (its process and the gate's stay in): per task, the look,
+		// the claim, the run's boundaries and records, signing, the push.
+		g := newFleetOn(b, independentPlan(8), serveGitDaemon)
+		dir := g.clone("solo")
+		t1 := time.Now()
+		g.run(dir, "implloop", append([]string{"work", "plan.md", "--remote", "origin", "--id", "solo"}, g.agentFlags()...)...)
+		b.ReportMetric(float64(time.Since(t1).Milliseconds())/8, "ms_protocol/task")
 		b.StartTimer()
 	}
 }
