@@ -91,12 +91,13 @@ type Options struct {
 
 // Event is one thing a worker did or saw.
 type Event struct {
-	Type    string `json:"type"` // claimed, took_over, finished, pushed, lost, waiting, skipped, done
-	Worker  string `json:"worker"`
-	Task    string `json:"task,omitempty"`
-	Run     string `json:"run,omitempty"`
-	Verdict string `json:"verdict,omitempty"`
-	Message string `json:"message,omitempty"`
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"` // claimed, took_over, finished, pushed, lost, waiting, skipped, done
+	Worker  string    `json:"worker"`
+	Task    string    `json:"task,omitempty"`
+	Run     string    `json:"run,omitempty"`
+	Verdict string    `json:"verdict,omitempty"`
+	Message string    `json:"message,omitempty"`
 }
 
 // TaskRun is a task a worker ran.
@@ -259,7 +260,7 @@ func (e *PlanNotCommittedError) Error() string {
 
 func (w *worker) log(ev Event) {
 	if w.o.Log != nil {
-		ev.Worker = w.o.ID
+		ev.Worker, ev.Time = w.o.ID, w.now().UTC()
 		w.o.Log(ev)
 	}
 }
