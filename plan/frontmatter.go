@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -271,6 +272,11 @@ func parseFrontMatter(text []byte, firstLine int, diag func(line, col int, sev S
 	}
 	// Other tools' metadata (GSD's phase, wave, depends_on; an ExecPlan's
 	// author, status) is one warning, not one per key: implloop ignores it.
+	// The metadata of a format implloop reads (an awesome-copilot plan's
+	// goal and date_created, a CCPM epic's prd and progress) is none.
+	if readFormatMetadata(fm, foreign) {
+		foreign = nil
+	}
 	switch len(foreign) {
 	case 0:
 	case 1:
@@ -396,4 +402,39 @@ func jsonable(v any) any {
 		}
 	}
 	return v
+}
+
+// formatMetadata are the front matter keys of plan formats implloop reads,
+// each with the keys that identify the format.
+var formatMetadata = []struct {
+	format    string
+	keys      []string
+	signature []string
+}{
+	{"awesome-copilot implementation plan", []string{"goal", "version", "date_created", "last_updated", "owner", "status", "tags"}, []string{"goal", "date_created"}},
+	{"CCPM epic", []string{"status", "created", "updated", "completed", "progress", "prd", "github", "depends_on", "parallel", "conflicts_with", "priority", "effort"}, []string{"created", "progress"}},
+}
+
+// readFormatMetadata reports whether the unknown keys (quoted) are all
+// the metadata of one format implloop reads, whose signature keys fm has.
+func readFormatMetadata(fm map[string]any, unknown []string) bool {
+	if len(unknown) == 0 {
+		return false
+	}
+formats:
+	for _, f := range formatMetadata {
+		for _, k := range f.signature {
+			if _, ok := fm[k]; !ok {
+				continue formats
+			}
+		}
+		for _, q := range unknown {
+			k, _ := strconv.Unquote(q)
+			if !slices.Contains(f.keys, k) {
+				continue formats
+			}
+		}
+		return true
+	}
+	return false
 }
