@@ -222,3 +222,15 @@ func (e *engine) onlyTask() error {
 // ReadPlan reads the plan at path and selects all its tasks, as a run
 // does (a lint error is a *PlanError).
 func ReadPlan(path string) (*extractor.Selection, error) { return loadPlan(path, "") }
+
+// gatherable reports whether a trusted run did t's first unit (units[0])
+// elsewhere: under --jobs such a task is not called ahead with its wave,
+// since at its turn its work may be merged in from that run (mergedAcross)
+// for nothing.
+func (e *engine) gatherable(units []unit.Unit) bool {
+	if len(units) == 0 || e.j == nil || e.o.Fresh {
+		return false
+	}
+	c, ok, err := e.j.CompletedElsewhere(units[0].Identity, e.runID)
+	return err == nil && ok && c.Attempt == 1 && e.trustOf(c.RunID).Trusted
+}

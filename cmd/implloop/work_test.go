@@ -220,7 +220,7 @@ func independentPlan(n int) string {
 
 // Four workers in four clones, eight independent tasks: each task is done
 // once, and a fresh clone's fan-in replays all of them (no agent call),
-// with every file.
+// with every file, --jobs or not.
 func TestWorkFourWorkersEightTasks(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(8))
@@ -239,7 +239,8 @@ func TestWorkFourWorkersEightTasks(t *testing.T) {
 	if !slices.Equal(calls, want) || ran != 8 {
 		t.Fatalf("calls %v (want each task once), %d pushed", calls, ran)
 	}
-	out, code, dir := f.fanIn()
+	// With --jobs too: no task is called ahead that a worker did.
+	out, code, dir := f.fanIn("--jobs", "4")
 	if code != 0 || !strings.Contains(out, "DONE 8/8") || !strings.Contains(out, "units: 0 live, 8 replayed") {
 		t.Fatalf("fan-in exited %d:\n%s", code, out)
 	}
