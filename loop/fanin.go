@@ -99,6 +99,8 @@ type Result struct {
 	Artifact string
 	From, To cache.Boundary // the boundaries around the task
 	Trust    travel.Trust
+	// PlanSHA256 is the plan the run read.
+	PlanSHA256 string
 }
 
 // TaskResult is what run runID of j made of task taskID.
@@ -110,6 +112,9 @@ func TaskResult(j *cache.Journal, runID, taskID string) (Result, error) {
 		return Result{}, fmt.Errorf("run %s has no task %s", runID, taskID)
 	}
 	r := Result{Status: row.Status}
+	if run, err := j.GetRun(runID); err == nil {
+		r.PlanSHA256 = run.PlanSHA256
+	}
 	if row.Status == cache.TaskDone {
 		r.Artifact = f.final[taskID]
 	}

@@ -372,6 +372,11 @@ func (w *worker) settle(info map[string]*taskInfo) {
 		}
 		ti.settled = true
 		if r, err := loop.TaskResult(w.j, ti.claim.run, t.ID); err == nil {
+			if r.PlanSHA256 != w.sel.PlanSHA256 {
+				// A claim naming another plan's run (forged): a result
+				// of nothing this plan asked, done again as untrusted.
+				r.Trust.Trusted, r.Trust.Why = false, "a run of another plan"
+			}
 			ti.result = &r
 			if !r.Trust.Trusted && !w.redone[t.ID] {
 				ti.settled, ti.untrusted = false, true
