@@ -441,7 +441,10 @@ func Effects(ctx context.Context, repoDir string, pairs [][2]string) ([][]Change
 		}
 		if raw[0] != ':' {
 			i++
-			if i >= len(pairs) || !strings.HasPrefix(string(raw[:j]), pairs[i][1]) {
+			if i < len(pairs) && !strings.HasPrefix(string(raw[:j]), pairs[i][1]) {
+				return nil, missingPair(pairs[i])
+			}
+			if i >= len(pairs) {
 				return nil, fmt.Errorf("git diff-tree --stdin: unexpected header %q", clip(raw[:j]))
 			}
 			// A pair of trees gets a header ended by a newline, not a NUL.
@@ -469,7 +472,18 @@ func Effects(ctx context.Context, repoDir string, pairs [][2]string) ([][]Change
 		}
 		raw = raw[end:]
 	}
+	if i < len(pairs)-1 {
+		return nil, missingPair(pairs[i+1])
+	}
 	return out, nil
+}
+
+// missingPair is the error for a pair diff-tree --stdin said nothing
+// about: it skips, silently, a pair whose objects are not in the
+// repository (a forgotten run's boundaries, collected by git gc). An
+// effect read as empty there would be a task that did nothing.
+func missingPair(p [2]string) error {
+	return fmt.Errorf("boundary commits %.12s..%.12s are not in the repository (their run's refs deleted and collected by git gc?)", p[0], p[1])
 }
 
 // diffTreeInput is git diff-tree --stdin's input for pairs (from, to):

@@ -226,7 +226,7 @@ func (t *taker) take() (Snapshot, error) {
 	if err := t.rulesStart(); err != nil {
 		return Snapshot{}, err
 	}
-	tree, err := t.writeTree()
+	tree, err := t.writeTreeOrReseed()
 	if err != nil {
 		return Snapshot{}, err
 	}

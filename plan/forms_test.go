@@ -110,5 +110,5 @@ func TestFormGoldens(t *testing.T) {
 // file a person reviewed.
 func TestWildPlans(t *testing.T) {
 	t.Parallel()
-	compareGoldens(t, filepath.Join("..", "testdata", "plans", "wild"), 74)
+	compareGoldens(t, filepath.Join("..", "testdata", "plans", "wild"), 69)
 }

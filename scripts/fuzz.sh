@@ -30,3 +30,8 @@ go test -count=1 -timeout 0 ./loop/ -run '^TestParallelPropertyDependencyOrder$'
 crounds=${CLAIM_ROUNDS:-200}
 echo "claims cmd/implloop TestWorkClaimRace ($crounds rounds)"
 go test -count=1 -timeout 0 ./cmd/implloop/ -run '^TestWorkClaimRace$' -claim.rounds="$crounds"
+# kill -9 at random moments of a --jobs 3 run, then resume: no call that
+# finished and was journaled is paid twice (about 2 s a kill).
+kpoints=${KILL_POINTS:-30}
+echo "loop TestParallelKill9NeverPaysTwice ($kpoints kills)"
+go test -count=1 -timeout 0 ./loop/ -run '^TestParallelKill9NeverPaysTwice$' -killpoints="$kpoints"

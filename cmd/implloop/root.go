@@ -72,6 +72,7 @@ changed, and says why.
 		newLintCmd,
 		newIDCmd,
 		newStatusCmd,
+		newDoctorCmd,
 		newWatchCmd,
 		newHookCmd,
 		newCheckCmd,
