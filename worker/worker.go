@@ -119,12 +119,16 @@ type Summary struct {
 	Base   string    `json:"base"` // the base commit
 	Tasks  []TaskRun `json:"tasks"`
 	// Blocked are the plan's tasks that ended blocked (by any worker),
-	// and Unreachable those that wait for one of them.
+	// and Unreachable those no worker will take: they wait, directly or
+	// through others, for a task that ended blocked, was left to the
+	// fan-in, or whose result is not trusted here.
 	Blocked     []string `json:"blocked,omitempty"`
 	Unreachable []string `json:"unreachable,omitempty"`
 	// Left are tasks no worker can do: their dependencies' results do
-	// not merge, or are not trusted here. The fan-in runs them live.
+	// not merge. The fan-in runs them live.
 	Left []string `json:"left,omitempty"`
+	// Why says, per task of Unreachable and Left, why.
+	Why map[string]string `json:"why,omitempty"`
 }
 
 // PlanKey names a plan's claims: its path, its bytes and the commit the
@@ -237,6 +241,12 @@ func (w *worker) start(ctx context.Context) error {
 	if err := boundary.CheckMergeTree(ctx); err != nil {
 		return err
 	}
+	// Before anything is claimed: the results pushed from here must be
+	// ones the other workers build on and the fan-in replays, else each
+	// would do this worker's tasks again (and pay for them twice).
+	if err := travel.CheckSelfTrust(ctx, o.Root); err != nil {
+		return err
+	}
 	skip := func(t extractor.Task) bool { return t.Checked && !o.Settings.IncludeChecked }
 	w.deps = loop.InputDeps(sel.Tasks, skip)
 	w.key = PlanKey(o.Settings.Plan, sel.PlanSHA256, w.base)
@@ -302,6 +312,12 @@ type taskInfo struct {
 	// untrusted: its result is not trusted here, and a task waits for
 	// it: it is done again (once per worker), from that claim's value.
 	untrusted bool
+	// stuck: no worker will ever push a result of it (why, when
+	// stuckKnown): it waits for a task that ended blocked, was left to
+	// the fan-in, or whose result is not trusted here, or for one that
+	// is stuck itself.
+	stuckKnown bool
+	stuck      string
 }
 
 // step takes one look and does what it can: a task, or a wait. It
@@ -394,16 +410,37 @@ func (w *worker) readiness(t extractor.Task, info map[string]*taskInfo) (ready b
 		di := info[d]
 		switch {
 		case di.claim.run == "":
+			if why := w.stuck(d, info); why != "" {
+				return false, "waits for task " + d + ", which " + why, true
+			}
 			return false, "waits for task " + d, false
 		case di.result == nil:
-			return false, "task " + d + "'s result (run " + di.claim.run + ") is not in the journal", true
+			return false, "waits for task " + d + ", whose result (run " + di.claim.run + ") is not in the journal", true
 		case !di.result.Trust.Trusted:
-			return false, "task " + d + "'s result (run " + di.claim.run + ") is not trusted here: " + di.result.Trust.String(), !di.untrusted
+			return false, "waits for task " + d + ", whose result (run " + di.claim.run + ") is not trusted here: " + di.result.Trust.String(), !di.untrusted
 		case di.result.Status != cache.TaskDone:
-			return false, "task " + d + " ended " + string(di.result.Status), true
+			return false, "waits for task " + d + ", which ended " + string(di.result.Status), true
 		}
 	}
 	return true, "", false
+}
+
+// stuck says why no worker will ever push a result of task id, which has
+// none on the remote ("" when one may come): it was left to the fan-in,
+// or it waits for a task that will never have a trusted result that
+// ended done. Memoized in info (one look).
+func (w *worker) stuck(id string, info map[string]*taskInfo) string {
+	ti := info[id]
+	if ti.stuckKnown {
+		return ti.stuck
+	}
+	ti.stuckKnown = true // a cycle (the plan rejects them) is not stuck
+	if why := w.left[id]; why != "" {
+		ti.stuck = "is left to the fan-in"
+	} else if _, why, never := w.readiness(ti.t, info); never {
+		ti.stuck = why
+	}
+	return ti.stuck
 }
 
 // pick is the first task, in plan order, this worker may claim now
@@ -479,13 +516,24 @@ func (w *worker) finish(info map[string]*taskInfo) {
 		case w.skips(t):
 		case w.left[t.ID] != "":
 			w.sum.Left = append(w.sum.Left, t.ID)
+			w.why(t.ID, w.left[t.ID])
 		case ti.result != nil && ti.result.Status == cache.TaskBlocked:
 			w.sum.Blocked = append(w.sum.Blocked, t.ID)
 		case ti.claim.run == "":
 			w.sum.Unreachable = append(w.sum.Unreachable, t.ID)
+			if _, why, _ := w.readiness(t, info); why != "" {
+				w.why(t.ID, why)
+			}
 		}
 	}
 	w.log(Event{Type: "done", Message: fmt.Sprintf("nothing left to take: %d task(s) run here", len(w.sum.Tasks))})
+}
+
+func (w *worker) why(task, why string) {
+	if w.sum.Why == nil {
+		w.sum.Why = map[string]string{}
+	}
+	w.sum.Why[task] = why
 }
 
 // do claims task ti and, when the claim holds, runs and pushes it.

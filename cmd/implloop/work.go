@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/loop"
+	"github.com/implloop/implloop/travel"
 	"github.com/implloop/implloop/worker"
 )
 
@@ -46,10 +47,15 @@ refs/implloop/claims/<plan>/<task>, created with a compare-and-swap push;
 it builds the task's input tree (the results of the tasks it waits for
 merged onto HEAD in plan order, with git merge-tree); it runs the task's
 attempt chain and gate there, in a worktree of its own, renewing its
-lease meanwhile; and it pushes the run (signed when your git signs:
-implloop.signRuns or commit.gpgSign) with the claim, in one atomic push.
-It stops when every task is done or blocked. A claim left unchanged for
+lease meanwhile; and it pushes the run, signed, with the claim, in one
+atomic push. It stops when no task is left that a worker can take (done,
+blocked, or waiting for a blocked one). A claim left unchanged for
 --lease (its worker was killed) is taken over by one other worker.
+
+Workers build only on results they trust, so a worker must sign its runs
+(implloop.signRuns or commit.gpgSign, user.signingKey) with a key its own
+allowed signers hold (gpg.ssh.allowedSignersFile); it checks this first
+and refuses to start otherwise.
 
 Which tasks wait for which is the rule of --jobs (docs/plan-format.md,
 "Parallel tasks"): declared dependencies, [P] stretches, else every task
@@ -138,7 +144,7 @@ func workRun(ctx context.Context, o *workOptions) error {
 	obs.Close()
 	if err != nil {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-			fmt.Fprintln(o.io.ErrOut, "implloop: interrupted; the task this worker held is taken over by another once its lease runs out")
+			fmt.Fprintln(o.io.ErrOut, "implloop: interrupted; the claim this worker held is given up, for another worker to take (if the remote could not be reached, once its lease runs out)")
 			return exitWith(exitInterrupted)
 		}
 		return workError(err, o.remote, s.Plan)
@@ -195,10 +201,20 @@ func workSummary(sum *worker.Summary, remote, plan string) string {
 		fmt.Fprintf(&b, "blocked: %s\n", strings.Join(sum.Blocked, ", "))
 	}
 	if len(sum.Unreachable) > 0 {
-		fmt.Fprintf(&b, "not run (they wait for a blocked task): %s\n", strings.Join(sum.Unreachable, ", "))
+		fmt.Fprintf(&b, "not run by any worker: %s\n", strings.Join(sum.Unreachable, ", "))
+		for _, id := range sum.Unreachable {
+			if why := sum.Why[id]; why != "" {
+				fmt.Fprintf(&b, "  task %s %s\n", id, why)
+			}
+		}
 	}
 	if len(sum.Left) > 0 {
 		fmt.Fprintf(&b, "left to the fan-in: %s\n", strings.Join(sum.Left, ", "))
+		for _, id := range sum.Left {
+			if why := sum.Why[id]; why != "" {
+				fmt.Fprintf(&b, "  task %s: %s\n", id, why)
+			}
+		}
 	}
 	if remote == "" {
 		remote = "origin"
@@ -210,7 +226,19 @@ func workSummary(sum *worker.Summary, remote, plan string) string {
 // workError is a worker's error with what to do about it.
 func workError(err error, remote, plan string) error {
 	var nc *worker.PlanNotCommittedError
+	var st *travel.SelfTrustError
 	switch {
+	case errors.As(err, &st):
+		hint := "give every worker a signing key, and its public half in the allowed signers of the workers and the fan-in: " +
+			"git config implloop.signRuns true; git config gpg.format ssh; git config user.signingKey ~/.ssh/KEY; " +
+			"git config gpg.ssh.allowedSignersFile FILE (lines 'EMAIL KEY'; docs/scale-out.md, Credentials)"
+		switch {
+		case st.Sign != nil:
+			hint = "check that 'git commit -S' works here (git config gpg.format, user.signingKey; the key's agent)"
+		case !st.Unsigned:
+			hint = "add the public half of this worker's signing key (git config user.signingKey) to the allowed signers file (git config gpg.ssh.allowedSignersFile) of every worker and of the fan-in"
+		}
+		return errorf(hint+"; nothing was claimed", "%s", err)
 	case errors.As(err, &nc):
 		return errorf(fmt.Sprintf("commit the plan (git add %s && git commit) and start the workers at that commit", plan), "%s", err)
 	case errors.Is(err, worker.ErrNoBase):

@@ -356,17 +356,23 @@ func TestWorkChainInOrder(t *testing.T) {
 
 // A task whose gate keeps failing: its worker pushes the blocked
 // attempts; the fan-in, with no agent call, blocks at it with BLOCKED.md,
-// as a serial run does (PARTIAL: the other task is done).
+// as a serial run does (PARTIAL: the other task is done). The tasks that
+// wait for it, directly (T003) or through another (T004), are run by no
+// worker, and the workers end instead of waiting for them.
 func TestWorkBlockedTask(t *testing.T) {
 	t.Parallel()
-	plan := "# Plan\n\n- [ ] T001 [P] write out-T001.txt\n- [ ] T002 [P] write out-T002.txt\n\n  ```verify\n  false\n  ```\n"
+	plan := "# Plan\n\n- [ ] T001 [P] write out-T001.txt\n- [ ] T002 [P] write out-T002.txt\n\n  ```verify\n  false\n  ```\n" +
+		"- [ ] T003 write out-T003.txt\n- [ ] T004 write out-T004.txt\n"
 	f := newFleet(t, plan)
 	w1 := f.start("w1", nil, "--max-attempts", "2")
 	w2 := f.start("w2", nil, "--max-attempts", "2")
 	f.wait(w1)
 	f.wait(w2)
-	if !strings.Contains(w1.out.String()+w2.out.String(), "blocked: T002") {
-		t.Fatalf("no worker says T002 blocked:\n%s\n%s", w1.out.String(), w2.out.String())
+	for _, w := range []*runningWorker{w1, w2} {
+		if out := w.out.String(); !strings.Contains(out, "blocked: T002") || !strings.Contains(out, "not run by any worker: T003, T004") ||
+			!strings.Contains(out, "task T004 waits for task T003, which waits for task T002, which ended blocked") {
+			t.Fatalf("a worker does not say T002 blocked, and T003 and T004 not run:\n%s", out)
+		}
 	}
 	calls := f.callLines()
 	slices.Sort(calls)
@@ -374,7 +380,7 @@ func TestWorkBlockedTask(t *testing.T) {
 		t.Fatalf("calls %v", calls)
 	}
 	out, code, dir := f.fanIn("--max-attempts", "2")
-	if code != exitPartial || !strings.Contains(out, "BLOCKED: task T002: the gate failed on 2 attempt(s)") || !strings.Contains(out, "PARTIAL 1/2") {
+	if code != exitPartial || !strings.Contains(out, "BLOCKED: task T002: the gate failed on 2 attempt(s)") || !strings.Contains(out, "PARTIAL 1/4") {
 		t.Fatalf("fan-in exited %d:\n%s", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "BLOCKED.md")); err != nil {
@@ -392,8 +398,9 @@ func TestWorkBlockedTask(t *testing.T) {
 	}
 }
 
-// What arrives through the remote is hostile until signed: a worker whose
-// runs are not signed does the plan first, writing a backdoor. An honest
+// What arrives through the remote is hostile until signed by an allowed
+// signer: a worker whose runs are signed by a key nobody else allows does
+// the plan first, writing a backdoor. An honest
 // worker does not take its results: it does each task again (a claim
 // moved from the untrusted records by compare-and-swap), and the fan-in
 // replays only the honest work, no agent call. No backdoor reaches the
@@ -403,7 +410,16 @@ func TestWorkUntrustedResultDoneAgain(t *testing.T) {
 	plan := "# Plan\n\n## Task 1: first\n\nWrite out-1.txt.\n\n## Task 2: second\n\nDepends on: 1\n\nWrite out-2.txt.\n"
 	f := newFleet(t, plan)
 	rogue := f.clone("rogue")
-	f.run(rogue, "git", "config", "implloop.signRuns", "false")
+	// The rogue signs with a key of its own, which only its own allowed
+	// signers hold (implloop work refuses a clone that does not trust
+	// its own runs).
+	rk := filepath.Join(f.dir, "rogue-key")
+	f.run(f.dir, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rogue", "-f", rk)
+	pub, err := os.ReadFile(rk + ".pub")
+	must(t, err)
+	must(t, os.WriteFile(rk+".allowed", []byte("ci@example.com "+string(pub)), 0o644))
+	f.run(rogue, "git", "config", "user.signingKey", rk+".pub")
+	f.run(rogue, "git", "config", "gpg.ssh.allowedSignersFile", rk+".allowed")
 	c := f.cmd(rogue, "implloop", append([]string{"work", "plan.md", "--remote", "origin", "--id", "rogue"}, f.agentFlags()...)...)
 	c.Env = append(c.Env, "EVIL=1")
 	if out, err := c.CombinedOutput(); err != nil {
