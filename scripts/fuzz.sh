@@ -26,7 +26,7 @@ go test -count=1 -timeout 0 ./loop/ -run '^TestAcrossRunsPropertyChains$' -rapid
 pchecks=${PARALLEL_CHECKS:-200}
 echo "property loop TestParallelPropertyDependencyOrder ($pchecks cases)"
 go test -count=1 -timeout 0 ./loop/ -run '^TestParallelPropertyDependencyOrder$' -rapid.checks="$pchecks"
-# Two workers racing for a claim (make test races 40 rounds).
+# Two workers racing for a claim (make test races 100 rounds).
 crounds=${CLAIM_ROUNDS:-200}
 echo "claims cmd/implloop TestWorkClaimRace ($crounds rounds)"
 go test -count=1 -timeout 0 ./cmd/implloop/ -run '^TestWorkClaimRace$' -claim.rounds="$crounds"

@@ -29,7 +29,7 @@ func (e *SelfTrustError) Error() string {
 	const cost = "other workers and the fan-in would do every task of this worker again"
 	switch {
 	case e.Unsigned:
-		return "runs pushed from this clone are not signed (neither implloop.signRuns nor commit.gpgSign is set): " + cost
+		return "runs pushed from this clone are not signed (implloop.signRuns, else commit.gpgSign, is not true): " + cost
 	case e.Sign != nil:
 		why := e.Sign.Error()
 		var ge *gitcmd.Error

@@ -26,8 +26,8 @@ import (
 // loopback (git http-backend), signing their runs with an SSH key that
 // the fan-in's clone allows.
 
-// make test races 40 rounds; make fuzz, 200.
-var claimRounds = flag.Int("claim.rounds", 40, "rounds of TestWorkClaimRace")
+// make test races 100 rounds; make fuzz, 200.
+var claimRounds = flag.Int("claim.rounds", 100, "rounds of TestWorkClaimRace")
 
 // fleet is a shared remote, a base commit with a plan, and the clones of
 // the workers and the fan-in.
@@ -448,9 +448,11 @@ func TestWorkUntrustedResultDoneAgain(t *testing.T) {
 
 // Two workers race for the same claim, round after round: exactly one
 // compare-and-swap push wins each, and the claim holds the winner's lease.
+// On git daemon: the smart HTTP server's CGI process per request made a
+// round cost twice as much.
 func TestWorkClaimRace(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, independentPlan(1))
+	f := newFleetOn(t, independentPlan(1), serveGitDaemon)
 	dirs := []string{f.clone("r1"), f.clone("r2")}
 	// The pushes are made from this process, as a worker makes them.
 	ctx := context.Background()
