@@ -125,10 +125,19 @@ type Summary struct {
 	Blocked     []string `json:"blocked,omitempty"`
 	Unreachable []string `json:"unreachable,omitempty"`
 	// Left are tasks no worker can do: their dependencies' results do
-	// not merge. The fan-in runs them live.
+	// not merge, or their run stopped before they ended (a cap, a usage
+	// limit past --max-wait). The fan-in runs them live (from the
+	// attempts that run paid for).
 	Left []string `json:"left,omitempty"`
 	// Why says, per task of Unreachable and Left, why.
 	Why map[string]string `json:"why,omitempty"`
+	// Stopped says why the worker stopped taking tasks though some were
+	// left (--max-cost or --max-tokens reached by its live calls, over
+	// all the tasks it ran); "" when it did not.
+	Stopped string `json:"stopped,omitempty"`
+	// CostUSD and Tokens are what this worker's live calls spent.
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	Tokens  int64   `json:"tokens,omitempty"`
 }
 
 // PlanKey names a plan's claims: its path, its bytes and the commit the
@@ -159,8 +168,8 @@ type worker struct {
 	seen   map[string]seenClaim // task -> a running claim's value, since when
 	left   map[string]string    // task -> why no worker can do it
 	redone map[string]bool      // tasks done again here for a result not trusted
-	sum    *Summary
-	waited string // what the last waiting line said
+	sum    *Summary             // also what the worker's live calls spent (its caps)
+	waited string               // what the last waiting line said
 }
 
 type seenClaim struct {
@@ -347,6 +356,13 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 	}
 	w.settle(info)
 	next, took, waiting := w.pick(ctx, info)
+	if next != nil {
+		if why := w.capped(); why != "" {
+			w.sum.Stopped = why
+			w.log(Event{Type: "stopped", Message: why + ": this worker takes no more tasks"})
+			return false, nil
+		}
+	}
 	if next == nil {
 		if waiting == 0 {
 			w.finish(info)
@@ -359,6 +375,20 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 		return true, sleep(ctx, w.poll)
 	}
 	return true, w.do(ctx, next, took, info)
+}
+
+// capped says which of --max-cost and --max-tokens the worker's live
+// calls reached, over every task it ran (each task is a run of its own,
+// whose caps count that run only); "" while none is.
+func (w *worker) capped() string {
+	s := w.o.Settings
+	switch {
+	case s.MaxCost > 0 && w.sum.CostUSD >= s.MaxCost:
+		return fmt.Sprintf("the worker's live calls spent $%.2f, and --max-cost is $%.2f", w.sum.CostUSD, s.MaxCost)
+	case s.MaxTokens > 0 && w.sum.Tokens >= s.MaxTokens:
+		return fmt.Sprintf("the worker's live calls used %d tokens, and --max-tokens is %d", w.sum.Tokens, s.MaxTokens)
+	}
+	return ""
 }
 
 // needed reports whether a run the journal lacks is the result of a task
@@ -519,6 +549,12 @@ func (w *worker) finish(info map[string]*taskInfo) {
 			w.why(t.ID, w.left[t.ID])
 		case ti.result != nil && ti.result.Status == cache.TaskBlocked:
 			w.sum.Blocked = append(w.sum.Blocked, t.ID)
+		case ti.result != nil && ti.result.Status != cache.TaskDone && ti.result.Trust.Trusted:
+			// Its run stopped before the task ended (a cap, a usage
+			// limit past --max-wait): the fan-in replays its attempts
+			// and goes on live.
+			w.sum.Left = append(w.sum.Left, t.ID)
+			w.why(t.ID, "its run "+ti.claim.run+" stopped before it ended ("+string(ti.result.Status)+")")
 		case ti.claim.run == "":
 			w.sum.Unreachable = append(w.sum.Unreachable, t.ID)
 			if _, why, _ := w.readiness(t, info); why != "" {
@@ -602,6 +638,11 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 		return fmt.Errorf("task %s: %w", t.ID, runErr)
 	}
 	tr.Run, tr.Verdict = out.RunID, out.Verdict
+	if out.Report != nil {
+		l := out.Report.Totals.Live
+		w.sum.CostUSD += l.CostUSD
+		w.sum.Tokens += l.TokensIn + l.TokensOut + l.CacheRead + l.CacheWrite
+	}
 	if out.Interrupted {
 		return context.Canceled
 	}

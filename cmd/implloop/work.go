@@ -57,6 +57,10 @@ Workers build only on results they trust, so a worker must sign its runs
 allowed signers hold (gpg.ssh.allowedSignersFile); it checks this first
 and refuses to start otherwise.
 
+Each task is a run of its own; --max-cost and --max-tokens count every
+task this worker runs: once its live calls reach one, it takes no more
+tasks (the others and the fan-in do the rest).
+
 Which tasks wait for which is the rule of --jobs (docs/plan-format.md,
 "Parallel tasks"): declared dependencies, [P] stretches, else every task
 before. The plan must be committed at HEAD; every worker starts there.
@@ -218,6 +222,10 @@ func workSummary(sum *worker.Summary, remote, plan string) string {
 	}
 	if remote == "" {
 		remote = "origin"
+	}
+	if sum.Stopped != "" {
+		fmt.Fprintf(&b, "stopped: %s; the other workers and the fan-in (implloop pull %s && implloop run %s) do the rest\n", sum.Stopped, remote, plan)
+		return b.String()
 	}
 	fmt.Fprintf(&b, "nothing left to take; the fan-in: implloop pull %s && implloop run %s\n", remote, plan)
 	return b.String()

@@ -40,7 +40,7 @@ type fleet struct {
 }
 
 // workAgent logs each call's task id to $CALLS and writes
-// out-<task>.txt; with $SLOW_TASK, the first call of that task records
+// out-<task>.txt, and reports a cost of $COST dollars when set; with $SLOW_TASK, the first call of that task records
 // its pid and sleeps (it is killed with its worker).
 const workAgent = `#!/bin/sh
 echo "$IMPLLOOP_TASK_ID" >> "$CALLS"
@@ -57,6 +57,7 @@ fi
 [ -z "$AGENT_SLEEP" ] || sleep "$AGENT_SLEEP"
 echo "task $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"
 [ -z "$EVIL" ] || echo BACKDOOR >> "out-$IMPLLOOP_TASK_ID.txt"
+[ -z "$COST" ] || echo "{\"type\":\"result\",\"result\":\"ok\",\"total_cost_usd\":$COST}"
 `
 
 func newFleet(t testing.TB, plan string) *fleet { return newFleetOn(t, plan, serveGit) }
@@ -395,6 +396,22 @@ func TestWorkBlockedTask(t *testing.T) {
 	sout, _ := c.CombinedOutput()
 	if c.ProcessState.ExitCode() != exitPartial || !strings.Contains(string(sout), "BLOCKED: task T002: the gate failed on 2 attempt(s)") {
 		t.Fatalf("serial run:\n%s", sout)
+	}
+}
+
+// --max-cost caps what a worker spends over all its tasks, not per task
+// (each task is a run of its own): at $0.40 a task and --max-cost 1, it
+// stops after the third, and leaves the fourth to the others.
+func TestWorkMaxCost(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(4))
+	w := f.start("w", []string{"COST=0.4"}, "--max-cost", "1")
+	f.wait(w)
+	if n := len(f.callLines()); n != 3 {
+		t.Fatalf("%d calls, want 3\n%s", n, w.err.String())
+	}
+	if out := w.out.String(); !strings.Contains(out, "stopped: the worker's live calls spent $1.20, and --max-cost is $1.00") {
+		t.Fatalf("the worker does not say it stopped at its cap:\n%s", out)
 	}
 }
 
