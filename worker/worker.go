@@ -647,18 +647,63 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 		return context.Canceled
 	}
 	w.log(Event{Type: "finished", Task: t.ID, Run: out.RunID, Verdict: out.Verdict})
-	_, err = travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{out.RunID}, New: true,
-		With: []travel.RefUpdate{{Ref: ref, Records: out.RunID, Old: r.value}}})
-	if errors.Is(err, travel.ErrCASFailed) {
+	pushed, err := w.push(ctx, t.ID, ref, out.RunID, r.value)
+	if err != nil {
+		if ctx.Err() != nil {
+			w.release(ctx, ref, r)
+			return ctx.Err()
+		}
+		return err
+	}
+	if !pushed {
 		w.log(Event{Type: "lost", Task: t.ID, Run: out.RunID, Message: "its lease was taken over before the push: its result is not pushed"})
 		return nil
-	}
-	if err != nil {
-		return err
 	}
 	tr.Pushed = true
 	w.log(Event{Type: "pushed", Task: t.ID, Run: out.RunID, Verdict: out.Verdict})
 	return nil
+}
+
+// pushTries is how many times a worker tries to push a result while the
+// claim still holds its lease.
+const pushTries = 4
+
+// push pushes run, the result of task, with the claim ref moved from
+// lease to the run's records, in one atomic push; pushed is false when
+// the claim no longer holds the lease (taken over). A push that fails
+// while the claim still holds the lease (the network, the server, a ref
+// lock the server could not take) is tried again, after 1 s, 2 s, 4 s: the
+// result is paid for, and without it another worker would do the task
+// again after the lease.
+func (w *worker) push(ctx context.Context, task, ref, run, lease string) (pushed bool, err error) {
+	for try := 1; ; try++ {
+		_, err = travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true,
+			With: []travel.RefUpdate{{Ref: ref, Records: run, Old: lease}}})
+		if err == nil {
+			return true, nil
+		}
+		refs, lerr := travel.RemoteRefs(ctx, w.o.Root, w.remote, ref)
+		if lerr == nil {
+			switch v := refs[ref]; v {
+			case lease: // still this worker's: try again
+			case "":
+				return false, nil
+			default:
+				if rec, rerr := gitOut(ctx, w.o.Root, "rev-parse", "-q", "--verify", travel.RecordsRef(run)+"^{commit}"); rerr == nil && rec == v {
+					return true, nil // the push went through, its answer did not
+				}
+				return false, nil
+			}
+		}
+		if try == pushTries || ctx.Err() != nil {
+			return false, err
+		}
+		wait := time.Second << (try - 1)
+		w.log(Event{Type: "push_failed", Task: task, Run: run, Message: fmt.Sprintf("%v; trying again in %s", err, wait)})
+		if err := sleep(ctx, wait); err != nil {
+			return false, err
+		}
+	}
 }
 
 // input is task t's input tree and its dependencies' artifacts; why is

@@ -176,6 +176,8 @@ func workLine(ev worker.Event) string {
 		s += "task " + ev.Task + ": " + ev.Verdict + " (run " + ev.Run + ")"
 	case "pushed":
 		s += "task " + ev.Task + ": pushed run " + ev.Run
+	case "push_failed":
+		s += "task " + ev.Task + ": the push of run " + ev.Run + " failed: " + ev.Message
 	case "lost", "skipped":
 		s += "task " + ev.Task + ": " + ev.Message
 	case "waiting":

@@ -399,6 +399,27 @@ func TestWorkBlockedTask(t *testing.T) {
 	}
 }
 
+// The server refuses the first push of a result (a blip: here a
+// pre-receive hook): the worker, whose claim still holds its lease, pushes
+// it again, and the task is done once.
+func TestWorkPushRetried(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(1))
+	hook := filepath.Join(f.dir, "srv", "shared.git", "hooks", "pre-receive")
+	must(t, os.WriteFile(hook, []byte("#!/bin/sh\nif grep -q refs/implloop/records/ && mkdir \"$0.once\" 2>/dev/null; then echo 'the server is busy' >&2; exit 1; fi\n"), 0o755))
+	w := f.start("w", nil)
+	f.wait(w)
+	if e := w.err.String(); !strings.Contains(e, "task T001: the push of run") || !strings.Contains(e, "trying again in 1s") || !strings.Contains(e, "task T001: pushed run") {
+		t.Fatalf("the worker did not push again:\n%s", e)
+	}
+	if refs := f.run(f.dir, "git", "ls-remote", f.url, "refs/implloop/records/*"); strings.Count(refs, "\n") != 1 {
+		t.Fatalf("records on the remote: %q", refs)
+	}
+	if n := len(f.callLines()); n != 1 {
+		t.Fatalf("%d calls", n)
+	}
+}
+
 // --max-cost caps what a worker spends over all its tasks, not per task
 // (each task is a run of its own): at $0.40 a task and --max-cost 1, it
 // stops after the third, and leaves the fourth to the others.
