@@ -250,23 +250,33 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	if len(refspecs) == 0 && len(o.With) == 0 {
 		return res, nil
 	}
+	if err := sendPush(ctx, dir, res.Remote, refspecs, sealed, o); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// sendPush is Push's one `git push --atomic`: refspecs, the seal of the
+// sealed runs (not for a new run: PushOptions.New), and o.With's
+// compare-and-swap updates.
+func sendPush(ctx context.Context, dir, remote string, refspecs []string, sealed map[string]string, o PushOptions) error {
 	if len(sealed) > 0 && !o.New {
 		// One signature that a pull verifies for all of them (seal.go).
 		seal, err := writeSeal(ctx, dir, sealed)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		refspecs = append(refspecs, seal+":"+SealRefPrefix+seal)
 	}
 	leases, specs := casArgs(o.With)
-	args := append(append([]string{"push", "--atomic", "--quiet"}, leases...), res.Remote)
+	args := append(append([]string{"push", "--atomic", "--quiet"}, leases...), remote)
 	if _, err := git(ctx, dir, nil, nil, append(append(args, refspecs...), specs...)...); err != nil {
 		if len(o.With) > 0 {
-			return nil, pushError(res.Remote, err)
+			return pushError(remote, err)
 		}
-		return nil, &RemoteError{Remote: res.Remote, Op: "push", Err: err}
+		return &RemoteError{Remote: remote, Op: "push", Err: err}
 	}
-	return res, nil
+	return nil
 }
 
 // pullNS is where a pull fetches records before it has checked them:

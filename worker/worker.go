@@ -606,7 +606,13 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 	}
 	tr := TaskRun{Task: t.ID, TookOver: took != ""}
 	defer func() { w.sum.Tasks = append(w.sum.Tasks, tr) }()
+	return w.run(ctx, t, ref, lease, input, arts, &tr)
+}
 
+// run runs claimed task t (the claim ref holding lease) from its input
+// tree, renewing the lease meanwhile, and pushes its result; tr is what
+// the summary says of it.
+func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input string, arts map[string]string, tr *TaskRun) error {
 	commit, err := w.inputCommit(ctx, t, input)
 	if err != nil {
 		return err
