@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"context"
+
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/unit"
@@ -58,10 +60,14 @@ type decision struct {
 // decideAt is where a unit is decided: the tree before its task ("" when
 // it is not known: then no replay across runs), and, for the runner,
 // accept, which may refuse a run to replay across from (its work cannot
-// be read). quiet leaves the reasons out (startWave only needs the choice).
+// be read), and merge, the run's context, with which a task no run did
+// from this tree may have a worker's result merged in instead
+// (mergedAcross, fanin.go: it reads and merges trees, so only the runner
+// asks). quiet leaves the reasons out (startWave only needs the choice).
 type decideAt struct {
 	tree   string
 	accept func(*acrossRun) bool
+	merge  context.Context
 	quiet  bool
 }
 
@@ -94,6 +100,11 @@ func (p *pass) decide(t extractor.Task, facts unit.Facts, units []unit.Unit, i i
 	case i == 0:
 		if a, ok := e.acrossMatch(t, facts, units, at.tree, at.accept); ok {
 			return decision{choice: choiceAcross, across: a}, nil
+		}
+		if at.merge != nil {
+			if a, ok := e.mergedAcross(at.merge, t, facts, units); ok {
+				return decision{choice: choiceAcross, across: a}, nil
+			}
 		}
 	}
 	if !at.quiet {

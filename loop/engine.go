@@ -63,6 +63,17 @@ type Options struct {
 	Heartbeat time.Duration
 	// Fallbacks override the backends of --fallback-agent names (tests).
 	Fallbacks map[string]agent.Agent
+	// Task, when set, is the one task of the plan the run does: a
+	// worker's run (implloop work; fanin.go).
+	Task string
+	// Artifacts are the artifacts of tasks this run does not run, by
+	// task id, when a driver knows them (a worker: its dependencies'
+	// results): the identity of each one's final unit in the run that
+	// did it, as a serial run would have it.
+	Artifacts map[string]string
+	// NoHTMLReport leaves report.html out (a worker's run: the fan-in
+	// writes the plan's).
+	NoHTMLReport bool
 }
 
 // Outcome is what a run ended with.
@@ -136,6 +147,7 @@ type engine struct {
 	obs     Observer
 	lock    *Lock          // the work tree's; its descriptor goes to every agent and gate
 	keep    *boundary.Keep // what boundaries keep beside their trees (keepSettings)
+	gather  fanIn          // the workers' results this run replayed (fanin.go)
 
 	resumeState
 	tally
@@ -229,6 +241,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	if err := e.readPlan(func(path string) (*extractor.Selection, error) { return loadPlan(path, e.s.TaskRange) }); err != nil {
 		return nil, err
 	}
+	if err := e.onlyTask(); err != nil {
+		return nil, err
+	}
 	if o.DryRun {
 		e.warnUnsetEnv() // as the run would: a dry run is its rehearsal
 		return e.dryRun(ctx)
@@ -249,16 +264,11 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	if err != nil {
 		return nil, err
 	}
-	lock, err := acquireLock(dirs.Lock, e.runID, start)
-	if locked := (*LockedError)(nil); errors.As(err, &locked) {
-		locked.Path = dirs.Shown(locked.Path)
-	}
+	lock, err := e.takeLock(dirs, start)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Release()
-	lock.shown = dirs.Shown(lock.path)
-	e.lock = lock
 	// While the run runs, what its agents and gates leave behind comes
 	// to it, not to init, and dies when their call ends (procgroup.Sweep).
 	release, _ := procgroup.Subreaper()
@@ -301,6 +311,21 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// takeLock takes the work tree's lock for the run begun at start; its
+// path, and a holder's, as the user knows them (dirs.Shown).
+func (e *engine) takeLock(dirs cache.Dirs, start time.Time) (*Lock, error) {
+	lock, err := acquireLock(dirs.Lock, e.runID, start)
+	if locked := (*LockedError)(nil); errors.As(err, &locked) {
+		locked.Path = dirs.Shown(locked.Path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	lock.shown = dirs.Shown(lock.path)
+	e.lock = lock
+	return lock, nil
 }
 
 // openRun journals the run begun at start (beginRun) and takes what it
@@ -553,7 +578,7 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		// something Write cannot write into: the run still ends BLOCKED.
 		out.ReportPath, out.ReportErr = "", err
 	}
-	if out.ReportPath != "" {
+	if out.ReportPath != "" && !e.o.NoHTMLReport {
 		// The HTML report reads the boundary commits even after an
 		// interrupt, for a little while; without it the run still ends
 		// as it did.
@@ -749,6 +774,9 @@ func (p *pass) depArtifact(d string) string {
 	a, ok := p.art[d]
 	if !ok && !p.e.runsHere(d) {
 		a = p.e.lineage.artifact(d)
+		if given, ok := p.e.o.Artifacts[d]; ok && a == "" {
+			a = given // a worker's dependency, done by another (fanin.go)
+		}
 	}
 	return a
 }

@@ -150,6 +150,9 @@ func (e *engine) waveJobs(i, end int) ([]waveJob, error) {
 		switch d.choice {
 		case choiceLive:
 			tree = ""
+			if e.gatherable(units) {
+				continue // a worker's result, merged in at its turn (fanin.go)
+			}
 			jobs = append(jobs, waveJob{k, t, units[0]})
 		case choiceAcross:
 			// A task that will replay across runs at its turn is not

@@ -157,7 +157,12 @@ func (e *engine) attempts(ctx context.Context, idx int, t extractor.Task, ts *ta
 		if !a.allReplayed {
 			liveAttempts++
 		}
+		if a.crossed && ts.across.blocked && attempt == len(ts.across.attempts) {
+			// A chain that blocked elsewhere spent its attempts (fanin.go).
+			liveAttempts = max(liveAttempts, attempt)
+		}
 		if passed {
+			e.noteResult(t, ts, a)
 			if a.final != "" {
 				e.run.art[t.ID] = a.final
 			}
@@ -295,7 +300,7 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 	}
 	a := attemptRun{allReplayed: true}
 	for i, u := range units {
-		d, err := e.run.decide(t, facts, units, i, decideAt{tree: e.prev.Tree, accept: e.acrossWork(ctx)})
+		d, err := e.run.decide(t, facts, units, i, decideAt{tree: e.prev.Tree, accept: e.acrossWork(ctx), merge: ctx})
 		if err != nil {
 			return a, err
 		}
