@@ -131,6 +131,17 @@ func sizeFlag(n int64) string {
 	return fmt.Sprint(n)
 }
 
+// raisedCap is the cap a refused pull's hint suggests: twice the cap,
+// doubled until it holds what was refused (a 3 KiB blob under a 10 B cap
+// needs 5K, not 20).
+func raisedCap(limit, size int64) int64 {
+	n := max(2*limit, 1)
+	for n < size && n < 1<<62 {
+		n *= 2
+	}
+	return n
+}
+
 // limits are the pull's size caps, from its flags.
 func (o *pullOptions) limits() (travel.Limits, error) {
 	var l travel.Limits
@@ -219,7 +230,7 @@ func travelError(err error, remote string) error {
 	var signErr *travel.SignError
 	switch {
 	case errors.As(err, &limit):
-		return errorf(fmt.Sprintf("nothing was imported; if you trust what is on %s, raise the cap: implloop pull %s %s", remoteOr(remote), limit.Flag, sizeFlag(2*limit.Limit)), "%s", err)
+		return errorf(fmt.Sprintf("nothing was imported; if you trust what is on %s, raise the cap: implloop pull %s %s", remoteOr(remote), limit.Flag, sizeFlag(raisedCap(limit.Limit, limit.Size))), "%s", err)
 	case errors.As(err, &signErr):
 		return errorf("check that 'git commit -S' works here (git config gpg.format, user.signingKey; the key's agent), or push unsigned: git config implloop.signRuns false; nothing was pushed", "%s", err)
 	case errors.As(err, &refused):
