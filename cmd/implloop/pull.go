@@ -218,6 +218,7 @@ func pullRun(ctx context.Context, o *pullOptions) error {
 	}
 	if len(untrusted) > 0 {
 		fmt.Fprintf(o.io.ErrOut, "implloop: %d pulled run(s) are not trusted: they stay readable, but their work is never replayed, restored or used to skip a gate here unless you resume one by name (docs/journal.md, Trust)\n", len(untrusted))
+		fmt.Fprintf(o.io.ErrOut, "implloop: hint: to trust a teammate's runs, put their signing key in your allowed signers (SSH keys: git config gpg.ssh.allowedSignersFile FILE) and pull again: a signed run then says \"now trusted\"; an unsigned run never is\n")
 	}
 	return nil
 }
