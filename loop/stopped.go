@@ -64,7 +64,7 @@ func (e *engine) stoppedText(out *Outcome) string {
 	resume := "implloop resume --run " + e.runID
 	switch st.kind {
 	case stopWait:
-		fmt.Fprintf(&b, "The agent said: %q\n\n", st.limit)
+		fmt.Fprintf(&b, "The limit, as read from the agent's output: %q\n\n", st.limit)
 		b.WriteString("The call that hit the limit did not complete: the task runs it again on the resume (no attempt was counted for it).\n\n")
 	default:
 		fmt.Fprintf(&b, "What live calls reported: %s, %d tokens, in %d call(s). The call in flight finished, with its gate; no task or attempt started after it.\n\n",
