@@ -166,8 +166,9 @@ func blockedText(blocks []blockInfo) string {
 			"`implloop restore --run %s --task %s --before` puts those paths back (or, by hand, `git checkout -- PATH` "+
 			"for a tracked file, `rm PATH` for a new one).", b.TaskID, b.RunID, b.TaskID, b.RunID, b.TaskID)
 	}
-	step("Commit what is good (optional: implloop compares content, so committing never looks like a loss).")
+	// Removed before the commit, or `git add -A` would commit it.
 	step("Remove this file: `rm %s`.", BlockedFile)
+	step("Commit what is good (optional: implloop compares content, so committing never looks like a loss).")
 	if gone {
 		step("Start again: `implloop run %s`. With the journal gone every task runs live again; tick (`- [x]`) the tasks "+
 			"whose work is done and committed to skip them.", first.PlanPath)
