@@ -12,7 +12,6 @@ import (
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
-	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
 )
@@ -74,8 +73,9 @@ EXIT STATUS
   # In CI, also lint staged plans no run has used yet
   implloop check --plans 'docs/*.md' --plans 'specs/*/tasks.md'
 
-  # The same for every commit in this clone (the hook reads git config)
-  git config --add implloop.planGlobs 'docs/*.md'`,
+  # The same for every commit in this clone (the hook gets no flags):
+  #   git config --add implloop.planGlobs 'docs/*.md'
+  implloop check`,
 		Args:              exactArgs(0, "no arguments (use --plans GLOB)"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -230,15 +230,12 @@ func configPlanGlobs(ctx context.Context, root string) ([]string, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	out, _, err := gitcmd.Run(ctx, gitcmd.Options{Dir: root}, "config", "-z", "--get-all", "implloop.planGlobs")
+	values, err := gitConfigAll(ctx, root, "implloop.planGlobs")
 	if err != nil {
-		if gitcmd.ExitCode(err) == 1 {
-			return nil, nil // not set
-		}
 		return nil, errorf("", "read git config implloop.planGlobs: %w", err)
 	}
 	var globs []string
-	for _, g := range strings.Split(string(out), "\x00") {
+	for _, g := range values {
 		if g = strings.TrimSpace(g); g == "" {
 			continue
 		}
