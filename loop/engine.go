@@ -18,6 +18,7 @@ import (
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/files"
 	"github.com/implloop/implloop/internal/procgroup"
 	"github.com/implloop/implloop/internal/runid"
 	"github.com/implloop/implloop/plan"
@@ -270,7 +271,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	// was never journaled, so the tasks run again.
 	// (They are under the work tree's git directory: boundary.WorktreeDir;
 	// looked for without starting git, on every run.)
-	if stray := filepath.Join(dirs.Lock, "worktrees"); fileOrDirExists(stray) {
+	if stray := filepath.Join(dirs.Lock, "worktrees"); files.Exists(stray) {
 		_ = boundary.RemoveWorktrees(ctx, o.RepoRoot, stray)
 	}
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/yuin/goldmark/ast"
+
+	"github.com/implloop/implloop/internal/words"
 )
 
 // check adds the plan-level diagnostics and copies the tasks into the plan.
@@ -234,10 +236,10 @@ func (r *parseState) checkCycles(index map[string]int) {
 						ids = append(ids, fmt.Sprintf("... (%d more) ...", len(cycle)-maxCycleShown))
 					}
 					if len(cycle) <= maxCycleShown || i < maxCycleShown/2 || i >= len(cycle)-maxCycleShown/2 {
-						ids = append(ids, clip(r.tasks[f.node].ID, maxIDShown))
+						ids = append(ids, words.Clip(r.tasks[f.node].ID, maxIDShown))
 					}
 				}
-				ids = append(ids, clip(r.tasks[j].ID, maxIDShown))
+				ids = append(ids, words.Clip(r.tasks[j].ID, maxIDShown))
 				r.diag(r.tasks[at].Line, 1, SeverityError, "dependency cycle: %s", unclipped(strings.Join(ids, " -> ")))
 				reported++
 				if reported >= maxCycleReports {

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/yuin/goldmark/ast"
+
+	"github.com/implloop/implloop/internal/words"
 )
 
 // Passage is one part of a plan the reading passed over (a heading, a
@@ -57,13 +59,13 @@ func (r *parseState) explain() []Passage {
 		case (h.label.kind == labelNumber || h.label.kind == labelPhase) && r.plan.Form == FormSections:
 			under := "the plan's top"
 			if parents[i] >= 0 {
-				under = fmt.Sprintf("%q", clip(r.top.hs[parents[i]].title, 40))
+				under = fmt.Sprintf("%q", words.Clip(r.top.hs[parents[i]].title, 40))
 			}
 			why = fmt.Sprintf("a numbered section of another group (under %s), not the one read; %s", under, where(h.start))
 		case r.facts(&r.top.hs[i]).names:
 			why = "names the task list; its tasks follow it"
 		}
-		out = append(out, Passage{r.lineOf(h.start) + 1, fmt.Sprintf("heading %q", clip(h.title, 60)), why})
+		out = append(out, Passage{r.lineOf(h.start) + 1, fmt.Sprintf("heading %q", words.Clip(h.title, 60)), why})
 	}
 	sections := sectionIndex{r: r, hs: r.top.hs}
 	for _, l := range r.top.lists {
@@ -84,21 +86,21 @@ func (r *parseState) explain() []Passage {
 				}
 			}
 		}
-		what := fmt.Sprintf("list (%d %s)", items, pluralize(items, "item"))
+		what := fmt.Sprintf("list (%d %s)", items, words.Plural(items, "item"))
 		switch {
 		case boxes > 0:
-			what = fmt.Sprintf("checklist (%d %s)", boxes, pluralize(boxes, "item"))
+			what = fmt.Sprintf("checklist (%d %s)", boxes, words.Plural(boxes, "item"))
 		case l.IsOrdered():
-			what = fmt.Sprintf("numbered list (%d %s)", items, pluralize(items, "item"))
+			what = fmt.Sprintf("numbered list (%d %s)", items, words.Plural(items, "item"))
 		}
 		why := where(start)
 		switch {
 		case aside:
-			why = fmt.Sprintf("under %q, which checks the work or logs it (an aside): context", clip(section, 40))
+			why = fmt.Sprintf("under %q, which checks the work or logs it (an aside): context", words.Clip(section, 40))
 		case sections.sec != nil && r.facts(sections.sec).shows:
-			why = fmt.Sprintf("under %q, a preview or example: context", clip(section, 40))
+			why = fmt.Sprintf("under %q, a preview or example: context", words.Clip(section, 40))
 		case nearest != nil && r.facts(nearest).explains:
-			why = fmt.Sprintf("under %q, which explains the work: context", clip(nearest.title, 40))
+			why = fmt.Sprintf("under %q, which explains the work: context", words.Clip(nearest.title, 40))
 		case boxes > 0 || l.IsOrdered():
 			why = fmt.Sprintf("not read as tasks: the plan's tasks are its %s; %s", formWhat[r.plan.Form], where(start))
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/yuin/goldmark/ast"
+
+	"github.com/implloop/implloop/internal/words"
 )
 
 // Forms lists every task form, in order of precedence: when a plan's form
@@ -66,7 +68,7 @@ func (rd Reading) String() string {
 	if rd.Form == FormNone {
 		return "no tasks"
 	}
-	return fmt.Sprintf("%d %s from %s", rd.Count, pluralize(rd.Count, "task"), rd.Source())
+	return fmt.Sprintf("%s from %s", words.Count(rd.Count, "task"), rd.Source())
 }
 
 // Source says what the tasks are: "task headings", "checklist items
@@ -77,13 +79,6 @@ func (rd Reading) Source() string {
 		s += " (forced by " + rd.Forced + ")"
 	}
 	return s
-}
-
-func pluralize(n int, w string) string {
-	if n == 1 {
-		return w
-	}
-	return w + "s"
 }
 
 // reading is one candidate reading of a plan.
@@ -287,7 +282,7 @@ func (r *parseState) preferSections(top topBlocks, chosen *reading) {
 		if first.Start >= s.Start && last.End <= s.End && !isTaskish(s.Title) && !namesTaskList(s.Title) {
 			what := formWhat[chosen.form]
 			secs.notes = append(secs.notes, fmt.Sprintf("the %d %s all lie in section %q, one of %d: read the sections as the tasks (--form %s reads the items)",
-				len(chosen.tasks), what, clip(s.Title, 60), len(secs.tasks), chosen.form))
+				len(chosen.tasks), what, words.Clip(s.Title, 60), len(secs.tasks), chosen.form))
 			*chosen = secs
 			return
 		}
@@ -435,7 +430,7 @@ func (r *parseState) noteSections(top topBlocks, chosen *reading) Form {
 		}
 	}
 	chosen.warn(r.lineOf(secs.tasks[0].Start)+1, "read %d checklist items as the tasks; the plan's %d section headings (%q, ...) hold none of them and could be the tasks too (--form sections, or \"form: sections\" in the front matter, reads them instead)",
-		len(chosen.tasks), len(secs.tasks), clip(secs.tasks[0].Title, 60))
+		len(chosen.tasks), len(secs.tasks), words.Clip(secs.tasks[0].Title, 60))
 	return FormSections
 }
 
@@ -473,7 +468,7 @@ func (r *parseState) noteClose(chosen *reading, all *readingSet, warned Form) {
 		return
 	}
 	chosen.warn(r.lineOf(alt.tasks[0].Start)+1, "read %d %s as the tasks; the plan's %d %s (%q, ...) could be the tasks too: --form %s (or \"form: %s\" in the front matter) reads them instead",
-		len(chosen.tasks), formWhat[chosen.form], len(alt.tasks), formWhat[alt.form], clip(cleanTitle(alt.tasks[0].Title), 60), alt.form, alt.form)
+		len(chosen.tasks), formWhat[chosen.form], len(alt.tasks), formWhat[alt.form], words.Clip(cleanTitle(alt.tasks[0].Title), 60), alt.form, alt.form)
 }
 
 // coverage is how many bytes a reading's tasks span, not counting CRs

@@ -3,6 +3,8 @@ package plan
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/implloop/implloop/internal/words"
 )
 
 // labelKind says what kind of label started a heading or an item.
@@ -482,7 +484,7 @@ func firstSentence(s string) string {
 			return s[:i]
 		}
 	}
-	cut := clip(s, maxTitle)
+	cut := words.Clip(s, maxTitle)
 	if i := strings.LastIndexByte(cut[:len(cut)-len("…")], ' '); i > maxTitle/2 {
 		cut = cut[:i] + "…"
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/implloop/implloop/internal/words"
 )
 
 // mdParser is goldmark with CommonMark's block parsers and, of the inline
@@ -273,7 +275,7 @@ func (r *parseState) diag(line, col int, sev Severity, format string, args ...an
 	}
 	for i, a := range args {
 		if s, ok := a.(string); ok && len(s) > maxArgLen {
-			args[i] = clip(s, maxArgLen)
+			args[i] = words.Clip(s, maxArgLen)
 		}
 	}
 	k.last = len(r.diags)
@@ -288,17 +290,6 @@ func (r *parseState) summarizeOmitted() {
 			r.diags[k.last].Message += fmt.Sprintf(" (and %d more like this, not shown)", more)
 		}
 	}
-}
-
-// clip shortens s to at most n bytes (on a rune boundary) and marks the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // lineOf returns the 0-based line holding byte offset off.

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/yuin/goldmark/ast"
+
+	"github.com/implloop/implloop/internal/words"
 )
 
 // asideWords name sections whose checklists are not the work: a log of
@@ -164,7 +166,7 @@ func (r *parseState) readChecklist(top topBlocks) reading {
 	} else {
 		for _, h := range top.hs {
 			if n := asides[h.title]; n > 0 {
-				rd.notes = append(rd.notes, fmt.Sprintf("%d checklist %s under %q (line %d) read as context, not tasks", n, pluralize(n, "item"), h.title, r.lineOf(h.start)+1))
+				rd.notes = append(rd.notes, fmt.Sprintf("%d checklist %s under %q (line %d) read as context, not tasks", n, words.Plural(n, "item"), h.title, r.lineOf(h.start)+1))
 				delete(asides, h.title)
 			}
 		}
@@ -224,7 +226,7 @@ func (r *parseState) foldSubtasks(rd *reading, ts []taskBuild) []taskBuild {
 		out = append(out, t)
 	}
 	if folded > 0 {
-		rd.notes = append(rd.notes, fmt.Sprintf("%d numbered sub-%s (\"1.1\" after \"1.\") folded into the task above", folded, pluralize(folded, "item")))
+		rd.notes = append(rd.notes, fmt.Sprintf("%d numbered sub-%s (\"1.1\" after \"1.\") folded into the task above", folded, words.Plural(folded, "item")))
 	}
 	return out
 }

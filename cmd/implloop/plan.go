@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/internal/words"
 	"github.com/implloop/implloop/plan"
 )
 
@@ -230,7 +231,7 @@ func printPlanTable(w io.Writer, p *planJSON, preambleBytes int, source string) 
 		if t.File != "" {
 			lines = t.File + ":" + lines
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, lines, done, deps, t.TextSHA256[:12], oneLine(title))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, lines, done, deps, words.Short(t.TextSHA256), oneLine(title))
 	}
 	tw.Flush()
 	if len(p.PassedOver) > 0 {
