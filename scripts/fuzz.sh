@@ -26,6 +26,10 @@ go test -count=1 -timeout 0 ./loop/ -run '^TestAcrossRunsPropertyChains$' -rapid
 pchecks=${PARALLEL_CHECKS:-200}
 echo "property loop TestParallelPropertyDependencyOrder ($pchecks cases)"
 go test -count=1 -timeout 0 ./loop/ -run '^TestParallelPropertyDependencyOrder$' -rapid.checks="$pchecks"
+# Two workers racing for a claim (make test races 100 rounds).
+crounds=${CLAIM_ROUNDS:-200}
+echo "claims cmd/implloop TestWorkClaimRace ($crounds rounds)"
+go test -count=1 -timeout 0 ./cmd/implloop/ -run '^TestWorkClaimRace$' -claim.rounds="$crounds"
 # kill -9 at random moments of a --jobs 3 run, then resume: no call that
 # finished and was journaled is paid twice (about 2 s a kill).
 kpoints=${KILL_POINTS:-30}
