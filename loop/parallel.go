@@ -111,6 +111,13 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 		end++
 	}
 	e.waveEnd = end
+	if e.box != nil && end > i+1 {
+		// Calls will overlap: the sandbox's commondir placeholder stays
+		// until endWaves, so that no call's end removes it while git runs.
+		if err := e.box.HoldCommon(ctx, e.o.RepoRoot); err != nil {
+			return err
+		}
+	}
 	jobs, err := e.waveJobs(i, end)
 	if err != nil || len(jobs) < 2 || e.prev.Commit == "" {
 		return err
@@ -294,6 +301,9 @@ func (e *engine) relWorktree(path string) string {
 // has them running) and removes the task worktrees.
 func (e *engine) endWaves(ctx context.Context) {
 	e.inFlight.Wait()
+	if e.box != nil {
+		e.box.ReleaseCommon()
+	}
 	e.journalAhead()
 	if len(e.settledRefs) > 0 {
 		_ = boundary.DropAhead(context.WithoutCancel(ctx), e.o.RepoRoot, e.settledRefs...)
