@@ -404,3 +404,130 @@ func TestReviewWorkPushRetryOutlivesLease(t *testing.T) {
 		t.Fatalf("calls %v: two live workers ran T001\n%s\n%s", calls, w1.err.String(), w2.err.String())
 	}
 }
+
+// rogueWorker runs `implloop work` to the end in a clone that signs with
+// a key of its own (which only its own allowed signers hold), writing a
+// backdoor into every task's file.
+func (f *fleet) rogueWorker() {
+	f.t.Helper()
+	rogue := f.clone("rogue")
+	rk := filepath.Join(f.dir, "rogue-key")
+	f.run(f.dir, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rogue", "-f", rk)
+	pub, err := os.ReadFile(rk + ".pub")
+	must(f.t, err)
+	must(f.t, os.WriteFile(rk+".allowed", []byte("ci@example.com "+string(pub)), 0o644))
+	f.run(rogue, "git", "config", "user.signingKey", rk+".pub")
+	f.run(rogue, "git", "config", "gpg.ssh.allowedSignersFile", rk+".allowed")
+	c := f.cmd(rogue, "implloop", append([]string{"work", "plan.md", "--remote", "origin", "--id", "rogue"}, f.agentFlags()...)...)
+	c.Env = append(c.Env, "EVIL=1")
+	if out, err := c.CombinedOutput(); err != nil {
+		f.t.Fatalf("rogue worker: %v\n%s", err, out)
+	}
+}
+
+// A rogue worker (signing with a key nobody allows) does an independent
+// plan first. No task waits for another, so the honest worker never pulls
+// the rogue's records: it cannot tell they are not trusted, counts every
+// task as done, and ends having done nothing; the fan-in then runs the
+// whole plan live (it trusts nothing of the rogue's), with no worker's
+// help and no word from the worker about it.
+func TestReviewWorkUntrustedIndependentResultsSkipped(t *testing.T) {
+	skipBug(t, "bug: a worker pulls only the results some task waits for (needed()), and settle() counts a claim naming a run it has not pulled as settled: an untrusted worker's results of independent tasks are never done again by an honest worker, and its summary does not say so")
+	t.Parallel()
+	f := newFleet(t, independentPlan(2))
+	f.rogueWorker()
+	h := f.start("honest", nil)
+	f.wait(h)
+	if calls := f.sortedCalls(); !slices.Equal(calls, []string{"T001", "T001", "T002", "T002"}) {
+		t.Fatalf("calls %v: the honest worker did not do the rogue's tasks again\n%s%s", calls, h.out.String(), h.err.String())
+	}
+}
+
+// What holds when the workers skip a rogue's results: the fan-in trusts
+// none of them: it runs every task live, and no backdoor reaches its tree.
+func TestReviewFanInIgnoresRogueResults(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(2))
+	f.rogueWorker()
+	out, code, dir := f.fanIn()
+	if code != 0 || !strings.Contains(out, "DONE 2/2") || strings.Contains(out, "replayed") && !strings.Contains(out, "0 replayed") {
+		t.Fatalf("fan-in exited %d:\n%s", code, out)
+	}
+	for _, id := range []string{"T001", "T002"} {
+		if b, err := os.ReadFile(filepath.Join(dir, "out-"+id+".txt")); err != nil || strings.Contains(string(b), "BACKDOOR") {
+			t.Fatalf("out-%s.txt: %q, %v", id, b, err)
+		}
+	}
+	if n := len(f.callLines()); n != 4 {
+		t.Fatalf("%d calls, want the rogue's 2 and the fan-in's 2 live", n)
+	}
+}
+
+// Two workers in one clone (one runner starting two): they share the
+// clone's journal; each task is still done once, and the fan-in replays
+// them all.
+func TestReviewWorkTwoWorkersOneClone(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(4))
+	w1 := f.start("w1", nil)
+	w2 := f.startIn(filepath.Join(f.dir, "w1"), "w2", nil)
+	err1, err2 := w1.cmd.Wait(), w2.cmd.Wait()
+	if calls := f.sortedCalls(); !slices.Equal(calls, []string{"T001", "T002", "T003", "T004"}) {
+		t.Fatalf("calls %v (%v, %v)\n%s\n%s", calls, err1, err2, w1.err.String(), w2.err.String())
+	}
+	if err1 != nil || err2 != nil {
+		t.Logf("w1: %v, w2: %v\n%s\n%s", err1, err2, w1.err.String(), w2.err.String())
+	}
+	out, code, _ := f.fanIn()
+	if code != 0 || !strings.Contains(out, "units: 0 live, 4 replayed") {
+		t.Fatalf("fan-in exited %d:\n%s", code, out)
+	}
+}
+
+// A remote that takes no claim (read-only for implloop's refs): the
+// worker stops at once with a user error, having called no agent.
+func TestReviewWorkRemoteRejectsClaims(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(2))
+	hook := filepath.Join(f.dir, "srv", "shared.git", "hooks", "pre-receive")
+	must(t, os.WriteFile(hook, []byte("#!/bin/sh\nif grep -q refs/implloop/; then echo 'no implloop refs here' >&2; exit 1; fi\n"), 0o755))
+	w := f.start("w", nil)
+	err := w.cmd.Wait()
+	stderr := w.err.String()
+	if ee, _ := err.(*exec.ExitError); ee == nil || ee.ExitCode() == 0 {
+		t.Fatalf("worker: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "implloop: error:") || strings.Contains(stderr, "panic") || strings.Contains(stderr, "goroutine ") {
+		t.Fatalf("stderr:\n%s", stderr)
+	}
+	if n := len(f.callLines()); n != 0 {
+		t.Fatalf("%d agent calls without a claim", n)
+	}
+}
+
+// Two independent tasks whose workers both write shared.txt: at the
+// fan-in the second one's work conflicts with the first's, merged before
+// it; that attempt runs again live on the merged tree (one agent call),
+// as a call made ahead under --jobs does, and the plan is done.
+func TestReviewFanInConflictRunsLive(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(2))
+	must(t, os.WriteFile(filepath.Join(f.dir, "agent.sh"), []byte(workAgent+"echo \"$IMPLLOOP_TASK_ID\" > shared.txt\ncat \"$IMPLLOOP_PROMPT_FILE\" >> \"$CALLS.prompts\"\n"), 0o755))
+	w1 := f.start("w1", nil)
+	w2 := f.start("w2", nil)
+	f.wait(w1)
+	f.wait(w2)
+	out, code, dir := f.fanIn()
+	if code != 0 || !strings.Contains(out, "DONE 2/2") || len(f.callLines()) != 3 {
+		t.Fatalf("fan-in exited %d, calls %v:\n%s", code, f.callLines(), out)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "shared.txt")); err != nil || string(b) != "T002\n" {
+		t.Fatalf("shared.txt: %q, %v", b, err)
+	}
+	// The live attempt was told why: the conflicting path.
+	prompts, err := os.ReadFile(f.calls + ".prompts")
+	must(t, err)
+	if p := string(prompts); !strings.Contains(p, "conflicts with the tasks merged before it in shared.txt") {
+		t.Fatalf("the live attempt's prompt does not name the conflict:\n%s", p)
+	}
+}
