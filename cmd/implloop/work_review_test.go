@@ -251,6 +251,7 @@ func TestReviewWorkPushRejectedForever(t *testing.T) {
 	if refs := f.run(f.dir, "git", "ls-remote", f.url, travel.RecordsRefPrefix+"*"); refs != "" {
 		t.Fatalf("records on the remote: %q", refs)
 	}
+	t.Logf("stderr:\n%s\nclaims: %s", stderr, f.run(f.dir, "git", "ls-remote", f.url, "refs/implloop/claims/*"))
 }
 
 // Two tasks each pass their own gate from the base, but the second's gate
@@ -529,5 +530,51 @@ func TestReviewFanInConflictRunsLive(t *testing.T) {
 	must(t, err)
 	if p := string(prompts); !strings.Contains(p, "conflicts with the tasks merged before it in shared.txt") {
 		t.Fatalf("the live attempt's prompt does not name the conflict:\n%s", p)
+	}
+}
+
+// Work laundered through a trusted worker: a worker whose allowed
+// signers also hold the rogue's key builds task 2 on the rogue's task 1
+// (a backdoor in out-1.txt) and signs its result with the fleet's key.
+// The fan-in, which allows only the fleet's key, runs task 1 live, and
+// takes nothing of the rogue's: no backdoor in its tree.
+func TestReviewFanInLaunderedThroughTrustedWorker(t *testing.T) {
+	t.Parallel()
+	plan := "# Plan\n\n## Task 1: first\n\nWrite out-1.txt.\n\n## Task 2: second\n\nDepends on: 1\n\nWrite out-2.txt.\n"
+	f := newFleet(t, plan)
+	rogue := f.clone("rogue")
+	rk := filepath.Join(f.dir, "rogue-key")
+	f.run(f.dir, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rogue", "-f", rk)
+	pub, err := os.ReadFile(rk + ".pub")
+	must(t, err)
+	must(t, os.WriteFile(rk+".allowed", []byte("ci@example.com "+string(pub)), 0o644))
+	f.run(rogue, "git", "config", "user.signingKey", rk+".pub")
+	f.run(rogue, "git", "config", "gpg.ssh.allowedSignersFile", rk+".allowed")
+	c := f.cmd(rogue, "implloop", append([]string{"work", "plan.md", "--remote", "origin", "--id", "rogue", "--max-cost", "1"}, f.agentFlags()...)...)
+	c.Env = append(c.Env, "EVIL=1", "COST=1")
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("rogue worker: %v\n%s", err, out)
+	}
+	// The lax worker allows both keys.
+	ci, err := os.ReadFile(filepath.Join(f.dir, "allowed"))
+	must(t, err)
+	lax := filepath.Join(f.dir, "lax.allowed")
+	must(t, os.WriteFile(lax, append(ci, []byte("ci@example.com "+string(pub))...), 0o644))
+	laxDir := f.clone("lax")
+	f.run(laxDir, "git", "config", "gpg.ssh.allowedSignersFile", lax)
+	w := f.startIn(laxDir, "lax", nil)
+	f.wait(w)
+	if calls := f.callLines(); !slices.Equal(calls, []string{"1", "2"}) {
+		t.Fatalf("calls %v (the lax worker should build on the rogue's task 1)\n%s", calls, w.err.String())
+	}
+	out, code, dir := f.fanIn()
+	if code != 0 || !strings.Contains(out, "DONE 2/2") {
+		t.Fatalf("fan-in exited %d:\n%s", code, out)
+	}
+	if bad := f.run(dir, "sh", "-c", "grep -rl BACKDOOR --exclude-dir=.git . || true"); bad != "" {
+		t.Fatalf("the rogue's work reached the fan-in: %s\n%s", bad, out)
+	}
+	if n := len(f.callLines()); n != 4 {
+		t.Fatalf("calls %v: the fan-in should run both tasks live\n%s", f.callLines(), out)
 	}
 }
