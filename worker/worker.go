@@ -606,7 +606,13 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 	}
 	tr := TaskRun{Task: t.ID, TookOver: took != ""}
 	defer func() { w.sum.Tasks = append(w.sum.Tasks, tr) }()
+	return w.run(ctx, t, ref, lease, input, arts, &tr)
+}
 
+// run runs claimed task t (the claim ref holding lease) from its input
+// tree, renewing the lease meanwhile, and pushes its result; tr is what
+// the summary says of it.
+func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input string, arts map[string]string, tr *TaskRun) error {
 	commit, err := w.inputCommit(ctx, t, input)
 	if err != nil {
 		return err
@@ -834,21 +840,12 @@ func (r *renewal) loop(ctx context.Context, cancel func()) {
 			return
 		case <-time.After(every):
 		}
-		lease, err := r.w.newLease(ctx, r.task)
-		if err == nil {
-			r.mu.Lock()
-			old := r.value
-			r.mu.Unlock()
-			err = travel.CASPush(ctx, r.w.o.Root, r.w.remote, travel.RefUpdate{Ref: r.ref, New: lease, Old: old})
-			if err == nil {
-				r.mu.Lock()
-				r.value = lease
-				r.mu.Unlock()
-				last = r.w.now()
-				continue
-			}
+		renewed, taken := r.renew(ctx)
+		if renewed {
+			last = r.w.now()
+			continue
 		}
-		if errors.Is(err, travel.ErrCASFailed) || r.w.now().Sub(last) >= r.w.lease {
+		if taken || r.w.now().Sub(last) >= r.w.lease {
 			r.mu.Lock()
 			r.lost = true
 			r.mu.Unlock()
@@ -856,6 +853,39 @@ func (r *renewal) loop(ctx context.Context, cancel func()) {
 			return
 		}
 	}
+}
+
+// renew moves the claim to a new lease. taken: the claim holds neither
+// the lease this worker holds nor the new one (another worker took it
+// over). A push refused or cut off while the claim still holds the old
+// lease (a ref lock the server could not take, the network) is neither:
+// the next renewal tries again, until a whole lease passed.
+func (r *renewal) renew(ctx context.Context) (renewed, taken bool) {
+	lease, err := r.w.newLease(ctx, r.task)
+	if err != nil {
+		return false, false
+	}
+	r.mu.Lock()
+	old := r.value
+	r.mu.Unlock()
+	err = travel.CASPush(ctx, r.w.o.Root, r.w.remote, travel.RefUpdate{Ref: r.ref, New: lease, Old: old})
+	if err != nil {
+		refs, lerr := travel.RemoteRefs(ctx, r.w.o.Root, r.w.remote, r.ref)
+		if lerr != nil {
+			return false, false
+		}
+		switch refs[r.ref] {
+		case old:
+			return false, false
+		case lease: // it went through; its answer did not
+		default:
+			return false, true
+		}
+	}
+	r.mu.Lock()
+	r.value = lease
+	r.mu.Unlock()
+	return true, false
 }
 
 // end stops the renewals and says whether the lease was lost.

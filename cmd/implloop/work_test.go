@@ -300,6 +300,42 @@ func TestWorkKilledWorkerTakenOver(t *testing.T) {
 	}
 }
 
+// A worker that stalls (SIGSTOP) past its lease while its task runs: a
+// second worker takes the task over and pushes it; when the first wakes,
+// its renewal finds the claim taken, it stops the task and pushes
+// nothing. One result on the remote: the two never both finish it.
+func TestWorkStalledWorkerLosesLease(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(1))
+	mark := filepath.Join(f.dir, "slow")
+	slow := []string{"SLOW_TASK=T001", "SLOW_MARK=" + mark}
+	a := f.start("s1", slow, "--lease", "3s")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(mark, "pid")); err == nil && strings.TrimSpace(string(b)) != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first worker never started task T001:\n%s", a.err.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	must(t, a.cmd.Process.Signal(syscall.SIGSTOP))
+	b := f.start("s2", slow, "--lease", "3s")
+	f.wait(b)
+	must(t, a.cmd.Process.Signal(syscall.SIGCONT))
+	f.wait(a)
+	if e := a.err.String(); !strings.Contains(e, "task T001: its lease was taken over") {
+		t.Fatalf("the stalled worker did not see its lease taken:\n%s", e)
+	}
+	if e := b.err.String(); !strings.Contains(e, "task T001: taken over") || !strings.Contains(e, "task T001: pushed run") {
+		t.Fatalf("the second worker did not take the task over:\n%s", e)
+	}
+	if refs := f.run(f.dir, "git", "ls-remote", f.url, "refs/implloop/records/*"); strings.Count(refs, "\n") != 1 {
+		t.Fatalf("records on the remote: %q", refs)
+	}
+}
+
 // A worker stopped with Ctrl-C (SIGINT) in the middle of a task gives its
 // claim up (deleted by compare-and-swap on its lease): another worker
 // takes the task at once, not after the lease. It exits 130.
