@@ -578,3 +578,57 @@ func TestReviewFanInLaunderedThroughTrustedWorker(t *testing.T) {
 		t.Fatalf("calls %v: the fan-in should run both tasks live\n%s", f.callLines(), out)
 	}
 }
+
+// A user pushes again from a worker's clone once it is done (implloop
+// push, as after any run): the records refs on the remote must keep the
+// commits the claims name, else every claim reads as a live one, and a
+// worker still running would take the tasks over after a lease and do
+// them again.
+func TestReviewWorkLaterPushKeepsClaimsDone(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(2))
+	w := f.start("w", nil)
+	f.wait(w)
+	before := f.run(f.dir, "git", "ls-remote", f.url, "refs/implloop/*")
+	f.run(filepath.Join(f.dir, "w"), "implloop", "push", "origin")
+	after := f.run(f.dir, "git", "ls-remote", f.url, "refs/implloop/*")
+	recs := map[string]bool{}
+	var claims []string
+	for _, line := range strings.Split(after, "\n") {
+		oid, ref, ok := strings.Cut(line, "\t")
+		switch {
+		case !ok:
+		case strings.HasPrefix(ref, travel.RecordsRefPrefix):
+			recs[oid] = true
+		case strings.HasPrefix(ref, travel.ClaimsRefPrefix):
+			claims = append(claims, oid)
+		}
+	}
+	for _, c := range claims {
+		if !recs[c] {
+			t.Fatalf("a claim names records no records ref has any more\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+	}
+	if len(claims) != 2 {
+		t.Fatalf("claims: %v\n%s", claims, after)
+	}
+}
+
+// Workers naming the plan differently (./plan.md; ../plan.md from a
+// subdirectory) share its claims: each task is done once.
+func TestReviewWorkPlanNamedDifferently(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(4))
+	d1, d2 := f.clone("w1"), f.clone("w2")
+	must(t, os.MkdirAll(filepath.Join(d2, "sub"), 0o755))
+	c1 := f.cmd(d1, "implloop", append([]string{"work", "./plan.md", "--remote", "origin", "--id", "w1"}, f.agentFlags()...)...)
+	c2 := f.cmd(filepath.Join(d2, "sub"), "implloop", append([]string{"work", "../plan.md", "--remote", "origin", "--id", "w2"}, f.agentFlags()...)...)
+	var o1, o2 strings.Builder
+	c1.Stderr, c2.Stderr = &o1, &o2
+	must(t, c1.Start())
+	must(t, c2.Start())
+	e1, e2 := c1.Wait(), c2.Wait()
+	if calls := f.sortedCalls(); e1 != nil || e2 != nil || !slices.Equal(calls, []string{"T001", "T002", "T003", "T004"}) {
+		t.Fatalf("calls %v (%v, %v)\n%s\n%s", calls, e1, e2, o1.String(), o2.String())
+	}
+}
