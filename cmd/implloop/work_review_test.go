@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -630,5 +631,56 @@ func TestReviewWorkPlanNamedDifferently(t *testing.T) {
 	e1, e2 := c1.Wait(), c2.Wait()
 	if calls := f.sortedCalls(); e1 != nil || e2 != nil || !slices.Equal(calls, []string{"T001", "T002", "T003", "T004"}) {
 		t.Fatalf("calls %v (%v, %v)\n%s\n%s", calls, e1, e2, o1.String(), o2.String())
+	}
+}
+
+// A worker whose lease is taken over in the middle of a task has paid for
+// the attempts that ran before: --max-cost (over all its tasks) and its
+// summary's cost_usd must count them, as they count a run whose push was
+// lost.
+func TestReviewWorkLostLeaseCostCounted(t *testing.T) {
+	skipBug(t, "bug: worker.run returns on a lease lost mid-task before adding the run's live cost to the worker's total, so --max-cost misses what lost runs spent and the summary's cost_usd is low")
+	t.Parallel()
+	plan := "# Plan\n\n- [ ] T001 write ok.txt\n\n  ```verify\n  test -f ok.txt\n  ```\n"
+	f := newFleetOn(t, plan, serveGitDaemon)
+	agent := `#!/bin/sh
+echo "$IMPLLOOP_TASK_ID" >> "$CALLS"
+if [ "$IMPLLOOP_ATTEMPT" = 2 ]; then
+  mkdir "$CALLS.a2" 2>/dev/null && sleep 30
+  touch ok.txt
+fi
+echo x >> "out-$IMPLLOOP_TASK_ID.txt"
+echo '{"type":"result","result":"ok","total_cost_usd":1}'
+`
+	must(t, os.WriteFile(filepath.Join(f.dir, "agent.sh"), []byte(agent), 0o755))
+	w := f.start("w", nil, "--lease", "3s", "--json", "--max-attempts", "3")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(f.calls + ".a2"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attempt 2 never started:\n%s", w.err.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Another worker takes the claim over (as one that saw it unchanged
+	// for a lease would).
+	a := filepath.Join(f.dir, "a")
+	f.forge(a, "", 64, travel.ClaimRef(f.planKeyOf(a), "T001"))
+	f.wait(w)
+	var cost float64
+	for _, line := range strings.Split(w.out.String(), "\n") {
+		if strings.Contains(line, `"type":"worker_summary"`) {
+			var s struct {
+				CostUSD float64 `json:"cost_usd"`
+			}
+			must(t, json.Unmarshal([]byte(line), &s))
+			cost = s.CostUSD
+		}
+	}
+	// Every call but the one killed with the lost run reported $1.
+	if calls := f.callLines(); cost != float64(len(calls)-1) {
+		t.Fatalf("cost_usd %v, but %d calls reported $1 each\n%s", cost, len(calls)-1, w.err.String())
 	}
 }
