@@ -73,7 +73,11 @@ type Options struct {
 	// Settings are the run settings of every task's run; Plan is the
 	// plan's path relative to Root.
 	Settings loop.Settings
-	// Lease: a claim unchanged this long is taken over (0: DefaultLease).
+	// Lease is this worker's lease period, written in its leases: it
+	// renews every third of it, and gives a task up when no renewal got
+	// through for all of it. A claim of another worker is taken over once
+	// unchanged for that worker's period, as its lease says (this one, when
+	// it says none) (0: DefaultLease).
 	Lease time.Duration
 	// ID names the worker in its leases ("" for host-pid-random).
 	ID string
@@ -175,7 +179,18 @@ type worker struct {
 type seenClaim struct {
 	value string
 	since time.Time
+	// period is the lease period the claim's lease names (0: none, the
+	// watcher goes by its own), read once checked.
+	period  time.Duration
+	checked bool
 }
+
+// leaseCheckAfter: a claim unchanged this long (or the worker's own
+// lease, when shorter) has its lease read, for the lease period its
+// worker keeps (travel.LeasePeriod). Until then a claim costs a watcher
+// nothing but its ls-remote line; the holder's period, when shorter, is
+// honoured from then on.
+const leaseCheckAfter = time.Minute
 
 // Work runs the worker until every task of the plan is settled.
 func Work(ctx context.Context, o Options) (*Summary, error) {
@@ -503,8 +518,26 @@ func (w *worker) pick(ctx context.Context, info map[string]*taskInfo) (next *tas
 				w.seen[t.ID] = seenClaim{value: v, since: now}
 				continue
 			}
-			if now.Sub(s.since) >= w.lease {
-				next, took = ti, fmt.Sprintf("its claim was unchanged for %s: its worker stopped", w.lease)
+			unchanged := now.Sub(s.since)
+			if unchanged < min(w.lease, leaseCheckAfter) {
+				continue
+			}
+			// The holder's lease period, as its lease says: a worker
+			// started with a longer --lease renews less often.
+			if !s.checked {
+				p, moved, err := travel.LeasePeriod(ctx, w.o.Root, w.remote, travel.ClaimRef(w.key, t.ID), v)
+				if err != nil || moved {
+					continue // look again
+				}
+				s.period, s.checked = p, true
+				w.seen[t.ID] = s
+			}
+			period := w.lease
+			if s.period > 0 {
+				period = s.period
+			}
+			if unchanged >= period {
+				next, took = ti, fmt.Sprintf("its claim was unchanged for %s, its worker's lease: its worker stopped", period)
 			}
 		}
 	}
@@ -810,7 +843,7 @@ func (w *worker) newLease(ctx context.Context, task string) (string, error) {
 		}
 		w.emptyTree = t
 	}
-	return travel.NewLease(ctx, w.o.Root, w.emptyTree, w.key, task, w.o.ID, w.leases, w.now())
+	return travel.NewLease(ctx, w.o.Root, w.emptyTree, w.key, task, w.o.ID, w.leases, w.now(), w.lease)
 }
 
 // renewal keeps a claim's lease while its task runs.

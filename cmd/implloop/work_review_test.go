@@ -104,7 +104,7 @@ func TestReviewWorkSlowGateKeepsLease(t *testing.T) {
 // renewals come every third of its own, longer, lease): the task is run,
 // and paid for, twice, by two live workers.
 func TestReviewWorkMixedLeasesRunTwice(t *testing.T) {
-	skipBug(t, "bug: the lease period is per worker (--lease), not in the claim: a worker with --lease 1s takes over the live task of one with --lease 1m (two live workers run one task, paid twice)")
+	// Found in review; fixed: the claim's lease names its period, and watchers go by it.
 	t.Parallel()
 	f := newFleet(t, independentPlan(1))
 	slow := f.start("slow", []string{"AGENT_SLEEP=4"}, "--lease", "1m")
