@@ -663,16 +663,21 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: w.o.Observer,
 		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true,
 	})
-	lost := r.end()
+	// The renewals go on until the result's push landed (or failed for
+	// good): a push tried again after a blip may outlast a lease.
+	defer r.end()
 	if ctx.Err() != nil {
+		r.end()
 		w.release(ctx, ref, r)
 		return ctx.Err()
 	}
-	if lost {
+	if r.isLost() {
+		r.end()
 		w.log(Event{Type: "lost", Task: t.ID, Message: "its lease was taken over: the task stopped, its result is not pushed"})
 		return nil
 	}
 	if runErr != nil {
+		r.end()
 		w.release(ctx, ref, r)
 		return fmt.Errorf("task %s: %w", t.ID, runErr)
 	}
@@ -683,10 +688,12 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		w.sum.Tokens += l.TokensIn + l.TokensOut + l.CacheRead + l.CacheWrite
 	}
 	if out.Interrupted {
+		r.end()
 		return context.Canceled
 	}
 	w.log(Event{Type: "finished", Task: t.ID, Run: out.RunID, Verdict: out.Verdict})
-	pushed, err := w.push(ctx, t.ID, ref, out.RunID, r.value)
+	pushed, err := w.push(ctx, t.ID, ref, out.RunID, r)
+	r.end()
 	if err != nil {
 		if ctx.Err() != nil {
 			w.release(ctx, ref, r)
@@ -708,31 +715,20 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 const pushTries = 4
 
 // push pushes run, the result of task, with the claim ref moved from
-// lease to the run's records, in one atomic push; pushed is false when
-// the claim no longer holds the lease (taken over). A push that fails
-// while the claim still holds the lease (the network, the server, a ref
-// lock the server could not take) is tried again, after 1 s, 2 s, 4 s: the
-// result is paid for, and without it another worker would do the task
-// again after the lease.
-func (w *worker) push(ctx context.Context, task, ref, run, lease string) (pushed bool, err error) {
+// the lease to the run's records, in one atomic push; pushed is false
+// when the claim no longer holds the lease (taken over). A push that
+// fails while the claim still holds the lease (the network, the server,
+// a ref lock the server could not take) is tried again, after 1 s, 2 s,
+// 4 s: the result is paid for, and without it another worker would do
+// the task again after the lease. The lease is renewed meanwhile (r):
+// each try pushes from the lease the claim holds then, never while a
+// renewal is under way.
+func (w *worker) push(ctx context.Context, task, ref, run string, r *renewal) (pushed bool, err error) {
 	for try := 1; ; try++ {
-		_, err = travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true,
-			With: []travel.RefUpdate{{Ref: ref, Records: run, Old: lease}}})
-		if err == nil {
-			return true, nil
-		}
-		refs, lerr := travel.RemoteRefs(ctx, w.o.Root, w.remote, ref)
-		if lerr == nil {
-			switch v := refs[ref]; v {
-			case lease: // still this worker's: try again
-			case "":
-				return false, nil
-			default:
-				if rec, rerr := gitOut(ctx, w.o.Root, "rev-parse", "-q", "--verify", travel.RecordsRef(run)+"^{commit}"); rerr == nil && rec == v {
-					return true, nil // the push went through, its answer did not
-				}
-				return false, nil
-			}
+		var retry bool
+		pushed, retry, err = w.pushOnce(ctx, ref, run, r)
+		if !retry {
+			return pushed, err
 		}
 		if try == pushTries || ctx.Err() != nil {
 			return false, err
@@ -743,6 +739,38 @@ func (w *worker) push(ctx context.Context, task, ref, run, lease string) (pushed
 			return false, err
 		}
 	}
+}
+
+// pushOnce is one try of push: retry when it failed while the claim may
+// still hold the lease.
+func (w *worker) pushOnce(ctx context.Context, ref, run string, r *renewal) (pushed, retry bool, err error) {
+	r.op.Lock()
+	defer r.op.Unlock()
+	if r.isLost() {
+		return false, false, nil
+	}
+	lease := r.current()
+	_, err = travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true,
+		With: []travel.RefUpdate{{Ref: ref, Records: run, Old: lease}}})
+	if err == nil {
+		r.landed = true
+		return true, false, nil
+	}
+	refs, lerr := travel.RemoteRefs(ctx, w.o.Root, w.remote, ref)
+	if lerr == nil {
+		switch v := refs[ref]; v {
+		case lease: // still this worker's: try again
+		case "":
+			return false, false, nil
+		default:
+			if rec, rerr := gitOut(ctx, w.o.Root, "rev-parse", "-q", "--verify", travel.RecordsRef(run)+"^{commit}"); rerr == nil && rec == v {
+				r.landed = true
+				return true, false, nil // the push went through, its answer did not
+			}
+			return false, false, nil
+		}
+	}
+	return false, true, err
 }
 
 // input is task t's input tree and its dependencies' artifacts; why is
@@ -828,10 +856,7 @@ func (w *worker) removeWorktree() {
 func (w *worker) release(ctx context.Context, ref string, r *renewal) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	r.mu.Lock()
-	lease := r.value
-	r.mu.Unlock()
-	_ = travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: lease})
+	_ = travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: r.current()})
 }
 
 func (w *worker) newLease(ctx context.Context, task string) (string, error) {
@@ -846,16 +871,34 @@ func (w *worker) newLease(ctx context.Context, task string) (string, error) {
 	return travel.NewLease(ctx, w.o.Root, w.emptyTree, w.key, task, w.o.ID, w.leases, w.now(), w.lease)
 }
 
-// renewal keeps a claim's lease while its task runs.
+// renewal keeps a claim's lease while its task runs, and until its
+// result's push landed.
 type renewal struct {
-	w     *worker
-	ref   string
-	task  string
-	mu    sync.Mutex
-	value string // the lease the remote holds
-	lost  bool
-	stop  chan struct{}
-	done  chan struct{}
+	w    *worker
+	ref  string
+	task string
+	// op is held by a renewal under way, and by each try of the result's
+	// push: the push moves the claim from the lease it holds then.
+	op     sync.Mutex
+	landed bool // the result's push landed: no more renewals (under op)
+	mu     sync.Mutex
+	value  string // the lease the remote holds
+	lost   bool
+	stop   chan struct{}
+	done   chan struct{}
+	ended  sync.Once
+}
+
+func (r *renewal) isLost() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lost
+}
+
+func (r *renewal) current() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.value
 }
 
 // loop renews the lease every third of a lease period until end; cancel
@@ -873,7 +916,13 @@ func (r *renewal) loop(ctx context.Context, cancel func()) {
 			return
 		case <-time.After(every):
 		}
+		r.op.Lock()
+		if r.landed {
+			r.op.Unlock()
+			return
+		}
 		renewed, taken := r.renew(ctx)
+		r.op.Unlock()
 		if renewed {
 			last = r.w.now()
 			continue
@@ -923,7 +972,7 @@ func (r *renewal) renew(ctx context.Context) (renewed, taken bool) {
 
 // end stops the renewals and says whether the lease was lost.
 func (r *renewal) end() bool {
-	close(r.stop)
+	r.ended.Do(func() { close(r.stop) })
 	<-r.done
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -392,7 +392,7 @@ func TestReviewWorkRenewalLockBlip(t *testing.T) {
 // takes the task over and runs it again, though the first worker was
 // alive and held the result.
 func TestReviewWorkPushRetryOutlivesLease(t *testing.T) {
-	skipBug(t, "bug: the lease is not renewed between the end of a task and its result's push, whose retries wait 1+2+4 s: with --lease under ~7 s a live worker's task is taken over during a push blip and run twice")
+	// Found in review; fixed: the lease is renewed until the push landed.
 	t.Parallel()
 	f := newFleetOn(t, independentPlan(1), serveGitDaemon)
 	hook := filepath.Join(f.dir, "srv", "shared.git", "hooks", "pre-receive")
