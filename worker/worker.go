@@ -663,6 +663,16 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: w.o.Observer,
 		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true,
 	})
+	// What the run's live calls spent counts against the worker's caps,
+	// pushed or not: a lost lease does not refund the attempts made.
+	if out != nil {
+		tr.Run, tr.Verdict = out.RunID, out.Verdict
+	}
+	if out != nil && out.Report != nil {
+		l := out.Report.Totals.Live
+		w.sum.CostUSD += l.CostUSD
+		w.sum.Tokens += l.TokensIn + l.TokensOut + l.CacheRead + l.CacheWrite
+	}
 	// The renewals go on until the result's push landed (or failed for
 	// good): a push tried again after a blip may outlast a lease.
 	defer r.end()
@@ -680,12 +690,6 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		r.end()
 		w.release(ctx, ref, r)
 		return fmt.Errorf("task %s: %w", t.ID, runErr)
-	}
-	tr.Run, tr.Verdict = out.RunID, out.Verdict
-	if out.Report != nil {
-		l := out.Report.Totals.Live
-		w.sum.CostUSD += l.CostUSD
-		w.sum.Tokens += l.TokensIn + l.TokensOut + l.CacheRead + l.CacheWrite
 	}
 	if out.Interrupted {
 		r.end()

@@ -639,7 +639,7 @@ func TestReviewWorkPlanNamedDifferently(t *testing.T) {
 // summary's cost_usd must count them, as they count a run whose push was
 // lost.
 func TestReviewWorkLostLeaseCostCounted(t *testing.T) {
-	skipBug(t, "bug: worker.run returns on a lease lost mid-task before adding the run's live cost to the worker's total, so --max-cost misses what lost runs spent and the summary's cost_usd is low")
+	// Found in review; fixed: the run's live cost is counted before the lost lease returns.
 	t.Parallel()
 	plan := "# Plan\n\n- [ ] T001 write ok.txt\n\n  ```verify\n  test -f ok.txt\n  ```\n"
 	f := newFleetOn(t, plan, serveGitDaemon)
