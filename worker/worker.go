@@ -114,6 +114,9 @@ type TaskRun struct {
 	Pushed bool `json:"pushed"`
 	// TookOver: the task was claimed from a stale lease.
 	TookOver bool `json:"took_over,omitempty"`
+	// Redone says why the result it replaced was not one to build on
+	// (the task was done again here); "" when there was none.
+	Redone string `json:"redone,omitempty"`
 }
 
 // Summary is what a worker did.
@@ -133,7 +136,12 @@ type Summary struct {
 	// limit past --max-wait). The fan-in runs them live (from the
 	// attempts that run paid for).
 	Left []string `json:"left,omitempty"`
-	// Why says, per task of Unreachable and Left, why.
+	// Untrusted are tasks whose result on the remote is not one to
+	// build on here (not trusted, another plan's, not a result of the
+	// task, refused by the pull) though a worker did them again: the
+	// fan-in runs them live.
+	Untrusted []string `json:"untrusted,omitempty"`
+	// Why says, per task of Unreachable, Left and Untrusted, why.
 	Why map[string]string `json:"why,omitempty"`
 	// Stopped says why the worker stopped taking tasks though some were
 	// left (--max-cost or --max-tokens reached by its live calls, over
@@ -172,8 +180,10 @@ type worker struct {
 	seen   map[string]seenClaim // task -> a running claim's value, since when
 	left   map[string]string    // task -> why no worker can do it
 	redone map[string]bool      // tasks done again here for a result not trusted
-	sum    *Summary             // also what the worker's live calls spent (its caps)
-	waited string               // what the last waiting line said
+	// unpulled are runs claims name that a pull did not import, and why.
+	unpulled map[string]string
+	sum      *Summary // also what the worker's live calls spent (its caps)
+	waited   string   // what the last waiting line said
 }
 
 type seenClaim struct {
@@ -194,7 +204,7 @@ const leaseCheckAfter = time.Minute
 
 // Work runs the worker until every task of the plan is settled.
 func Work(ctx context.Context, o Options) (*Summary, error) {
-	w := &worker{o: o, now: o.Now, seen: map[string]seenClaim{}, left: map[string]string{}, redone: map[string]bool{}}
+	w := &worker{o: o, now: o.Now, seen: map[string]seenClaim{}, left: map[string]string{}, redone: map[string]bool{}, unpulled: map[string]string{}}
 	if w.now == nil {
 		w.now = time.Now
 	}
@@ -333,6 +343,11 @@ type taskInfo struct {
 	claim   claimState
 	result  *loop.Result // its result, when done by a run this journal has
 	settled bool         // done or blocked (or left, or unreachable)
+	// distrust says why its result (the run its claim names) is not one
+	// to build on here: not trusted, of another plan, not a result of
+	// this task, or refused by the pull ("" when it is, or is not
+	// pulled yet).
+	distrust string
 	// untrusted: its result is not trusted here, and a task waits for
 	// it: it is done again (once per worker), from that claim's value.
 	untrusted bool
@@ -351,26 +366,33 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	info := map[string]*taskInfo{}
-	var need []string // runs the journal lacks
-	for _, t := range w.sel.Tasks {
-		ti := &taskInfo{t: t, claim: claims[t.ID]}
-		info[t.ID] = ti
-		if r := ti.claim.run; r != "" {
-			if _, err := w.j.GetRun(r); errors.Is(err, cache.ErrNotFound) {
-				need = append(need, r)
-			} else if err != nil {
-				return false, err
-			}
-		}
+	info, need, err := w.survey(claims)
+	if err != nil {
+		return false, err
 	}
+	pulled := false
 	if len(need) > 0 && w.needed(info, need) {
-		if _, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }); err != nil {
+		if err := w.pull(ctx, need); err != nil {
 			return false, err
 		}
+		pulled = true
 	}
 	w.settle(info)
 	next, took, waiting := w.pick(ctx, info)
+	if next == nil && !pulled && len(need) > 0 {
+		// Nothing else to take: the results no task waits for are
+		// pulled too, before they count as settled, so that one not
+		// trusted here (or not a result of its task at all) is done
+		// again rather than left unannounced.
+		if err := w.pull(ctx, need); err != nil {
+			return false, err
+		}
+		if info, _, err = w.survey(claims); err != nil {
+			return false, err
+		}
+		w.settle(info)
+		next, took, waiting = w.pick(ctx, info)
+	}
 	if next != nil {
 		if why := w.capped(); why != "" {
 			w.sum.Stopped = why
@@ -390,6 +412,41 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 		return true, sleep(ctx, w.poll)
 	}
 	return true, w.do(ctx, next, took, info)
+}
+
+// survey is what the claims say of each task, and the runs they name
+// that the journal lacks (and that were not refused by a pull already).
+func (w *worker) survey(claims map[string]claimState) (map[string]*taskInfo, []string, error) {
+	info := map[string]*taskInfo{}
+	var need []string
+	for _, t := range w.sel.Tasks {
+		ti := &taskInfo{t: t, claim: claims[t.ID]}
+		info[t.ID] = ti
+		if r := ti.claim.run; r != "" && w.unpulled[r] == "" {
+			if _, err := w.j.GetRun(r); errors.Is(err, cache.ErrNotFound) {
+				need = append(need, r)
+			} else if err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return info, need, nil
+}
+
+// pull imports the remote's runs; those of need it did not import are
+// remembered, with why, and never pulled for again.
+func (w *worker) pull(ctx context.Context, need []string) error {
+	if _, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }); err != nil {
+		return err
+	}
+	for _, r := range need {
+		if _, err := w.j.GetRun(r); errors.Is(err, cache.ErrNotFound) {
+			w.unpulled[r] = "could not be pulled"
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // capped says which of --max-cost and --max-tokens the worker's live
@@ -432,16 +489,28 @@ func (w *worker) settle(info map[string]*taskInfo) {
 			continue
 		}
 		ti.settled = true
-		if r, err := loop.TaskResult(w.j, ti.claim.run, t.ID); err == nil {
-			if r.PlanSHA256 != w.sel.PlanSHA256 {
+		if why := w.unpulled[ti.claim.run]; why != "" {
+			ti.distrust = why
+		} else if _, err := w.j.GetRun(ti.claim.run); errors.Is(err, cache.ErrNotFound) {
+			continue // not pulled yet (step pulls it before the worker ends)
+		} else if r, err := loop.TaskResult(w.j, ti.claim.run, t.ID); err != nil {
+			// A claim naming a run that did not do the task (another
+			// task's, forged), or whose result cannot be read.
+			ti.distrust = "is not a result of task " + t.ID + " (" + err.Error() + ")"
+		} else {
+			ti.result = &r
+			switch {
+			case r.PlanSHA256 != w.sel.PlanSHA256:
 				// A claim naming another plan's run (forged): a result
 				// of nothing this plan asked, done again as untrusted.
 				r.Trust.Trusted, r.Trust.Why = false, "a run of another plan"
+				ti.distrust = "is of another plan"
+			case !r.Trust.Trusted:
+				ti.distrust = "is not trusted here: " + r.Trust.String()
 			}
-			ti.result = &r
-			if !r.Trust.Trusted && !w.redone[t.ID] {
-				ti.settled, ti.untrusted = false, true
-			}
+		}
+		if ti.distrust != "" && !w.redone[t.ID] {
+			ti.settled, ti.untrusted = false, true
 		}
 	}
 }
@@ -459,10 +528,10 @@ func (w *worker) readiness(t extractor.Task, info map[string]*taskInfo) (ready b
 				return false, "waits for task " + d + ", which " + why, true
 			}
 			return false, "waits for task " + d, false
+		case di.distrust != "":
+			return false, "waits for task " + d + ", whose result (run " + di.claim.run + ") " + di.distrust, !di.untrusted
 		case di.result == nil:
-			return false, "waits for task " + d + ", whose result (run " + di.claim.run + ") is not in the journal", true
-		case !di.result.Trust.Trusted:
-			return false, "waits for task " + d + ", whose result (run " + di.claim.run + ") is not trusted here: " + di.result.Trust.String(), !di.untrusted
+			return false, "waits for task " + d + ", whose result (run " + di.claim.run + ") is not pulled yet", false
 		case di.result.Status != cache.TaskDone:
 			return false, "waits for task " + d + ", which ended " + string(di.result.Status), true
 		}
@@ -511,7 +580,7 @@ func (w *worker) pick(ctx context.Context, info map[string]*taskInfo) (next *tas
 		case v == "":
 			next = ti
 		case ti.untrusted:
-			next, took = ti, "its result (run "+ti.claim.run+") is not trusted here: "+ti.result.Trust.String()+"; done again"
+			next, took = ti, "its result (run "+ti.claim.run+") "+ti.distrust+"; done again"
 		default:
 			s, ok := w.seen[t.ID]
 			if !ok || s.value != v {
@@ -580,6 +649,11 @@ func (w *worker) finish(info map[string]*taskInfo) {
 		case w.left[t.ID] != "":
 			w.sum.Left = append(w.sum.Left, t.ID)
 			w.why(t.ID, w.left[t.ID])
+		case ti.distrust != "":
+			// Done again here once already, and still not a result to
+			// build on: the fan-in runs it live.
+			w.sum.Untrusted = append(w.sum.Untrusted, t.ID)
+			w.why(t.ID, "its result (run "+ti.claim.run+") "+ti.distrust)
 		case ti.result != nil && ti.result.Status == cache.TaskBlocked:
 			w.sum.Blocked = append(w.sum.Blocked, t.ID)
 		case ti.result != nil && ti.result.Status != cache.TaskDone && ti.result.Trust.Trusted:
@@ -637,7 +711,10 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 	} else {
 		w.log(Event{Type: "claimed", Task: t.ID})
 	}
-	tr := TaskRun{Task: t.ID, TookOver: took != ""}
+	tr := TaskRun{Task: t.ID, TookOver: took != "" && !ti.untrusted}
+	if ti.untrusted {
+		tr.Redone = "its result (run " + ti.claim.run + ") " + ti.distrust
+	}
 	defer func() { w.sum.Tasks = append(w.sum.Tasks, tr) }()
 	return w.run(ctx, t, ref, lease, input, arts, &tr)
 }

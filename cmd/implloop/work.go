@@ -202,6 +202,9 @@ func workSummary(sum *worker.Summary, remote, plan string) string {
 			took = ", taken over"
 		}
 		fmt.Fprintf(&b, "  task %s  %s  run %s  %s%s\n", t.Task, t.Verdict, t.Run, state, took)
+		if t.Redone != "" {
+			fmt.Fprintf(&b, "    done again: %s\n", t.Redone)
+		}
 	}
 	if len(sum.Blocked) > 0 {
 		fmt.Fprintf(&b, "blocked: %s\n", strings.Join(sum.Blocked, ", "))
@@ -211,6 +214,14 @@ func workSummary(sum *worker.Summary, remote, plan string) string {
 		for _, id := range sum.Unreachable {
 			if why := sum.Why[id]; why != "" {
 				fmt.Fprintf(&b, "  task %s %s\n", id, why)
+			}
+		}
+	}
+	if len(sum.Untrusted) > 0 {
+		fmt.Fprintf(&b, "results not trusted here: %s\n", strings.Join(sum.Untrusted, ", "))
+		for _, id := range sum.Untrusted {
+			if why := sum.Why[id]; why != "" {
+				fmt.Fprintf(&b, "  task %s: %s\n", id, why)
 			}
 		}
 	}

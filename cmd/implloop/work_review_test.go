@@ -211,7 +211,7 @@ func TestReviewWorkUnsignedForgedClaims(t *testing.T) {
 // is not done. A worker should do it (or at least say it is left); it
 // must not count it as settled and end silently.
 func TestReviewWorkClaimOnOtherTasksRun(t *testing.T) {
-	skipBug(t, "bug: a claim pointing at the records of a run that has no result of its task (here T001's run, trusted) settles the task in settle(): no worker does it, and the worker's summary does not list it (left to a live fan-in, unannounced)")
+	// Found in review; fixed: a claim's result is pulled before it counts as settled, and done again once when it is not a trusted result of the task.
 	t.Parallel()
 	f := newFleet(t, independentPlan(2))
 	first := f.start("first", []string{"COST=1"}, "--max-cost", "1")
@@ -228,6 +228,10 @@ func TestReviewWorkClaimOnOtherTasksRun(t *testing.T) {
 	f.wait(w)
 	if calls := f.sortedCalls(); !slices.Equal(calls, []string{"T001", "T002"}) {
 		t.Fatalf("calls %v: no worker did T002\n%s%s", calls, w.out.String(), w.err.String())
+	}
+	// The summary says which task was done again, and why.
+	if out := w.out.String(); !strings.Contains(out, "task T002") || !strings.Contains(out, "done again: its result (run ") || !strings.Contains(out, "is not a result of task T002") {
+		t.Fatalf("the summary does not say T002 was done again, and why:\n%s", out)
 	}
 }
 
@@ -434,7 +438,7 @@ func (f *fleet) rogueWorker() {
 // whole plan live (it trusts nothing of the rogue's), with no worker's
 // help and no word from the worker about it.
 func TestReviewWorkUntrustedIndependentResultsSkipped(t *testing.T) {
-	skipBug(t, "bug: a worker pulls only the results some task waits for (needed()), and settle() counts a claim naming a run it has not pulled as settled: an untrusted worker's results of independent tasks are never done again by an honest worker, and its summary does not say so")
+	// Found in review; fixed: a claim's result is pulled before it counts as settled, and done again once when it is not a trusted result of the task.
 	t.Parallel()
 	f := newFleet(t, independentPlan(2))
 	f.rogueWorker()
@@ -442,6 +446,9 @@ func TestReviewWorkUntrustedIndependentResultsSkipped(t *testing.T) {
 	f.wait(h)
 	if calls := f.sortedCalls(); !slices.Equal(calls, []string{"T001", "T001", "T002", "T002"}) {
 		t.Fatalf("calls %v: the honest worker did not do the rogue's tasks again\n%s%s", calls, h.out.String(), h.err.String())
+	}
+	if out := h.out.String(); strings.Count(out, "done again: its result (run ") != 2 || !strings.Contains(out, "is not trusted here") {
+		t.Fatalf("the summary does not say which tasks were done again, and why:\n%s", out)
 	}
 }
 
