@@ -2,10 +2,13 @@ package travel_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gittest"
 	"github.com/implloop/implloop/travel"
 )
@@ -60,5 +63,53 @@ func TestLeasePeriod(t *testing.T) {
 	remote.Git("update-ref", ref, lease(2*time.Minute))
 	if _, moved, err := travel.LeasePeriod(ctx, local.Dir, remote.Dir, ref, seen); err != nil || !moved {
 		t.Errorf("a claim renewed since: moved %v, err %v", moved, err)
+	}
+}
+
+// A pull with SkipRefused leaves out each run whose records it refuses
+// (garbage under a run id, a commit of anything, a ref that is no run id)
+// and imports the others; nothing of a refused run is imported, no ref of
+// it set, and no staging ref left. Without it, the pull refuses all.
+func TestPullSkipRefused(t *testing.T) {
+	t.Parallel()
+	a, run := ranRepo(t)
+	blob := strings.TrimSpace(gitIn(t, a, "garbage", "hash-object", "-w", "--stdin"))
+	head := strings.TrimSpace(a.Git("rev-parse", "HEAD"))
+	bad := map[string]string{
+		"r-20260101-000000-0bad": blob,
+		"r-20260101-000000-0bee": head,
+		"not-a-run":              head,
+	}
+	for id, obj := range bad {
+		a.Git("update-ref", travel.RecordsRefPrefix+id, obj)
+	}
+	if _, _, err := pullInto(t, a.Dir, nil); !errors.As(err, new(*travel.RefusedError)) {
+		t.Fatalf("pull without SkipRefused: %v, want refused", err)
+	}
+	cl, res, err := pullInto(t, a.Dir, []travel.PullOption{travel.SkipRefused()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Imported, []string{run}) || len(res.Refused) != len(bad) {
+		t.Fatalf("imported %v, refused %v", res.Imported, res.Refused)
+	}
+	for _, r := range res.Refused {
+		if bad[r.Run] == "" || r.Reason == "" {
+			t.Errorf("refused %q: %v", r.Run, r)
+		}
+	}
+	refs := cl.Git("for-each-ref", "--format=%(refname)", "refs/implloop/", "refs/implloop-pull/")
+	for id := range bad {
+		if strings.Contains(refs, id) {
+			t.Errorf("a ref of refused run %s:\n%s", id, refs)
+		}
+	}
+	if !strings.Contains(refs, travel.RecordsRef(run)) {
+		t.Errorf("no records ref of the imported run:\n%s", refs)
+	}
+	// Pulling again: the good run is here, the others refused again.
+	res, err = travel.Pull(context.Background(), cl.Dir, a.Dir, func() (*cache.Journal, error) { return cache.Open(cl.Dir) }, travel.SkipRefused())
+	if err != nil || len(res.Imported) != 0 || !slices.Equal(res.Present, []string{run}) || len(res.Refused) != len(bad) {
+		t.Fatalf("pull again: %v; imported %v, present %v, refused %v", err, res.Imported, res.Present, res.Refused)
 	}
 }

@@ -96,7 +96,7 @@ type Options struct {
 // Event is one thing a worker did or saw.
 type Event struct {
 	Time    time.Time `json:"time"`
-	Type    string    `json:"type"` // claimed, took_over, finished, pushed, lost, waiting, skipped, done
+	Type    string    `json:"type"` // claimed, took_over, finished, pushed, push_failed, lost, refused, waiting, skipped, stopped, done
 	Worker  string    `json:"worker"`
 	Task    string    `json:"task,omitempty"`
 	Run     string    `json:"run,omitempty"`
@@ -436,8 +436,18 @@ func (w *worker) survey(claims map[string]claimState) (map[string]*taskInfo, []s
 // pull imports the remote's runs; those of need it did not import are
 // remembered, with why, and never pulled for again.
 func (w *worker) pull(ctx context.Context, need []string) error {
-	if _, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }); err != nil {
+	// A run the pull refuses (malformed, forged: anyone with push access
+	// can put one there) is left out, named, and never built on; the
+	// others are imported.
+	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }, travel.SkipRefused())
+	if err != nil {
 		return err
+	}
+	for _, r := range res.Refused {
+		if _, ok := w.unpulled[r.Run]; !ok {
+			w.log(Event{Type: "refused", Run: r.Run, Message: "refused " + travel.RecordsRef(r.Run) + " on the remote, nothing of it imported: " + r.Reason})
+		}
+		w.unpulled[r.Run] = "was refused by the pull (" + r.Reason + ")"
 	}
 	for _, r := range need {
 		if _, err := w.j.GetRun(r); errors.Is(err, cache.ErrNotFound) {

@@ -151,7 +151,7 @@ func TestReviewWorkGarbageClaimTakenOver(t *testing.T) {
 // result of task 1 (every worker of the fleet does the same: the plan
 // stalls; the fan-in's pull fails the same way).
 func TestReviewWorkGarbageRecordsRefStallsWorkers(t *testing.T) {
-	skipBug(t, "bug: one garbage refs/implloop/records/<run> on the remote makes every worker's pull fail (travel.Pull refuses the whole fetch), so a worker stops with an error at the first task that waits for another's result")
+	// Found in review; fixed: a worker's pull leaves out (and names) the records it refuses.
 	t.Parallel()
 	plan := "# Plan\n\n## Task 1: first\n\nWrite out-1.txt.\n\n## Task 2: second\n\nDepends on: 1\n\nWrite out-2.txt.\n"
 	f := newFleet(t, plan)
@@ -162,7 +162,10 @@ func TestReviewWorkGarbageRecordsRefStallsWorkers(t *testing.T) {
 	f.wait(w1)
 	f.wait(w2)
 	if calls := f.callLines(); !slices.Equal(calls, []string{"1", "2"}) {
-		t.Fatalf("calls %v", calls)
+		t.Fatalf("calls %v\n%s\n%s", calls, w1.err.String(), w2.err.String())
+	}
+	if logs := w1.err.String() + w2.err.String(); !strings.Contains(logs, "refused "+travel.RecordsRefPrefix) {
+		t.Fatalf("no worker named the records it refused:\n%s", logs)
 	}
 }
 
