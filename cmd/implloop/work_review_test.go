@@ -536,6 +536,10 @@ func TestReviewFanInConflictRunsLive(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "shared.txt")); err != nil || string(b) != "T002\n" {
 		t.Fatalf("shared.txt: %q, %v", b, err)
 	}
+	// The live retry says it follows a conflict, not a failed agent.
+	if !strings.Contains(out, "conflicted with the tasks merged before it") || strings.Contains(out, "after the agent failed") {
+		t.Fatalf("the fan-in's retry is not labelled a conflict:\n%s", out)
+	}
 	// The live attempt was told why: the conflicting path.
 	prompts, err := os.ReadFile(f.calls + ".prompts")
 	must(t, err)
