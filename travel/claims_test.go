@@ -3,6 +3,7 @@ package travel_test
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -111,5 +112,29 @@ func TestPullSkipRefused(t *testing.T) {
 	res, err = travel.Pull(context.Background(), cl.Dir, a.Dir, func() (*cache.Journal, error) { return cache.Open(cl.Dir) }, travel.SkipRefused())
 	if err != nil || len(res.Imported) != 0 || !slices.Equal(res.Present, []string{run}) || len(res.Refused) != len(bad) {
 		t.Fatalf("pull again: %v; imported %v, present %v, refused %v", err, res.Imported, res.Present, res.Refused)
+	}
+}
+
+// A remote's message keeps none of git's sideband padding.
+func TestRemoteErrorStripsSideband(t *testing.T) {
+	t.Parallel()
+	remote := gittest.New(t)
+	hook := remote.Dir + "/.git/hooks/pre-receive"
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho 'read-only for results' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	local := gittest.New(t)
+	ctx := context.Background()
+	empty, err := travel.EmptyTree(ctx, local.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := travel.NewLease(ctx, local.Dir, empty, "p", "T1", "w", 1, time.Now(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = travel.CASPush(context.Background(), local.Dir, remote.Dir, travel.RefUpdate{Ref: "refs/implloop/claims/p/T1", New: head})
+	if err == nil || !strings.HasSuffix(err.Error(), "remote: read-only for results") {
+		t.Fatalf("push through a refusing hook: %q", err)
 	}
 }

@@ -39,7 +39,13 @@ func gitWhy(err error) string {
 		why, _, _ = strings.Cut(ge.Stderr, "\n")
 		why = strings.TrimPrefix(strings.TrimPrefix(why, "fatal: "), "error: ")
 	}
-	return why
+	return stripSideband(why)
+}
+
+// stripSideband drops what git pads a remote's lines with: the ANSI
+// clear to end of line on a terminal, eight spaces elsewhere.
+func stripSideband(s string) string {
+	return strings.TrimRight(strings.ReplaceAll(s, "\x1b[K", ""), " \t\r")
 }
 
 func (e *RemoteError) Unwrap() error { return e.Err }

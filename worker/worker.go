@@ -790,7 +790,10 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 			w.release(ctx, ref, r)
 			return ctx.Err()
 		}
-		return err
+		// Refused for good: the claim is given up, so that another
+		// worker takes the task at once rather than after the lease.
+		released := w.release(ctx, ref, r) == nil
+		return &PushError{Task: t.ID, Run: out.RunID, Released: released, Err: err}
 	}
 	if !pushed {
 		w.log(Event{Type: "lost", Task: t.ID, Run: out.RunID, Message: "its lease was taken over before the push: its result is not pushed"})
@@ -944,11 +947,27 @@ func (w *worker) removeWorktree() {
 // run): deleted, only while it still holds this worker's lease, so that
 // another worker takes the task at once instead of after the lease.
 // Best effort: a claim left behind is taken over after the lease.
-func (w *worker) release(ctx context.Context, ref string, r *renewal) {
+func (w *worker) release(ctx context.Context, ref string, r *renewal) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	_ = travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: r.current()})
+	return travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: r.current()})
 }
+
+// PushError is a task's result the remote would not take, after every
+// try: its run is in the clone's journal (a worker started there again
+// replays it, with no agent call); Released says whether its claim was
+// given up (else it is taken over after the lease).
+type PushError struct {
+	Task, Run string
+	Released  bool
+	Err       error
+}
+
+func (e *PushError) Error() string {
+	return fmt.Sprintf("task %s: its result (run %s) could not be pushed: %v", e.Task, e.Run, e.Err)
+}
+
+func (e *PushError) Unwrap() error { return e.Err }
 
 func (w *worker) newLease(ctx context.Context, task string) (string, error) {
 	w.leases++

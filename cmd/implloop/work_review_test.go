@@ -240,7 +240,7 @@ func TestReviewWorkClaimOnOtherTasksRun(t *testing.T) {
 
 // The remote takes claims but refuses every result (a pre-receive hook on
 // records): the worker tries the push 4 times, then stops with a user
-// error (no panic), having pushed nothing; its claim is left to expire.
+// error (no panic), having pushed nothing; it gives its claim up.
 func TestReviewWorkPushRejectedForever(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(1))
@@ -259,7 +259,15 @@ func TestReviewWorkPushRejectedForever(t *testing.T) {
 	if refs := f.run(f.dir, "git", "ls-remote", f.url, travel.RecordsRefPrefix+"*"); refs != "" {
 		t.Fatalf("records on the remote: %q", refs)
 	}
-	t.Logf("stderr:\n%s\nclaims: %s", stderr, f.run(f.dir, "git", "ls-remote", f.url, "refs/implloop/claims/*"))
+	// The claim is given up (another worker takes the task at once), and
+	// the lines carry none of git's sideband padding.
+	if claims := f.run(f.dir, "git", "ls-remote", f.url, "refs/implloop/claims/*"); claims != "" || !strings.Contains(stderr, "its claim was given up") {
+		t.Fatalf("claims on the remote: %q\n%s", claims, stderr)
+	}
+	if strings.Contains(stderr, "results  ") || strings.Contains(stderr, "\x1b[K") {
+		t.Fatalf("sideband padding in:\n%s", stderr)
+	}
+	t.Logf("stderr:\n%s", stderr)
 }
 
 // Two tasks each pass their own gate from the base, but the second's gate
