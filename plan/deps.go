@@ -62,6 +62,7 @@ func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte, open bool
 		return open
 	}
 	t.deps = append(t.deps, found...)
+	t.noDeps = t.noDeps || none
 	return open
 }
 
@@ -122,8 +123,9 @@ func (r *parseState) scanDepFields(t *taskBuild, absStart int, line []byte) {
 		} else if e := bytes.Index(rest, []byte("·")); e >= 0 {
 			rest = rest[:e]
 		}
-		found, _ := r.depList(absStart+k+m[1], rest, false)
+		found, none := r.depList(absStart+k+m[1], rest, false)
 		t.deps = append(t.deps, found...)
+		t.noDeps = t.noDeps || none
 	}
 }
 
