@@ -270,7 +270,7 @@ tokens:
 		trimmed := strings.TrimLeft(tok, "`*_([#")
 		off := loc[0] + len(tok) - len(trimmed)
 		tok = strings.TrimRight(trimmed, "`*_)].:。")
-		if w := taskWord(tok); w > 0 && w < len(tok) { // "任务1.1", "Task#3"
+		if w := taskWord(tok); w > 0 && w < len(tok) && codeID(tok) != len(tok) { // "任务1.1", "Task#3" ("TASK-001" is a code id)
 			off += w
 			tok = strings.TrimLeft(tok[w:], "#")
 		}

@@ -73,8 +73,8 @@ func Terminal(w io.Writer, r *Report) error {
 }
 
 // writeLanes draws a run whose tasks ran at once (--jobs) as lanes, one
-// line per worker: each attempt as task id, start and end in seconds from
-// the first. Nothing for a run that ran one thing at a time.
+// line per worker: each attempt as "task ID", start and end in seconds
+// from the first ("lane 2: task 3 0.1-2.2s, task 5 (attempt 2) 2.3-4.0s"). Nothing for a run that ran one thing at a time.
 func writeLanes(b *bytes.Buffer, r *Report) {
 	lanes := 0
 	for _, a := range r.Attempts {
@@ -91,13 +91,13 @@ func writeLanes(b *bytes.Buffer, r *Report) {
 			if a.Lane != l {
 				continue
 			}
-			id := a.Task
+			id := "task " + a.Task
 			if a.Attempt > 1 {
-				id += fmt.Sprintf("~a%d", a.Attempt)
+				id += fmt.Sprintf(" (attempt %d)", a.Attempt)
 			}
 			parts = append(parts, fmt.Sprintf("%s %.1f-%.1fs", id, a.Start.Sub(t0).Seconds(), a.End.Sub(t0).Seconds()))
 		}
-		fmt.Fprintf(b, "  %d  %s\n", l+1, strings.Join(parts, ", "))
+		fmt.Fprintf(b, "  lane %d: %s\n", l+1, strings.Join(parts, ", "))
 	}
 }
 
@@ -334,22 +334,7 @@ func spendLine(s Spend) string {
 
 func usd(c float64) string { return fmt.Sprintf("$%.4f", c) }
 
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
-}
+func commas(n int64) string { return words.Thousands(n) }
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
