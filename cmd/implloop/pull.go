@@ -103,7 +103,8 @@ warning. A signature that does not verify (records changed after they
 were signed) is refused. Resume's default is never a pulled run.
 
 --json prints the outcome as one object (remote, imported, present,
-trust: per imported run, trusted and why).
+trust: per imported run, trusted and why; refused: per refused run, its
+commit and why).
 
 ` + exitStatusHelp(longExits...),
 		Example: `  # Take over a teammate's run (after 'git pull' of the branch)
