@@ -333,15 +333,6 @@ func killAgent(pidFile string) {
 	}
 }
 
-// skipBug skips a test that shows a bug found in review, unless
-// REVIEW_BUGS=1 (to reproduce it).
-func skipBug(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("REVIEW_BUGS") == "" {
-		t.Skip(why + " (REVIEW_BUGS=1 runs it)")
-	}
-}
-
 // startIn starts a worker in the existing clone dir.
 func (f *fleet) startIn(dir, name string, env []string, args ...string) *runningWorker {
 	f.t.Helper()
