@@ -58,19 +58,10 @@ func (t *taker) prepareIndex() error {
 	}
 	t.indexFP = fp
 	if t.o.run == "" {
-		tmp, err := os.MkdirTemp("", "implloop-snapshot-")
-		if err != nil {
-			return fmt.Errorf("snapshot: %w", err)
+		if err := t.makeTemp(); err != nil {
+			return err
 		}
-		t.tmp = tmp
-		// TMPDIR may be inside the work tree: the snapshot must not see
-		// its own scratch files.
-		if rel, err := filepath.Rel(g.root, tmp); err == nil && filepath.IsLocal(rel) {
-			t.o.exclude = append(t.o.exclude, filepath.ToSlash(rel))
-		}
-		if err := os.Mkdir(filepath.Join(tmp, "objects"), 0o755); err != nil {
-			return fmt.Errorf("snapshot: %w", err)
-		}
+		tmp := t.tmp
 		index := filepath.Join(tmp, "index")
 		from, excludedAlready := real, false
 		if private := filepath.Join(stateDir(g.gitDir), "boundary-index"); t.o.fromPrivate && fileExists(private) {

@@ -256,6 +256,9 @@ type Snapshot struct {
 	// some at the previous boundary), in path order: see [Nested]. Not
 	// journaled: a snapshot rebuilt by Load has none.
 	Nested []Nested `json:"nested,omitempty"`
+	// fast: a read-only snapshot taken from git status alone
+	// (statusSnapshot), for tests.
+	fast bool
 	// Problems lists what could not be determined (a HEAD tree go-git could
 	// not read, a submodule without commits); the guard treats the paths
 	// involved as unverified instead of guessing.

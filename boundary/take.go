@@ -30,6 +30,7 @@ type options struct {
 	fromPrivate bool  // WithBoundaryIndex
 	treeOnly    bool  // WithTreeOnly
 	fullAdd     bool  // tests: always `git add -A`, never addChanged
+	slowRO      bool  // tests: a read-only snapshot the long way, never statusSnapshot
 	keep        *Keep // WithKeep
 }
 
@@ -148,8 +149,9 @@ type taker struct {
 	// newIndexDiff is the real index's diff from HEAD read by this Take
 	// (nil when the previous boundary's was reused).
 	newIndexDiff []Change
-	indexFP      string // the real index's fingerprint (indexFingerprint)
-	tmp          string // read-only: the temporary directory to remove
+	indexFP      string        // the real index's fingerprint (indexFingerprint)
+	tmp          string        // read-only: the temporary directory to remove
+	pending      []looseObject // statusSnapshot's trees, written when read (flushTrees)
 	problems     []string
 
 	repo     *git.Repository
@@ -205,8 +207,25 @@ func (t *taker) take() (Snapshot, error) {
 	// An unborn branch still has a name; only a HEAD that holds a commit
 	// id itself is detached.
 	snap := Snapshot{Root: g.root, Head: head, Branch: branch, Detached: branch == "" && head != ""}
-	if err := t.prepareIndex(); err != nil {
-		return Snapshot{}, err
+	var tree string
+	var entries []Entry
+	fast := false
+	if t.o.run == "" && !t.o.fromPrivate && !t.o.slowRO {
+		// A read-only snapshot from one git status (readonly.go).
+		if tree, entries, fast, err = t.statusSnapshot(head); err != nil {
+			return Snapshot{}, err
+		}
+		if fast && len(t.trackedMissing(entries)) > 0 {
+			fast = false
+		}
+		if !fast {
+			t.problems, t.newIndexDiff = nil, nil
+		}
+	}
+	if !fast {
+		if err := t.prepareIndex(); err != nil {
+			return Snapshot{}, err
+		}
 	}
 	if k := t.o.keep; k != nil && k.Ignored && t.o.run != "" && (t.o.prev == nil || t.o.prev.Ignored == nil) {
 		// A run's first boundary lists the ignored files to keep
@@ -223,46 +242,18 @@ func (t *taker) take() (Snapshot, error) {
 			}
 		}()
 	}
-	if err := t.rulesStart(); err != nil {
-		return Snapshot{}, err
-	}
-	tree, err := t.writeTree()
-	if err != nil {
-		return Snapshot{}, err
-	}
-	// Only an index seeded afresh can have lost a file that became ignored
-	// (an entry of the private index stays in it once added).
-	if t.seeded && t.o.prev != nil && t.o.prev.Tree != "" && g.hasObject(t.o.prev.Tree) {
-		kept, newTree, err := t.keepIgnored(t.o.prev.Tree, tree)
-		if err != nil {
-			return Snapshot{}, err
-		}
-		tree, snap.KeptIgnored = newTree, kept
-	}
-	if tree, err = t.runRules(tree); err != nil {
-		return Snapshot{}, err
-	}
-	var entries []Entry
-	if !t.o.treeOnly || t.o.run != "" {
-		if entries, err = t.dirtySet(head, tree); err != nil {
+	if !fast {
+		if tree, entries, err = t.build(head, &snap); err != nil {
 			return Snapshot{}, err
 		}
 	}
-	if missing := t.trackedMissing(entries); len(missing) > 0 {
-		if err := t.forceAdd(missing); err != nil {
-			return Snapshot{}, err
-		}
-		if tree, err = t.writeIndexTree(); err != nil {
-			return Snapshot{}, err
-		}
-		if entries, err = t.dirtySet(head, tree); err != nil {
-			return Snapshot{}, err
-		}
-	}
-	snap.Tree = tree
+	snap.Tree, snap.fast = tree, fast
 	if t.o.compare == tree {
 		snap.Since = []Change{}
 	} else if t.o.compare != "" {
+		if err := t.flushTrees(); err != nil {
+			return Snapshot{}, err
+		}
 		changes, err := g.diffTree(t.readEnv, t.o.compare, tree, false)
 		if err != nil {
 			return Snapshot{}, fmt.Errorf("comparing with tree %.12s: %w", t.o.compare, err)
@@ -311,6 +302,50 @@ func (t *taker) take() (Snapshot, error) {
 		snap.rules, snap.RulesChanged = t.rules, t.rules.changed
 	}
 	return snap, nil
+}
+
+// build makes the snapshot tree in the index Take uses (the private
+// index, or a read-only snapshot's temporary copy of the real index:
+// prepareIndex) and reads the dirty set.
+func (t *taker) build(head string, snap *Snapshot) (string, []Entry, error) {
+	g := t.g
+	if err := t.rulesStart(); err != nil {
+		return "", nil, err
+	}
+	tree, err := t.writeTree()
+	if err != nil {
+		return "", nil, err
+	}
+	// Only an index seeded afresh can have lost a file that became ignored
+	// (an entry of the private index stays in it once added).
+	if t.seeded && t.o.prev != nil && t.o.prev.Tree != "" && g.hasObject(t.o.prev.Tree) {
+		kept, newTree, err := t.keepIgnored(t.o.prev.Tree, tree)
+		if err != nil {
+			return "", nil, err
+		}
+		tree, snap.KeptIgnored = newTree, kept
+	}
+	if tree, err = t.runRules(tree); err != nil {
+		return "", nil, err
+	}
+	var entries []Entry
+	if !t.o.treeOnly || t.o.run != "" {
+		if entries, err = t.dirtySet(head, tree); err != nil {
+			return "", nil, err
+		}
+	}
+	if missing := t.trackedMissing(entries); len(missing) > 0 {
+		if err := t.forceAdd(missing); err != nil {
+			return "", nil, err
+		}
+		if tree, err = t.writeIndexTree(); err != nil {
+			return "", nil, err
+		}
+		if entries, err = t.dirtySet(head, tree); err != nil {
+			return "", nil, err
+		}
+	}
+	return tree, entries, nil
 }
 
 // runRules finishes with the run's ignore rules once the tree is written
@@ -554,6 +589,14 @@ func (t *taker) dirtySet(head, tree string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	return t.mergeDirty(wt, idx), nil
+}
+
+// mergeDirty merges the work tree's changes from HEAD (wt: HEAD against
+// the snapshot tree) with the index's (idx: the real index against HEAD,
+// staged renames detected) into the dirty set, implloop's own and the
+// excluded paths left out, sorted by path.
+func (t *taker) mergeDirty(wt, idx []Change) []Entry {
 	type pend struct {
 		Entry
 		inTree, inIndex, conflicted bool
@@ -628,7 +671,7 @@ func (t *taker) dirtySet(head, tree string) ([]Entry, error) {
 		out = append(out, e.Entry)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
+	return out
 }
 
 // indexDiff is how the real index differs from HEAD: the previous

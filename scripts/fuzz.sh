@@ -26,3 +26,8 @@ go test -count=1 -timeout 0 ./loop/ -run '^TestAcrossRunsPropertyChains$' -rapid
 pchecks=${PARALLEL_CHECKS:-200}
 echo "property loop TestParallelPropertyDependencyOrder ($pchecks cases)"
 go test -count=1 -timeout 0 ./loop/ -run '^TestParallelPropertyDependencyOrder$' -rapid.checks="$pchecks"
+# The read-only snapshot from git status alone against git add -A
+# (about 0.3 s a case).
+schecks=${STATUS_CHECKS:-2000}
+echo "property boundary TestPropertyStatusSnapshotIsAddAll ($schecks cases)"
+go test -count=1 -timeout 0 ./boundary/ -run '^TestPropertyStatusSnapshotIsAddAll$' -rapid.checks="$schecks"
