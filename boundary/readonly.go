@@ -314,7 +314,7 @@ func (t *taker) statusSnapshot(head string) (tree string, entries []Entry, ok bo
 	}
 
 	// The tree: HEAD's, with the edits.
-	b := &treeBuilder{g: g, head: headTrees}
+	b := &treeBuilder{g: g, base: func(d string) []treeEntry { return headTrees[d] }}
 	root := &tnode{}
 	for p, c := range edits {
 		b.put(root, "", p, c)
@@ -426,23 +426,35 @@ func crlfText(full string) bool {
 // blob. What git could not add is a problem, as in
 // `git add -A --ignore-errors`.
 func (t *taker) hashWorktree(paths []string, seed map[string]Blob) (map[string]Blob, []string, error) {
+	return t.hashWith(paths, seed, filepath.Join(t.tmp, "hash-index"), filepath.Join(t.tmp, "objects"))
+}
+
+// hashWith hashes paths into the index file index (made anew), holding
+// seed first, and the object directory objects ("": the repository's,
+// where seed's blobs are already).
+func (t *taker) hashWith(paths []string, seed map[string]Blob, index, objects string) (map[string]Blob, []string, error) {
 	out := map[string]Blob{}
 	if len(paths) == 0 {
 		return out, nil, nil
 	}
-	objects := filepath.Join(t.tmp, "objects")
-	env := []string{"GIT_INDEX_FILE=" + filepath.Join(t.tmp, "hash-index"), "GIT_OBJECT_DIRECTORY=" + objects}
+	os.Remove(index)
+	env := []string{"GIT_INDEX_FILE=" + index}
+	if objects != "" {
+		env = append(env, "GIT_OBJECT_DIRECTORY="+objects)
+	}
 	cfg := []string{"-c", "core.splitIndex=false", "-c", "index.version=2", "-c", "index.skipHash=false", "-c", "core.fsmonitor=false",
 		"-c", "core.untrackedCache=false", "-c", "advice.addIgnoredFile=false"}
 	if len(seed) > 0 {
-		if err := t.copyBlobs(objects, seed); err != nil {
-			return nil, nil, err
+		if objects != "" {
+			if err := t.copyBlobs(objects, seed); err != nil {
+				return nil, nil, err
+			}
 		}
-		var info bytes.Buffer
+		entries := make([]indexEntry, 0, len(seed))
 		for p, b := range seed {
-			fmt.Fprintf(&info, "%s %s\t%s\x00", b.Mode, b.Hash, p)
+			entries = append(entries, indexEntry{path: p, blob: b})
 		}
-		if _, _, err := t.g.run(env, info.Bytes(), append(cfg, "update-index", "-z", "--index-info")...); err != nil {
+		if err := writeIndexEntries(t.g, index, entries); err != nil {
 			return nil, nil, errNotFast
 		}
 	}
@@ -465,7 +477,7 @@ func (t *taker) hashWorktree(paths []string, seed map[string]Blob) (map[string]B
 			return nil, nil, errNotFast
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(t.tmp, "hash-index"))
+	raw, err := os.ReadFile(index)
 	if errors.Is(err, os.ErrNotExist) {
 		return out, problems, nil // nothing could be added
 	}
@@ -480,6 +492,39 @@ func (t *taker) hashWorktree(paths []string, seed map[string]Blob) (map[string]B
 		out[e.path] = e.blob
 	}
 	return out, problems, nil
+}
+
+// writeIndexEntries writes an index file (version 2) of entries, without
+// stat data (git hashes such an entry's file again before it trusts it).
+func writeIndexEntries(g *gitRepo, file string, entries []indexEntry) error {
+	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
+	var b bytes.Buffer
+	b.WriteString("DIRC")
+	binary.Write(&b, binary.BigEndian, uint32(2))
+	binary.Write(&b, binary.BigEndian, uint32(len(entries)))
+	for _, e := range entries {
+		raw, err := hex.DecodeString(e.blob.Hash)
+		if err != nil || len(raw) != g.newHash().Size() || e.path == "" || strings.IndexByte(e.path, 0) >= 0 {
+			return fmt.Errorf("index entry %q: bad", e.path)
+		}
+		start := b.Len()
+		var fixed [40]byte // ctime, mtime, dev, ino: 0; then mode; uid, gid, size: 0
+		binary.BigEndian.PutUint32(fixed[24:28], uint32(e.blob.Mode))
+		b.Write(fixed[:])
+		b.Write(raw)
+		n := len(e.path)
+		if n > 0xFFF {
+			n = 0xFFF
+		}
+		binary.Write(&b, binary.BigEndian, uint16(n))
+		b.WriteString(e.path)
+		size := (b.Len() - start + 8) &^ 7
+		b.Write(make([]byte, start+size-b.Len()))
+	}
+	h := g.newHash()
+	h.Write(b.Bytes())
+	b.Write(h.Sum(nil))
+	return os.WriteFile(file, b.Bytes(), 0o644)
 }
 
 // indexEntry is one stage-0 entry of an index file.
@@ -701,18 +746,21 @@ func parseTree(b []byte, idLen int) ([]treeEntry, error) {
 	return out, nil
 }
 
-// tnode is a directory of the snapshot tree being rebuilt: HEAD's tree
-// there with the files set and the subdirectories rebuilt.
+// tnode is a directory of the snapshot tree being rebuilt: the base tree
+// there (unless pruned) with the files set and the subdirectories rebuilt.
 type tnode struct {
 	files map[string]Blob // Mode 0: no file there
 	dirs  map[string]*tnode
+	prune bool // start from nothing, not the base tree
 }
 
-// treeBuilder rebuilds the trees on the way to the edited paths.
+// treeBuilder rebuilds the trees on the way to the edited paths, from a
+// base tree (HEAD's, or the previous boundary's).
 type treeBuilder struct {
-	g    *gitRepo
-	head headTrees
-	bad  bool // the edits contradict HEAD's trees: take the long way
+	g *gitRepo
+	// base lists the base tree's directory dir (nil: no tree there).
+	base func(dir string) []treeEntry
+	bad  bool // the edits contradict the base trees: take the long way
 	// pending are the trees made, not written yet: most snapshots never
 	// need them in an object directory (see flushTrees).
 	pending []looseObject
@@ -722,6 +770,28 @@ type treeBuilder struct {
 type looseObject struct {
 	kind, id string
 	body     []byte
+}
+
+// node returns the node of directory p (relative to n, at directory
+// dir), made on the way.
+func (b *treeBuilder) node(n *tnode, dir, p string) *tnode {
+	if p == "" {
+		return n
+	}
+	name, rest, _ := strings.Cut(p, "/")
+	child := name
+	if dir != "" {
+		child = dir + "/" + name
+	}
+	k := n.dirs[child]
+	if k == nil {
+		if n.dirs == nil {
+			n.dirs = map[string]*tnode{}
+		}
+		k = &tnode{}
+		n.dirs[child] = k
+	}
+	return b.node(k, child, rest)
 }
 
 // put sets path p (relative to n, at directory dir) to c.
@@ -754,8 +824,10 @@ func (b *treeBuilder) put(n *tnode, dir, p string, c Blob) {
 // no empty directory).
 func (b *treeBuilder) write(n *tnode, dir string) (string, bool) {
 	entries := map[string]treeEntry{}
-	for _, e := range b.head[dir] {
-		entries[e.name] = e
+	if !n.prune {
+		for _, e := range b.base(dir) {
+			entries[e.name] = e
+		}
 	}
 	for child, k := range n.dirs {
 		name := path.Base(child)
@@ -768,7 +840,7 @@ func (b *treeBuilder) write(n *tnode, dir string) (string, bool) {
 				b.bad = true
 				return "", false
 			}
-		case !inHead && b.head[child] != nil:
+		case !inHead && !n.prune && b.base(child) != nil:
 			b.bad = true
 			return "", false
 		}
@@ -887,6 +959,10 @@ func writeLoose(g *gitRepo, objects, kind string, body []byte) (string, error) {
 		return "", fmt.Errorf("writing %s %s: %w", kind, id, err)
 	}
 	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing %s %s: %w", kind, id, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("writing %s %s: %w", kind, id, err)
 	}

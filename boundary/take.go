@@ -27,11 +27,12 @@ type options struct {
 	exclude     []string  // WithExclude
 	compare     string    // WithCompare
 	prevGiven   bool
-	fromPrivate bool  // WithBoundaryIndex
-	treeOnly    bool  // WithTreeOnly
-	fullAdd     bool  // tests: always `git add -A`, never addChanged
-	slowRO      bool  // tests: a read-only snapshot the long way, never statusSnapshot
-	keep        *Keep // WithKeep
+	fromPrivate bool          // WithBoundaryIndex
+	treeOnly    bool          // WithTreeOnly
+	fullAdd     bool          // tests: always `git add -A`, never addChanged
+	slowRO      bool          // tests: a read-only snapshot the long way, never statusSnapshot
+	changed     *changedPaths // WithChanged
+	keep        *Keep         // WithKeep
 }
 
 // WithCompare asks Take for the changes from tree (a boundary's tree) to
@@ -130,7 +131,7 @@ func Take(ctx context.Context, repoDir string, opts ...Option) (Snapshot, error)
 			return Snapshot{}, err
 		}
 	}
-	g, err := openGit(ctx, repoDir)
+	g, err := reopenGit(ctx, repoDir, o.prev)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -152,6 +153,15 @@ type taker struct {
 	indexFP      string        // the real index's fingerprint (indexFingerprint)
 	tmp          string        // read-only: the temporary directory to remove
 	pending      []looseObject // statusSnapshot's trees, written when read (flushTrees)
+	// lagGone and lagSet are what a boundary from a watcher's paths
+	// dropped and set, for the private index's lag file (noteLag).
+	lagGone   []string
+	lagSet    map[string]Blob
+	watchMiss string   // why WithChanged's paths were not enough
+	unskip    []string // unwatched directories the previous tree holds
+	// sweepSkipped: rulesStart left the .gitignore files unread, a
+	// watcher having seen none change (sweepGitignores).
+	sweepSkipped bool
 	problems     []string
 
 	repo     *git.Repository
@@ -243,9 +253,37 @@ func (t *taker) take() (Snapshot, error) {
 		}()
 	}
 	if !fast {
-		if tree, entries, err = t.build(head, &snap); err != nil {
+		if err := t.rulesStart(); err != nil {
 			return Snapshot{}, err
 		}
+		watched := false
+		if t.o.run != "" && t.o.changed != nil {
+			// Only the paths a watcher saw change (changes.go).
+			if tree, entries, watched, err = t.fromChanges(head); err != nil {
+				return Snapshot{}, err
+			}
+			if watched {
+				if tree, err = t.runRules(tree); err != nil {
+					return Snapshot{}, err
+				}
+			} else {
+				t.statusUsed, t.newIndexDiff, t.newDirs = false, nil, nil
+			}
+		}
+		if !watched && t.o.run != "" {
+			if t.sweepSkipped {
+				t.sweepGitignores()
+			}
+			if err := t.catchUp(); err != nil {
+				return Snapshot{}, err
+			}
+		}
+		if !watched {
+			if tree, entries, err = t.build(head, &snap); err != nil {
+				return Snapshot{}, err
+			}
+		}
+		snap.watched, snap.watchMiss, snap.watchUnskip = watched, t.watchMiss, t.unskip
 	}
 	snap.Tree, snap.fast = tree, fast
 	if t.o.compare == tree {
@@ -266,6 +304,13 @@ func (t *taker) take() (Snapshot, error) {
 		}
 	}
 	if t.o.run != "" {
+		if snap.watched {
+			// Before the commit: a boundary killed after it still
+			// leaves the private index what it must catch up on.
+			if err := t.noteLag(); err != nil {
+				return Snapshot{}, err
+			}
+		}
 		if err := t.commit(&snap); err != nil {
 			return Snapshot{}, err
 		}
@@ -276,6 +321,7 @@ func (t *taker) take() (Snapshot, error) {
 		}
 	}
 	snap.Paths = entries
+	snap.gitDir, snap.commonDir = g.gitDir, g.commonDir
 	snap.indexFP, snap.indexDiff = t.indexFP, t.newIndexDiff
 	if snap.indexDiff == nil && t.o.prev != nil {
 		snap.indexDiff = t.o.prev.indexDiff
@@ -309,9 +355,6 @@ func (t *taker) take() (Snapshot, error) {
 // prepareIndex) and reads the dirty set.
 func (t *taker) build(head string, snap *Snapshot) (string, []Entry, error) {
 	g := t.g
-	if err := t.rulesStart(); err != nil {
-		return "", nil, err
-	}
 	tree, err := t.writeTree()
 	if err != nil {
 		return "", nil, err

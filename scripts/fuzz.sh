@@ -31,3 +31,8 @@ go test -count=1 -timeout 0 ./loop/ -run '^TestParallelPropertyDependencyOrder$'
 schecks=${STATUS_CHECKS:-2000}
 echo "property boundary TestPropertyStatusSnapshotIsAddAll ($schecks cases)"
 go test -count=1 -timeout 0 ./boundary/ -run '^TestPropertyStatusSnapshotIsAddAll$' -rapid.checks="$schecks"
+# Boundaries from a file watcher's paths against full scans, over random
+# edits (about 0.7 s a case).
+wchecks=${WATCH_CHECKS:-2000}
+echo "property boundary TestPropertyWatchedBoundaryIsFullScan ($wchecks cases)"
+go test -count=1 -timeout 0 ./boundary/ -run '^TestPropertyWatchedBoundaryIsFullScan$' -rapid.checks="$wchecks"
