@@ -55,10 +55,11 @@ lint:
 	$(GO) vet -tags 'e2e browser' $(PKGS)
 	GOOS=darwin $(GO) vet -tags gendocs $(PKGS)
 
-# The generated docs: docs/cli/ (a page per command) and docs/identity.md.
-# Tests fail while either is stale.
+# The generated docs: docs/cli/ (a page per command), docs/identity.md and
+# the list of front-matter keys in docs/plan-format.md.
+# Tests fail while any is stale.
 docs:
-	$(GO) generate ./cmd/implloop ./identity
+	$(GO) generate ./cmd/implloop ./identity ./plan
 
 # Man pages, one per command, into man/man1 (not kept in git):
 #   MANPATH=$$PWD/man man implloop-run

@@ -96,6 +96,10 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	procgroup.Kill(pgid)
 	stopWatch()
 	waitErr := wait()
+	procgroup.Reap(pgid)
+	// And whatever left its group: found by the call's environment among
+	// implloop's descendants (it is their child subreaper, procgroup).
+	procgroup.Sweep(envList(req.Env))
 	p.drain(&copies, grace)
 
 	res := parser.result()
@@ -242,6 +246,16 @@ func orDiscard(w io.Writer) io.Writer {
 		return io.Discard
 	}
 	return w
+}
+
+// envList is extra as KEY=VALUE entries, sorted.
+func envList(extra map[string]string) []string {
+	out := make([]string, 0, len(extra))
+	for k, v := range extra {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // mergeEnv returns base with extra's variables set (extra wins), sorted by

@@ -9,16 +9,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/implloop/implloop/internal/files"
+	"github.com/implloop/implloop/internal/runid"
 )
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
-
+// checkRunID refuses a run id that cannot name the run's refs and
+// directories (runid.RefSafe).
 func checkRunID(run string) error {
-	if !runIDPattern.MatchString(run) || strings.Contains(run, "..") || strings.HasSuffix(run, ".lock") || strings.HasSuffix(run, ".") {
+	if !runid.RefSafe(run) {
 		return fmt.Errorf("boundary: run id %q cannot be a ref name component", run)
 	}
 	return nil
@@ -65,7 +67,7 @@ func (t *taker) prepareIndex() error {
 		tmp := t.tmp
 		index := filepath.Join(tmp, "index")
 		from, excludedAlready := real, false
-		if private := filepath.Join(stateDir(g.gitDir), "boundary-index"); t.o.fromPrivate && fileExists(private) {
+		if private := filepath.Join(stateDir(g.gitDir), "boundary-index"); t.o.fromPrivate && files.IsFile(private) {
 			// The private index left out the paths its seed file names
 			// (see below); when they are today's, there is nothing to drop.
 			seed, _ := os.ReadFile(private + ".seed")
@@ -478,10 +480,18 @@ func Diff(ctx context.Context, repoDir, from, to string) ([]Change, error) {
 	return out, nil
 }
 
+// DiffOptions say how DiffText prints a diff.
+type DiffOptions struct {
+	// Stat asks for a diffstat; Patch for the patch too. Without Stat the
+	// patch is printed whatever Patch says.
+	Stat, Patch bool
+	// Color asks for git's colors.
+	Color bool
+}
+
 // DiffText is `git diff` between two boundary commits (or trees) as git
-// prints it: a diffstat (stat), a patch (patch), or both. color asks for
-// git's colors.
-func DiffText(ctx context.Context, repoDir, from, to string, stat, patch, color bool) ([]byte, error) {
+// prints it: a diffstat, a patch, or both (opts).
+func DiffText(ctx context.Context, repoDir, from, to string, opts DiffOptions) ([]byte, error) {
 	g, err := openGit(ctx, repoDir)
 	if err != nil {
 		return nil, err
@@ -490,13 +500,13 @@ func DiffText(ctx context.Context, repoDir, from, to string, stat, patch, color 
 		from = g.emptyTree()
 	}
 	args := []string{"diff", "--no-ext-diff", "--no-textconv", "-M"}
-	if stat {
+	if opts.Stat {
 		args = append(args, "--stat")
 	}
-	if stat && patch {
+	if opts.Stat && opts.Patch {
 		args = append(args, "--patch")
 	}
-	if color {
+	if opts.Color {
 		args = append(args, "--color=always")
 	} else {
 		args = append(args, "--color=never")
@@ -532,7 +542,10 @@ func Effects(ctx context.Context, repoDir string, pairs [][2]string) ([][]Change
 		}
 		if raw[0] != ':' {
 			i++
-			if i >= len(pairs) || !strings.HasPrefix(string(raw[:j]), pairs[i][1]) {
+			if i < len(pairs) && !strings.HasPrefix(string(raw[:j]), pairs[i][1]) {
+				return nil, missingPair(pairs[i])
+			}
+			if i >= len(pairs) {
 				return nil, fmt.Errorf("git diff-tree --stdin: unexpected header %q", clip(raw[:j]))
 			}
 			// A pair of trees gets a header ended by a newline, not a NUL.
@@ -560,7 +573,18 @@ func Effects(ctx context.Context, repoDir string, pairs [][2]string) ([][]Change
 		}
 		raw = raw[end:]
 	}
+	if i < len(pairs)-1 {
+		return nil, missingPair(pairs[i+1])
+	}
 	return out, nil
+}
+
+// missingPair is the error for a pair diff-tree --stdin said nothing
+// about: it skips, silently, a pair whose objects are not in the
+// repository (a forgotten run's boundaries, collected by git gc). An
+// effect read as empty there would be a task that did nothing.
+func missingPair(p [2]string) error {
+	return fmt.Errorf("boundary commits %.12s..%.12s are not in the repository (their run's refs deleted and collected by git gc?)", p[0], p[1])
 }
 
 // diffTreeInput is git diff-tree --stdin's input for pairs (from, to):
@@ -575,10 +599,4 @@ func (g *gitRepo) diffTreeInput(pairs [][2]string) *bytes.Buffer {
 		fmt.Fprintf(&in, "%s %s\n", p[1], from)
 	}
 	return &in
-}
-
-// fileExists reports whether path is a regular file.
-func fileExists(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
 }

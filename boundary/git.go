@@ -16,6 +16,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 
 	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/words"
 )
 
 // Errors callers can recognise (with errors.Is) to add a hint.
@@ -392,12 +393,8 @@ func blobOf(m Mode, h string) Blob {
 
 func isHexID(s string) bool { return gitcmd.IsObjectID(s) }
 
-func clip(b []byte) string {
-	if len(b) > 80 {
-		return string(b[:80]) + "..."
-	}
-	return string(b)
-}
+// clip is git output cut short for an error message.
+func clip(b []byte) string { return words.Clip(string(b), 80) }
 
 // quoteCPath quotes a path for git's --stdin-paths input when it needs it:
 // a newline would end the path, and a leading quote would start a quoted one.

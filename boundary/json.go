@@ -19,12 +19,11 @@ func (c Change) MarshalJSON() ([]byte, error) {
 	if c.Status != 0 {
 		status = string(rune(c.Status))
 	}
-	return json.Marshal(struct {
+	b, err := json.Marshal(struct {
 		plain
-		Status  string `json:"status"`
-		PathB64 string `json:"path_b64,omitempty"`
-		FromB64 string `json:"from_b64,omitempty"`
-	}{plain(c), status, bytepath.B64(c.Path), bytepath.B64(c.From)})
+		Status string `json:"status"`
+	}{plain(c), status})
+	return bytepath.AppendTwins(b, err, c.paths()...)
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -32,9 +31,7 @@ func (c *Change) UnmarshalJSON(data []byte) error {
 	type plain Change
 	var v struct {
 		plain
-		Status  string `json:"status"`
-		PathB64 string `json:"path_b64"`
-		FromB64 string `json:"from_b64"`
+		Status string `json:"status"`
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
@@ -45,71 +42,54 @@ func (c *Change) UnmarshalJSON(data []byte) error {
 	} else if v.Status != "" {
 		return fmt.Errorf("change of %q: status %q", c.Path, v.Status)
 	}
-	var err error
-	if c.Path, err = bytepath.Decode(c.Path, v.PathB64); err != nil {
-		return err
-	}
-	c.From, err = bytepath.Decode(c.From, v.FromB64)
-	return err
+	return bytepath.ReadTwins(data, c.paths()...)
+}
+
+func (c *Change) paths() []bytepath.Field {
+	return []bytepath.Field{{Name: "path", Path: &c.Path}, {Name: "from", Path: &c.From}}
 }
 
 // MarshalJSON writes the lost content with the path's base64 twin when
 // needed.
 func (l LostContent) MarshalJSON() ([]byte, error) {
 	type plain LostContent
-	return json.Marshal(struct {
-		plain
-		PathB64 string `json:"path_b64,omitempty"`
-	}{plain(l), bytepath.B64(l.Path)})
+	b, err := json.Marshal(plain(l))
+	return bytepath.AppendTwins(b, err, l.paths()...)
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (l *LostContent) UnmarshalJSON(data []byte) error {
 	type plain LostContent
-	var v struct {
-		plain
-		PathB64 string `json:"path_b64"`
-	}
-	if err := json.Unmarshal(data, &v); err != nil {
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
-	*l = LostContent(v.plain)
-	var err error
-	l.Path, err = bytepath.Decode(l.Path, v.PathB64)
-	return err
+	*l = LostContent(p)
+	return bytepath.ReadTwins(data, l.paths()...)
+}
+
+func (l *LostContent) paths() []bytepath.Field {
+	return []bytepath.Field{{Name: "path", Path: &l.Path}}
 }
 
 // MarshalJSON writes the entry with its paths' base64 twins when needed.
 func (e Entry) MarshalJSON() ([]byte, error) {
 	type plain Entry
-	return json.Marshal(struct {
-		plain
-		PathB64      string `json:"path_b64,omitempty"`
-		OrigPathB64  string `json:"orig_path_b64,omitempty"`
-		RenamedToB64 string `json:"renamed_to_b64,omitempty"`
-	}{plain(e), bytepath.B64(e.Path), bytepath.B64(e.OrigPath), bytepath.B64(e.RenamedTo)})
+	b, err := json.Marshal(plain(e))
+	return bytepath.AppendTwins(b, err, e.paths()...)
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (e *Entry) UnmarshalJSON(data []byte) error {
 	type plain Entry
-	var v struct {
-		plain
-		PathB64      string `json:"path_b64"`
-		OrigPathB64  string `json:"orig_path_b64"`
-		RenamedToB64 string `json:"renamed_to_b64"`
-	}
-	if err := json.Unmarshal(data, &v); err != nil {
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
-	*e = Entry(v.plain)
-	var err error
-	if e.Path, err = bytepath.Decode(e.Path, v.PathB64); err != nil {
-		return err
-	}
-	if e.OrigPath, err = bytepath.Decode(e.OrigPath, v.OrigPathB64); err != nil {
-		return err
-	}
-	e.RenamedTo, err = bytepath.Decode(e.RenamedTo, v.RenamedToB64)
-	return err
+	*e = Entry(p)
+	return bytepath.ReadTwins(data, e.paths()...)
+}
+
+func (e *Entry) paths() []bytepath.Field {
+	return []bytepath.Field{{Name: "path", Path: &e.Path}, {Name: "orig_path", Path: &e.OrigPath}, {Name: "renamed_to", Path: &e.RenamedTo}}
 }

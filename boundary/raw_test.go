@@ -78,6 +78,14 @@ func TestEffects(t *testing.T) {
 		len(got[2]) != 1 || got[2][0].Path != "a.txt" || got[2][0].After.Present() || len(got[3]) != 1 {
 		t.Errorf("%+v", got)
 	}
+	// A pair git no longer has (a forgotten run's, collected) is an
+	// error, wherever it is, not an effect of nothing.
+	gone := strings.Repeat("1", 40)
+	for _, pairs := range [][][2]string{{{s1.Commit, s2.Commit}, {s2.Commit, gone}}, {{gone, gone}, {s1.Commit, s2.Commit}}} {
+		if _, err := Effects(context.Background(), r.dir, pairs); err == nil || !strings.Contains(err.Error(), "not in the repository") {
+			t.Errorf("%v: error %v, want the missing pair named", pairs, err)
+		}
+	}
 }
 
 func TestParseBlame(t *testing.T) {

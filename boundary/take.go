@@ -355,7 +355,7 @@ func (t *taker) take() (Snapshot, error) {
 // prepareIndex) and reads the dirty set.
 func (t *taker) build(head string, snap *Snapshot) (string, []Entry, error) {
 	g := t.g
-	tree, err := t.writeTree()
+	tree, err := t.writeTreeOrReseed()
 	if err != nil {
 		return "", nil, err
 	}

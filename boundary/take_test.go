@@ -475,3 +475,35 @@ func TestTrackedFileIgnored(t *testing.T) {
 		t.Errorf("a.txt in the boundary commit: %q", got)
 	}
 }
+
+// TestPrivateIndexAfterGC: issue 26's "refs deleted, then gc". The
+// documented way to forget a run (delete its ref) followed by
+// `git gc --prune=now` collects the blob of an untracked file that only
+// the private index still names; the next boundary, the file unchanged
+// on disk, rebuilds the index instead of failing in write-tree.
+func TestPrivateIndexAfterGC(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t)
+	r.write("a.txt", "a\n")
+	r.commitAll("init")
+	r.write("untracked.txt", "only the boundary index names me\n")
+	r.write("dir/deep.txt", "and me\n")
+	s1 := r.take(WithRun("gc1"))
+	blob := r.hashObject("untracked.txt")
+	r.git("update-ref", "-d", RunRef("gc1"))
+	r.git("gc", "-q", "--prune=now")
+	if _, err := r.gitErr(nil, "cat-file", "-e", blob); err == nil {
+		t.Fatal("gc kept the untracked file's blob: the test does not test anything")
+	}
+	s2, err := Take(context.Background(), r.dir, WithRun("gc2"))
+	if err != nil {
+		t.Fatalf("boundary after the run's refs were deleted and gc: %v", err)
+	}
+	if s2.Tree != s1.Tree {
+		t.Errorf("tree %s, want %s (the same work tree)", s2.Tree, s1.Tree)
+	}
+	if got := r.git("cat-file", "blob", s2.Commit+":untracked.txt"); got != "only the boundary index names me\n" {
+		t.Errorf("untracked.txt in the boundary: %q", got)
+	}
+	r.git("fsck", "--no-dangling", "--strict")
+}

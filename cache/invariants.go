@@ -6,7 +6,7 @@ import (
 
 // Problem is one broken invariant found by Check.
 type Problem struct {
-	Kind   string `json:"kind"` // identity, blob, task, unit, boundary, replay
+	Kind   string `json:"kind"` // identity, blob, task, unit, boundary, replay, ahead
 	RunID  string `json:"run_id"`
 	Detail string `json:"detail"`
 }
@@ -22,7 +22,9 @@ func (p Problem) String() string { return p.Kind + ": run " + p.RunID + ": " + p
 //   - a replayed unit points at a live unit with its identity and status
 //     (completed, or failed: a failure replayed inside an attempt chain);
 //   - a finished run has no running task or unit;
-//   - a run's boundary seqs are 0, 1, 2, ... without gaps.
+//   - a run's boundary seqs are 0, 1, 2, ... without gaps;
+//   - a call made ahead (AheadCall) names a stored result blob, and once
+//     settled, the run that settled it has a unit of its identity.
 //
 // An error means the check itself could not run.
 func (j *Journal) Check(digest func(canonical []byte) string) ([]Problem, error) {
@@ -77,6 +79,25 @@ func (j *Journal) Check(digest func(canonical []byte) string) ([]Problem, error)
 				if t.Status == TaskRunning {
 					add("task", r.ID, "task %s is still running in a finished run", t.TaskID)
 				}
+			}
+		}
+		as, err := j.AheadCalls(r.ID)
+		if err != nil {
+			return nil, fmt.Errorf("check: %w", err)
+		}
+		for _, a := range as {
+			if !j.blobs.Has(a.Result) {
+				add("ahead", r.ID, "call made ahead %s: result blob %s is missing", a.UnitID, a.Result)
+			}
+			if a.SettledBy == "" {
+				continue
+			}
+			us, err := j.queryUnits(`WHERE run_id = ? AND identity = ?`, a.SettledBy, a.Identity)
+			if err != nil {
+				return nil, fmt.Errorf("check: %w", err)
+			}
+			if len(us) == 0 {
+				add("ahead", r.ID, "call made ahead %s: settled by run %s, which has no unit of its identity", a.UnitID, a.SettledBy)
 			}
 		}
 		bs, err := j.Boundaries(r.ID)

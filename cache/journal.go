@@ -40,8 +40,8 @@ var (
 // kill of the process. The writes after which a crash would cost an agent
 // call or a fact that cannot be recomputed are also fsynced before they
 // return (SQLite synchronous=FULL for that commit): CreateRun, FinishRun,
-// StartUnit, FinishUnit, MarkInterrupted, PutGate of a live gate and
-// PutBoundary. PutTask, AddReplayedUnit, replayed gates and AppendEvent
+// StartUnit, FinishUnit, MarkInterrupted, PutGate of a live gate,
+// PutBoundary and PutAhead. PutTask, AddReplayedUnit, replayed gates and AppendEvent
 // commit with synchronous=NORMAL (WAL): an OS crash or power loss may drop
 // them, never corrupt the database, and the next fsynced write (or Close)
 // makes them durable too, because WAL commits are ordered. Losing one of

@@ -142,6 +142,35 @@ ALTER TABLE boundaries ADD COLUMN tree TEXT NOT NULL DEFAULT '';`,
 	key       TEXT NOT NULL DEFAULT '',
 	at        INTEGER NOT NULL
 ) STRICT;`,
+	// 7: calls made ahead (--jobs), journaled the moment they return,
+	// before their task's turn (see AheadCall): what a crash or an
+	// interrupt leaves unsettled, a resume takes instead of paying again.
+	`CREATE TABLE ahead (
+	run_id      TEXT NOT NULL REFERENCES runs(id),
+	unit_id     TEXT NOT NULL,
+	task_id     TEXT NOT NULL,
+	role        TEXT NOT NULL,
+	attempt     INTEGER NOT NULL,
+	identity    TEXT NOT NULL,
+	preimage    BLOB NOT NULL,
+	prompt      TEXT NOT NULL DEFAULT '',
+	stdout      TEXT NOT NULL DEFAULT '',
+	stderr      TEXT NOT NULL DEFAULT '',
+	result      TEXT NOT NULL,
+	run_error   TEXT NOT NULL DEFAULT '',
+	tokens_in   INTEGER NOT NULL DEFAULT 0,
+	tokens_out  INTEGER NOT NULL DEFAULT 0,
+	cost_usd    REAL NOT NULL DEFAULT 0,
+	base        TEXT NOT NULL,
+	tree        TEXT NOT NULL,
+	commit_id   TEXT NOT NULL DEFAULT '',
+	worktree    TEXT NOT NULL DEFAULT '',
+	started_at  INTEGER NOT NULL,
+	finished_at INTEGER NOT NULL,
+	settled_by  TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (run_id, unit_id)
+) STRICT;
+CREATE INDEX ahead_identity ON ahead(identity, settled_by);`,
 }
 
 // afterMigration are the steps a migration needs beyond its SQL, by the

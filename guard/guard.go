@@ -100,6 +100,7 @@ import (
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/internal/bytepath"
+	"github.com/implloop/implloop/internal/words"
 )
 
 // Outcome is what happened to one earlier-dirty path.
@@ -740,7 +741,7 @@ func (v Verdict) Summary() string {
 	var parts []string
 	add := func(n int, what string) {
 		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s %s", n, plural(n, "path", "paths"), what))
+			parts = append(parts, words.Count(n, "path")+" "+what)
 		}
 	}
 	add(v.Discarded, "discarded")
@@ -778,51 +779,28 @@ func short(h string) string {
 	if h == "" {
 		return "(unborn)"
 	}
-	if len(h) > 7 {
-		return h[:7]
-	}
-	return h
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
+	return words.ShortCommit(h)
 }
 
 // MarshalJSON writes the result with its paths' base64 twins when they
 // are not valid UTF-8 (see internal/bytepath).
 func (r PathResult) MarshalJSON() ([]byte, error) {
 	type plain PathResult
-	return json.Marshal(struct {
-		plain
-		PathB64      string `json:"path_b64,omitempty"`
-		MovedToB64   string `json:"moved_to_b64,omitempty"`
-		MovedFromB64 string `json:"moved_from_b64,omitempty"`
-	}{plain(r), bytepath.B64(r.Path), bytepath.B64(r.MovedTo), bytepath.B64(r.MovedFrom)})
+	b, err := json.Marshal(plain(r))
+	return bytepath.AppendTwins(b, err, r.paths()...)
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (r *PathResult) UnmarshalJSON(data []byte) error {
 	type plain PathResult
-	var v struct {
-		plain
-		PathB64      string `json:"path_b64"`
-		MovedToB64   string `json:"moved_to_b64"`
-		MovedFromB64 string `json:"moved_from_b64"`
-	}
-	if err := json.Unmarshal(data, &v); err != nil {
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
-	*r = PathResult(v.plain)
-	var err error
-	if r.Path, err = bytepath.Decode(r.Path, v.PathB64); err != nil {
-		return err
-	}
-	if r.MovedTo, err = bytepath.Decode(r.MovedTo, v.MovedToB64); err != nil {
-		return err
-	}
-	r.MovedFrom, err = bytepath.Decode(r.MovedFrom, v.MovedFromB64)
-	return err
+	*r = PathResult(p)
+	return bytepath.ReadTwins(data, r.paths()...)
+}
+
+func (r *PathResult) paths() []bytepath.Field {
+	return []bytepath.Field{{Name: "path", Path: &r.Path}, {Name: "moved_to", Path: &r.MovedTo}, {Name: "moved_from", Path: &r.MovedFrom}}
 }

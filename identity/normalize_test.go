@@ -201,8 +201,8 @@ func TestRunID(t *testing.T) {
 	if id != "r-20261130-054012-3f9a" {
 		t.Fatalf("NewRunID = %q", id)
 	}
-	if !IsRunID(id) || IsRunID(id+"0") || IsRunID("x"+id) || IsRunID("r-20261130-054012-3F9A") {
-		t.Fatal("IsRunID disagrees with the format")
+	if is := RunIDRegexp.MatchString; !is(id) || is(id+"0") || is("x"+id) || is("r-20261130-054012-3F9A") {
+		t.Fatal("RunIDRegexp disagrees with the format")
 	}
 	if got := Normalize("run "+id, Env{}); got != "run <RUN-1>" {
 		t.Fatalf("run id not normalized: %q", got)

@@ -25,8 +25,5 @@ var (
 // randomness (crypto/rand in the loop, fixed bytes in tests).
 func NewRunID(t time.Time, random [2]byte) string { return runid.Format(t, random) }
 
-// IsRunID reports whether s is a well-formed run id.
-func IsRunID(s string) bool { return RunIDRegexp.MatchString(s) }
-
 // exampleRunTime is the start time of the run id shown in the docs.
 var exampleRunTime = time.Date(2026, 11, 30, 5, 40, 12, 0, time.UTC)

@@ -450,6 +450,9 @@ func sameIdentities(a, b []unit.Unit) bool {
 // would be untrue of a task a teammate's pulled run did. tree is the tree
 // before the task ("" when a plan does not know it).
 func (e *engine) liveWhy(p *pass, t extractor.Task, u unit.Unit, tree string) []string {
+	if a, ok := e.lineage.aheadCall(u.Identity); ok && e.early[u.Identity] == nil {
+		return []string{"made ahead by run " + a.RunID + " (--jobs), which stopped before this task's turn: its journaled result is taken, no agent call"}
+	}
 	why := p.why(t, u)
 	if len(why) > 1 || len(why) == 1 && why[0] != "never ran" || e.j == nil {
 		return why

@@ -12,6 +12,7 @@ import (
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/words"
 )
 
 // BlameLine is one line of a file and who last wrote it: a task of a run
@@ -78,7 +79,7 @@ func Blame(ctx context.Context, j *cache.Journal, repoRoot, runID, path string, 
 		case ok:
 			b.Outside = w.Outside
 		default:
-			b.Outside = "commit " + short(l.Commit) + ": " + l.Summary
+			b.Outside = "commit " + words.ShortCommit(l.Commit) + ": " + l.Summary
 		}
 		out[i] = b
 	}
@@ -163,11 +164,4 @@ func boundaryTasks(j *cache.Journal, runID string) (map[string]BlameLine, error)
 		}
 	}
 	return out, nil
-}
-
-func short(id string) string {
-	if len(id) > 7 {
-		return id[:7]
-	}
-	return id
 }

@@ -16,8 +16,13 @@ import (
 )
 
 type guardResult struct {
-	lost     []string
-	concerns []string
+	// lost are the paths the task discarded: its own (attribute.go),
+	// then those carried to its turn (carried, with carriedWhy). aheadWhy
+	// says why its own are its while calls made ahead ran.
+	lost                 []string
+	carried              []string
+	aheadWhy, carriedWhy string
+	concerns             []string
 	// vanished says what of implloop's own record disappeared during the
 	// task (boundary.Snapshot.Vanished): it blocks the task.
 	vanished []string
@@ -305,6 +310,7 @@ func (e *engine) excludes() []string {
 // compared with: the new commit's first parent, and the one a HEAD move
 // is judged against. The plan file is left out of the snapshot.
 func (e *engine) take(ctx context.Context, track []string, prev *boundary.Snapshot, label string, more ...boundary.Option) (boundary.Snapshot, error) {
+	e.prevAt, e.takenAt = e.takenAt, e.now()
 	opts := append([]boundary.Option{boundary.WithRun(e.runID), boundary.WithLabel(label)}, more...)
 	opts = append(opts, boundary.WithExclude(e.excludes()...), boundary.WithKeep(e.keepSettings(ctx)))
 	if len(track) > 0 {
@@ -356,15 +362,32 @@ func (e *engine) takeBoundary(ctx context.Context, taskID string, replayedOnly b
 	if err != nil {
 		return guardResult{}, err
 	}
+	if how := e.lock.Gone(); how != "" && e.j.Gone() == nil {
+		// (With the journal gone, the lock file beside it went too: the
+		// journal's block says what happened.)
+		// A second run could have started beside this one, calling
+		// every task again (Lock: the anchor kept it out).
+		snap.Vanished = append(snap.Vanished, fmt.Sprintf("the work tree's lock file %s was %s", e.lock.Shown(), how))
+	}
 	v := guard.Compare(e.prev, snap, e.planTicks(ctx, e.prev, snap)...)
+	var r guardResult
+	own, aheadWhy := e.attributeLost(ctx, taskID, v.Lost)
+	carried, carriedWhy := e.takeCarried(taskID)
+	// Journaled with every discard seen here, and those carried here:
+	// restore finds each at the boundary of a task it blocked.
+	v.Lost = append(v.Lost, carried...)
 	if err := e.putBoundary(taskID, snap, &v); err != nil {
 		return guardResult{}, err
 	}
 	e.prev = snap
-	var r guardResult
-	for _, l := range v.Lost {
+	for _, l := range own {
 		r.lost = append(r.lost, l.Path)
 	}
+	for _, l := range carried {
+		r.lost = append(r.lost, l.Path)
+		r.carried = append(r.carried, l.Path)
+	}
+	r.aheadWhy, r.carriedWhy = aheadWhy, carriedWhy
 	r.kinds = lostKinds(v)
 	r.vanished = snap.Vanished
 	for _, c := range v.Concerns {
@@ -377,6 +400,9 @@ func (e *engine) takeBoundary(ctx context.Context, taskID string, replayedOnly b
 		r.concerns = append(r.concerns, c.Message)
 	}
 	msg := v.Summary()
+	if aheadWhy != "" {
+		msg += "; " + aheadWhy
+	}
 	if len(snap.Vanished) > 0 {
 		msg = "BLOCKED: implloop's record was tampered with: " + strings.Join(snap.Vanished, "; ") + "; " + strings.TrimPrefix(msg, "BLOCKED: ")
 	}

@@ -55,12 +55,12 @@ func TaskEffect(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID s
 
 // TaskDiff is task taskID's effect in run runID as git prints it: a
 // diffstat, a patch, or both (read-only).
-func TaskDiff(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID string, stat, patch, color bool) ([]byte, error) {
+func TaskDiff(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID string, opts boundary.DiffOptions) ([]byte, error) {
 	from, to, err := taskBoundaries(j, runID, taskID)
 	if err != nil {
 		return nil, err
 	}
-	return boundary.DiffText(ctx, repoRoot, from.Commit, to.Commit, stat, patch, color)
+	return boundary.DiffText(ctx, repoRoot, from.Commit, to.Commit, opts)
 }
 
 // taskBoundaries are the boundaries around the task's last run in runID.

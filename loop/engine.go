@@ -18,6 +18,8 @@ import (
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/files"
+	"github.com/implloop/implloop/internal/procgroup"
 	"github.com/implloop/implloop/internal/runid"
 	"github.com/implloop/implloop/plan"
 	"github.com/implloop/implloop/report"
@@ -168,15 +170,21 @@ type engine struct {
 
 	// --jobs (parallel.go): the calls made ahead, by unit identity; where
 	// the current wave ends; each task's latest wait (extractor.LatestWait).
-	early      map[string]*early
-	aheadSince map[string]time.Time // task id -> when its call made ahead started
-	inFlight   sync.WaitGroup       // the calls made ahead still running
-	wtMu       sync.Mutex           // git worktree add/remove, one at a time (they read each other's files)
-	pool       chan worker          // --jobs: a ticket per worker, with its worktree once made
-	workers    int                  // worktrees made (under wtMu)
-	worktrees  string               // where this run's task worktrees go
-	waveEnd    int
-	latest     []int
+	early       map[string]*early
+	aheadSince  map[string]time.Time  // task id -> when its call made ahead started
+	inFlight    sync.WaitGroup        // the calls made ahead still running
+	wtMu        sync.Mutex            // git worktree add/remove, one at a time (they read each other's files)
+	jmu         sync.Mutex            // a replay batch's transaction, or a call made ahead journaled (journalCall)
+	settled     map[string]*early     // task id -> its call made ahead, taken at its turn (attribute.go)
+	settledRefs [][2]string           // refs of calls made ahead settled, to delete (endWaves)
+	takenAt     time.Time             // when the latest boundary was begun
+	prevAt      time.Time             // and the one before it
+	carried     map[string]*lostAhead // task id -> discards seen at an earlier turn, its by content (attribute.go)
+	pool        chan worker           // --jobs: a ticket per worker, with its worktree once made
+	workers     int                   // worktrees made (under wtMu)
+	worktrees   string                // where this run's task worktrees go
+	waveEnd     int
+	latest      []int
 
 	// Trust (trust.go): the trust rule's answer per run, asked once; the
 	// runs that resumed each run (acrossPaths); per task, the note of a
@@ -252,7 +260,12 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	defer lock.Release()
+	lock.shown = dirs.Shown(lock.path)
 	e.lock = lock
+	// While the run runs, what its agents and gates leave behind comes
+	// to it, not to init, and dies when their call ends (procgroup.Sweep).
+	release, _ := procgroup.Subreaper()
+	defer release()
 	// The work tree's watch, while the run holds the lock (watchtree.go).
 	e.startWatch(ctx, dirs.Lock)
 	defer e.stopWatch()
@@ -262,11 +275,14 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	defer e.j.Close()
+	if err := refuseLeftovers(e.j, o.RepoRoot); err != nil {
+		return nil, err
+	}
 	// Task worktrees a killed run left behind (--jobs): what ran in them
 	// was never journaled, so the tasks run again.
 	// (They are under the work tree's git directory: boundary.WorktreeDir;
 	// looked for without starting git, on every run.)
-	if stray := filepath.Join(dirs.Lock, "worktrees"); fileOrDirExists(stray) {
+	if stray := filepath.Join(dirs.Lock, "worktrees"); files.Exists(stray) {
 		_ = boundary.RemoveWorktrees(ctx, o.RepoRoot, stray)
 	}
 
@@ -297,6 +313,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return nil, err
 	}
 	e.endWaves(ctx)
+	// Each call's leftovers were killed when it ended (procgroup.Sweep);
+	// whatever else carries the run's id goes before the verdict.
+	procgroup.Sweep([]string{agent.EnvRunID + "=" + e.runID})
 	if interrupted {
 		out.Interrupted = true
 		// Marks the running unit and the running task rows interrupted.

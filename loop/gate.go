@@ -133,9 +133,12 @@ func runGate(ctx context.Context, lk *Lock, dir, cmd string, env map[string]stri
 	}()
 	err := c.Wait()
 	close(done)
-	// Whatever the gate left behind in its group dies with it.
+	// Whatever the gate left behind in its group dies with it, and so
+	// does what left the group (procgroup.Sweep).
 	procgroup.Kill(c.Process.Pid)
 	stopWatch()
+	procgroup.Reap(c.Process.Pid)
+	procgroup.Sweep(c.Env[len(c.Env)-len(env):])
 	res := GateResult{Command: cmd, Output: tb.buf, Duration: time.Since(start)}
 	if ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

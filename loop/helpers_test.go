@@ -37,6 +37,9 @@ type childSpec struct {
 	Settings Settings
 	RepoRoot string
 	Parent   string
+	// Events, when set, is a file the child appends each event to (a
+	// JSON line, written before the run goes on).
+	Events string
 }
 
 func childRun(spec string) int {
@@ -47,7 +50,20 @@ func childRun(spec string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out, err := Run(ctx, Options{Settings: c.Settings, RepoRoot: c.RepoRoot, Parent: c.Parent})
+	o := Options{Settings: c.Settings, RepoRoot: c.RepoRoot, Parent: c.Parent}
+	if c.Events != "" {
+		f, err := os.OpenFile(c.Events, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 1
+		}
+		defer f.Close()
+		o.Observer = ObserverFunc(func(ev Event) {
+			b, _ := json.Marshal(ev)
+			_, _ = f.Write(append(b, '\n'))
+		})
+	}
+	out, err := Run(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 1
@@ -60,14 +76,15 @@ func childRun(spec string) int {
 	return 0
 }
 
-// startChild starts the test binary as a run of o in another process.
-func startChild(t *testing.T, o Options) (*exec.Cmd, *strings.Builder) {
+// startChild starts the test binary as a run of o in another process;
+// events, when given, is the file it appends its events to.
+func startChild(t *testing.T, o Options, events ...string) (*exec.Cmd, *strings.Builder) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := json.Marshal(childSpec{Settings: o.Settings, RepoRoot: o.RepoRoot, Parent: o.Parent})
+	spec, err := json.Marshal(childSpec{Settings: o.Settings, RepoRoot: o.RepoRoot, Parent: o.Parent, Events: strings.Join(events, "")})
 	if err != nil {
 		t.Fatal(err)
 	}

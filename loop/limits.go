@@ -10,6 +10,7 @@ import (
 	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/settings"
 	"github.com/implloop/implloop/unit"
 )
 
@@ -67,7 +68,7 @@ func (e *engine) members() []*member {
 		out = append(out, &member{agent: e.agentName(), model: m, primary: true})
 	}
 	for _, f := range e.s.Fallbacks {
-		name, model := Fallback(f)
+		name, model := settings.Fallback(f)
 		out = append(out, &member{agent: name, model: model})
 	}
 	return out

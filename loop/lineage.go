@@ -19,8 +19,39 @@ type lineage struct {
 	j    *cache.Journal
 	runs []string // parent first
 
-	facts map[string]*runFacts   // per run, loaded once (factsOf)
-	found map[string]*cache.Unit // findCompleted's memo (nil: no completed unit)
+	facts map[string]*runFacts        // per run, loaded once (factsOf)
+	found map[string]*cache.Unit      // findCompleted's memo (nil: no completed unit)
+	ahead map[string]*cache.AheadCall // aheadCall's memo (nil: none)
+}
+
+// aheadCall is the unsettled call made ahead (--jobs) with identity that
+// the lineage journaled when it returned, which its run never reached the
+// turn of (killed, interrupted): the call this run takes instead of
+// making it again (parallel.go).
+func (l *lineage) aheadCall(identity string) (*cache.AheadCall, bool) {
+	if l.j == nil || len(l.runs) == 0 {
+		return nil, false
+	}
+	if a, ok := l.ahead[identity]; ok {
+		return a, a != nil
+	}
+	a, ok, err := l.j.FindAhead(l.runs, identity)
+	if err != nil || !ok {
+		a = nil
+	}
+	if l.ahead == nil {
+		l.ahead = map[string]*cache.AheadCall{}
+	}
+	l.ahead[identity] = a
+	return a, a != nil
+}
+
+// tookAhead forgets the call made ahead with identity: this run settled
+// it.
+func (l *lineage) tookAhead(identity string) {
+	if l.ahead != nil {
+		l.ahead[identity] = nil
+	}
 }
 
 // newLineage is the lineage of parent ("" for a fresh run) in j.

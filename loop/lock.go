@@ -24,9 +24,23 @@ import (
 // refuses with [ChildRunningError] instead of running the same task beside
 // it. The file's content names the holder, and the agent or gate it runs
 // now, for the error messages and 'implloop runs'.
+//
+// An flock belongs to a file, not to a path: an agent that deletes the
+// lock file (or puts another in its place) would let a second run take a
+// lock of its own on the new file. So the run also holds an flock on the
+// work tree's git directory (the anchor), which no agent can delete
+// without destroying the repository; a second run that got the file's
+// lock still finds the anchor taken and refuses. The anchor is not handed
+// down: after a kill -9 it goes with implloop, and the file's lock, held
+// by what implloop left running, says who that is. The run notices a
+// deleted or replaced lock file at its next boundary ([Lock.Gone]), which
+// blocks the task that did it.
 type Lock struct {
 	mu     sync.Mutex
 	f      *os.File
+	anchor *os.File
+	path   string
+	shown  string // path as messages show it
 	holder LockHolder
 }
 
@@ -46,9 +60,20 @@ type LockedError struct {
 	Holder LockHolder
 	// Path is the lock file, as a message shows it.
 	Path string
+	// FileGone: the lock file let this run in, but the run holding the
+	// work tree's git directory (the anchor) has its own lock file no
+	// longer at Path (an agent deleted or replaced it).
+	FileGone bool
 }
 
 func (e *LockedError) Error() string {
+	if e.FileGone {
+		who := "another implloop run"
+		if e.Holder.PID != 0 {
+			who += fmt.Sprintf(" (pid %d)", e.Holder.PID)
+		}
+		return fmt.Sprintf("%s holds this work tree's lock, although its lock file %s was deleted or replaced", who, e.Path)
+	}
 	if e.Holder.PID == 0 {
 		return fmt.Sprintf("another implloop run holds this work tree's lock (%s)", e.Path)
 	}
@@ -63,9 +88,17 @@ type ChildRunningError struct {
 	Child string // "agent" or "gate"
 	PID   int    // a live process holding the lock; 0 when none could be named
 	Path  string // the lock file, as a message shows it
+	// Process is set for a process found by the run's IMPLLOOP_RUN_ID in
+	// its environment, not by the lock (leftovers.go): its command name
+	// ("?" when unknown).
+	Process string
 }
 
 func (e *ChildRunningError) Error() string {
+	if e.Process != "" {
+		return fmt.Sprintf("run %s left a process running (pid %d, %s), started by its agent or gate; wait for it or kill it",
+			e.RunID, e.PID, e.Process)
+	}
 	if e.PID == 0 {
 		return fmt.Sprintf("run %s's %s, or a process it started, is still running and holds this work tree's lock (%s); wait for it or kill it",
 			e.RunID, e.Child, e.Path)
@@ -121,9 +154,78 @@ func acquireLock(dir, runID string, now time.Time) (*Lock, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	l := &Lock{f: f, holder: LockHolder{RunID: runID, PID: os.Getpid(), Started: now.UTC()}}
+	// The anchor: the git directory the state directory is in.
+	anchor, err := os.Open(filepath.Dir(dir))
+	if err != nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	if err := syscall.Flock(int(anchor.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		pid := procgroup.FlockPID(anchor.Name())
+		anchor.Close()
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, &LockedError{Holder: LockHolder{PID: pid}, Path: path, FileGone: true}
+		}
+		return nil, fmt.Errorf("lock %s: %w", anchor.Name(), err)
+	}
+	l := &Lock{f: f, anchor: anchor, path: path, shown: path, holder: LockHolder{RunID: runID, PID: os.Getpid(), Started: now.UTC()}}
 	l.write()
 	return l, nil
+}
+
+// Gone says what happened to the lock file since the run took it:
+// "deleted", "replaced" (another file at its path), or "" while it is in
+// place. Whatever it was, the run takes the file at the path again (a new
+// one when it was deleted) when it can, so that the run shows as running
+// and what it starts next inherits the lock that 'implloop runs' and a
+// second run look at; the anchor kept a second run out meanwhile.
+func (l *Lock) Gone() string {
+	if l == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return ""
+	}
+	have, err := l.f.Stat()
+	if err != nil {
+		return ""
+	}
+	how := ""
+	switch fi, err := os.Stat(l.path); {
+	case errors.Is(err, os.ErrNotExist):
+		how = "deleted"
+	case err != nil:
+		how = "made unreadable (" + err.Error() + ")"
+	case !os.SameFile(fi, have):
+		how = "replaced"
+	default:
+		return ""
+	}
+	if f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o644); err == nil {
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			// The old file's descriptor goes: what inherited it keeps
+			// its own, and with it that lock, until it exits.
+			l.f.Close()
+			l.f = f
+			l.write()
+		} else {
+			f.Close()
+		}
+	}
+	return how
+}
+
+// Shown is the lock file's path as messages show it.
+func (l *Lock) Shown() string {
+	if l == nil {
+		return ""
+	}
+	return l.shown
 }
 
 // childRunning names what holds the lock of h's dead implloop: the child
@@ -214,6 +316,12 @@ func (l *Lock) Release() error {
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return nil
+	}
+	if l.anchor != nil {
+		// Before the file: a run that gets the file then finds the
+		// anchor free.
+		_ = l.anchor.Close()
+		l.anchor = nil
 	}
 	_ = l.f.Truncate(0)
 	err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)

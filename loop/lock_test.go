@@ -1,9 +1,13 @@
 package loop
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -76,6 +80,79 @@ func TestAcquireWaitsOutAProbe(t *testing.T) {
 				t.Fatalf("acquire during a probe: %v", err)
 			}
 			lock.Release()
+		})
+	}
+}
+
+// TestLockFileDeletedByAgent is issue 26's "lock file deleted": task 1's
+// agent removes the work tree's lock file (an flock is the file's, not
+// the path's) and, while it still runs, a second run starts in the same
+// tree. The second run creates a new lock file and gets its flock, but
+// not the git directory's (the anchor): it refuses, naming the pid. The
+// first run notices the deletion at the boundary after task 1 and blocks
+// it; no task was called twice.
+func TestLockFileDeletedByAgent(t *testing.T) {
+	for _, c := range []struct {
+		how    string // what the agent does to the lock file
+		second bool   // a second run starts meanwhile
+		want   string // what the first run says of it
+	}{
+		{"deleted", true, "replaced"}, // by the second run's new file
+		{"replaced", true, "replaced"},
+		{"deleted", false, "deleted"},
+	} {
+		how := c.how
+		t.Run(fmt.Sprintf("%s second=%v", c.how, c.second), func(t *testing.T) {
+			repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
+			lockPath := filepath.Join(repo, ".git", "implloop", "lock")
+			take := "rm -f " + shellQuote(lockPath)
+			if how == "replaced" {
+				take += "; echo '{}' > " + shellQuote(lockPath)
+			}
+			agentPath, logDir := fakeAgent(t, `
+echo "$IMPLLOOP_RUN_ID $IMPLLOOP_TASK_ID" >> "$LOG/calls"
+if [ "$IMPLLOOP_TASK_ID" = 1 ]; then
+	`+take+`
+	touch "$LOG/taken"
+	while [ ! -f "$LOG/go" ]; do sleep 0.02; done
+fi
+echo "$IMPLLOOP_TASK_ID" > "f$IMPLLOOP_TASK_ID.txt"`)
+			s := settingsFor(agentPath)
+			type result struct {
+				out *Outcome
+				err error
+			}
+			first := make(chan result, 1)
+			go func() {
+				out, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo})
+				first <- result{out, err}
+			}()
+			waitFile(t, filepath.Join(logDir, "taken"), 20*time.Second)
+
+			if c.second {
+				_, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo})
+				var locked *LockedError
+				if !errors.As(err, &locked) || !locked.FileGone || locked.Holder.PID != os.Getpid() {
+					t.Errorf("a second run beside the first: %v (%+v), want LockedError naming pid %d", err, locked, os.Getpid())
+				}
+			}
+			writeFile(t, filepath.Join(logDir, "go"), "")
+			r := <-first
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			checkJournal(t, repo)
+			rows := taskRows(t, openJournal(t, repo), r.out.RunID)
+			if rows["1"].Status != cache.TaskBlocked || !strings.Contains(rows["1"].BlockReason, "lock file .git/implloop/lock was "+c.want) {
+				t.Errorf("task 1: %s %q, want blocked for the lock file", rows["1"].Status, rows["1"].BlockReason)
+			}
+			if calls := strings.Count(readFile(t, filepath.Join(logDir, "calls")), "\n"); calls != 1 {
+				t.Errorf("%d agent calls, want 1 (task 1, once):\n%s", calls, readFile(t, filepath.Join(logDir, "calls")))
+			}
+			// The run took the lock file again: nothing is left held.
+			if running, err := Running(repo); err != nil || len(running) != 0 {
+				t.Errorf("after the run: running %v, %v", running, err)
+			}
 		})
 	}
 }

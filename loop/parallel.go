@@ -2,6 +2,8 @@ package loop
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/identity"
 	"github.com/implloop/implloop/unit"
 )
 
@@ -33,6 +36,14 @@ import (
 // boundary. A merge that conflicts is a failed attempt: the next attempt
 // runs in the main tree, after the tasks before it, with the conflicting
 // paths as feedback. Retries always run in the main tree.
+//
+// A call made ahead is journaled the moment it returns (cache.AheadCall:
+// its result, cost and blobs, and its worktree's tree, committed on the
+// boundary it started from and kept under refs/implloop/ahead/), not only
+// at its task's turn: a run killed or interrupted meanwhile has paid for
+// it, and a resume whose lineage holds it takes it at the task's turn
+// (adoptAhead) instead of calling the agent again, its work merged into
+// the tree as the turn would have merged it.
 
 // early is a call made ahead, in a worktree: its fields are set by the
 // goroutine that makes it, before done is closed.
@@ -48,6 +59,11 @@ type early struct {
 	tree     string // the worktree's tree after the call; "" when unreadable
 	treeErr  error
 	prompt   string // the prompt's blob
+	// staged is the journaled call (PutAhead) this stands for, nil when
+	// it was not journaled; adopted when it is a run of the lineage's,
+	// taken over by this one.
+	staged  *cache.AheadCall
+	adopted bool
 }
 
 // startWave starts the live calls of the wave that begins at task i ahead
@@ -146,6 +162,9 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 				e.emitAhead(ev)
 				t0 := e.now()
 				r.err = e.callAhead(ctx, j, w.path, jb.t, r)
+				if r.err == nil {
+					e.journalCall(ctx, j, r)
+				}
 				ev.Status, ev.Millis = "returned", e.now().Sub(t0).Milliseconds()
 				if r.err != nil {
 					ev.Message = r.err.Error()
@@ -225,6 +244,10 @@ func (e *engine) relWorktree(path string) string {
 func (e *engine) endWaves(ctx context.Context) {
 	e.inFlight.Wait()
 	e.journalAhead()
+	if len(e.settledRefs) > 0 {
+		_ = boundary.DropAhead(context.WithoutCancel(ctx), e.o.RepoRoot, e.settledRefs...)
+		e.settledRefs = nil
+	}
 	if e.worktrees != "" {
 		_ = boundary.RemoveWorktrees(context.WithoutCancel(ctx), e.o.RepoRoot, e.worktrees)
 		_ = os.Remove(filepath.Dir(e.worktrees)) // when no other run's are left
@@ -283,6 +306,9 @@ func (e *engine) firstLiveUnits(t extractor.Task) ([]unit.Unit, unit.Facts, bool
 	if _, found, err := e.findDone(t, facts, u); err != nil || found && !e.work.mustRun(t.ID) {
 		return nil, unit.Facts{}, false, err
 	}
+	if _, ok := e.lineage.aheadCall(u.Identity); ok {
+		return nil, unit.Facts{}, false, nil // made ahead by the lineage: taken at its turn (adoptAhead)
+	}
 	if _, _, chained := e.failedChain(t, u); chained {
 		return nil, unit.Facts{}, false, nil
 	}
@@ -328,9 +354,109 @@ func (e *engine) callAhead(ctx context.Context, j *cache.Journal, path string, t
 		return err
 	}
 	r.finished = e.now()
-	if ctx.Err() == nil {
-		r.tree, r.treeErr = boundary.WorktreeTree(ctx, path)
+	if r.call.runErr == nil || ctx.Err() == nil {
+		// Also when the run is being interrupted: a call that ended by
+		// itself is paid for, and its work is journaled with it.
+		r.tree, r.treeErr = boundary.WorktreeTree(context.WithoutCancel(ctx), path)
 	}
+	return nil
+}
+
+// journalCall journals call r, made ahead, the moment it returned (see
+// above): unless it was cut short by an interrupt (no result to take), or
+// its work could not be read (its turn fails the attempt). A call that
+// cannot be journaled is still settled at its turn as before. It runs in
+// the call's goroutine, never inside a replay batch (jmu).
+func (e *engine) journalCall(ctx context.Context, j *cache.Journal, r *early) {
+	if r.tree == "" || r.call.runErr != nil && ctx.Err() != nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	canon, err := identity.Canonical(r.u.Preimage)
+	if err != nil {
+		return
+	}
+	resJSON, _ := json.Marshal(r.call.res)
+	resHash, err := j.PutBlob(resJSON)
+	if err != nil {
+		return
+	}
+	commit, err := boundary.KeepAhead(ctx, e.o.RepoRoot, e.runID, aheadRefName(r.u.Identity), r.base, r.tree)
+	if err != nil {
+		return
+	}
+	a := cache.AheadCall{RunID: e.runID, UnitID: r.u.ID, TaskID: r.u.TaskID, Role: r.u.Role, Attempt: r.u.Attempt,
+		Identity: r.u.Identity, Preimage: canon, Prompt: r.prompt, Stdout: r.call.stdout, Stderr: r.call.stderr,
+		Result: resHash, TokensIn: r.call.res.InputTokens, TokensOut: r.call.res.OutputTokens, CostUSD: r.call.res.CostUSD,
+		Base: r.base, Tree: r.tree, Commit: commit, Worktree: e.relWorktree(r.worktree), StartedAt: r.started, FinishedAt: r.finished}
+	if r.call.runErr != nil {
+		a.RunError = r.call.runErr.Error()
+	}
+	e.jmu.Lock()
+	err = j.PutAhead(a)
+	e.jmu.Unlock()
+	if err != nil {
+		_ = boundary.DropAhead(ctx, e.o.RepoRoot, [2]string{e.runID, aheadRefName(r.u.Identity)})
+		return
+	}
+	r.staged = &a
+}
+
+// aheadRefName is the name of the ref that keeps the work of the call
+// made ahead with identity (boundary.KeepAhead): its digest, "u1-<hex>".
+func aheadRefName(identity string) string {
+	return strings.ReplaceAll(identity, ":", "-")
+}
+
+// adoptAhead is the call made ahead for u that a run of the lineage
+// journaled when it returned and never reached the turn of (killed,
+// interrupted), as dispatch takes a call made ahead by this run; nil when
+// there is none, or its work is no longer in the repository (a forgotten
+// run's, collected: the unit runs live).
+func (e *engine) adoptAhead(ctx context.Context, u unit.Unit) (*early, error) {
+	a, ok := e.lineage.aheadCall(u.Identity)
+	if !ok || a.Commit == "" || !boundary.HasCommit(ctx, e.o.RepoRoot, a.Commit) || !boundary.HasCommit(ctx, e.o.RepoRoot, a.Base) {
+		return nil, nil
+	}
+	b, err := e.j.ReadBlob(a.Result)
+	if err != nil {
+		return nil, nil
+	}
+	r := &early{done: make(chan struct{}), u: u, base: a.Base, tree: a.Tree, prompt: a.Prompt,
+		started: a.StartedAt, finished: a.FinishedAt, staged: a, adopted: true}
+	close(r.done)
+	if err := json.Unmarshal(b, &r.call.res); err != nil {
+		return nil, nil
+	}
+	r.call.stdout, r.call.stderr = a.Stdout, a.Stderr
+	if a.RunError != "" {
+		r.call.runErr = errors.New(a.RunError)
+	}
+	return r, nil
+}
+
+// settleAhead journals, with the unit's outcome o, that this run settled
+// the journaled call r stands for (r.staged), and lets its ref go: what a
+// later resume finds is then the unit. The unit alone when r was not
+// journaled.
+func (e *engine) settleAhead(ctx context.Context, r *early, unitID string, o cache.Outcome) error {
+	if r == nil || r.staged == nil {
+		return e.j.FinishUnit(e.runID, unitID, o)
+	}
+	a := r.staged
+	e.jmu.Lock()
+	err := e.j.Batch(true, func(b *cache.Journal) error {
+		if err := b.FinishUnit(e.runID, unitID, o); err != nil {
+			return err
+		}
+		return b.SettleAhead(a.RunID, a.UnitID, e.runID)
+	})
+	e.jmu.Unlock()
+	if err != nil {
+		return err
+	}
+	e.lineage.tookAhead(a.Identity)
+	e.settledRefs = append(e.settledRefs, [2]string{a.RunID, aheadRefName(a.Identity)}) // deleted by endWaves, all at once
 	return nil
 }
 

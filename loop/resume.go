@@ -184,6 +184,9 @@ func (e *engine) runTasks(ctx context.Context, i int, planned []PlannedTask) (in
 	var res taskResult
 	ran := 0
 	e.held = &held
+	// Calls made ahead journal themselves as they return (journalCall),
+	// never inside the batch: its statements could wait on them.
+	e.jmu.Lock()
 	err := j.Batch(false, func(b *cache.Journal) error {
 		e.j = b
 		for ran = 0; ran < n; {
@@ -196,6 +199,7 @@ func (e *engine) runTasks(ctx context.Context, i int, planned []PlannedTask) (in
 		}
 		return nil
 	})
+	e.jmu.Unlock()
 	e.j, e.held = j, nil
 	switch {
 	case errors.Is(err, errNeedsLive):

@@ -139,6 +139,14 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 					hit, failedFeedback = f, &g.Feedback
 					break
 				}
+				if _, ok := e.lineage.aheadCall(u.Identity); ok {
+					// Made ahead by the lineage: taken at its turn.
+					p.Action = ActionLive
+					p.Reasons = e.liveWhy(pl.pass, t, u, pl.tree)
+					pl.art[t.ID] = units[len(units)-1].Identity
+					pl.live[t.ID] = true
+					return nil
+				}
 				if a, ok := pl.acrossAt(t, i, facts, units); ok {
 					p.Action, p.From = ActionAcross, a.origin.ID
 					p.Reasons = []string{acrossReason(e, a)}

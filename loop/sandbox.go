@@ -11,6 +11,7 @@ import (
 	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/sandbox"
+	"github.com/implloop/implloop/settings"
 )
 
 // protectedRefs are implloop's ref namespaces (boundary.RunRefPrefix and
@@ -39,12 +40,12 @@ func (e *engine) startSandbox(ctx context.Context) error {
 	// run's, and every fallback's (--fallback-agent).
 	agentDirs := agent.ConfigDirs(e.agentName(), os.Getenv)
 	for _, f := range e.s.Fallbacks {
-		name, _ := Fallback(f)
+		name, _ := settings.Fallback(f)
 		agentDirs = append(agentDirs, agent.ConfigDirs(name, os.Getenv)...)
 	}
 	box, err := sandbox.New(sandbox.Options{
 		Allow:     allow,
-		NoNetwork: e.s.SandboxNetwork == SandboxNetworkNone,
+		NoNetwork: e.s.SandboxNetwork == settings.SandboxNetworkNone,
 		AgentDirs: agentDirs,
 		Caches:    sandbox.Caches(os.Getenv, home),
 		State:     []string{dirs.State, dirs.Lock},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/settings"
 )
 
 // Inherit is the one place a resume's settings are put together: the
@@ -161,23 +162,6 @@ func TestFrontMatterValidated(t *testing.T) {
 	}
 }
 
-func TestParseParams(t *testing.T) {
-	t.Parallel()
-	m, err := ParseParams([]string{"a=1", "b=", "c=x=y"})
-	if err != nil || m["a"] != "1" || m["b"] != "" || m["c"] != "x=y" {
-		t.Fatalf("%v %v", m, err)
-	}
-	for _, bad := range []string{"foo", "=v", ""} {
-		var se *SettingError
-		if _, err := ParseParams([]string{bad}); !errors.As(err, &se) || se.Flag != "param" {
-			t.Errorf("--param %q: %v", bad, err)
-		}
-	}
-	if m, err := ParseParams(nil); m != nil || err != nil {
-		t.Errorf("no params: %v %v", m, err)
-	}
-}
-
 // SettingsOf is where a resume, watch and check start: the defaults, the
 // parent's journaled settings over them, then the plan path.
 func TestSettingsOf(t *testing.T) {
@@ -191,10 +175,12 @@ func TestSettingsOf(t *testing.T) {
 		check    func(s Settings) bool
 	}{
 		{name: "no settings journaled: defaults, the run's plan", wantPlan: "plan.md",
-			check: func(s Settings) bool { return s.MaxAttempts == DefaultMaxAttempts && s.OnBlocked == DefaultOnBlocked }},
+			check: func(s Settings) bool {
+				return s.MaxAttempts == settings.DefaultMaxAttempts && s.OnBlocked == settings.DefaultOnBlocked
+			}},
 		{name: "journaled settings win over defaults", settings: `{"plan":"p.md","agent":"claude","max_attempts":5}`, wantPlan: "p.md",
 			check: func(s Settings) bool {
-				return s.Agent == "claude" && s.MaxAttempts == 5 && s.PlanContext == DefaultPlanContext
+				return s.Agent == "claude" && s.MaxAttempts == 5 && s.PlanContext == settings.DefaultPlanContext
 			}},
 		{name: "a plan path given wins", settings: `{"plan":"p.md"}`, planPath: "docs/p.md", wantPlan: "docs/p.md"},
 		{name: "bad JSON", settings: `{"max_attempts":"x"}`, wantErr: "run r-1: settings in the journal: "},

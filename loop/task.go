@@ -263,6 +263,9 @@ type attemptRun struct {
 func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *taskState, facts unit.Facts, units []unit.Unit) (attemptRun, error) {
 	attempt := facts.Attempt
 	calledAhead := len(units) > 0 && e.early[units[0].Identity] != nil // with its wave (--jobs): that call stands
+	if len(units) > 0 && !calledAhead {
+		_, calledAhead = e.lineage.aheadCall(units[0].Identity) // by the run this one resumes: it stands too
+	}
 	if attempt == 1 && !calledAhead && ts.across == nil {
 		ts.across, _ = e.acrossRuns(ctx, t, facts, units)
 		if d, ok := e.declined[t.ID]; ok && ts.across == nil {
@@ -526,6 +529,19 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if err != nil {
 		return "", "", err
 	}
+	if ahead == nil {
+		// Made ahead by a run this one resumes, which stopped before
+		// this turn: taken, not made again.
+		if ahead, err = e.adoptAhead(ctx, u); err != nil {
+			return "", "", err
+		}
+	}
+	if ahead != nil {
+		if e.settled == nil {
+			e.settled = map[string]*early{}
+		}
+		e.settled[t.ID] = ahead // what its work was, should a discard be seen (attribute.go)
+	}
 	var ctxFile, promptFile, promptHash string
 	if ahead == nil {
 		if ctxFile, promptFile, promptHash, err = unitFiles(e.j, e.runID, u); err != nil {
@@ -562,7 +578,10 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if m != e.chain[0] {
 		ev.Agent, ev.Model = m.agent, m.model
 	}
-	if ahead != nil {
+	switch {
+	case ahead != nil && ahead.adopted:
+		ev.Message = "no agent call: its result and work taken from run " + ahead.staged.RunID + "'s journal"
+	case ahead != nil:
 		ev.Message = "ran with its wave, in its own worktree"
 		if rel, err := filepath.Rel(e.o.RepoRoot, ahead.worktree); err == nil {
 			ev.Worktree = filepath.ToSlash(rel)
@@ -674,7 +693,7 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if ahead != nil && c.res.Limit == nil && limited == (agent.Result{}) {
 		o.FinishedAt = ahead.finished
 	}
-	if err := e.j.FinishUnit(e.runID, u.ID, o); err != nil {
+	if err := e.settleAhead(ctx, ahead, u.ID, o); err != nil {
 		return "", "", err
 	}
 	fin := Event{Type: EvUnitFinished, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live",
@@ -961,10 +980,24 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 	if len(v.lost) > 0 {
 		ts.row.LostPaths = v.lost
 		status = cache.TaskBlocked
+		var whys []string
+		if n := len(v.lost) - len(v.carried); n > 0 {
+			w := "the task discarded work of earlier tasks: " + shownPaths(v.lost[:n])
+			if reason != "" {
+				w = "it discarded work of earlier tasks: " + shownPaths(v.lost[:n])
+			}
+			if v.aheadWhy != "" {
+				w += " (" + v.aheadWhy + ")"
+			}
+			whys = append(whys, w)
+		}
+		if v.carriedWhy != "" {
+			whys = append(whys, v.carriedWhy)
+		}
 		if reason == "" {
-			reason = fmt.Sprintf("the task discarded work of earlier tasks: %s", shownPaths(v.lost))
+			reason = strings.Join(whys, "; and ")
 		} else {
-			reason += "; and it discarded work of earlier tasks: " + shownPaths(v.lost)
+			reason += "; and " + strings.Join(whys, "; and ")
 		}
 	}
 	for _, c := range v.concerns {

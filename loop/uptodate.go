@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 
@@ -13,7 +12,9 @@ import (
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/internal/files"
 	"github.com/implloop/implloop/report"
+	"github.com/implloop/implloop/settings"
 	"github.com/implloop/implloop/travel"
 	"github.com/implloop/implloop/unit"
 )
@@ -31,12 +32,6 @@ import (
 // A changed digest only means the resume is planned in full, unit by unit,
 // which still replays everything whose identity is unchanged.
 func inputsDigest(sel *extractor.Selection, s Settings) string {
-	s.AgentVersion = ""
-	// When a run stops and what it tells, not what a call is asked.
-	s.MaxWait, s.MaxCost, s.MaxTokens, s.MaxTaskCost, s.Notify = 0, 0, 0, 0, ""
-	// The sandbox changes how the calls run, not what they are asked.
-	s.Sandbox, s.SandboxAllow, s.SandboxNetwork, s.SandboxGates, s.SandboxTool = false, nil, "", false, ""
-	s.Flags = slices.DeleteFunc(slices.Clone(s.Flags), func(f string) bool { return strings.HasPrefix(f, "sandbox") })
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	_ = enc.Encode("implloop.inputs\x00v1\x00" + identity.Version)
@@ -44,9 +39,28 @@ func inputsDigest(sel *extractor.Selection, s Settings) string {
 		sum := sha256.Sum256(r.Template())
 		_ = enc.Encode([]string{r.Name, hex.EncodeToString(sum[:])})
 	}
-	_ = enc.Encode(s)
+	_ = enc.Encode(digestedSettings(s))
 	_ = enc.Encode(sel)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// digestedSettings are the settings as the inputs digest sees them: those
+// the table of settings marks hashed by neither (when a run stops, what it
+// tells, how safely its calls run) at their zero value, and the agent
+// CLI's version and the sandbox's tool (recorded, never hashed) left out.
+// The sandbox's flag names are left out of Flags too; the other unhashed
+// settings' flag names stay, as the digest was first defined: changing
+// what it covers would make every journaled run look changed.
+func digestedSettings(s Settings) Settings {
+	var zero Settings
+	for _, st := range settings.All() {
+		if st.Hashed == settings.Neither {
+			st.Copy(&s, &zero)
+		}
+	}
+	s.AgentVersion, s.SandboxTool = "", ""
+	s.Flags = slices.DeleteFunc(slices.Clone(s.Flags), func(f string) bool { return strings.HasPrefix(f, "sandbox") })
+	return s
 }
 
 // upToDate answers a resume whose parent left everything as it is now:
@@ -114,7 +128,7 @@ func (e *engine) upToDate(ctx context.Context, inputs string) *Outcome {
 		return nil
 	}
 	out := &Outcome{RunID: parent.ID, ParentID: parent.ID, Verdict: parent.Verdict, ParentVerdict: parent.Verdict, NoOp: true, UpToDate: true, Headline: dec.Headline()}
-	if md, _ := report.Paths(j.Dir(), parent.ID); fileExists(md) {
+	if md, _ := report.Paths(j.Dir(), parent.ID); files.IsFile(md) {
 		out.ReportPath = md
 	}
 	ev := Event{Type: EvNothingChanged, Time: e.now().UTC(), RunID: parent.ID, Plan: e.s.Plan, PlanSHA: e.sel.PlanSHA256,
@@ -166,14 +180,4 @@ func (e *engine) replaysWhole(j *cache.Journal, parentID string, snap boundary.S
 		}
 	}
 	return true
-}
-
-func fileExists(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
-}
-
-func fileOrDirExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

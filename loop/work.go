@@ -8,6 +8,7 @@ import (
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/guard"
+	"github.com/implloop/implloop/internal/words"
 )
 
 // ActionRestore is a task whose units replay but whose work is no longer
@@ -46,7 +47,7 @@ func (w *workCheck) treeChanged() bool { return w != nil && len(w.changed) > 0 }
 
 // changedReason is the resume plan's word for a gate that runs again.
 func (w *workCheck) changedReason() string {
-	return fmt.Sprintf("the tree changed since run %s (%d %s): its gate runs live", w.parent, len(w.changed), plural(len(w.changed), "path", "paths"))
+	return fmt.Sprintf("the tree changed since run %s (%s): its gate runs live", w.parent, words.Count(len(w.changed), "path"))
 }
 
 // parentTree is the tree of the parent's last boundary, "" when there is
@@ -443,11 +444,4 @@ func writeBack(ctx context.Context, root string, work []boundary.LostContent) (d
 		left = append(left, w.Path+" ("+firstLine(fmt.Sprint(err))+")")
 	}
 	return done, left
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

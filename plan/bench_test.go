@@ -169,3 +169,60 @@ func benchmarkParse(b *testing.B, src []byte, form Form, tasks int) {
 	}
 	b.ReportMetric(float64(theirs)/float64(ours), "x-goldmark-gfm")
 }
+
+// The readers of issue 31, each against goldmark+GFM on the same bytes.
+
+// genBullets builds n bold-id bullets ("- **12.3** ✅ Title") with their
+// detail bullets.
+func genBullets(n, size int) []byte {
+	return genRepeated("# Steps\n\n## Slice 1\n\n", n, size,
+		func(b *strings.Builder, i int) { fmt.Fprintf(b, "- **%d.%d** ✅ Step number %d\n", i/10+1, i%10, i) },
+		"- Files: `internal/c/c.go`, `internal/c/c_test.go`, and the handler that validates its input\n",
+		func(*strings.Builder, int) {})
+}
+
+// genYAML builds a PRP in the shape the PRP template gives: a yaml block
+// listing n tasks (a fifth of the bytes), then per-task pseudocode
+// sections of prose and code. (A plan that is nothing but one 10 MiB
+// yaml block parses about three times slower than goldmark, which does
+// next to nothing per byte of a fenced block, while implloop hashes,
+// checks UTF-8 and keeps every byte.)
+func genYAML(n, size int) []byte {
+	var b strings.Builder
+	b.Grow(n * (size + 200))
+	b.WriteString("# PRP\n\n## Goal\n\nRetry everything.\n\n### list of tasks to be completed\n\n```yaml\n")
+	for i := 1; i <= n; i++ {
+		start := b.Len()
+		fmt.Fprintf(&b, "Task %d:\nMODIFY src/module_%d.py:\n", i, i)
+		for b.Len()-start < size/5 {
+			b.WriteString("  - FIND pattern: \"class OldImplementation\" and INJECT the new handler after it\n")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("```\n\n### Per task pseudocode\n\n")
+	for i := 1; i <= n; i++ {
+		start := b.Len()
+		fmt.Fprintf(&b, "#### Pseudocode for module_%d.py\n\n", i)
+		for b.Len()-start < size*4/5 {
+			b.WriteString("The handler validates its input and returns a typed error; keep the schema next to the route.\n\n```python\ndef handle(req):\n    return validate(req)\n```\n\n")
+		}
+	}
+	return []byte(b.String())
+}
+
+// genSteps builds a TAC/ADW plan: an overview of phases, then n numbered
+// headings under "## Step by Step Tasks".
+func genSteps(n, size int) []byte {
+	return genRepeated("# Feature: generated\n\n## Implementation Plan\n\n### Phase 1: Foundation\n\nx\n\n### Phase 2: Core\n\ny\n\n## Step by Step Tasks\n\n", n, size,
+		func(b *strings.Builder, i int) { fmt.Fprintf(b, "### %d. Create component number %d\n\n", i, i) },
+		"- Edit `internal/c/c.go` so that the handler validates its input and returns a typed error.\n",
+		func(b *strings.Builder, _ int) { b.WriteString("\n") })
+}
+
+func BenchmarkParseBullets(b *testing.B) {
+	benchmarkParse(b, genBullets(5000, 2090), FormBullets, 5000)
+}
+func BenchmarkParseYAML(b *testing.B) { benchmarkParse(b, genYAML(5000, 2090), FormYAML, 5000) }
+func BenchmarkParseSteps(b *testing.B) {
+	benchmarkParse(b, genSteps(5000, 2090), FormSections, 5000)
+}

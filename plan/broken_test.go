@@ -114,7 +114,7 @@ func TestReadFileFailures(t *testing.T) {
 		path, want string
 	}{
 		{filepath.Join(dir, "missing.md"), "missing.md: error: cannot read plan: no such file or directory"},
-		{dir, ": error: cannot read plan: is a directory"},
+		{dir, ": error: cannot read plan: is a directory with no task files (a folder plan holds one task per numbered file: task-01.md, 02-setup.md)"},
 		{big, "big.md: error: plan file too large: 33554433 bytes, the limit is 33554432 (32 MiB)"},
 	} {
 		p, ds, err := ReadFile(tc.path)

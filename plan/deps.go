@@ -9,9 +9,17 @@ import (
 
 // depsRe matches the start of a dependency line: "Depends on:", "depends
 // on", "Depends:", "**Dependencies:**". Group 1 is the colon.
-var depsRe = regexp.MustCompile(`^(?:\*\*|__|\*|_)?(?i:depends\s+on|depends|dependencies)\b(?:\*\*|__|\*|_)?(\s*:)?(?:\*\*|__|\*|_)?`)
+//
+// The same label in other languages reads the same way: "Dependencias:",
+// "Depende de", "Dependências", "Voraussetzung:", "Abhängig von:",
+// "Dépend de", "依赖:", "依赖任务：", "前置：", "依存:", "의존성:".
+var depsRe = regexp.MustCompile(`^(?:\*\*|__|\*|_)?(?:(?i:depends\s+on|depends|dependencies|dependencias?|depende\s+de|dependências|dependência|voraussetzung(?:en)?|abhängig\s+von|abhängigkeiten|dépend\s+de|dépendances?|prerequisites?|prérequis|requisitos\s+previos)\b|` + cjkDepLabels + `)(?:\*\*|__|\*|_)?(\s*[:：])?(?:\*\*|__|\*|_)?`)
 
-var depTokenRe = regexp.MustCompile(`[^\s,;]+`)
+// cjkDepLabels are the dependency labels of languages written without
+// spaces, which \b cannot bound: the longest first.
+const cjkDepLabels = `依赖任务|依赖项|依赖关系|依赖|依賴|前置任务|前置任務|前置条件|前置|依存タスク|依存関係|依存|前提タスク|선행\s*작업|의존성|의존`
+
+var depTokenRe = regexp.MustCompile(`[^\s,;、，；]+`)
 
 // scanDeps reads a dependency declaration from one line of a task's prose.
 // absStart is the line's offset in the file.
@@ -28,12 +36,13 @@ func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte, open bool
 	for j < len(line) && (line[j] == '*' || line[j] == '_') {
 		j++
 	}
-	if j >= len(line) || (line[j]|0x20 != 'd' && line[j]|0x20 != 'n') { // cheap reject for most lines
+	if j >= len(line) || !mayStartDeps(line[j]) { // cheap reject for most lines
 		return open
 	}
 	m := depsRe.FindSubmatchIndex(line[i:])
 	if m == nil {
 		r.scanNeeds(t, absStart, line, i)
+		r.scanDepFields(t, absStart, line)
 		return open
 	}
 	colon := m[2] >= 0
@@ -45,12 +54,77 @@ func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte, open bool
 		return open // prose: "Depends on the config loader being fast", "Depends on go-1.22"
 	}
 	if len(found) == 0 && !none {
+		if !englishDepLabel(line[i : i+m[1]]) {
+			return open // "依赖：Node + npm" names software, not tasks: prose in any language but the one the hint is in
+		}
 		l, c := r.position(absStart + i)
 		r.diag(l, c, SeverityWarning, `dependency line in task %s names no task id (write "Depends on: 3, 5" or "Depends on: none")`, t.ID)
 		return open
 	}
 	t.deps = append(t.deps, found...)
 	return open
+}
+
+// englishDepLabel reports whether a matched dependency label is one of
+// the English ones ("Depends on:", "**Dependencies:**").
+func englishDepLabel(label []byte) bool {
+	l := strings.ToLower(strings.Join(strings.Fields(strings.Trim(string(label), "*_:： \t")), " "))
+	l = strings.TrimRight(l, "*_:： ")
+	return l == "depends on" || l == "depends" || l == "dependencies"
+}
+
+// mayStartDeps reports whether a line whose text starts with c may start
+// a dependency label: a letter some label starts with, or any non-ASCII
+// byte (the labels of other scripts).
+func mayStartDeps(c byte) bool {
+	switch c | 0x20 {
+	case 'd', 'n', 'v', 'a', 'p', 'r':
+		return true
+	}
+	return c >= 0x80
+}
+
+// scanDepFields reads a dependency label that is one field of a metadata
+// line: "**Estimate**: 0.5 h | **Depends**: Task 1.1", "**Status:** open
+// · **Abhängig von:** WP03". Only a label with a colon counts there.
+func (r *parseState) scanDepFields(t *taskBuild, absStart int, line []byte) {
+	if !bytes.ContainsAny(line, "|·") {
+		return
+	}
+	for i := 0; i < len(line); i++ {
+		var sep int
+		switch {
+		case line[i] == '|':
+			sep = 1
+		case bytes.HasPrefix(line[i:], []byte("·")):
+			sep = len("·")
+		default:
+			continue
+		}
+		k := i + sep
+		for k < len(line) && (line[k] == ' ' || line[k] == '\t') {
+			k++
+		}
+		j := k
+		for j < len(line) && (line[j] == '*' || line[j] == '_') {
+			j++
+		}
+		if j >= len(line) || !mayStartDeps(line[j]) {
+			continue
+		}
+		m := depsRe.FindSubmatchIndex(line[k:])
+		if m == nil || m[2] < 0 {
+			continue
+		}
+		rest := line[k+m[1]:]
+		if e := bytes.IndexAny(rest, "|"); e >= 0 {
+			rest = rest[:e]
+		} else if e := bytes.Index(rest, []byte("·")); e >= 0 {
+			rest = rest[:e]
+		}
+		found, _ := r.depList(absStart+k+m[1], rest, false)
+		t.deps = append(t.deps, found...)
+	}
 }
 
 // needsRe matches a "Needs" label at the start of a line: "**Needs**",
@@ -84,8 +158,7 @@ func depTokens(rest []byte) int {
 	n := 0
 	for _, loc := range depTokenRe.FindAllIndex(rest, -1) {
 		tok := strings.Trim(string(rest[loc[0]:loc[1]]), "`*_([#)].:")
-		switch strings.ToLower(tok) {
-		case "", "task", "tasks", "step", "steps", "and", "&":
+		if isDepConnector(strings.ToLower(tok)) {
 			continue
 		}
 		n++
@@ -188,18 +261,24 @@ var leadingOnRe = regexp.MustCompile(`^(?i:on)\b\s*:?`)
 // or a dependency column, which hold only ids): in prose, "node-18" or
 // "go-1.22" is more often a version than a task.
 func (r *parseState) depList(absStart int, rest []byte, slugs bool) (found []depRef, none bool) {
+	span := false // a range word ("a", "to", "bis") after an id: the next id ends a range
 tokens:
 	for _, loc := range depTokenRe.FindAllIndex(rest, -1) {
 		tok := string(rest[loc[0]:loc[1]])
 		trimmed := strings.TrimLeft(tok, "`*_([#")
 		off := loc[0] + len(tok) - len(trimmed)
-		tok = strings.TrimRight(trimmed, "`*_)].:")
-		switch strings.ToLower(tok) {
-		case "":
+		tok = strings.TrimRight(trimmed, "`*_)].:。")
+		if w := taskWord(tok); w > 0 && w < len(tok) { // "任务1.1", "Task#3"
+			off += w
+			tok = strings.TrimLeft(tok[w:], "#")
+		}
+		switch low := strings.ToLower(tok); {
+		case isRangeWord(low) && len(found) > 0 && !span && found[len(found)-1].through == "":
+			span = true
 			continue
-		case "task", "tasks", "step", "steps", "and", "&":
+		case isDepConnector(low):
 			continue
-		case "none", "nothing", "n/a", "-", "–", "—":
+		case isNoneWord(low):
 			none = len(found) == 0
 			break tokens
 		}
@@ -208,10 +287,49 @@ tokens:
 		if !isDepID(tok) && !slug {
 			break
 		}
+		if span { // "Tareas 1.12 a 1.21": every task from 1.12 to 1.21
+			span = false
+			if !slug {
+				found[len(found)-1].through = tok
+				continue
+			}
+		}
 		l, c := r.position(absStart + off)
 		found = append(found, depRef{id: tok, line: l, col: c, weak: slug && !slugs && !ticked})
 	}
 	return found, none
+}
+
+// isDepConnector reports whether a word of a dependency list is a
+// connector between ids ("and", "tasks", "&", "和", "und"), not an id.
+func isDepConnector(w string) bool {
+	switch w {
+	case "", "task", "tasks", "step", "steps", "and", "&", "+",
+		"tareas", "tarefas", "aufgaben", "tâches", "taches", "pasos", "passos", "schritte", // "Tareas 0.1, 0.2"
+		"y", "e", "und", "et", "o", "ou", "oder", "or", "和", "及", "与", "と", "및", "과", "와":
+		return true
+	}
+	return taskWord(w) == len(w)
+}
+
+// isRangeWord reports whether a word between two ids of a dependency
+// list makes them a range: "Tareas 1.1 a 1.9", "tasks 3 to 5", "2 bis 4".
+func isRangeWord(w string) bool {
+	switch w {
+	case "to", "through", "thru", "a", "até", "ate", "bis", "à":
+		return true
+	}
+	return false
+}
+
+// isNoneWord reports whether a word says a task depends on nothing.
+func isNoneWord(w string) bool {
+	switch w {
+	case "none", "nothing", "n/a", "-", "–", "—", "无", "無", "なし", "없음",
+		"ninguna", "ninguno", "nenhuma", "nenhum", "nada", "keine", "keiner", "aucune", "aucun", "rien":
+		return true
+	}
+	return false
 }
 
 // isDepID reports whether s looks like a task id: "3", "3.2", "T012",

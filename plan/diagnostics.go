@@ -3,21 +3,28 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/yuin/goldmark/ast"
+
+	"github.com/implloop/implloop/internal/words"
 )
 
 // check adds the plan-level diagnostics and copies the tasks into the plan.
 func (r *parseState) check(doc ast.Node) {
-	r.checkFences(doc)
+	if doc != nil {
+		r.checkFences(doc)
+	}
 	if len(r.tasks) == 0 {
 		if r.plan.Reading.Forced != "" {
 			return // findTasks said which form found nothing
 		}
 		r.diag(1, 1, SeverityError, `no tasks: write task headings ("### Task 1: Title") or top-level checklist items ("- [ ] Title"), or run the whole plan as one task with --form whole`)
-		r.reportNestedChecklist(doc)
+		if doc != nil {
+			r.reportNestedChecklist(doc)
+		}
 		return
 	}
 
@@ -57,27 +64,39 @@ func (r *parseState) check(doc ast.Node) {
 	}
 
 	// Dependencies: unknown ids, self and forward references.
+	var byNum []numberedTask // made when a range first needs it
 	for i := range r.tasks {
 		t := &r.tasks[i]
 		seen := map[string]bool{}
-		for _, d := range t.deps {
+		deps := t.deps
+		if slices.ContainsFunc(deps, func(d depRef) bool { return d.through != "" }) {
+			if byNum == nil {
+				byNum = r.tasksByNumber()
+			}
+			deps = expandRanges(deps, byNum, first, i)
+		}
+		for _, d := range deps {
 			if seen[d.id] {
 				continue
 			}
 			seen[d.id] = true
 			j, ok := first[d.id]
+			diag := r.diag
+			if d.file != "" {
+				diag = r.diagIn(d.file)
+			}
 			switch {
 			case !ok && d.weak:
-				r.diag(d.line, d.col, SeverityWarning, "task %s: a dependency line names %q, which is no task of this plan: read as prose, not as a dependency", t.ID, d.id)
+				diag(d.line, d.col, SeverityWarning, "task %s: a dependency line names %q, which is no task of this plan: read as prose, not as a dependency", t.ID, d.id)
 				continue
 			case !ok:
-				r.diag(d.line, d.col, SeverityError, "task %s depends on unknown task %q%s", t.ID, d.id, r.didYouMean(d.id))
+				diag(d.line, d.col, SeverityError, "task %s depends on unknown task %q%s", t.ID, d.id, r.didYouMean(d.id))
 				continue
 			case j == i:
-				r.diag(d.line, d.col, SeverityError, "dependency cycle: task %s depends on itself", t.ID)
+				diag(d.line, d.col, SeverityError, "dependency cycle: task %s depends on itself", t.ID)
 				continue
 			case j > i:
-				r.diag(d.line, d.col, SeverityWarning, "task %s depends on task %s, which comes later in the plan (tasks run in plan order)", t.ID, d.id)
+				diag(d.line, d.col, SeverityWarning, "task %s depends on task %s, which comes later in the plan (tasks run in plan order)", t.ID, d.id)
 			}
 			t.Deps = append(t.Deps, d.id)
 		}
@@ -87,6 +106,17 @@ func (r *parseState) check(doc ast.Node) {
 	r.plan.Tasks = make([]Task, len(r.tasks))
 	for i := range r.tasks {
 		r.plan.Tasks[i] = r.tasks[i].Task
+	}
+}
+
+// diagIn is diag for a finding in another file than the plan's own (a
+// folder plan's task file).
+func (r *parseState) diagIn(path string) func(line, col int, sev Severity, format string, args ...any) {
+	return func(line, col int, sev Severity, format string, args ...any) {
+		saved := r.path
+		r.path = path
+		r.diag(line, col, sev, format, args...)
+		r.path = saved
 	}
 }
 
@@ -206,10 +236,10 @@ func (r *parseState) checkCycles(index map[string]int) {
 						ids = append(ids, fmt.Sprintf("... (%d more) ...", len(cycle)-maxCycleShown))
 					}
 					if len(cycle) <= maxCycleShown || i < maxCycleShown/2 || i >= len(cycle)-maxCycleShown/2 {
-						ids = append(ids, clip(r.tasks[f.node].ID, maxIDShown))
+						ids = append(ids, words.Clip(r.tasks[f.node].ID, maxIDShown))
 					}
 				}
-				ids = append(ids, clip(r.tasks[j].ID, maxIDShown))
+				ids = append(ids, words.Clip(r.tasks[j].ID, maxIDShown))
 				r.diag(r.tasks[at].Line, 1, SeverityError, "dependency cycle: %s", unclipped(strings.Join(ids, " -> ")))
 				reported++
 				if reported >= maxCycleReports {
@@ -265,7 +295,7 @@ func (r *parseState) checkNestedFence(fc *ast.FencedCodeBlock) {
 	}
 	for i := 0; i < lines.Len(); i++ {
 		seg := lines.At(i)
-		t := bytes.TrimLeft(seg.Value(r.body), " ")
+		t := bytes.TrimLeft(r.body[seg.Start:seg.Stop], " ")
 		n := 0
 		for n < len(t) && t[n] == c {
 			n++
@@ -311,7 +341,7 @@ func (r *parseState) reportNestedChecklist(doc ast.Node) {
 			return ast.WalkContinue, nil
 		}
 		if item, ok := n.(*ast.ListItem); ok && item.Pos() >= 0 {
-			if box, _ := r.taskItem(item); box != nil {
+			if _, _, ok := r.taskItem(item); ok {
 				found = item
 				return ast.WalkStop, nil
 			}
@@ -322,4 +352,74 @@ func (r *parseState) reportNestedChecklist(doc ast.Node) {
 		l, c := r.position(r.abs(found.Pos()))
 		r.diag(l, c, SeverityWarning, "checklist item is not a task: only top-level checklist items are (this one is nested or quoted)")
 	}
+}
+
+// numberedTask is a task's number ("3.2" is [3 2]) and its index.
+type numberedTask struct {
+	nums []int
+	i    int
+	id   string
+}
+
+// maxRangeDeps bounds the tasks one dependency range stands for: a real
+// plan's "Tareas 1.1 a 1.9" names a handful, and a plan of thousands of
+// ranges over thousands of tasks must not cost their product.
+const maxRangeDeps = 1000
+
+// tasksByNumber returns the tasks with numeric ids, sorted by number.
+func (r *parseState) tasksByNumber() []numberedTask {
+	out := make([]numberedTask, 0, len(r.tasks))
+	for i, t := range r.tasks {
+		if n, ok := NumericID(t.ID); ok {
+			out = append(out, numberedTask{n, i, t.ID})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b numberedTask) int { return CompareNumeric(a.nums, b.nums) })
+	return out
+}
+
+// expandRanges replaces each dependency range ("Tareas 1.12 a 1.21") by
+// its first task and every task numbered after it up to the last one (a
+// last "1.2" covers 1.2.1, as a task range does); task self, inside a
+// range it lies in, is left out. An end that names no task stays, to be
+// reported as unknown.
+func expandRanges(deps []depRef, byNum []numberedTask, first map[string]int, self int) []depRef {
+	out := make([]depRef, 0, len(deps))
+	for _, d := range deps {
+		if d.through == "" {
+			out = append(out, d)
+			continue
+		}
+		start := d
+		start.through = ""
+		out = append(out, start)
+		end := depRef{id: d.through, line: d.line, col: d.col, weak: d.weak, file: d.file}
+		_, okLo := first[d.id]
+		_, okHi := first[d.through]
+		lo, numLo := NumericID(d.id)
+		hi, numHi := NumericID(d.through)
+		if !okLo || !okHi || !numLo || !numHi || CompareNumeric(lo, hi) > 0 {
+			out = append(out, end)
+			continue
+		}
+		k, _ := slices.BinarySearchFunc(byNum, lo, func(t numberedTask, n []int) int { return CompareNumeric(t.nums, n) })
+		for n := 0; k < len(byNum) && n < maxRangeDeps; k++ {
+			t := byNum[k]
+			if CompareNumeric(t.nums, hi) > 0 && !numericPrefix(hi, t.nums) {
+				break
+			}
+			if t.i == self || CompareNumeric(t.nums, lo) == 0 {
+				continue
+			}
+			out = append(out, depRef{id: t.id, line: d.line, col: d.col, file: d.file})
+			n++
+		}
+		out = append(out, end)
+	}
+	return out
+}
+
+// numericPrefix reports whether p is a prefix of n: 3 of 3.2.
+func numericPrefix(p, n []int) bool {
+	return len(p) <= len(n) && slices.Equal(p, n[:len(p)])
 }

@@ -5,49 +5,55 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/implloop/implloop/settings"
 )
 
-// FrontMatterKey is one setting a plan's front matter may hold. Each is the
-// plan-level default of the `implloop run` flag of the same name (with "_"
-// for "-"); a flag given on the command line wins.
+// FrontMatterKey is one key a plan's front matter may hold: the plan's own
+// (title, form, todos, ...) or a run setting, the plan-level default of
+// the `implloop run` flag that gives it (package settings' table); a flag
+// given on the command line wins.
 type FrontMatterKey struct {
 	Name string
 	Type string // what the value must be, for messages and docs
 	Doc  string
+	Flag string // the run flag that gives the same setting; "" for the plan's own keys
 	// check returns "" when v is acceptable, else what is wrong.
 	check func(v any) string
 }
 
 // FrontMatterKeys are the keys implloop knows. Any other key is a lint
 // warning (a typo like "max_attempt" would otherwise be ignored silently).
-var FrontMatterKeys = []FrontMatterKey{
-	{"title", "string", "the plan's name, for reports", isString},
-	{"description", "string", "what the plan is for (spec-kit writes it)", isString},
-	{"agent", "string", "agent backend: claude, codex, gemini, opencode, exec, builtin", isString},
-	{"agent_cmd", "string", "the command line of the exec backend", isString},
-	{"model", "string", "model name passed to the agent", isString},
-	{"verify", "string", "the gate command run after every task without its own ```verify block", isString},
-	{"max_attempts", "positive integer", "attempts per task before it is BLOCKED", isPositiveInt},
-	{"jobs", "positive integer", "how many tasks may run at once (see \"Parallel tasks\")", isPositiveInt},
-	{"timeout", "duration (\"20m\") or seconds", "limit for one agent call", isDuration},
-	{"on_blocked", "string", "what a blocked task does to the run", isString},
-	{"plan_context", "scalar", "how much of the plan each prompt carries", isScalar},
-	{"env", "list of variable names", "environment variables passed through to the agent", isNameList},
-	{"params", "mapping", "user parameters handed to the agent", isMapping},
-	{"form", "task form name", "read the tasks in this form only (" + FormNames() + ")", isFormName},
-	{"todos", "list of mappings", "the tasks, as Cursor plans list them (id, content, status, dependencies)", isList},
-	{"name", "string", "the plan's name (Cursor plans write it)", isString},
-	{"overview", "string", "what the plan does (Cursor plans write it)", isString},
-	{"notify", "string", "a command run at the end of the run, at a block and when a wait for a usage limit begins, with the event as JSON on its stdin", isString},
-	{"sandbox", "boolean", "run each agent call in a sandbox (see \"Sandbox\" in docs/agents.md)", isBool},
-	{"sandbox_allow", "list of paths", "more paths a sandboxed agent may write (relative to the repository root, or ~/...)", isStringList},
-	{"sandbox_network", "string", "on, or none: no network in the sandbox", isString},
-	{"sandbox_gates", "boolean", "run the gates in the sandbox too", isBool},
+var FrontMatterKeys = frontMatterKeys()
+
+// frontMatterKeys are the plan's own keys and the run settings' keys, in
+// the order lint names them: title and description, the settings, with the
+// keys of task forms and of Cursor plans after params, where they came in.
+func frontMatterKeys() []FrontMatterKey {
+	str := settings.TypeString
+	keys := []FrontMatterKey{
+		{"title", str.String(), "the plan's name, for reports", "", str.Check},
+		{"description", str.String(), "what the plan is for (spec-kit writes it)", "", str.Check},
+	}
+	for _, st := range settings.All() {
+		if st.Key == "" {
+			continue
+		}
+		keys = append(keys, FrontMatterKey{st.Key, st.Type.String(), st.Doc, st.Flag, st.Type.Check})
+		if st.Key == "params" {
+			keys = append(keys,
+				FrontMatterKey{"form", "task form name", "read the tasks in this form only (" + FormNames() + ")", "", isFormName},
+				FrontMatterKey{"todos", "list of mappings", "the tasks, as Cursor plans list them (id, content, status, dependencies)", "", isList},
+				FrontMatterKey{"name", str.String(), "the plan's name (Cursor plans write it)", "", str.Check},
+				FrontMatterKey{"overview", str.String(), "what the plan does (Cursor plans write it)", "", str.Check})
+		}
+	}
+	return keys
 }
 
 func isFormName(v any) string {
@@ -75,85 +81,6 @@ func frontMatterKey(name string) *FrontMatterKey {
 		}
 	}
 	return nil
-}
-
-func isString(v any) string {
-	if _, ok := v.(string); ok {
-		return ""
-	}
-	return "must be a string"
-}
-
-func isPositiveInt(v any) string {
-	if n, ok := v.(int); ok && n >= 1 {
-		return ""
-	}
-	return "must be a positive integer"
-}
-
-func isDuration(v any) string {
-	switch v := v.(type) {
-	case int:
-		if v >= 0 {
-			return ""
-		}
-	case string:
-		if d, err := time.ParseDuration(v); err == nil && d >= 0 {
-			return ""
-		}
-	}
-	return `must be a duration like "20m" or "90s", or a number of seconds`
-}
-
-func isScalar(v any) string {
-	switch v.(type) {
-	case map[string]any, []any:
-		return "must be a single value"
-	}
-	return ""
-}
-
-var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func isNameList(v any) string {
-	list, ok := v.([]any)
-	if !ok {
-		return "must be a list of environment variable names"
-	}
-	for _, e := range list {
-		s, ok := e.(string)
-		if !ok || !envNameRe.MatchString(s) {
-			return fmt.Sprintf("must be a list of environment variable names (%q is not one)", fmt.Sprint(e))
-		}
-	}
-	return ""
-}
-
-func isBool(v any) string {
-	if _, ok := v.(bool); ok {
-		return ""
-	}
-	return "must be true or false"
-}
-
-func isStringList(v any) string {
-	list, ok := v.([]any)
-	if !ok {
-		return "must be a list of strings"
-	}
-	for _, e := range list {
-		if s, ok := e.(string); !ok || s == "" {
-			return fmt.Sprintf("must be a list of paths (%q is not one)", fmt.Sprint(e))
-		}
-	}
-	return ""
-}
-
-func isMapping(v any) string {
-	if _, ok := v.(map[string]any); ok {
-		return ""
-	}
-	return "must be a mapping"
 }
 
 // splitFrontMatter finds YAML front matter at src[start:]: a first line
@@ -271,6 +198,11 @@ func parseFrontMatter(text []byte, firstLine int, diag func(line, col int, sev S
 	}
 	// Other tools' metadata (GSD's phase, wave, depends_on; an ExecPlan's
 	// author, status) is one warning, not one per key: implloop ignores it.
+	// The metadata of a format implloop reads (an awesome-copilot plan's
+	// goal and date_created, a CCPM epic's prd and progress) is none.
+	if readFormatMetadata(fm, foreign) {
+		foreign = nil
+	}
 	switch len(foreign) {
 	case 0:
 	case 1:
@@ -396,4 +328,39 @@ func jsonable(v any) any {
 		}
 	}
 	return v
+}
+
+// formatMetadata are the front matter keys of plan formats implloop reads,
+// each with the keys that identify the format.
+var formatMetadata = []struct {
+	format    string
+	keys      []string
+	signature []string
+}{
+	{"awesome-copilot implementation plan", []string{"goal", "version", "date_created", "last_updated", "owner", "status", "tags"}, []string{"goal", "date_created"}},
+	{"CCPM epic", []string{"status", "created", "updated", "completed", "progress", "prd", "github", "depends_on", "parallel", "conflicts_with", "priority", "effort"}, []string{"created", "progress"}},
+}
+
+// readFormatMetadata reports whether the unknown keys (quoted) are all
+// the metadata of one format implloop reads, whose signature keys fm has.
+func readFormatMetadata(fm map[string]any, unknown []string) bool {
+	if len(unknown) == 0 {
+		return false
+	}
+formats:
+	for _, f := range formatMetadata {
+		for _, k := range f.signature {
+			if _, ok := fm[k]; !ok {
+				continue formats
+			}
+		}
+		for _, q := range unknown {
+			k, _ := strconv.Unquote(q)
+			if !slices.Contains(f.keys, k) {
+				continue formats
+			}
+		}
+		return true
+	}
+	return false
 }

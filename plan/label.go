@@ -3,6 +3,8 @@ package plan
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/implloop/implloop/internal/words"
 )
 
 // labelKind says what kind of label started a heading or an item.
@@ -34,8 +36,46 @@ type label struct {
 // not in a heading ("## 1. Introduction" is not a task).
 func parseLabel(s string, bare bool) label { return parseLabelWith(s, bare, false) }
 
-// phaseWords start the labels of section headings: "## Phase 2 — Auth".
-var phaseWords = []string{"phase", "milestone", "stage", "sprint", "part", "epic", "iteration", "wave", "chunk"}
+// phaseWords start the labels of section headings: "## Phase 2 — Auth",
+// "## Fase 2", "## 阶段 2", "## フェーズ2".
+var phaseWords = []string{"phase", "milestone", "stage", "sprint", "part", "epic", "iteration", "wave", "chunk",
+	"fase", "etapa", "hito", "meilenstein", "teil", "jalon", "étape", "阶段", "階段", "フェーズ", "段階", "단계", "페이즈"}
+
+// taskWords start task labels, with the kind of label each makes and
+// whether a space must follow it before the number ("Task 3", "Tarea 3",
+// "任务1", "タスク 1"). Words of scripts written without spaces need none.
+var taskWords = []struct {
+	word   string
+	kind   labelKind
+	spaced bool
+}{
+	{"task", labelTask, true}, {"step", labelStep, true},
+	{"tarea", labelTask, true}, {"paso", labelStep, true}, // Spanish
+	{"tarefa", labelTask, true}, {"passo", labelStep, true}, // Portuguese
+	{"aufgabe", labelTask, true}, {"schritt", labelStep, true}, // German
+	{"tâche", labelTask, true}, {"tache", labelTask, true}, // French ("étape" is a phase word)
+	{"任务", labelTask, false}, {"任務", labelTask, false}, {"步骤", labelStep, false}, {"步驟", labelStep, false}, // Chinese
+	{"タスク", labelTask, false}, {"ステップ", labelStep, false}, // Japanese
+	{"작업", labelTask, false}, {"태스크", labelTask, false}, // Korean
+}
+
+// taskWord returns the length of a task word at the start of s, or 0.
+func taskWord(s string) int {
+	n, _, _ := taskWordAt(s)
+	return n
+}
+
+func taskWordAt(s string) (n int, kind labelKind, spaced bool) {
+	for _, w := range taskWords {
+		if hasWordPrefixFold(s, w.word) {
+			if w.spaced && len(s) > len(w.word) && isLetter(s[len(w.word)]) {
+				continue // "Tasks", "Stepper"
+			}
+			return len(w.word), w.kind, w.spaced
+		}
+	}
+	return 0, labelNone, false
+}
 
 // parseLabelWith is parseLabel that also reads the label of a section
 // heading ("Phase 2", "Milestone 3") when phases is set.
@@ -48,13 +88,11 @@ func parseLabelWith(s string, bare, phases bool) label {
 	var after string
 	ticked := false
 	switch {
-	case hasWordPrefixFold(rest, "task"), hasWordPrefixFold(rest, "step"):
-		kind = labelTask
-		if strings.EqualFold(rest[:4], "step") {
-			kind = labelStep
-		}
-		r := strings.TrimLeft(rest[4:], " \t")
-		if len(r) == len(rest)-4 { // no space between word and number
+	case taskWord(rest) > 0:
+		w, k, spaced := taskWordAt(rest)
+		kind = k
+		r := strings.TrimLeft(rest[w:], " \t")
+		if spaced && len(r) == len(rest)-w { // "Task3" is a word, "タスク3" is not
 			return label{}
 		}
 		r = strings.TrimPrefix(r, "#")
@@ -63,19 +101,31 @@ func parseLabelWith(s string, bare, phases bool) label {
 			return label{}
 		}
 		id, after = r[:n], r[n:]
-	case phases && phaseWord(rest) > 0:
-		w := phaseWord(rest)
-		r := strings.TrimLeft(rest[w:], " \t")
-		n := wordID(r)
-		if n == 0 || len(r) == len(rest)-w {
-			return label{}
-		}
-		kind, id, after = labelPhase, r[:n], r[n:]
-	case len(rest) > 1 && rest[0] == 'T' && isDigit(rest[1]):
+	case bare && strings.HasPrefix(rest, "[#") && len(rest) > 3 && isDigit(rest[2]) && strings.Contains(rest, "](") && issueLink(rest) > 0:
+		// "[#13](https://github.com/o/r/issues/13) - Title": CCPM after its sync.
+		n := issueLink(rest)
+		kind, id, after = labelNumber, rest[2:strings.IndexByte(rest, ']')], rest[n:]
+	case bare && len(rest) > 2 && rest[0] == '#' && isDigit(rest[1]):
+		// "#24 - Fix the calendar API" (CCPM's task list, by issue number).
 		n := 1
 		for n < len(rest) && isDigit(rest[n]) {
 			n++
 		}
+		kind, id, after = labelNumber, rest[1:n], rest[n:]
+		if after != "" && after[0] != ' ' && after[0] != ':' && after[0] != '\t' {
+			return label{}
+		}
+	case phases && phaseWord(rest) > 0:
+		w := phaseWord(rest)
+		r := strings.TrimLeft(rest[w:], " \t")
+		n := wordID(r)
+		if n == 0 || (len(r) == len(rest)-w && rest[0] < utf8.RuneSelf) {
+			return label{}
+		}
+		kind, id, after = labelPhase, r[:n], r[n:]
+	case len(rest) > 1 && rest[0] == 'T' && isDigit(rest[1]):
+		// "T001", and a dotted "T1.1" (**T1.1**: in a backlog): one id.
+		n := 1 + dottedNumber(rest[1:])
 		kind, id, after = labelSpecKit, rest[:n], rest[n:]
 	case len(rest) > 2 && rest[0] == '`' && backtickID(rest) > 0:
 		// "`tdg-1` Title" (openspec-gradle): the backticks say it is an
@@ -88,7 +138,7 @@ func parseLabelWith(s string, bare, phases bool) label {
 	case codeID(rest) > 0:
 		n := codeID(rest)
 		id, after = rest[:n], rest[n:]
-		if !codeBoundary(after, opener) {
+		if !codeBoundary(after, opener) && !(paddedCode(id) && (after[0] == ' ' || after[0] == '\t')) {
 			return label{}
 		}
 		kind = labelCode
@@ -143,8 +193,11 @@ func splitTags(title string) (string, []string) {
 // the start of s, followed by a space, or 0.
 func phaseWord(s string) int {
 	for _, w := range phaseWords {
-		if hasWordPrefixFold(s, w) && len(s) > len(w) && (s[len(w)] == ' ' || s[len(w)] == '\t') {
-			return len(w)
+		if !hasWordPrefixFold(s, w) || len(s) <= len(w) {
+			continue
+		}
+		if c := s[len(w)]; c == ' ' || c == '\t' || (w[0] >= utf8.RuneSelf && (isDigit(c) || (c >= utf8.RuneSelf && !isLetter(c)))) {
+			return len(w) // "Phase 2"; "フェーズ2", "阶段一" need no space
 		}
 	}
 	return 0
@@ -262,6 +315,19 @@ func codeBoundary(after, opener string) bool {
 	return r == '–' || r == '—'
 }
 
+// paddedCode reports whether a code id is written as an id, not a word:
+// its number is zero-padded ("S01", "SM05", "T001") or set off by a
+// dash ("GOAL-001", "US-003"). Such an id needs no colon before its
+// title ("- [ ] S01 Scaffold the project"); "S3 bucket" stays a word. A
+// lone one is still taken back (dropLoneCodes): ids come in families.
+func paddedCode(id string) bool {
+	i := strings.IndexFunc(id, func(r rune) bool { return r >= '0' && r <= '9' })
+	if i <= 0 {
+		return false
+	}
+	return id[i-1] == '-' || (id[i] == '0' && i+1 < len(id) && isDigit(id[i+1]))
+}
+
 func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 
 // stripOpeningEmphasis removes a leading "**", "__", "*" or "_".
@@ -315,7 +381,7 @@ func labelBoundary(after string) bool {
 		return true
 	}
 	r, _ := utf8.DecodeRuneInString(after)
-	return r == '–' || r == '—'
+	return r == '–' || r == '—' || r == '：' || r == '、' || r == '．' || r == '）'
 }
 
 // skipSeparator drops what separates a label from its title: spaces,
@@ -332,10 +398,108 @@ func skipSeparator(s, opener string) (title string, closed bool) {
 	switch {
 	case strings.HasPrefix(s, ":"), strings.HasPrefix(s, "."), strings.HasPrefix(s, ")"):
 		s = s[1:]
+	case strings.HasPrefix(s, "："), strings.HasPrefix(s, "、"), strings.HasPrefix(s, "．"), strings.HasPrefix(s, "）"):
+		s = s[len("："):] // fullwidth, three bytes each
 	default:
 		s = strings.TrimLeft(s, "-–—·|")
 	}
 	s = strings.TrimLeft(s, " \t")
 	closeEm()
 	return strings.TrimSpace(s), closed
+}
+
+// maxTitle is how long a title may run before it is cut at its first
+// sentence: a title names the task, the text says what it is.
+const maxTitle = 200
+
+// cleanTitle makes a task's title what a reader calls the task: without
+// status marks ("✅"), a leading symbol ("🔧"), or emphasis that only
+// marks where the title starts ("**Add login** — with sessions" and
+// "**Add login:** with sessions" are "Add login"); a title that runs on
+// like a paragraph is cut at its first sentence.
+func cleanTitle(s string) string {
+	s, _ = cutStatus(s)
+	s = strings.TrimSpace(trimLeadingSymbols(s))
+	for _, m := range []string{"**", "__"} {
+		if !strings.HasPrefix(s, m) {
+			continue
+		}
+		end := strings.Index(s[len(m):], m)
+		if end <= 0 {
+			break
+		}
+		lead := strings.TrimSpace(s[len(m) : len(m)+end])
+		after := strings.TrimSpace(s[len(m)+end+len(m):])
+		r, _ := utf8.DecodeRuneInString(after)
+		if after == "" || strings.HasSuffix(lead, ":") || strings.HasSuffix(lead, ".") || strings.ContainsRune(":—–-(|·", r) {
+			s = strings.TrimRight(lead, ":.： ")
+		}
+		break
+	}
+	if len(s) > 2 && (s[0] == '"' && s[len(s)-1] == '"' || strings.HasPrefix(s, "“") && strings.HasSuffix(s, "”")) {
+		s = strings.TrimSpace(strings.Trim(s, "\"“”")) // CCPM quotes its task names
+	}
+	if len(s) > maxTitle {
+		s = firstSentence(s)
+	}
+	return s
+}
+
+// trimLeadingSymbols drops pictographs and symbols before a title's first
+// word ("🔧 Fix the parser"), but not a bracket, quote, code span or
+// emphasis, which are part of it.
+func trimLeadingSymbols(s string) string {
+	for s != "" {
+		r, n := utf8.DecodeRuneInString(s)
+		if r < 0x2000 || r == '【' || r == '「' || r == '『' || (r >= 0x3000 && r < 0xFE00 && r != 0x3000) || r > 0x1FFFF {
+			if r == 0x3000 { // ideographic space
+				s = s[n:]
+				continue
+			}
+			return s
+		}
+		if r >= 0x4E00 && r <= 0x9FFF { // CJK ideographs are words
+			return s
+		}
+		s = strings.TrimLeft(s[n:], " \t\uFE0F\u200D")
+	}
+	return s
+}
+
+// firstSentence cuts a long title at the end of its first sentence (a
+// full stop before a capital letter, or "。"), else at a word before
+// maxTitle.
+func firstSentence(s string) string {
+	for i := 10; i < len(s) && i < maxTitle; i++ {
+		switch {
+		case strings.HasPrefix(s[i:], "。"), strings.HasPrefix(s[i:], "！"), strings.HasPrefix(s[i:], "？"):
+			return s[:i]
+		case (s[i] == '.' || s[i] == '!' || s[i] == '?') && i+2 < len(s) && s[i+1] == ' ' && 'A' <= s[i+2] && s[i+2] <= 'Z':
+			return s[:i]
+		}
+	}
+	cut := words.Clip(s, maxTitle)
+	if i := strings.LastIndexByte(cut[:len(cut)-len("…")], ' '); i > maxTitle/2 {
+		cut = cut[:i] + "…"
+	}
+	return cut
+}
+
+// issueLink returns the length of a link "[#13](url)" at the start of s
+// whose text is "#" and a number, or 0.
+func issueLink(s string) int {
+	end := strings.IndexByte(s, ']')
+	if end < 3 || !strings.HasPrefix(s[end:], "](") {
+		return 0
+	}
+	for _, c := range []byte(s[2:end]) {
+		if !isDigit(c) {
+			return 0
+		}
+	}
+	close := strings.IndexByte(s[end:], ')')
+	if close < 0 {
+		return 0
+	}
+	return end + close + 1
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/implloop/implloop/internal/words"
 )
 
 // mdParser is goldmark with CommonMark's block parsers and, of the inline
@@ -164,7 +166,11 @@ func ParseWith(path string, src []byte, opts Options) (*Plan, []Diagnostic) {
 		sum <- sha256.Sum256(src)
 	}
 	r := &parseState{path: path, src: src, plan: p, opts: opts}
-	r.parse()
+	if IsBundle(src) && len(src) <= MaxSize {
+		r.parseBundle()
+	} else {
+		r.parse()
+	}
 	digest := <-sum
 	p.SHA256 = hex.EncodeToString(digest[:])
 	r.summarizeOmitted()
@@ -195,6 +201,10 @@ type parseState struct {
 
 	breakLines map[int]bool // 0-based lines holding a top-level thematic break
 	tasks      []taskBuild
+	top        topBlocks // what the readers looked at, for --explain-reading
+	hfacts     []headingFacts
+	hknown     []bool
+	readings   map[Form]reading // every reading tried, when the form was not forced
 
 	kinds    map[string]*diagKind // diagnostics emitted so far, by format
 	byNumber map[string]string    // didYouMean's index, built when first needed
@@ -211,6 +221,7 @@ type taskBuild struct {
 	Task
 	kind       labelKind
 	ticked     bool // its id was in backticks (label.ticked)
+	underList  bool // its section's heading names the task list ("## Tasks")
 	headEnd    int  // offset just past the heading (or the item's first line)
 	steps      int  // checkbox items inside a heading task
 	doneSteps  int
@@ -228,6 +239,10 @@ type depRef struct {
 	// backticks, not in an arrow list or a dependency column): a
 	// dependency when the plan has such a task, else prose, not an error.
 	weak bool
+	file string // a folder plan's task file, where line and col are
+	// through ends a range the dependency starts ("Tareas 1.12 a 1.21"):
+	// every task whose number lies between the two is a dependency.
+	through string
 }
 
 // MaxDiagnosticsPerKind bounds the diagnostics of one kind a plan gets: a
@@ -260,7 +275,7 @@ func (r *parseState) diag(line, col int, sev Severity, format string, args ...an
 	}
 	for i, a := range args {
 		if s, ok := a.(string); ok && len(s) > maxArgLen {
-			args[i] = clip(s, maxArgLen)
+			args[i] = words.Clip(s, maxArgLen)
 		}
 	}
 	k.last = len(r.diags)
@@ -275,17 +290,6 @@ func (r *parseState) summarizeOmitted() {
 			r.diags[k.last].Message += fmt.Sprintf(" (and %d more like this, not shown)", more)
 		}
 	}
-}
-
-// clip shortens s to at most n bytes (on a rune boundary) and marks the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // lineOf returns the 0-based line holding byte offset off.
@@ -362,7 +366,17 @@ func (r *parseState) parse() {
 	r.numberTasks()
 	r.scanTaskContents(doc)
 	r.finishTasks()
+	if r.opts.noCheck {
+		if len(r.tasks) > 0 {
+			r.plan.folderDeps = r.tasks[0].deps
+			r.plan.Tasks = []Task{r.tasks[0].Task}
+		}
+		return
+	}
 	r.check(doc)
+	if r.opts.Explain {
+		r.plan.Reading.PassedOver = r.explain()
+	}
 }
 
 // MaxNesting bounds how many list and block quote markers may open on one
@@ -438,16 +452,55 @@ type heading struct {
 	end    int // offset just past its last line (the underline of a setext heading)
 	title  string
 	label  label
-	isTask bool // a classic task label: "Task N", "Step N", "T001"
-	box    int  // 1 for a "[ ]" before the label, 2 for "[x]"
+	isTask bool   // a classic task label: "Task N", "Step N", "T001"
+	box    int    // 1 for a "[ ]" (or "[~]", "[-]") before the label, 2 for "[x]"
+	clean  string // title without its status marks ("✅", "[x]")
+	status Status // what those marks say
+	idx    int    // its index in topBlocks.hs, for parseState.facts
+	// icon: the title starts with a symbol that is no status mark ("## 🔧
+	// FASE 1: Setup"); leadMark: it starts with a status mark ("## 🔄
+	// FASE 8"). Among headings that all start with a symbol, a status
+	// mark is one more icon (see readSections).
+	icon, leadMark bool
+}
+
+// headingFacts is what a heading's words say about its section, worked
+// out once per heading: the readers ask for every list and item under it.
+type headingFacts struct {
+	aside    bool // checks or logs the work: "Acceptance criteria"
+	names    bool // names the task list: "Step by Step Tasks"
+	explains bool // explains the work: "Technical details", "Benefits"
+	shows    bool // only shows tasks: "Task Breakdown Preview", "Template"
+}
+
+// facts returns what a heading's words say, working it out on first use:
+// a plan of thousands of "### Task N" headings asks for few of them.
+func (r *parseState) facts(h *heading) headingFacts {
+	if r.hfacts == nil {
+		r.hfacts = make([]headingFacts, len(r.top.hs))
+		r.hknown = make([]bool, len(r.top.hs))
+	}
+	if h.idx < 0 || h.idx >= len(r.hfacts) {
+		return factsOf(h.title)
+	}
+	if !r.hknown[h.idx] {
+		r.hfacts[h.idx], r.hknown[h.idx] = factsOf(h.title), true
+	}
+	return r.hfacts[h.idx]
+}
+
+func factsOf(title string) headingFacts {
+	w := headingWords(title)
+	return headingFacts{aside: isAside(title), names: namesTaskList(title), explains: explainsWork(w), shows: showsOnly(w)}
 }
 
 // topBlocks are the document's top-level blocks the readers look at.
 type topBlocks struct {
 	hs     []heading
 	lists  []*ast.List
-	tables []ast.Node // paragraphs whose first line starts with "|"
-	code   [][2]int   // 0-based first and last lines of code blocks
+	tables []ast.Node             // paragraphs whose first line starts with "|"
+	code   [][2]int               // 0-based first and last lines of code blocks
+	yaml   []*ast.FencedCodeBlock // top-level ```yaml blocks (a PRP's task list)
 }
 
 // collectTop makes one pass over the document's top-level blocks: it
@@ -466,6 +519,7 @@ func (r *parseState) collectTop(doc ast.Node) topBlocks {
 		switch n := n.(type) {
 		case *ast.Heading:
 			if h, ok := r.topHeading(n); ok {
+				h.idx = len(top.hs)
 				top.hs = append(top.hs, h)
 			}
 		case *ast.List:
@@ -477,6 +531,11 @@ func (r *parseState) collectTop(doc ast.Node) topBlocks {
 		case *ast.FencedCodeBlock, *ast.CodeBlock:
 			if span, ok := r.blockLines(n); ok {
 				top.code = append(top.code, span)
+			}
+			if fc, ok := n.(*ast.FencedCodeBlock); ok && fc.Info != nil {
+				if lang := string(fc.Language(r.body)); lang == "yaml" || lang == "yml" {
+					top.yaml = append(top.yaml, fc)
+				}
 			}
 		case *ast.ThematicBreak:
 			if n.Pos() >= 0 {
@@ -537,15 +596,28 @@ func (r *parseState) topHeading(n *ast.Heading) (heading, bool) {
 		lastLine++
 	}
 	h.end = r.lineEnd(lastLine)
-	title := h.title
-	if len(title) >= 3 && title[0] == '[' && title[2] == ']' && strings.ContainsRune(" xX", rune(title[1])) {
+	if t := h.title; len(t) >= 3 && t[0] == '[' && t[2] == ']' && strings.ContainsRune(" xX~-/", rune(t[1])) {
 		h.box = 1
-		if title[1] != ' ' {
+		if t[1] == 'x' || t[1] == 'X' {
 			h.box = 2
 		}
-		title = title[3:]
+	}
+	title, st := cutStatus(h.title)
+	h.clean, h.status = title, st
+	if t := strings.TrimSpace(h.title); st != StatusNone && t[0] >= utf8.RuneSelf {
+		n, _ := leadingMark(t)
+		h.leadMark = n > 0
 	}
 	h.label = parseLabelWith(title, true, true)
+	if h.label.kind == labelNone && title != "" && title[0] >= utf8.RuneSelf {
+		// "## 🔧 FASE 1: Setup", "### 🐛 1. Fix the webhook": an icon
+		// before the label.
+		if t := trimLeadingSymbols(title); t != title && t != "" {
+			if l := parseLabelWith(t, true, true); l.kind != labelNone {
+				h.label, h.icon = l, true
+			}
+		}
+	}
 	if h.label.kind == labelCode && h.box == 0 && priorityTier(h.label.id) {
 		// "## P1 — Critical Path": a priority tier holding tasks, not one.
 		h.label = label{}
@@ -594,28 +666,42 @@ func isBlank(b []byte) bool {
 
 // checkItem is a top-level list item with a task marker.
 type checkItem struct {
-	box   *extast.TaskCheckBox
-	first []byte // the first line of its text, from "[ ]" on
-	start int
-	end   int
+	status Status // StatusDone for "[x]", StatusPending for "[ ]", and "[~]", "[-]", "[/]"
+	first  []byte // the first line of its text, from "[ ]" on
+	start  int
+	end    int
 }
 
-// taskItem returns the checkbox of a list item that starts with one.
-func (r *parseState) taskItem(item ast.Node) (*extast.TaskCheckBox, []byte) {
+// taskItem reports whether a list item starts with a task marker: GFM's
+// "[ ]" and "[x]", and the marks plans write for work in progress ("[~]",
+// "[/]") and dropped ("[-]"), which GFM leaves as text. first is the first
+// line of its text, from the marker on.
+func (r *parseState) taskItem(item ast.Node) (st Status, first []byte, ok bool) {
 	para := item.FirstChild()
-	if para == nil || (para.Kind() != ast.KindParagraph && para.Kind() != ast.KindTextBlock) {
-		return nil, nil
-	}
-	box, ok := para.FirstChild().(*extast.TaskCheckBox)
-	if !ok || para.Lines().Len() == 0 {
-		return nil, nil
+	if para == nil || (para.Kind() != ast.KindParagraph && para.Kind() != ast.KindTextBlock) || para.Lines().Len() == 0 {
+		return StatusNone, nil, false
 	}
 	seg := para.Lines().At(0)
 	line := r.body[seg.Start:seg.Stop]
 	if i := bytes.IndexByte(line, '\n'); i >= 0 {
 		line = line[:i]
 	}
-	return box, bytes.TrimRight(line, " \t\r")
+	line = bytes.TrimRight(line, " \t\r")
+	if box, ok := para.FirstChild().(*extast.TaskCheckBox); ok {
+		if box.IsChecked {
+			return StatusDone, line, true
+		}
+		return StatusPending, line, true
+	}
+	if len(line) >= 4 && line[0] == '[' && line[2] == ']' && (line[3] == ' ' || line[3] == '\t') {
+		switch line[1] {
+		case '~', '/':
+			return StatusInProgress, line, true
+		case '-':
+			return StatusCancelled, line, true
+		}
+	}
+	return StatusNone, nil, false
 }
 
 // listTasks appends the task items of a top-level list, with their spans.
@@ -632,8 +718,8 @@ func (r *parseState) listTasks(list *ast.List, items []checkItem) []checkItem {
 		if !ok || item.Pos() < 0 {
 			continue
 		}
-		box, first := r.taskItem(item)
-		if box == nil {
+		st, first, ok := r.taskItem(item)
+		if !ok {
 			continue
 		}
 		start := r.lineStartOf(r.abs(item.Pos()))
@@ -648,7 +734,7 @@ func (r *parseState) listTasks(list *ast.List, items []checkItem) []checkItem {
 			end = r.lineEnd(r.lineOf(start))
 		}
 		end = r.trimEnd(start, end, false)
-		items = append(items, checkItem{box: box, first: first, start: start, end: end})
+		items = append(items, checkItem{status: st, first: first, start: start, end: end})
 	}
 	return items
 }
@@ -778,9 +864,9 @@ func (r *parseState) countStep(n *ast.ListItem) {
 	if ti < 0 || r.tasks[ti].Level == 0 {
 		return
 	}
-	if box, _ := r.taskItem(n); box != nil {
+	if st, _, ok := r.taskItem(n); ok {
 		r.tasks[ti].steps++
-		if box.IsChecked {
+		if st.skips() {
 			r.tasks[ti].doneSteps++
 		}
 	}
@@ -806,6 +892,9 @@ func (r *parseState) finishTasks() {
 	for i := range r.tasks {
 		t := &r.tasks[i]
 		t.Text = text[t.Start:t.End]
+		if r.plan.Form != FormTodos {
+			t.Title = cleanTitle(t.Title)
+		}
 		t.Line = r.lineOf(t.Start) + 1
 		t.EndLine = r.lineOf(t.End-1) + 1
 		t.hasBody = t.headEnd < t.End && !isBlank(r.src[t.headEnd:t.End])

@@ -28,12 +28,32 @@
 //     heading ("Definition of done", "Completed") are context while
 //     other items exist; "1.1" right after "1." is folded into it.
 //
-// The others: front matter todos (Cursor), <task> blocks, numbered lists
-// under a heading naming the work, table rows with an id column, and
-// numbered or phase section headings. docs/plan-format.md has them all.
-// A plan with none of these whose sections name the work ("## Fix",
-// "### Changes to ...") is one task, the whole plan, with a lint warning
+// The others: front matter todos (Cursor), <task> blocks, a PRP's "Task
+// N:" list in a yaml block, numbered lists under a heading naming the
+// work, table rows with an id column, bullets with bold ids, and numbered
+// or phase section headings. docs/plan-format.md has them all. A plan
+// with none of these whose sections name the work ("## Fix", "###
+// Changes to ...") is one task, the whole plan, with a lint warning
 // saying so; otherwise the plan has no tasks: a lint error, not a guess.
+//
+// # Reading as a person reads
+//
+// Plans hold lists that only look like the task list. Where the list sits
+// counts: under a heading that names the task list ("Step by Step Tasks",
+// "任务", "Tareas") a plan's tasks are found first; under one that
+// explains the work ("Technical details", "Benefits", "Acceptance
+// criteria") or only shows tasks ("Task Breakdown Preview", "Template")
+// a list is context. How much of the plan a reading covers counts too: a
+// list wholly inside one of several phases, or one that covers little of
+// a plan another structure covers, gives way. A second reading that comes
+// close is a lint warning naming both and how to force either
+// ([Options.Form], front matter "form:"); [Options.Explain] says why each
+// part that is no task was passed over ([Reading.PassedOver]).
+//
+// Labels, status marks and dependency lines are read in the languages
+// plans are written in: "Tarea 3", "任务 1.1：", "[~]", "✅", "依赖：",
+// "Abhängig von:". A folder of task files is a plan too ([ReadBytes]
+// bundles it; see folder.go).
 //
 // Fenced and indented code, HTML blocks and block quotes are never scanned
 // for tasks (the markdown parser says what is code, not a regular
@@ -109,16 +129,22 @@ const (
 	FormTodos     Form = "todos"     // front matter "todos:" (Cursor plans)
 	FormHeadings  Form = "headings"  // "### Task 3: Title" headings
 	FormXML       Form = "xml"       // <task> ... </task> blocks
+	FormYAML      Form = "yaml"      // "Task 1:" entries of a ```yaml block (a PRP's task list)
 	FormChecklist Form = "checklist" // top-level "- [ ] ..." items
+	FormBullets   Form = "bullets"   // "- **3.2** Title" bullets, with the plain bullets after each
 	FormNumbered  Form = "numbered"  // "1. ..." items under a Tasks heading
 	FormTable     Form = "table"     // one task per table row
 	FormSections  Form = "sections"  // "## Phase 1", "### 12.1 — Title" headings
 	FormWhole     Form = "whole"     // no task list: the whole plan is one task
+	FormFolder    Form = "folder"    // a folder of task files, one task each (not a form a file can be read in)
 )
 
 // Options change how a plan is read.
 type Options struct {
-	Form Form // read the tasks in this form only (FormNone: choose)
+	Form    Form // read the tasks in this form only (FormNone: choose)
+	Explain bool // fill Reading.PassedOver: why each part that is no task was passed over
+
+	noCheck bool // a folder's task file: its dependencies are checked against the folder's tasks
 }
 
 // Plan is a parsed plan file.
@@ -133,6 +159,8 @@ type Plan struct {
 	Form        Form
 	Reading     Reading // how the tasks were read
 	Tasks       []Task
+
+	folderDeps []depRef // a folder's task file: the dependencies it declares, unchecked
 }
 
 // Task is one task of a plan. Offsets are bytes into the file, lines are
@@ -146,13 +174,15 @@ type Task struct {
 	End      int      `json:"end"`   // byte offset just past the span
 	Line     int      `json:"line"`
 	EndLine  int      `json:"end_line"`
-	Checked  bool     `json:"checked"`            // "- [x]"; a heading task when it has steps and all are checked
+	Checked  bool     `json:"checked"`            // "- [x]"; a heading task when it has steps and all are checked; any task whose Status skips it
+	Status   Status   `json:"status,omitempty"`   // the progress mark the plan gives it ("[~]", "✅", a Status cell), when it gives one
 	Optional bool     `json:"optional,omitempty"` // Kiro's "- [ ]*"
 	Deps     []string `json:"deps,omitempty"`     // declared dependencies, in order, deduplicated
 	Verify   string   `json:"verify,omitempty"`   // the first ```verify block's content, LF line endings
 	Section  string   `json:"section,omitempty"`  // checklist tasks: the closest heading above, level 2 or deeper ("Phase 1: Setup")
 	Level    int      `json:"level,omitempty"`    // heading level of a heading task; 0 for checklist tasks
 	Labels   []string `json:"labels,omitempty"`   // spec-kit markers after the id ("P", "US1"), out of the title
+	File     string   `json:"file,omitempty"`     // a folder plan's task: its file, which Line and EndLine count in
 
 	explicitID bool
 }
@@ -250,7 +280,7 @@ func readLimited(path string) ([]byte, error) {
 		return nil, fmt.Errorf("cannot read plan: %w", unwrapPathError(err))
 	}
 	if fi.IsDir() {
-		return nil, fmt.Errorf("cannot read plan: is a directory")
+		return readFolder(path)
 	}
 	if fi.Mode().IsRegular() && fi.Size() > MaxSize {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d (32 MiB)", ErrTooLarge, fi.Size(), MaxSize)

@@ -26,16 +26,19 @@ func (r *parseState) readTable(top topBlocks) reading {
 			continue
 		}
 		idCol, titleCol, depCol, statusCol := -1, -1, -1, -1
+		completedCol := false // a "Completed" column: "Yes" and a date mean done
 		for i, h := range header {
 			h = strings.ToLower(strings.Trim(h, "*_` "))
 			switch {
 			case idCol < 0 && i == 0 && oneOf(h, "id", "#", "no", "no.", "task id", "key", "ref", "step", "task", "story", "item", "ticket"):
 				idCol = i
-			case depCol < 0 && (strings.Contains(h, "depend") || strings.Contains(h, "blocked by") || strings.Contains(h, "prereq")):
+			case depCol < 0 && isDepHeader(h):
 				depCol = i
-			case statusCol < 0 && oneOf(h, "status", "done", "state"):
+			case statusCol < 0 && i > 0 && oneOf(h, "status", "done", "state", "completed", "complete", "estado", "statut", "stand", "状态", "状態", "상태", "进度", "進捗"):
 				statusCol = i
-			case titleCol < 0 && i > 0 && oneOf(h, "title", "task", "name", "story", "description", "summary", "deliverable", "what", "goal", "feature", "work item", "scope"):
+				completedCol = oneOf(h, "done", "completed", "complete")
+			case titleCol < 0 && i > 0 && oneOf(h, "title", "task", "name", "story", "description", "summary", "deliverable", "what", "goal", "feature", "work item", "scope",
+				"tarea", "tarefa", "aufgabe", "tâche", "titel", "título", "titre", "descripción", "descrição", "beschreibung", "任务", "任務", "描述", "名称", "タスク", "内容", "작업", "내용"):
 				titleCol = i
 			}
 		}
@@ -52,7 +55,8 @@ func (r *parseState) readTable(top topBlocks) reading {
 			if len(cells) <= titleCol {
 				continue
 			}
-			id := strings.Trim(cells[idCol], "*_` ~")
+			idCell, _ := cutStatus(cells[idCol])
+			id := strings.Trim(idCell, "*_` ~")
 			if !isTableID(id) {
 				continue
 			}
@@ -63,8 +67,14 @@ func (r *parseState) readTable(top topBlocks) reading {
 			t.End = r.lineEnd(r.lineOf(t.Start))
 			t.headEnd = t.End
 			if statusCol >= 0 && statusCol < len(cells) {
-				s := strings.ToLower(cells[statusCol])
-				t.Checked = strings.Contains(s, "done") || strings.Contains(s, "complete") || strings.Contains(s, "✅") || strings.Contains(s, "[x]")
+				t.Status = statusWord(cells[statusCol], completedCol)
+				if t.Status == StatusPending {
+					t.Status = StatusNone
+				}
+				t.Checked = t.Status.skips()
+			}
+			if _, st := cutStatus(cells[idCol]); st != StatusNone && t.Status == StatusNone { // "| ✅ S01 |"
+				t.Status, t.Checked = st, st.skips()
 			}
 			if depCol >= 0 && depCol < len(cells) {
 				cell := cells[depCol]
@@ -79,6 +89,18 @@ func (r *parseState) readTable(top topBlocks) reading {
 		}
 	}
 	return rd
+}
+
+// isDepHeader reports whether a table column header names dependencies:
+// "Depends on", "Dependencias", "Depende de", "Abhängigkeiten",
+// "Dépendances", "依赖", "前置", "依存", "의존성", "Blocked by".
+func isDepHeader(h string) bool {
+	for _, w := range []string{"depend", "blocked by", "prereq", "abhängig", "voraussetz", "dépend", "依赖", "依賴", "前置", "依存", "의존", "선행"} {
+		if strings.Contains(h, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func oneOf(s string, words ...string) bool {
@@ -271,6 +293,86 @@ func (r *parseState) readTodos(topBlocks) reading {
 			t.hasBody = true
 			rd.tasks = append(rd.tasks, t)
 		}
+	}
+	return rd
+}
+
+// readYAML reads the task list a PRP (product requirements prompt) keeps
+// in a fenced yaml block, one entry per "Task N:" line at the block's
+// margin:
+//
+//	```yaml
+//	Task 1:
+//	MODIFY src/existing_module.py:
+//	  - FIND pattern: "class OldImplementation"
+//
+//	Task 2: Add the CLI
+//	CREATE src/cli.py:
+//	```
+//
+// Code is never read for tasks, except here: the block is the plan's
+// task list, and a block needs two entries to be one. An entry runs to
+// the next entry or the closing fence; "STATUS [DONE]" in it checks it.
+func (r *parseState) readYAML(top topBlocks) reading {
+	rd := reading{form: FormYAML}
+	for _, fc := range top.yaml {
+		lines := fc.Lines()
+		if lines.Len() < 2 {
+			continue
+		}
+		var found []taskBuild
+		for i := 0; i < lines.Len(); i++ {
+			seg := lines.At(i)
+			raw := r.body[seg.Start:seg.Stop] // not seg.Value: that copies every line
+			if len(raw) == 0 || (raw[0]|0x20 != 't' && raw[0]|0x20 != 's' && raw[0] < 0x80) || !bytes.ContainsAny(raw, ":：") {
+				continue // entries start "Task", "Step", "任务", ...
+			}
+			line := string(bytes.TrimRight(raw, "\r\n"))
+			lab := parseLabel(line, false)
+			if (lab.kind != labelTask && lab.kind != labelStep) || !strings.Contains(line, ":") {
+				continue
+			}
+			t := taskBuild{kind: lab.kind}
+			t.ID, t.Title, t.explicitID = lab.id, strings.TrimSuffix(lab.title, ":"), true
+			t.Start = r.lineStartOf(r.abs(seg.Start))
+			t.headEnd = r.lineEnd(r.lineOf(t.Start))
+			found = append(found, t)
+		}
+		if len(found) < 2 {
+			continue
+		}
+		if rd.tasks == nil {
+			rd.tasks = make([]taskBuild, 0, len(found))
+		}
+		closing := r.lineOf(r.abs(lines.At(lines.Len()-1).Start)) + 1 // the closing fence's line
+		blockEnd := len(r.src)
+		if closing < len(r.lines) {
+			blockEnd = r.lines[closing]
+		}
+		for i := range found {
+			end := blockEnd
+			if i+1 < len(found) {
+				end = found[i+1].Start
+			}
+			t := &found[i]
+			t.End = r.trimEnd(t.Start, end, false)
+			body := r.src[t.headEnd:t.End]
+			for rest := body; t.Title == "" && len(rest) > 0; { // "Task 1:" then "MODIFY src/x.py:"
+				l := rest
+				if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+					l, rest = rest[:i], rest[i+1:]
+				} else {
+					rest = nil
+				}
+				if l = bytes.TrimSpace(l); len(l) > 0 {
+					t.Title = strings.TrimSuffix(string(l), ":")
+				}
+			}
+			if bytes.Contains(body, []byte("STATUS [DONE]")) || bytes.Contains(body, []byte("STATUS [x]")) {
+				t.Checked, t.Status = true, StatusDone
+			}
+		}
+		rd.tasks = append(rd.tasks, found...)
 	}
 	return rd
 }

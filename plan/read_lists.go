@@ -3,9 +3,12 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/yuin/goldmark/ast"
+
+	"github.com/implloop/implloop/internal/words"
 )
 
 // asideWords name sections whose checklists are not the work: a log of
@@ -16,6 +19,14 @@ var asideWords = []string{
 	"exit criteria", "checklist", "qa", "quality", "verification", "validation",
 	"testing", "test plan", "review", "changelog", "status", "progress log",
 	"open questions",
+	// The same sections in other languages.
+	"criterios de aceptación", "criterios de aceptacion", "criterios de éxito", "definición de hecho", "verificación", "validación",
+	"critérios de aceitação", "critérios de sucesso", "definição de pronto", "verificação", "validação",
+	"akzeptanzkriterien", "abnahmekriterien", "erfolgskriterien", "definition of ready", "prüfung", "überprüfung", "verifikation",
+	"critères d'acceptation", "critères d’acceptation", "critères de succès", "critères de réussite", "définition de terminé", "vérification", "liste de vérification",
+	"验收标准", "验收条件", "成功标准", "成功標準", "完成标准", "验证", "驗證", "检查清单",
+	"受け入れ基準", "受入基準", "完了条件", "成功基準", "検証", "確認事項", "チェックリスト",
+	"완료 조건", "수용 기준", "인수 조건", "성공 기준", "검증", "체크리스트", "완료된", "완료",
 }
 
 // isAside reports whether a heading's title names a section of checks or
@@ -89,9 +100,11 @@ func isFileName(w string) bool {
 // each offset it knows the closest heading above (level 2 or deeper) and
 // whether any heading above on the path to it is an aside.
 type sectionIndex struct {
+	r     *parseState
 	hs    []heading
 	next  int
 	stack []heading // open headings, shallowest first
+	sec   *heading  // after at: the section's heading (level 2 or deeper), or nil
 }
 
 // at advances to offset off and returns the section title and whether it
@@ -104,12 +117,13 @@ func (s *sectionIndex) at(off int) (section string, aside bool, nearest *heading
 		}
 		s.stack = append(s.stack, h)
 	}
+	s.sec = nil
 	for i := len(s.stack) - 1; i >= 0; i-- {
-		h := s.stack[i]
+		h := &s.stack[i]
 		if h.level >= 2 && section == "" { // a level-1 heading is the plan's title
-			section = h.title
+			section, s.sec = h.title, h
 		}
-		if isAside(h.title) {
+		if (s.r != nil && s.r.facts(h).aside) || (s.r == nil && isAside(h.title)) {
 			aside = true
 		}
 	}
@@ -132,15 +146,16 @@ func (r *parseState) readChecklist(top topBlocks) reading {
 	if len(items) == 0 {
 		return rd
 	}
-	sections := sectionIndex{hs: top.hs}
+	sections := sectionIndex{r: r, hs: top.hs}
 	var all, kept []taskBuild
 	asides := map[string]int{}
 	for _, it := range items {
 		section, aside, _ := sections.at(it.start)
 		t := r.checklistTask(it)
 		t.Section = section
+		t.underList = sections.sec != nil && r.facts(sections.sec).names
 		all = append(all, t)
-		if aside {
+		if aside || (sections.sec != nil && r.facts(sections.sec).shows) { // "Definition of done"; "Task Breakdown Preview"
 			asides[section]++
 			continue
 		}
@@ -151,7 +166,7 @@ func (r *parseState) readChecklist(top topBlocks) reading {
 	} else {
 		for _, h := range top.hs {
 			if n := asides[h.title]; n > 0 {
-				rd.notes = append(rd.notes, fmt.Sprintf("%d checklist %s under %q (line %d) read as context, not tasks", n, pluralize(n, "item"), h.title, r.lineOf(h.start)+1))
+				rd.notes = append(rd.notes, fmt.Sprintf("%d checklist %s under %q (line %d) read as context, not tasks", n, words.Plural(n, "item"), h.title, r.lineOf(h.start)+1))
 				delete(asides, h.title)
 			}
 		}
@@ -177,7 +192,16 @@ func (r *parseState) checklistTask(it checkItem) taskBuild {
 		t.Title = strings.TrimSpace(string(rest))
 	}
 	t.Title = trimArrowDeps(t.Title)
-	t.Checked = it.box.IsChecked
+	if i := strings.LastIndex(t.Title, "(parallel: "); i > 0 { // CCPM's epic task list: "Title (parallel: true, 20h, Size: L) - note"
+		if strings.HasPrefix(t.Title[i:], "(parallel: true") {
+			t.Labels = append(t.Labels, "P")
+		}
+		t.Title = strings.TrimSpace(t.Title[:i])
+	}
+	if it.status == StatusInProgress || it.status == StatusCancelled {
+		t.Status = it.status // "[~]", "[-]": a plain box says no more than checked does
+	}
+	t.Checked = it.status.skips()
 	t.Start, t.End = it.start, it.end
 	t.headEnd = r.lineEnd(r.lineOf(it.start))
 	return t
@@ -202,7 +226,7 @@ func (r *parseState) foldSubtasks(rd *reading, ts []taskBuild) []taskBuild {
 		out = append(out, t)
 	}
 	if folded > 0 {
-		rd.notes = append(rd.notes, fmt.Sprintf("%d numbered sub-%s (\"1.1\" after \"1.\") folded into the task above", folded, pluralize(folded, "item")))
+		rd.notes = append(rd.notes, fmt.Sprintf("%d numbered sub-%s (\"1.1\" after \"1.\") folded into the task above", folded, words.Plural(folded, "item")))
 	}
 	return out
 }
@@ -239,14 +263,21 @@ func (r *parseState) dropLoneCodes(ts []taskBuild) {
 // so code that broke the list stays with its item.
 func (r *parseState) readNumbered(top topBlocks) reading {
 	rd := reading{form: FormNumbered}
-	sections := sectionIndex{hs: top.hs}
+	sections := sectionIndex{r: r, hs: top.hs}
+	// A heading that names the task list ("## Step by Step Tasks") is where
+	// a reader looks: when the plan has one, only lists right under one
+	// are its tasks, and a phase's numbered steps elsewhere are not.
+	anchored := slices.ContainsFunc(top.hs, func(h heading) bool { return r.facts(&h).names })
 	var items []*ast.ListItem
 	for _, l := range top.lists {
 		if !l.IsOrdered() || l.Pos() < 0 {
 			continue
 		}
 		_, aside, nearest := sections.at(r.abs(l.Pos()))
-		if aside {
+		if aside || (nearest != nil && r.facts(nearest).explains) {
+			continue
+		}
+		if anchored && (nearest == nil || !r.facts(nearest).names) {
 			continue
 		}
 		var its []*ast.ListItem
@@ -266,10 +297,10 @@ func (r *parseState) readNumbered(top topBlocks) reading {
 		}
 		items = append(items, its...)
 	}
-	if len(items) == 0 {
+	if len(items) == 0 && !anchored {
 		items = r.brokenNumberedList(top)
 	}
-	if len(items) == 0 {
+	if len(items) == 0 && !anchored {
 		// Any numbered list of two or more items, when no other form
 		// finds tasks: a plan of plain numbered steps.
 		items, rd.weak = r.firstNumberedList(top), true
@@ -312,14 +343,14 @@ func (r *parseState) readNumbered(top topBlocks) reading {
 // starting where the one before ended. The longest such run of at least
 // three items over at least two lists is returned.
 func (r *parseState) brokenNumberedList(top topBlocks) []*ast.ListItem {
-	sections := sectionIndex{hs: top.hs}
+	sections := sectionIndex{r: r, hs: top.hs}
 	var best, run []*ast.ListItem
 	lists, next := 0, -1
 	for _, l := range top.lists {
 		if !l.IsOrdered() || l.Pos() < 0 {
 			continue
 		}
-		if _, aside, _ := sections.at(r.abs(l.Pos())); aside {
+		if _, aside, nearest := sections.at(r.abs(l.Pos())); aside || (nearest != nil && r.facts(nearest).explains) {
 			continue
 		}
 		if l.Start != next {
@@ -346,12 +377,12 @@ func (r *parseState) brokenNumberedList(top topBlocks) []*ast.ListItem {
 // plan: a numbered list among sections of prose is one part of a
 // document, and reading it as the plan would leave the rest undone.
 func (r *parseState) firstNumberedList(top topBlocks) []*ast.ListItem {
-	sections := sectionIndex{hs: top.hs}
+	sections := sectionIndex{r: r, hs: top.hs}
 	for _, l := range top.lists {
 		if !l.IsOrdered() || l.Pos() < 0 || l.ChildCount() < 2 {
 			continue
 		}
-		if _, aside, _ := sections.at(r.abs(l.Pos())); aside {
+		if _, aside, nearest := sections.at(r.abs(l.Pos())); aside || (nearest != nil && r.facts(nearest).explains) {
 			continue
 		}
 		var its []*ast.ListItem
@@ -403,4 +434,72 @@ func boldTitle(s string) string {
 		}
 	}
 	return s
+}
+
+// readBullets reads bullets that start with a task id in bold or in
+// backticks ("- **3.2** ✅ Add the cache", "- **P0-1**: Remove test
+// data", "- `S01` Scaffold"), each with the plain bullets after it in
+// the same list ("- Files: ...", "- Depends: 3.1"): they are its
+// details, as a reader sees them. A plan needs two such bullets.
+func (r *parseState) readBullets(top topBlocks) reading {
+	rd := reading{form: FormBullets}
+	sections := sectionIndex{r: r, hs: top.hs}
+	for _, l := range top.lists {
+		if l.IsOrdered() || l.Pos() < 0 {
+			continue
+		}
+		section, aside, nearest := sections.at(r.abs(l.Pos()))
+		if aside || (nearest != nil && r.facts(nearest).explains) {
+			continue
+		}
+		after := len(r.src)
+		for m := l.NextSibling(); m != nil; m = m.NextSibling() {
+			if m.Pos() >= 0 {
+				after = r.lineStartOf(r.abs(m.Pos()))
+				break
+			}
+		}
+		var cur *taskBuild
+		for it := l.FirstChild(); it != nil; it = it.NextSibling() {
+			item, ok := it.(*ast.ListItem)
+			if !ok || item.Pos() < 0 {
+				continue
+			}
+			start := r.lineStartOf(r.abs(item.Pos()))
+			if _, _, box := r.taskItem(item); box {
+				continue // a checklist's business
+			}
+			rest, st := cutStatus(r.itemRest(item))
+			lab := parseLabel(rest, true)
+			marked := strings.HasPrefix(rest, "**") || strings.HasPrefix(rest, "__") || lab.ticked
+			if lab.kind == labelNone || !marked || (lab.kind == labelNumber && !strings.Contains(lab.id, ".") && !strings.HasPrefix(rest, "**"+lab.id+"**")) {
+				continue // a plain bullet: a detail of the task above, if any
+			}
+			if cur != nil {
+				cur.End = r.trimEnd(cur.Start, start, false)
+			}
+			t := taskBuild{kind: lab.kind}
+			t.ID, t.Title, t.Labels, t.explicitID, t.ticked = lab.id, lab.title, lab.tags, true, lab.ticked
+			if _, tst := cutStatus(lab.title); st == StatusNone {
+				st = tst
+			}
+			if st != StatusPending {
+				t.Status = st
+			}
+			t.Checked = st.skips()
+			t.Section = section
+			t.underList = nearest != nil && r.facts(nearest).names
+			t.Start, t.End = start, after
+			t.headEnd = r.lineEnd(r.lineOf(start))
+			rd.tasks = append(rd.tasks, t)
+			cur = &rd.tasks[len(rd.tasks)-1]
+		}
+		if cur != nil {
+			cur.End = r.trimEnd(cur.Start, after, false)
+		}
+	}
+	if len(rd.tasks) < 2 {
+		rd.tasks = nil
+	}
+	return rd
 }

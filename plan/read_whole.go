@@ -2,6 +2,8 @@ package plan
 
 import (
 	"strings"
+
+	"github.com/implloop/implloop/internal/words"
 )
 
 // wholeWords name a section that says what to change, in a plan written
@@ -78,12 +80,12 @@ func (r *parseState) readWhole(top topBlocks) reading {
 	} else {
 		t.Start = max(r.lines[first], r.base)
 		t.headEnd = r.lineEnd(first)
-		t.Title = clip(strings.TrimSpace(string(r.src[t.Start:r.lineEnd(first)])), 80)
+		t.Title = words.Clip(strings.TrimSpace(string(r.src[t.Start:r.lineEnd(first)])), 80)
 	}
 	t.End = r.trimEnd(t.Start, len(r.src), true)
 	rd.tasks = []taskBuild{t}
 	if !forced {
-		rd.warn(r.lineOf(t.Start)+1, "no task list found (task headings, checklist items, a numbered list under a Tasks heading, table rows or numbered sections): the whole plan is one task, %q; write \"### Task N: ...\" headings to run it in steps", clip(t.Title, 60))
+		rd.warn(r.lineOf(t.Start)+1, "no task list found (task headings, checklist items, a numbered list under a Tasks heading, table rows or numbered sections): the whole plan is one task, %q; write \"### Task N: ...\" headings to run it in steps", words.Clip(t.Title, 60))
 	}
 	return rd
 }

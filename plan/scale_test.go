@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -211,5 +212,52 @@ func TestFrontMatterTooLarge(t *testing.T) {
 	}
 	if len(p.Tasks) != 1 || p.Tasks[0].Title != "a" || len(p.FrontMatter) != 0 {
 		t.Fatalf("tasks %+v, front matter %v", p.Tasks, p.FrontMatter)
+	}
+}
+
+// TestLongHeadingManyItems: the readers weigh every list and item by what
+// the heading above it says ("Acceptance criteria", "Step by Step Tasks");
+// working that out again for each of 20,000 items under a 64 KiB heading
+// was quadratic. Each heading's words are now weighed once.
+func TestLongHeadingManyItems(t *testing.T) {
+	t.Parallel()
+	const n = 20000
+	var b strings.Builder
+	b.WriteString("# Plan\n\n## " + strings.Repeat("details of the work ", 3300) + "\n\n")
+	for i := range n {
+		fmt.Fprintf(&b, "- [ ] item %d\n- **%d.1** bold\n\n1. step\n\n", i, i)
+	}
+	p, ds := ParseWith("plan.md", []byte(b.String()), Options{Explain: true})
+	if len(p.Tasks) == 0 && !HasErrors(ds) {
+		t.Fatalf("no tasks and no error")
+	}
+	if len(p.Reading.PassedOver) > 4*n {
+		t.Fatalf("%d passages", len(p.Reading.PassedOver))
+	}
+}
+
+// TestDependencyRangesBounded: a range ("Tareas 1.1 a 1.9") stands for
+// every task numbered between its ends; thousands of tasks each naming a
+// range over all the tasks before them would cost their product, so one
+// range stands for at most maxRangeDeps tasks.
+func TestDependencyRangesBounded(t *testing.T) {
+	t.Parallel()
+	const n = 1200
+	var b strings.Builder
+	b.WriteString("- [ ] 1. Step 1\n")
+	for i := 2; i <= n; i++ {
+		fmt.Fprintf(&b, "- [ ] %d. Step %d\n  Depends on: tasks 1 to %d\n", i, i, i-1)
+	}
+	p, ds := Parse("plan.md", []byte(b.String()))
+	if len(p.Tasks) != n || HasErrors(ds) {
+		t.Fatalf("%d tasks, want %d; %v", len(p.Tasks), n, ds)
+	}
+	if got := p.Tasks[3].Deps; !slices.Equal(got, []string{"1", "2", "3"}) {
+		t.Fatalf("task 4 depends on %v, want [1 2 3]", got)
+	}
+	for _, task := range p.Tasks {
+		if len(task.Deps) > maxRangeDeps+2 {
+			t.Fatalf("task %s: %d dependencies, want at most %d", task.ID, len(task.Deps), maxRangeDeps+2)
+		}
 	}
 }

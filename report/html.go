@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/internal/bytepath"
+	"github.com/implloop/implloop/internal/words"
 )
 
 // Extras are what the HTML report shows that the journal's rows alone do
@@ -87,7 +88,7 @@ var pageSource string
 
 var (
 	pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-		"dur": dur, "lower": strings.ToLower, "stamp": stamp, "usd": usd, "commas": commas, "tokens": tokens, "cost": costOf, "short": short,
+		"dur": dur, "lower": strings.ToLower, "stamp": stamp, "usd": usd, "commas": commas, "tokens": tokens, "cost": costOf, "short": words.Short,
 	}).Parse(pageSource))
 	diffTmpl = pageTmpl.Lookup("diff")
 )

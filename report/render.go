@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/internal/bytepath"
+	"github.com/implloop/implloop/internal/words"
 )
 
 // Terminal writes the report as plain aligned text, the form printed at
@@ -17,7 +18,7 @@ import (
 func Terminal(w io.Writer, r *Report) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "implloop run %s: %s%s\n", r.RunID, r.Headline, skippedNote(r))
-	fmt.Fprintf(&b, "plan %s (sha256 %s)\n", r.PlanPath, short(r.PlanSHA256))
+	fmt.Fprintf(&b, "plan %s (sha256 %s)\n", r.PlanPath, words.Short(r.PlanSHA256))
 	if r.ParentID != "" {
 		fmt.Fprintf(&b, "resumes run %s\n", r.ParentID)
 	}
@@ -239,13 +240,6 @@ func stamp(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }
 
 // dur renders milliseconds compactly: 850ms, 12.3s, 4m05s, 2h03m.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/implloop/implloop/internal/files"
 	"github.com/implloop/implloop/internal/gitcmd"
 )
 
@@ -69,7 +70,7 @@ func readLayout(ctx context.Context, dir string) (*layout, error) {
 	if l.common, err = abs(lines[1]); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	if fileExists(filepath.Join(l.common, "reftable")) {
+	if files.Exists(filepath.Join(l.common, "reftable")) {
 		return nil, fmt.Errorf("%s: %w", tree, ErrReftable)
 	}
 	return l, nil
@@ -197,9 +198,4 @@ func validRefName(name string) bool {
 		}
 	}
 	return true
-}
-
-func fileExists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/implloop/implloop/internal/files"
 )
 
 // Rule is one entry of a call's view of the file system: the subtree at
@@ -177,7 +179,7 @@ func submoduleGitDirs(modules string) (dirs []string, whole bool) {
 				return
 			}
 			p := filepath.Join(dir, e.Name())
-			if fileExists(filepath.Join(p, "HEAD")) && fileExists(filepath.Join(p, "objects")) {
+			if files.Exists(filepath.Join(p, "HEAD")) && files.Exists(filepath.Join(p, "objects")) {
 				out = append(out, p)
 				walk(filepath.Join(p, "modules"), depth+1)
 				continue

@@ -36,3 +36,8 @@ go test -count=1 -timeout 0 ./boundary/ -run '^TestPropertyStatusSnapshotIsAddAl
 wchecks=${WATCH_CHECKS:-2000}
 echo "property boundary TestPropertyWatchedBoundaryIsFullScan ($wchecks cases)"
 go test -count=1 -timeout 0 ./boundary/ -run '^TestPropertyWatchedBoundaryIsFullScan$' -rapid.checks="$wchecks"
+# kill -9 at random moments of a --jobs 3 run, then resume: no call that
+# finished and was journaled is paid twice (about 2 s a kill).
+kpoints=${KILL_POINTS:-30}
+echo "loop TestParallelKill9NeverPaysTwice ($kpoints kills)"
+go test -count=1 -timeout 0 ./loop/ -run '^TestParallelKill9NeverPaysTwice$' -killpoints="$kpoints"

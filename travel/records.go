@@ -37,12 +37,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/runid"
 )
 
 // RecordsRefPrefix is where runs' records are kept, one ref per run.
@@ -56,12 +56,6 @@ const Format = 1
 
 // ErrNewerFormat: the records were written by a newer implloop.
 var ErrNewerFormat = errors.New("records written by a newer implloop")
-
-var runIDRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
-
-func validRunID(id string) bool {
-	return runIDRE.MatchString(id) && !strings.Contains(id, "..") && !strings.HasSuffix(id, ".lock") && !strings.HasSuffix(id, ".")
-}
 
 // The files of a records tree, in tree order.
 const (
@@ -164,7 +158,7 @@ func refValue(ctx context.Context, dir, ref string) (string, error) {
 // are written once, when the run ends). It returns the records commit.
 func Write(ctx context.Context, j *cache.Journal, runID string) (string, error) {
 	dir := j.Root()
-	if !validRunID(runID) {
+	if !runid.RefSafe(runID) {
 		return "", fmt.Errorf("records of %s: the run id cannot be a ref name", runID)
 	}
 	ref := RecordsRef(runID)

@@ -13,6 +13,7 @@ import (
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/runid"
 )
 
 // RemoteError is a push or fetch that git could not do: the remote is
@@ -328,7 +329,7 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		}
 		fmt.Fprintf(&refs, "delete %s\n", ref)
 		run := strings.TrimPrefix(ref, pullNS)
-		if !validRunID(run) {
+		if !runid.Valid(run) {
 			return nil, &RefusedError{Run: run, Commit: commit, Reason: "the run id is not one implloop writes"}
 		}
 		if _, err := j.GetRun(run); err == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/words"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
 )
@@ -165,7 +166,7 @@ func checkRun(o *checkOptions) error {
 		if plan.HasErrors(diags) {
 			n := len(plan.Errors(diags))
 			refuse("fix the plan ('implloop lint "+c.Path+"' shows the same), then git add it again",
-				"the staged %s has %s", c.Path, plural(n, "error"))
+				"the staged %s has %s", c.Path, words.Count(n, "error"))
 			continue
 		}
 		if journaled {
@@ -188,7 +189,7 @@ func checkRun(o *checkOptions) error {
 		}
 	}
 	if n := len(out.Refused); n > 0 {
-		fmt.Fprintf(w, "implloop: check: %s refused\n", plural(n, "staged change"))
+		fmt.Fprintf(w, "implloop: check: %s refused\n", words.Count(n, "staged change"))
 		return exitWith(exitError)
 	}
 	return nil
@@ -303,7 +304,7 @@ func warnResume(w io.Writer, root, planPath string, run cache.Run, src []byte, s
 	if len(ids) == 0 {
 		return nil
 	}
-	msg := fmt.Sprintf("a resume of run %s will re-run %s %s", run.ID, pluralWord(len(ids), "task"), strings.Join(ids, ", "))
+	msg := fmt.Sprintf("a resume of run %s will re-run %s %s", run.ID, words.Plural(len(ids), "task"), strings.Join(ids, ", "))
 	fmt.Fprintf(w, "implloop: warning: %s\n", msg)
 	for _, l := range lines {
 		fmt.Fprintln(w, l)

@@ -6,10 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
+	"github.com/implloop/implloop/settings"
 )
 
 // Dynamic shell completion. `implloop completion SHELL` (cobra's) writes a
@@ -163,17 +163,6 @@ func runFlag(cmd *cobra.Command, args []string) string {
 	return v
 }
 
-// completeAgents offers the agent presets.
-func completeAgents(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	var out []cobra.Completion
-	for _, n := range agent.Names() {
-		if strings.HasPrefix(n, toComplete) {
-			out = append(out, n)
-		}
-	}
-	return out, noFiles
-}
-
 // completePlanFiles offers markdown files for n PLAN arguments (n < 0: any
 // number).
 func completePlanFiles(n int) cobra.CompletionFunc {
@@ -185,9 +174,18 @@ func completePlanFiles(n int) cobra.CompletionFunc {
 	}
 }
 
-// completeFixed offers a flag's fixed set of values.
+// completeFixed offers those of a flag's fixed set of values that start
+// as typed, in the order given.
 func completeFixed(values ...string) cobra.CompletionFunc {
-	return cobra.FixedCompletions(values, noFiles)
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		for _, v := range values {
+			if strings.HasPrefix(v, toComplete) {
+				out = append(out, v)
+			}
+		}
+		return out, noFiles
+	}
 }
 
 // completionJournal opens the journal of the repository around the working
@@ -204,27 +202,27 @@ func completionJournal(io *ioStreams) *cache.Journal {
 	return j
 }
 
-// registerRunFlagCompletions completes the flags run and resume share.
+// registerRunFlagCompletions completes the flags run and resume share:
+// each setting's from the table of settings (its fixed values, paths, or
+// nothing), --task-range's from the plan.
 func registerRunFlagCompletions(cmd *cobra.Command, io *ioStreams, planOf func(cmd *cobra.Command, args []string) string) {
-	for name, f := range map[string]cobra.CompletionFunc{
-		"agent":          completeAgents,
-		"task-range":     completeTaskRange(io, planOf),
-		"on-blocked":     completeFixed("stop", "continue"),
-		"plan-context":   completeFixed("task", "full"),
-		"model":          cobra.NoFileCompletions,
-		"env":            cobra.NoFileCompletions,
-		"param":          cobra.NoFileCompletions,
-		"max-attempts":   cobra.NoFileCompletions,
-		"timeout":        cobra.NoFileCompletions,
-		"fallback-agent": completeFixed("claude", "codex", "gemini", "opencode", "builtin"),
-		"max-wait":       cobra.NoFileCompletions,
-		"max-cost":       cobra.NoFileCompletions,
-		"max-tokens":     cobra.NoFileCompletions,
-		"max-task-cost":  cobra.NoFileCompletions,
-		"notify":         cobra.NoFileCompletions,
-		"heartbeat":      cobra.NoFileCompletions,
-	} {
-		_ = cmd.RegisterFlagCompletionFunc(name, f)
+	var probe loop.Settings
+	for _, st := range settings.All() {
+		var f cobra.CompletionFunc
+		switch {
+		case st.Flag == "task-range":
+			f = completeTaskRange(io, planOf)
+		case len(st.Values) > 0:
+			f = completeFixed(st.Values...)
+		case st.Paths:
+			continue // the shell's own: file names
+		default:
+			if _, isBool := st.Field(&probe).(*bool); isBool {
+				continue // takes no value
+			}
+			f = cobra.NoFileCompletions
+		}
+		_ = cmd.RegisterFlagCompletionFunc(st.Flag, f)
 	}
-	_ = cmd.RegisterFlagCompletionFunc("sandbox-network", completeFixed("on", "none"))
+	_ = cmd.RegisterFlagCompletionFunc("heartbeat", cobra.NoFileCompletions)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/identity"
+	"github.com/implloop/implloop/settings"
 )
 
 type idOptions struct {
@@ -70,7 +71,7 @@ instead of the identity. Nothing is written anywhere.
 	f.StringArrayVar(&opts.env, "env", nil, "NAME of an environment variable passed to the agent (repeatable; never NAME=VALUE)")
 	f.StringVar(&opts.project, "project", "", "the project directory (default: the git repository around the working directory)")
 	f.BoolVar(&opts.explain, "explain", false, "print the canonical preimage JSON instead of the identity")
-	_ = cmd.RegisterFlagCompletionFunc("agent", completeAgents)
+	_ = cmd.RegisterFlagCompletionFunc("agent", completeFixed(settings.Agents()...))
 	return cmd
 }
 

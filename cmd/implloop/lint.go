@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/implloop/implloop/internal/words"
 	"github.com/implloop/implloop/plan"
 )
 
@@ -112,7 +113,7 @@ func lintRun(opts *lintOptions) error {
 	if errs == 0 && warns == 0 {
 		return nil
 	}
-	fmt.Fprintf(opts.io.ErrOut, "implloop: lint: %s, %s in %s\n", plural(errs, "error"), plural(warns, "warning"), plural(len(opts.paths), "plan"))
+	fmt.Fprintf(opts.io.ErrOut, "implloop: lint: %s, %s in %s\n", words.Count(errs, "error"), words.Count(warns, "warning"), words.Count(len(opts.paths), "plan"))
 	if errs > 0 || opts.strict {
 		return exitWith(exitError)
 	}
@@ -132,17 +133,4 @@ type lintPlanJSON struct {
 	Path        string            `json:"path"`
 	Reading     *plan.Reading     `json:"reading,omitempty"` // absent for a file that could not be read
 	Diagnostics []plan.Diagnostic `json:"diagnostics"`
-}
-
-// plural is n and what, in the plural unless n is 1: "1 error", "2 errors".
-func plural(n int, what string) string {
-	return fmt.Sprintf("%d %s", n, pluralWord(n, what))
-}
-
-// pluralWord is w, in the plural unless n is 1.
-func pluralWord(n int, w string) string {
-	if n == 1 {
-		return w
-	}
-	return w + "s"
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/internal/words"
 	"github.com/implloop/implloop/plan"
 )
 
@@ -20,6 +21,7 @@ type planOptions struct {
 	json      bool
 	taskRange string
 	form      formFlag
+	explain   bool
 }
 
 func newPlanCmd(io *ioStreams) *cobra.Command {
@@ -40,7 +42,13 @@ what a run's identity covers. Diagnostics go to stderr; see 'implloop lint'.
 
 The "tasks" line says how the tasks were read (the form and the count),
 with a note for what was left out; --form forces a form (see
-docs/plan-format.md for the forms and their precedence).
+docs/plan-format.md for the forms and their precedence). With
+--explain-reading, one line per heading, list, table and fenced block
+that is no task (and per task a run skips) says why it was passed over.
+
+PLAN may be a folder of task files, one task per numbered file
+(tasks/task-01.md ..., CCPM's .claude/epics/NAME/), read in the order of
+their numbers with README.md or epic.md as the shared context.
 
 It only reads the plan: nothing is written anywhere.
 
@@ -63,6 +71,7 @@ Ids compare by their numeric part, so 10:13 also selects T010 to T013, and
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON instead of a table")
 	cmd.Flags().StringVar(&opts.taskRange, "task-range", "", "only these tasks (10:13, 10:, :5, 7, T010:T013)")
+	cmd.Flags().BoolVar(&opts.explain, "explain-reading", false, "also say, for each heading, list, table and fenced block that is no task, why it was passed over")
 	_ = cmd.RegisterFlagCompletionFunc("task-range", completeTaskRange(io, planArg))
 	opts.form.register(cmd)
 	return cmd
@@ -76,6 +85,7 @@ type planJSON struct {
 	Form           string         `json:"form"`
 	Reading        string         `json:"reading"`
 	Notes          []string       `json:"notes,omitempty"`
+	PassedOver     []plan.Passage `json:"passed_over,omitempty"`
 	Count          int            `json:"count"`
 	Range          string         `json:"range,omitempty"`
 	FrontMatter    map[string]any `json:"front_matter,omitempty"`
@@ -91,8 +101,10 @@ type taskJSON struct {
 	Line     int      `json:"line"`
 	EndLine  int      `json:"end_line"`
 	Checked  bool     `json:"checked"`
+	Status   string   `json:"status,omitempty"` // the plan's mark beyond [ ]/[x]: "in progress", "cancelled", "done" (✅)
 	Optional bool     `json:"optional,omitempty"`
 	Section  string   `json:"section,omitempty"`
+	File     string   `json:"file,omitempty"`
 	Labels   []string `json:"labels,omitempty"`
 	Deps     []string `json:"deps,omitempty"`
 	// After is what the task waits for before it may start (the tasks it
@@ -114,6 +126,7 @@ func planRun(opts *planOptions) error {
 	if err != nil {
 		return err
 	}
+	popts.Explain = opts.explain
 	p, diags, err := plan.ReadFileWith(opts.path, popts)
 	if err != nil {
 		return errorf("check the path; a plan is a markdown file of at most 32 MiB", "%s: %s", opts.path, err)
@@ -142,6 +155,7 @@ func planRun(opts *planOptions) error {
 		Form:           string(p.Form),
 		Reading:        p.Reading.String(),
 		Notes:          p.Reading.Notes,
+		PassedOver:     p.Reading.PassedOver,
 		Count:          sel.Count,
 		Range:          r.String(),
 		FrontMatter:    p.FrontMatter,
@@ -160,7 +174,7 @@ func planRun(opts *planOptions) error {
 		out.Tasks = append(out.Tasks, taskJSON{
 			ID: t.ID, Ordinal: t.Ordinal, Title: t.Title,
 			Line: t.Line, EndLine: t.EndLine, Checked: t.Checked,
-			Optional: pt.Optional, Section: pt.Section, Labels: pt.Labels,
+			Status: string(pt.Status), Optional: pt.Optional, Section: pt.Section, File: pt.File, Labels: pt.Labels,
 			Deps: t.Deps, After: after[t.ID], Wave: wave[t.ID], Verify: t.Verify,
 			TextSHA256: extractor.SHA256Hex(t.Text),
 		})
@@ -213,9 +227,19 @@ func printPlanTable(w io.Writer, p *planJSON, preambleBytes int, source string) 
 		if t.Optional {
 			title += " (optional)"
 		}
-		fmt.Fprintf(tw, "%s\t%d-%d\t%s\t%s\t%s\t%s\n", t.ID, t.Line, t.EndLine, done, deps, t.TextSHA256[:12], oneLine(title))
+		lines := fmt.Sprintf("%d-%d", t.Line, t.EndLine)
+		if t.File != "" {
+			lines = t.File + ":" + lines
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, lines, done, deps, words.Short(t.TextSHA256), oneLine(title))
 	}
 	tw.Flush()
+	if len(p.PassedOver) > 0 {
+		fmt.Fprintln(w)
+		for _, ps := range p.PassedOver {
+			fmt.Fprintf(w, "passed    %s\n", oneLine(ps.String()))
+		}
+	}
 }
 
 // wavesLine shows the waves as "1 | 2 3 4 | 5".

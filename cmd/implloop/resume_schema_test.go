@@ -38,8 +38,8 @@ func TestResumeUpgradesAnOlderJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Back to schema 3, before runs.inputs (4), the boundaries_tree
-	// index (5) and the pulled table (6).
-	if _, err := db.Exec(`DROP TABLE pulled; DROP INDEX boundaries_tree; ALTER TABLE runs DROP COLUMN inputs; PRAGMA user_version = 3`); err != nil {
+	// index (5), the pulled table (6) and the ahead table (7).
+	if _, err := db.Exec(`DROP TABLE ahead; DROP TABLE pulled; DROP INDEX boundaries_tree; ALTER TABLE runs DROP COLUMN inputs; PRAGMA user_version = 3`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

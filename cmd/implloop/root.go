@@ -70,6 +70,7 @@ changed, and says why.
 		newLintCmd,
 		newIDCmd,
 		newStatusCmd,
+		newDoctorCmd,
 		newWatchCmd,
 		newHookCmd,
 		newCheckCmd,

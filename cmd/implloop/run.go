@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"syscall"
 	"time"
@@ -15,12 +16,12 @@ import (
 
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
+	"github.com/implloop/implloop/settings"
 )
 
 // runFlags are the flags `run` and `resume` share.
 type runFlags struct {
 	s        loop.Settings
-	timeout  time.Duration
 	params   []string
 	json     bool
 	dryRun   bool
@@ -28,8 +29,7 @@ type runFlags struct {
 	// rerunLost: resume runs tasks whose work is gone live (loop.Options).
 	rerunLost bool
 	// fresh: run replays nothing across runs (loop.Options).
-	fresh   bool
-	maxWait time.Duration
+	fresh bool
 	// heartbeat: how often a line says a call or gate still runs, when
 	// stderr is not a terminal (loop.Options.Heartbeat); not a setting.
 	heartbeat time.Duration
@@ -37,35 +37,38 @@ type runFlags struct {
 	wd string
 }
 
+// addRunFlags registers a flag for every run setting (package settings'
+// table: name, help, default, and the field it sets), then the flags of
+// run and resume that are not settings.
 func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
-	d := loop.DefaultSettings()
-	fs.StringVar(&f.s.Agent, "agent", d.Agent, "agent backend: claude, codex, gemini, opencode, builtin, or exec (with --agent-cmd). No default: without --agent, --agent-cmd or agent: in the plan's front matter, run stops with \"no agent given\" (resume: the run's own)")
-	// Internally an unnamed agent is exec without a command, which run
-	// refuses; "(default \"exec\")" in the help would promise one.
-	fs.Lookup("agent").DefValue = ""
-	fs.StringVar(&f.s.AgentCmd, "agent-cmd", "", "command line of a custom agent (implies --agent exec); split like a shell would, run without one")
-	fs.StringVar(&f.s.Model, "model", "", "model to ask the agent for (part of every unit's identity); a list opus,sonnet: on a usage limit the next takes the call")
-	fs.StringVar(&f.s.Verify, "verify", "", "gate command run with sh -c after each attempt (a task's own verify block wins)")
-	fs.StringVar(&f.s.TaskRange, "task-range", "", "tasks to run: 10:13, 10:, :5, 7, T010:T013 (default: all)")
-	fs.IntVar(&f.s.MaxAttempts, "max-attempts", d.MaxAttempts, "live attempts per task before it is blocked")
-	fs.IntVar(&f.s.Jobs, "jobs", 1, "how many tasks may run at once, each in its own worktree (see 'Parallel tasks' in docs/plan-format.md)")
-	fs.DurationVar(&f.timeout, "timeout", time.Duration(d.Timeout), "per agent call and per gate; the agent's process group is killed after it (0: no limit)")
-	fs.StringVar(&f.s.OnBlocked, "on-blocked", d.OnBlocked, "after a blocked task: stop, or continue with the next tasks (those depending on it stay pending)")
-	fs.StringArrayVar(&f.s.Env, "env", nil, "NAME of an environment variable the agent depends on (repeatable; its name, never its value, joins the identity)")
-	fs.StringArrayVar(&f.params, "param", nil, "k=v handed to the agent in the task context (repeatable; part of the identity)")
-	fs.StringVar(&f.s.PlanContext, "plan-context", d.PlanContext, "what the agent gets: task (task text and preamble) or full (also the plan's path; any plan edit re-runs every task)")
-	fs.BoolVar(&f.s.IncludeChecked, "include-checked", false, "also run tasks already checked (- [x]) in the plan")
-	fs.StringArrayVar(&f.s.Fallbacks, "fallback-agent", nil, "NAME or NAME:MODEL of an agent that takes a call when the agent hits a usage limit, instead of waiting (repeatable, in order)")
-	fs.DurationVar(&f.maxWait, "max-wait", time.Duration(d.MaxWait), "how long the run may wait for usage limits to lift, in all, before it stops PARTIAL (0: never wait)")
-	fs.Float64Var(&f.s.MaxCost, "max-cost", 0, "stop at the next task boundary once the run's live calls cost this many US dollars (0: no cap)")
-	fs.Int64Var(&f.s.MaxTokens, "max-tokens", 0, "stop at the next task boundary once the run's live calls used this many tokens (0: no cap)")
-	fs.Float64Var(&f.s.MaxTaskCost, "max-task-cost", 0, "no further attempt of a task once its live calls cost this many US dollars (0: no cap)")
-	fs.StringVar(&f.s.Notify, "notify", "", "command run with sh -c at the end, at a block and when a wait for a limit begins, the event as JSON on stdin (docs/events.md)")
+	f.s = settings.FlagDefaults()
+	for _, st := range settings.All() {
+		switch p := st.Field(&f.s).(type) {
+		case *string:
+			fs.StringVar(p, st.Flag, *p, st.Help)
+		case *int:
+			fs.IntVar(p, st.Flag, *p, st.Help)
+		case *int64:
+			fs.Int64Var(p, st.Flag, *p, st.Help)
+		case *float64:
+			fs.Float64Var(p, st.Flag, *p, st.Help)
+		case *bool:
+			fs.BoolVar(p, st.Flag, *p, st.Help)
+		case *settings.Duration:
+			fs.DurationVar((*time.Duration)(p), st.Flag, time.Duration(*p), st.Help)
+		case *[]string:
+			fs.StringArrayVar(p, st.Flag, *p, st.Help)
+		case *map[string]string:
+			// name=value, one a flag: settings.ParseParams reads them.
+			fs.StringArrayVar(&f.params, st.Flag, nil, st.Help)
+		default:
+			panic(fmt.Sprintf("--%s: no flag for a setting of type %T", st.Flag, p))
+		}
+		if st.HideDefault() {
+			fs.Lookup(st.Flag).DefValue = ""
+		}
+	}
 	fs.DurationVar(&f.heartbeat, "heartbeat", time.Minute, "when stderr is not a terminal, a line this often while an agent call, a gate or a wait lasts (0: none)")
-	fs.BoolVar(&f.s.Sandbox, "sandbox", false, "run each agent call in a sandbox (bubblewrap on Linux, sandbox-exec on macOS): it may write its work tree and nothing of implloop's (see 'Sandbox' in docs/agents.md)")
-	fs.StringArrayVar(&f.s.SandboxAllow, "sandbox-allow", nil, "PATH a sandboxed agent may also write (repeatable)")
-	fs.StringVar(&f.s.SandboxNetwork, "sandbox-network", "", "network in the sandbox: on (the default), or none")
-	fs.BoolVar(&f.s.SandboxGates, "sandbox-gates", false, "run the gates in the sandbox too (by default they run outside it, as your command)")
 	fs.BoolVar(&f.json, "json", false, "print the event stream as NDJSON on stdout (docs/events.md)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the work list (per task: replay or live, and why) and write nothing")
 }
@@ -75,26 +78,25 @@ func addRunFlags(fs *pflag.FlagSet, f *runFlags) {
 // was given.
 func (f *runFlags) settings(fs *pflag.FlagSet) (loop.Settings, error) {
 	s := f.s
-	s.Timeout = loop.Duration(f.timeout)
-	s.MaxWait = loop.Duration(f.maxWait)
-	params, err := loop.ParseParams(f.params)
+	params, err := settings.ParseParams(f.params)
 	if err != nil {
 		return s, loopError(err)
 	}
 	s.Params = params
+	s.SandboxAllow = slices.Clone(s.SandboxAllow)
 	for i, p := range s.SandboxAllow {
 		if p != "" && !filepath.IsAbs(p) && f.wd != "" {
 			s.SandboxAllow[i] = filepath.Join(f.wd, p)
 		}
 	}
-	for _, name := range loop.SettingFlags() {
+	for _, name := range settings.Flags() {
 		if fs.Changed(name) {
 			s.Flags = append(s.Flags, name)
 		}
 	}
 	sort.Strings(s.Flags)
 	if fs.Changed("jobs") {
-		if err := loop.ValidateJobs(s.Jobs); err != nil {
+		if err := settings.ValidateJobs(s.Jobs); err != nil {
 			return s, loopError(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/report"
@@ -151,7 +152,7 @@ func showEffect(cmd *cobra.Command, io *ioStreams, j *cache.Journal, run *cache.
 	workRun := run.ID
 	if row.Source == cache.SourceReplayed {
 		if from, ok, err := loop.WorkRun(j, run.ID, taskID); err == nil && ok {
-			if _, err := loop.TaskDiff(ctx, j, root, from, taskID, true, false, false); err == nil {
+			if _, err := loop.TaskDiff(ctx, j, root, from, taskID, boundary.DiffOptions{Stat: true}); err == nil {
 				workRun = from
 				fmt.Fprintf(io.ErrOut, "implloop: task %s was replayed in run %s: its work was done in run %s, shown here\n", taskID, run.ID, from)
 			}
@@ -175,7 +176,7 @@ func showEffect(cmd *cobra.Command, io *ioStreams, j *cache.Journal, run *cache.
 	if !diff {
 		stat = true
 	}
-	out, err := loop.TaskDiff(ctx, j, root, workRun, taskID, stat, diff, io.color())
+	out, err := loop.TaskDiff(ctx, j, root, workRun, taskID, boundary.DiffOptions{Stat: stat, Patch: diff, Color: io.color()})
 	if err != nil {
 		return effectError(err, run, row)
 	}

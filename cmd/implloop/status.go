@@ -14,6 +14,7 @@ import (
 	"github.com/implloop/implloop/loop"
 
 	"github.com/implloop/implloop/internal/bytepath"
+	"github.com/implloop/implloop/internal/words"
 )
 
 type statusOptions struct {
@@ -139,11 +140,7 @@ func blobCell(b boundary.Blob) string {
 	case b.Hash == "":
 		return b.Mode.String() + ":?"
 	}
-	id := b.Hash
-	if len(id) > 12 {
-		id = id[:12]
-	}
-	return b.Mode.String() + ":" + id
+	return b.Mode.String() + ":" + words.Short(b.Hash)
 }
 
 // displayPath quotes a path that would not read as one line of text.

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/words"
 )
 
 // version is implloop's version when the build does not carry one: a build
@@ -83,10 +84,7 @@ var pseudoVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+-(.*\.)?[0-9]{14
 func (v versionInfo) line() string {
 	var parts []string
 	if v.Revision != "" {
-		rev := v.Revision
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
+		rev := words.Short(v.Revision)
 		if v.Dirty != nil && *v.Dirty {
 			rev += ", dirty"
 		}

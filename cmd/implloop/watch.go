@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/words"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
 	"github.com/implloop/implloop/watch"
@@ -311,10 +312,7 @@ func renderWatch(ev watch.Event, pv preview, parent *cache.Run, n int, redraw bo
 	if verdict == "" {
 		verdict = "unfinished"
 	}
-	sha := ev.SHA256
-	if len(sha) > 12 {
-		sha = sha[:12]
-	}
+	sha := words.Short(ev.SHA256)
 	fmt.Fprintf(&b, "implloop watch: preview %d: %s", n, ev.Path)
 	if ev.Exists && sha != "" {
 		fmt.Fprintf(&b, " (sha256 %s)", sha)
@@ -333,7 +331,7 @@ func renderWatch(ev watch.Event, pv preview, parent *cache.Run, n int, redraw bo
 	}
 	if ev.HasErrors() {
 		n := len(plan.Errors(ev.Diagnostics))
-		fmt.Fprintf(&b, "implloop watch: %s has %s: no preview until they are fixed\n", ev.Path, plural(n, "error"))
+		fmt.Fprintf(&b, "implloop watch: %s has %s: no preview until they are fixed\n", ev.Path, words.Count(n, "error"))
 		return b.String()
 	}
 	if pv.err != nil {

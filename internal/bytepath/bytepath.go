@@ -53,6 +53,83 @@ func Decode(s, b64 string) (string, error) {
 	return string(b), nil
 }
 
+// A Field is a path member of a JSON object: its JSON name ("path",
+// "moved_to") and the path, for [AppendTwins] and [ReadTwins].
+type Field struct {
+	Name string
+	Path *string
+}
+
+// AppendTwins adds to obj, the JSON object of a record holding paths, the
+// base64 twin ("NAME_b64") of each field whose path is not valid UTF-8,
+// after obj's members: what a struct with the twins as its last fields,
+// omitted when empty, marshals to. A record's MarshalJSON is
+//
+//	b, err := json.Marshal(plain(r))
+//	return bytepath.AppendTwins(b, err, bytepath.Field{Name: "path", Path: &r.Path})
+func AppendTwins(obj []byte, err error, fields ...Field) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	end := bytes.LastIndexByte(obj, '}')
+	if len(obj) == 0 || obj[0] != '{' || end < 0 {
+		return nil, fmt.Errorf("bytepath: not a JSON object: %.40s", obj)
+	}
+	comma := len(bytes.TrimSpace(obj[1:end])) > 0
+	var twins []byte
+	for _, f := range fields {
+		b64 := B64(*f.Path)
+		if b64 == "" {
+			continue
+		}
+		if comma {
+			twins = append(twins, ',')
+		}
+		comma = true
+		twins = append(twins, '"')
+		twins = append(twins, f.Name...)
+		twins = append(twins, `_b64":"`...)
+		twins = append(twins, b64...)
+		twins = append(twins, '"')
+	}
+	if len(twins) == 0 {
+		return obj, nil
+	}
+	out := make([]byte, 0, len(obj)+len(twins))
+	out = append(out, obj[:end]...)
+	out = append(out, twins...)
+	return append(out, obj[end:]...), nil
+}
+
+// ReadTwins sets each field's path from its base64 twin in obj (what
+// [AppendTwins] wrote), when obj has one. A record's UnmarshalJSON reads
+// obj into its plain form first, then calls it.
+func ReadTwins(obj []byte, fields ...Field) error {
+	if !bytes.Contains(obj, []byte(`_b64"`)) {
+		return nil // no twin: every path was valid UTF-8
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &members); err != nil {
+		return err
+	}
+	for _, f := range fields {
+		raw, ok := members[f.Name+"_b64"]
+		if !ok {
+			continue
+		}
+		var b64 string
+		if err := json.Unmarshal(raw, &b64); err != nil {
+			return fmt.Errorf("path %q: %s_b64: %w", *f.Path, f.Name, err)
+		}
+		p, err := Decode(*f.Path, b64)
+		if err != nil {
+			return err
+		}
+		*f.Path = p
+	}
+	return nil
+}
+
 // Display is p as a person should see it: as it is when it is printable
 // UTF-8 without quotes, backslashes or control characters, else quoted
 // with Go's escapes (`"bad\xffname.txt"`).

@@ -60,3 +60,49 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// AppendTwins writes what a struct with the twins as its last fields,
+// omitted when empty, marshals to; ReadTwins reads them back.
+func TestTwins(t *testing.T) {
+	t.Parallel()
+	type rec struct {
+		Path string `json:"path"`
+		To   string `json:"to,omitempty"`
+		N    int    `json:"n"`
+	}
+	type empty struct{}
+	for _, r := range []rec{{Path: "a.txt"}, {Path: "bad\xffname", N: 1}, {Path: "a", To: "b\xfe"}, {Path: "\xff", To: "\xfe/x"}, {}} {
+		b, err := json.Marshal(r)
+		got, err := AppendTwins(b, err, Field{"path", &r.Path}, Field{"to", &r.To})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(struct {
+			rec
+			PathB64 string `json:"path_b64,omitempty"`
+			ToB64   string `json:"to_b64,omitempty"`
+		}{r, B64(r.Path), B64(r.To)})
+		if string(got) != string(want) {
+			t.Errorf("%q:\n got %s\nwant %s", r.Path, got, want)
+		}
+		var back rec
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatal(err)
+		}
+		if err := ReadTwins(got, Field{"path", &back.Path}, Field{"to", &back.To}); err != nil || back != r {
+			t.Errorf("%s read back as %+v, %v", got, back, err)
+		}
+	}
+	p := "\xff"
+	b, err := json.Marshal(empty{})
+	if got, err := AppendTwins(b, err, Field{"path", &p}); err != nil || string(got) != `{"path_b64":"/w=="}` {
+		t.Errorf("empty object: %s %v", got, err)
+	}
+	if _, err := AppendTwins([]byte(`"x"`), nil, Field{"path", &p}); err == nil {
+		t.Error("a string is no object")
+	}
+	q := "x"
+	if err := ReadTwins([]byte(`{"path":"x","path_b64":"!"}`), Field{"path", &q}); err == nil {
+		t.Error("bad base64 read")
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Alive reports whether pid is a running process: a zombie (dead, not yet
@@ -72,4 +74,42 @@ func flocked(ino uint64) bool {
 		}
 	}
 	return false
+}
+
+// FlockPID is the pid /proc/locks names for an flock on the file (or
+// directory) at path, 0 when none (or it cannot tell).
+func FlockPID(path string) int {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return 0
+	}
+	dev := uint64(st.Dev)
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(dev), unix.Minor(dev), st.Ino)
+	suffix := ":" + strconv.FormatUint(st.Ino, 10)
+	pid := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		// 1: FLOCK  ADVISORY  WRITE 7947 fe:00:9978027 0 EOF
+		f := strings.Fields(line)
+		if len(f) < 6 || f[1] != "FLOCK" {
+			continue
+		}
+		switch {
+		case f[5] == want:
+			pid, _ = strconv.Atoi(f[4])
+			return pid
+		case strings.HasSuffix(f[5], suffix) && pid == 0:
+			// The inode on another device number (an overlay's): the
+			// best guess, unless the exact one follows.
+			pid, _ = strconv.Atoi(f[4])
+		}
+	}
+	return pid
 }

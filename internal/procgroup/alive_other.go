@@ -13,3 +13,6 @@ func Alive(pid int) bool {
 // Holding lists the processes that have the file at path open; it is
 // known on Linux only.
 func Holding(path string) []int { return nil }
+
+// FlockPID is who holds an flock on path; it is known on Linux only.
+func FlockPID(path string) int { return 0 }

@@ -31,3 +31,37 @@ func TestTime(t *testing.T) {
 		}
 	}
 }
+
+// The two rules, one inside the other: an id implloop writes is valid
+// and ref-safe; a ref-safe id is not always one implloop writes.
+func TestValidAndRefSafe(t *testing.T) {
+	t.Parallel()
+	for sec := int64(0); sec < 4e9; sec += 86400*97 + 3607 {
+		id := Format(time.Unix(sec, 0), [2]byte{byte(sec), byte(sec >> 8)})
+		if !Valid(id) || !RefSafe(id) {
+			t.Errorf("%s: valid %v, ref-safe %v", id, Valid(id), RefSafe(id))
+		}
+	}
+	for _, c := range []struct {
+		id             string
+		valid, refSafe bool
+	}{
+		{"r-20261130-054012-3f9a", true, true},
+		{"r-20261130-054012-3F9A", false, true},
+		{"mallory-run", false, true},
+		{"r-1", false, true},
+		{"", false, false},
+		{".hidden", false, false},
+		{"-opt", false, false},
+		{"a..b", false, false},
+		{"run.lock", false, false},
+		{"run.", false, false},
+		{"a/b", false, false},
+		{"a b", false, false},
+		{"r-20261130-054012-3f9a\n", false, false},
+	} {
+		if Valid(c.id) != c.valid || RefSafe(c.id) != c.refSafe {
+			t.Errorf("%q: valid %v ref-safe %v, want %v %v", c.id, Valid(c.id), RefSafe(c.id), c.valid, c.refSafe)
+		}
+	}
+}
