@@ -2,9 +2,11 @@ package treewatch
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -138,4 +140,40 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestSyncOverflow: when the kernel's event queue overflows (the reader
+// held up, more changes than fs.inotify.max_queued_events), the interval
+// is incomplete, and the next one is whole again.
+func TestSyncOverflow(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
+	if err != nil {
+		t.Skip("no inotify queue size:", err)
+	}
+	var queue int
+	if _, err := fmt.Sscan(string(b), &queue); err != nil || queue > 100000 {
+		t.Skipf("queue of %q events: too many to fill here", b)
+	}
+	root := t.TempDir()
+	write(t, root, "d/a.txt", "a")
+	w := start(t, root, Options{})
+	ctx := context.Background()
+	w.Sync(ctx)
+	// Hold the reader up: events wait in fsnotify's buffer, then in the
+	// kernel's queue, which overflows.
+	w.mu.Lock()
+	for i := 0; i < queue+4096+2000; i++ {
+		if err := os.WriteFile(filepath.Join(root, "d", fmt.Sprintf("f%d", i)), nil, 0o644); err != nil {
+			w.mu.Unlock()
+			t.Fatal(err)
+		}
+	}
+	w.mu.Unlock()
+	if c := w.Sync(ctx); c.Complete || !strings.Contains(c.Reason, "overflow") {
+		t.Fatalf("sync after an overflow %+v, want incomplete", c)
+	}
+	write(t, root, "d/a.txt", "a2")
+	if c := w.Sync(ctx); !c.Complete || !reflect.DeepEqual(c.Paths, []string{"d/a.txt"}) {
+		t.Fatalf("sync %+v, want d/a.txt", c)
+	}
 }
