@@ -60,12 +60,16 @@ func (e *engine) startWatch(ctx context.Context, stateDir string) {
 	if err != nil {
 		return
 	}
+	e.watchState = filepath.Join(stateDir, watchFile)
 	w, err := treewatch.Start(root, treewatch.Options{CookieDir: filepath.Join(stateDir, "watch-cookies")})
 	if err != nil {
-		e.emit(Event{Type: EvConcern, Message: "no watch on the work tree (" + err.Error() + "): every boundary looks at the whole tree"})
+		// Not a concern of the run's: its boundaries are what they were
+		// without a watch (inotify's instances used up, no inotify).
+		// implloop status --json says why.
+		e.writeWatchInfo(WatchInfo{Broken: "it could not start: " + err.Error()})
 		return
 	}
-	e.watch, e.watchState = w, filepath.Join(stateDir, watchFile)
+	e.watch = w
 	e.writeWatch()
 }
 
@@ -75,8 +79,12 @@ func (e *engine) writeWatch() {
 		return
 	}
 	st := e.watch.Stats()
-	info := WatchInfo{RunID: e.runID, PID: os.Getpid(), Started: e.now(), Dirs: st.Dirs,
-		StartupMS: float64(st.Startup.Microseconds()) / 1000, Broken: st.Broken}
+	e.writeWatchInfo(WatchInfo{Dirs: st.Dirs, StartupMS: float64(st.Startup.Microseconds()) / 1000, Broken: st.Broken})
+}
+
+// writeWatchInfo writes info, the run's, as the watch file.
+func (e *engine) writeWatchInfo(info WatchInfo) {
+	info.RunID, info.PID, info.Started = e.runID, os.Getpid(), e.now()
 	b, _ := json.Marshal(info)
 	tmp := e.watchState + ".tmp"
 	if os.WriteFile(tmp, append(b, '\n'), 0o644) == nil {
@@ -86,11 +94,13 @@ func (e *engine) writeWatch() {
 
 // stopWatch ends the watch.
 func (e *engine) stopWatch() {
+	if e.watchState != "" {
+		os.Remove(e.watchState)
+	}
 	if e.watch == nil {
 		return
 	}
 	e.watch.Close()
-	os.Remove(e.watchState)
 	e.watch = nil
 }
 
@@ -152,7 +162,7 @@ func ReadWatch(repoRoot string) (WatchStatus, error) {
 	}
 	st := WatchStatus{InUse: info.Broken == "", WatchInfo: &info}
 	if info.Broken != "" {
-		st.Reason = "the watch is not whole: " + strings.TrimSpace(info.Broken)
+		st.Reason = "the watch is not in use: " + strings.TrimSpace(info.Broken)
 	}
 	return st, nil
 }
