@@ -19,7 +19,7 @@ import (
 
 // TestPropertyWatchedBoundaryIsFullScan: two identical repositories go
 // through the same random steps (files written, chmodded, made symlinks,
-// removed; directories removed, replaced by files, moved and swapped;
+// renamed, removed; directories removed, replaced by files, moved and swapped;
 // ignore rules; ignored files force-added; nested repositories; staging,
 // commits, resets; and runs ending, with changes made while no watch was
 // held, then resumed). One takes its boundaries from a file watcher's changed paths
@@ -133,7 +133,7 @@ func TestPropertyWatchedBoundaryIsFullScan(t *testing.T) {
 		for step, steps := 1, rapid.IntRange(1, 4).Draw(rt, "steps"); step <= steps; step++ {
 			for i, n := 0, rapid.IntRange(1, 6).Draw(rt, "ops"); i < n; i++ {
 				p := pathGen.Draw(rt, "op-path")
-				switch rapid.IntRange(0, 15).Draw(rt, "op") {
+				switch rapid.IntRange(0, 16).Draw(rt, "op") {
 				case 0, 1, 2:
 					c := rapid.SampledFrom(contents).Draw(rt, "content")
 					fs(func(root string) { writeUnder(root, p, c, 0o644) })
@@ -217,6 +217,14 @@ func TestPropertyWatchedBoundaryIsFullScan(t *testing.T) {
 					c := rapid.SampledFrom(contents).Draw(rt, "forced-content")
 					fs(func(root string) { writeUnder(root, q, c, 0o644) })
 					each("add", "-f", "--", q)
+				case 16: // a file renamed (over another, or into a new directory)
+					to := pathGen.Draw(rt, "rename-to")
+					fs(func(root string) {
+						dst := filepath.Join(root, filepath.FromSlash(to))
+						if os.MkdirAll(filepath.Dir(dst), 0o755) == nil {
+							os.Rename(filepath.Join(root, filepath.FromSlash(p)), dst)
+						}
+					})
 				}
 			}
 			boundaryOf(step)
