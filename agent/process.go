@@ -19,33 +19,14 @@ import (
 // on stdin, output streamed to the request's writers and to an accounting
 // parser. See the package doc for the kill and pipe rules.
 func runProcess(ctx context.Context, name string, argv []string, req Request, grace time.Duration) (Result, error) {
-	if len(argv) == 0 {
-		return Result{}, fmt.Errorf("agent %s: empty command", name)
-	}
-	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("agent %s: not started: %w", name, err)
-	}
-	if req.Wrap != nil {
-		wrapped, err := req.Wrap(argv)
-		if err != nil {
-			return Result{}, fmt.Errorf("agent %s: %w", name, err)
-		}
-		argv = wrapped
+	cmd, err := command(ctx, name, argv, req)
+	if err != nil {
+		return Result{}, err
 	}
 	// The parent-death signal is tied to the thread that starts the agent:
 	// keep this goroutine on it until the agent is reaped (procgroup).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if cmd.Err != nil {
-		return Result{}, fmt.Errorf("agent %s: %w", name, cmd.Err)
-	}
-	cmd.Dir = req.Dir
-	cmd.Env = mergeEnv(os.Environ(), req.Env)
-	cmd.SysProcAttr = procgroup.Attr()
-	if req.Hold != nil {
-		cmd.ExtraFiles = []*os.File{req.Hold}
-	}
 
 	p, err := openPipes()
 	if err != nil {
@@ -54,7 +35,7 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
 	if err := cmd.Start(); err != nil {
 		p.closeAll()
-		return Result{}, fmt.Errorf("agent %s: start %s: %w", name, argv[0], err)
+		return Result{}, fmt.Errorf("agent %s: start %s: %w", name, cmd.Args[0], err)
 	}
 	defer p.closeAll()
 	// The child has its copies; ours of its ends must go, or we never see EOF.
@@ -72,21 +53,7 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 		req.Started(pgid)
 	}
 
-	parser := newParser()
-	parser.onTokens = req.OnTokens
-	errTail := &tail{max: 16 << 10}
-	stdout := &sink{dst: orDiscard(req.Stdout), tap: parser}
-	stderr := &sink{dst: orDiscard(req.Stderr), tap: errTail}
-	var copies sync.WaitGroup
-	copies.Add(2)
-	go func() { defer copies.Done(); io.Copy(stdout, p.outR) }()
-	go func() { defer copies.Done(); io.Copy(stderr, p.errR) }()
-	go func() {
-		// An agent that exits without reading gives EPIPE here: fine.
-		p.inW.Write(req.Prompt)
-		p.inW.Close()
-	}()
-
+	s := p.stream(req)
 	// exited closes when the leader has exited; on Linux it is not reaped
 	// yet, so its pid (the group id) cannot be reused while we signal the
 	// group (see watchExit).
@@ -100,29 +67,91 @@ func runProcess(ctx context.Context, name string, argv []string, req Request, gr
 	// And whatever left its group: found by the call's environment among
 	// implloop's descendants (it is their child subreaper, procgroup).
 	procgroup.Sweep(envList(req.Env))
-	p.drain(&copies, grace)
+	p.drain(&s.copies, grace)
+	return s.outcome(name, cmd.ProcessState.ExitCode(), req, killedBy, waitErr)
+}
 
-	res := parser.result()
-	res.ExitCode = cmd.ProcessState.ExitCode()
-	if killedBy == nil {
-		now := time.Now
-		if req.Now != nil {
-			now = req.Now
-		}
-		res.Limit = limitOf(name, res, parser.sig, errTail.buf, now())
+// command is the agent's exec.Cmd, not started: argv as the request's
+// wrapper (the sandbox) rewrites it, in the request's directory and
+// environment, set up to lead a process group of its own.
+func command(ctx context.Context, name string, argv []string, req Request) (*exec.Cmd, error) {
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("agent %s: empty command", name)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("agent %s: not started: %w", name, err)
+	}
+	if req.Wrap != nil {
+		wrapped, err := req.Wrap(argv)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: %w", name, err)
+		}
+		argv = wrapped
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if cmd.Err != nil {
+		return nil, fmt.Errorf("agent %s: %w", name, cmd.Err)
+	}
+	cmd.Dir = req.Dir
+	cmd.Env = mergeEnv(os.Environ(), req.Env)
+	cmd.SysProcAttr = procgroup.Attr()
+	if req.Hold != nil {
+		cmd.ExtraFiles = []*os.File{req.Hold}
+	}
+	return cmd, nil
+}
+
+// streams is one call's output in flight: stdout through the accounting
+// parser, the end of stderr kept for the limit reading, both copied to the
+// request's writers.
+type streams struct {
+	parser         *parser
+	errTail        *tail
+	stdout, stderr *sink
+	copies         sync.WaitGroup
+}
+
+// stream starts copying the agent's stdout and stderr and writing its
+// prompt to its stdin.
+func (p *pipes) stream(req Request) *streams {
+	s := &streams{parser: newParser(), errTail: &tail{max: 16 << 10}}
+	s.parser.onTokens = req.OnTokens
+	s.stdout = &sink{dst: orDiscard(req.Stdout), tap: s.parser}
+	s.stderr = &sink{dst: orDiscard(req.Stderr), tap: s.errTail}
+	s.copies.Add(2)
+	go func() { defer s.copies.Done(); io.Copy(s.stdout, p.outR) }()
+	go func() { defer s.copies.Done(); io.Copy(s.stderr, p.errR) }()
+	go func() {
+		// An agent that exits without reading gives EPIPE here: fine.
+		p.inW.Write(req.Prompt)
+		p.inW.Close()
+	}()
+	return s
+}
+
+// outcome is the call's Result once its output is drained, and the error
+// that says why it did not end on its own (killed, not waited for, output
+// not written).
+func (s *streams) outcome(name string, exitCode int, req Request, killedBy, waitErr error) (Result, error) {
+	res := s.parser.result()
+	res.ExitCode = exitCode
 	if killedBy != nil {
 		res.TimedOut = errors.Is(killedBy, ErrTimedOut)
 		return res, fmt.Errorf("agent %s: killed: %w", name, killedBy)
 	}
+	now := time.Now
+	if req.Now != nil {
+		now = req.Now
+	}
+	res.Limit = limitOf(name, res, s.parser.sig, s.errTail.buf, now())
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) {
 		return res, fmt.Errorf("agent %s: wait: %w", name, waitErr)
 	}
-	if err := stdout.err; err != nil {
+	if err := s.stdout.err; err != nil {
 		return res, fmt.Errorf("agent %s: writing its stdout: %w", name, err)
 	}
-	if err := stderr.err; err != nil {
+	if err := s.stderr.err; err != nil {
 		return res, fmt.Errorf("agent %s: writing its stderr: %w", name, err)
 	}
 	return res, nil

@@ -19,68 +19,33 @@ import (
 // (outside single quotes), and a leading NAME=value assignment. Wrap such a
 // command in `sh -c '...'` to get a shell.
 func SplitCommand(s string) ([]string, error) {
-	var (
-		argv   []string
-		word   strings.Builder
-		inWord bool // a word has started (even an empty one: '')
-		// quoted: some part of the current word was quoted or escaped, so a
-		// leading NAME= in it is not an assignment.
-		quoted bool
-	)
-	end := func() {
-		if inWord {
-			argv = append(argv, word.String())
-		}
-		word.Reset()
-		inWord, quoted = false, false
-	}
+	var w splitter
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c == ' ' || c == '\t' || c == '\n':
-			if c == '\n' && (len(argv) > 0 || inWord) && strings.Trim(s[i+1:], " \t\n") != "" {
+			if c == '\n' && (len(w.argv) > 0 || w.inWord) && strings.Trim(s[i+1:], " \t\n") != "" {
 				return nil, fmt.Errorf("newline at byte %d: a shell would start a new command there; quote it, or end the line with a backslash", i)
 			}
-			if len(argv) == 0 && inWord && !quoted && isAssignment(word.String()) {
-				return nil, fmt.Errorf("command starts with the assignment %q: that needs a shell; pass variables with --env or use sh -c", word.String())
+			if w.leadingAssignment() {
+				return nil, fmt.Errorf("command starts with the assignment %q: that needs a shell; pass variables with --env or use sh -c", w.word.String())
 			}
-			end()
+			w.end()
 		case c == '\'':
 			j := strings.IndexByte(s[i+1:], '\'')
 			if j < 0 {
 				return nil, fmt.Errorf("unterminated single quote at byte %d", i)
 			}
-			word.WriteString(s[i+1 : i+1+j])
+			w.word.WriteString(s[i+1 : i+1+j])
 			i += j + 1
-			inWord, quoted = true, true
+			w.inWord, w.quoted = true, true
 		case c == '"':
-			inWord, quoted = true, true
-			closed := false
-			for i++; i < len(s); i++ {
-				d := s[i]
-				if d == '"' {
-					closed = true
-					break
-				}
-				if d == '\\' && i+1 < len(s) {
-					switch n := s[i+1]; n {
-					case '$', '`', '"', '\\':
-						word.WriteByte(n)
-						i++
-						continue
-					case '\n':
-						i++
-						continue
-					}
-				}
-				if d == '$' || d == '`' {
-					return nil, fmt.Errorf("%q at byte %d inside double quotes would be expanded by a shell, and implloop runs no shell; use single quotes, or sh -c", string(d), i)
-				}
-				word.WriteByte(d)
+			w.inWord, w.quoted = true, true
+			closing, err := doubleQuoted(s, i, &w.word)
+			if err != nil {
+				return nil, err
 			}
-			if !closed {
-				return nil, fmt.Errorf("unterminated double quote")
-			}
+			i = closing
 		case c == '\\':
 			if i+1 >= len(s) {
 				return nil, fmt.Errorf("trailing backslash")
@@ -89,23 +54,77 @@ func SplitCommand(s string) ([]string, error) {
 			if s[i] == '\n' { // line continuation
 				continue
 			}
-			word.WriteByte(s[i])
-			inWord, quoted = true, true
-		case strings.IndexByte("|&;<>()$`", c) >= 0, c == '#' && !inWord:
+			w.word.WriteByte(s[i])
+			w.inWord, w.quoted = true, true
+		case strings.IndexByte("|&;<>()$`", c) >= 0, c == '#' && !w.inWord:
 			return nil, fmt.Errorf("%q at byte %d is shell syntax, and implloop runs no shell; quote it, or wrap the command in sh -c '...'", string(c), i)
 		default:
-			word.WriteByte(c)
-			inWord = true
+			w.word.WriteByte(c)
+			w.inWord = true
 		}
 	}
-	if len(argv) == 0 && inWord && !quoted && isAssignment(word.String()) {
-		return nil, fmt.Errorf("command is only the assignment %q", word.String())
+	if w.leadingAssignment() {
+		return nil, fmt.Errorf("command is only the assignment %q", w.word.String())
 	}
-	end()
-	if len(argv) == 0 {
+	w.end()
+	if len(w.argv) == 0 {
 		return nil, fmt.Errorf("empty command")
 	}
-	return argv, nil
+	return w.argv, nil
+}
+
+// splitter is SplitCommand's state: the words so far and the one being
+// read.
+type splitter struct {
+	argv   []string
+	word   strings.Builder
+	inWord bool // a word has started (even an empty one: '')
+	// quoted: some part of the current word was quoted or escaped, so a
+	// leading NAME= in it is not an assignment.
+	quoted bool
+}
+
+// end closes the word being read, if one has started.
+func (w *splitter) end() {
+	if w.inWord {
+		w.argv = append(w.argv, w.word.String())
+	}
+	w.word.Reset()
+	w.inWord, w.quoted = false, false
+}
+
+// leadingAssignment reports whether the word being read is the command's
+// first and an unquoted NAME=value, which only a shell would understand.
+func (w *splitter) leadingAssignment() bool {
+	return len(w.argv) == 0 && w.inWord && !w.quoted && isAssignment(w.word.String())
+}
+
+// doubleQuoted copies the double-quoted text that opens at s[open] into
+// word, undoing the escapes a shell undoes there, and returns where the
+// closing quote stands.
+func doubleQuoted(s string, open int, word *strings.Builder) (int, error) {
+	for i := open + 1; i < len(s); i++ {
+		d := s[i]
+		if d == '"' {
+			return i, nil
+		}
+		if d == '\\' && i+1 < len(s) {
+			switch n := s[i+1]; n {
+			case '$', '`', '"', '\\':
+				word.WriteByte(n)
+				i++
+				continue
+			case '\n':
+				i++
+				continue
+			}
+		}
+		if d == '$' || d == '`' {
+			return 0, fmt.Errorf("%q at byte %d inside double quotes would be expanded by a shell, and implloop runs no shell; use single quotes, or sh -c", string(d), i)
+		}
+		word.WriteByte(d)
+	}
+	return 0, fmt.Errorf("unterminated double quote")
 }
 
 // isAssignment reports whether w reads as NAME=value.

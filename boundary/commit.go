@@ -61,38 +61,55 @@ func (t *taker) prepareIndex() error {
 	}
 	t.indexFP = fp
 	if t.o.run == "" {
-		if err := t.makeTemp(); err != nil {
-			return err
-		}
-		tmp := t.tmp
-		index := filepath.Join(tmp, "index")
-		from, excludedAlready := real, false
-		if private := filepath.Join(stateDir(g.gitDir), "boundary-index"); t.o.fromPrivate && files.IsFile(private) {
-			// The private index left out the paths its seed file names
-			// (see below); when they are today's, there is nothing to drop.
-			seed, _ := os.ReadFile(private + ".seed")
-			from, excludedAlready = private, string(seed) == strings.Join(t.excludes(), "\x00")
-		}
-		if err := copyIndex(from, index); err != nil {
-			return err
-		}
-		t.env = []string{
-			"GIT_INDEX_FILE=" + index,
-			"GIT_OBJECT_DIRECTORY=" + filepath.Join(tmp, "objects"),
-		}
-		t.readEnv = append(t.env[:2:2], "GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(g.commonDir, "objects"))
-		if from != real {
-			// WithBoundaryIndex: the index's cached trees are valid only
-			// while git can see their objects, else write-tree writes
-			// every tree again (a second at 100,000 files). Git may
-			// then freshen a stored object it would have written.
-			t.env = t.readEnv
-		}
-		if excludedAlready {
-			return nil
-		}
-		return t.removeExcluded()
+		return t.scratchIndex(real)
 	}
+	return t.privateIndex(real)
+}
+
+// scratchIndex sets up a snapshot outside a run (no run id): a copy of the
+// real index (or of the private one, WithBoundaryIndex) and an object
+// directory in a temporary directory, so that nothing of the repository's
+// changes.
+func (t *taker) scratchIndex(real string) error {
+	g := t.g
+	if err := t.makeTemp(); err != nil {
+		return err
+	}
+	tmp := t.tmp
+	index := filepath.Join(tmp, "index")
+	from, excludedAlready := real, false
+	if private := filepath.Join(stateDir(g.gitDir), "boundary-index"); t.o.fromPrivate && files.IsFile(private) {
+		// The private index left out the paths its seed file names
+		// (see below); when they are today's, there is nothing to drop.
+		seed, _ := os.ReadFile(private + ".seed")
+		from, excludedAlready = private, string(seed) == strings.Join(t.excludes(), "\x00")
+	}
+	if err := copyIndex(from, index); err != nil {
+		return err
+	}
+	t.env = []string{
+		"GIT_INDEX_FILE=" + index,
+		"GIT_OBJECT_DIRECTORY=" + filepath.Join(tmp, "objects"),
+	}
+	t.readEnv = append(t.env[:2:2], "GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(g.commonDir, "objects"))
+	if from != real {
+		// WithBoundaryIndex: the index's cached trees are valid only
+		// while git can see their objects, else write-tree writes
+		// every tree again (a second at 100,000 files). Git may
+		// then freshen a stored object it would have written.
+		t.env = t.readEnv
+	}
+	if excludedAlready {
+		return nil
+	}
+	return t.removeExcluded()
+}
+
+// privateIndex sets up a run's boundary: the private index, kept between
+// boundaries in implloop's state directory, seeded from the real index the
+// first time, and cleared of the excluded paths whenever they change.
+func (t *taker) privateIndex(real string) error {
+	g := t.g
 	dir := stateDir(g.gitDir)
 	private := filepath.Join(dir, "boundary-index")
 	seedFile := private + ".seed"

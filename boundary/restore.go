@@ -166,16 +166,9 @@ func (r *restorer) one(l LostContent, force bool) RestoreResult {
 	if err := r.checkParents(l.Path); err != nil {
 		return fail("%v", err)
 	}
-	newHash := hashFor(l.Lost.Hash, l.Base.Hash, l.Raw)
-	cur, err := currentContent(newHash, full)
+	cur, err := r.current(l, full)
 	if err != nil {
 		return fail("reading current content: %v", err)
-	}
-	if cur.Mode == ModeDir && (l.Lost.Mode == ModeGitlink || l.Base.Mode == ModeGitlink) {
-		// A submodule's content is the commit checked out in it.
-		if head, ok := r.g.nestedHead(full); ok {
-			cur = Blob{Hash: head, Mode: ModeGitlink}
-		}
 	}
 	lostRaw := l.Lost
 	if l.Raw != "" {
@@ -191,56 +184,92 @@ func (r *restorer) one(l LostContent, force bool) RestoreResult {
 		return fail("a submodule, at %s now: implloop does not check submodules out; to restore it: git -C %s checkout %s",
 			describe(cur), shellQuote(l.Path), l.Lost.Hash)
 	}
-	safe := cur.Same(l.Base)
-	if !safe && cur.Present() && cur.Mode.normalize() != ModeSymlink && cur.Mode != ModeDir {
-		// The raw bytes may differ from git's view only by conversion
-		// (autocrlf): ask git for the cleaned id before refusing.
-		if id, err := r.gitHash(l.Path); err == nil {
-			cg := Blob{Hash: id, Mode: cur.Mode}
-			if cg.Same(l.Lost) {
-				res.Action = RestoreUnchanged
-				return res
-			}
-			safe = cg.Same(l.Base)
-		}
+	unchanged, safe := r.cleaned(l, cur)
+	if unchanged {
+		res.Action = RestoreUnchanged
+		return res
 	}
 	if !safe && !force {
 		res.Action = RestoreRefused
 		res.Reason = fmt.Sprintf("current content (%s) is neither the lost content nor its base", describe(cur))
 		return res
 	}
-	if r.dry {
-		switch l.Lost.Mode.normalize() {
-		case ModeAbsent:
-			res.Action = RestoreRemoved
-		case ModeRegular, ModeExecutable, ModeSymlink:
-			res.Action = RestoreWritten
-		default:
-			return fail("unsupported mode %s", l.Lost.Mode)
+	action, err := r.put(l, full, cur)
+	if err != nil {
+		return fail("%v", err)
+	}
+	res.Action = action
+	return res
+}
+
+// current is what stands at the lost path now, hashed the way the lost
+// content was; a submodule's content is the commit checked out in it.
+func (r *restorer) current(l LostContent, full string) (Blob, error) {
+	newHash := hashFor(l.Lost.Hash, l.Base.Hash, l.Raw)
+	cur, err := currentContent(newHash, full)
+	if err != nil {
+		return Blob{}, err
+	}
+	if cur.Mode == ModeDir && (l.Lost.Mode == ModeGitlink || l.Base.Mode == ModeGitlink) {
+		if head, ok := r.g.nestedHead(full); ok {
+			cur = Blob{Hash: head, Mode: ModeGitlink}
 		}
-		return res
+	}
+	return cur, nil
+}
+
+// cleaned says whether the current content is the lost content, or its
+// base (safe to overwrite), once git's conversions are counted: the raw
+// bytes may differ from git's view only by conversion (autocrlf), so a
+// file that is neither as it stands is asked of git before it is refused.
+func (r *restorer) cleaned(l LostContent, cur Blob) (unchanged, safe bool) {
+	if cur.Same(l.Base) {
+		return false, true
+	}
+	if !cur.Present() || cur.Mode.normalize() == ModeSymlink || cur.Mode == ModeDir {
+		return false, false
+	}
+	id, err := r.gitHash(l.Path)
+	if err != nil {
+		return false, false
+	}
+	cg := Blob{Hash: id, Mode: cur.Mode}
+	return cg.Same(l.Lost), cg.Same(l.Base)
+}
+
+// put writes the lost content at full, or removes the file when the lost
+// content is its absence (a dry run only says which), clearing a
+// directory in the way.
+func (r *restorer) put(l LostContent, full string, cur Blob) (RestoreAction, error) {
+	m := l.Lost.Mode.normalize()
+	if r.dry {
+		switch m {
+		case ModeAbsent:
+			return RestoreRemoved, nil
+		case ModeRegular, ModeExecutable, ModeSymlink:
+			return RestoreWritten, nil
+		}
+		return RestoreFailed, fmt.Errorf("unsupported mode %s", l.Lost.Mode)
 	}
 	if cur.Mode == ModeDir {
 		if err := os.Remove(full); err != nil {
-			return fail("a directory is in the way: %v", err)
+			return RestoreFailed, fmt.Errorf("a directory is in the way: %v", err)
 		}
 	}
-	switch m := l.Lost.Mode.normalize(); m {
+	switch m {
 	case ModeAbsent:
 		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fail("%v", err)
+			return RestoreFailed, err
 		}
-		res.Action = RestoreRemoved
-		return res
+		return RestoreRemoved, nil
 	case ModeRegular, ModeExecutable, ModeSymlink:
-		if err := r.write(full, l, m); err != nil {
-			return fail("%v", err)
-		}
-		res.Action = RestoreWritten
-		return res
 	default:
-		return fail("unsupported mode %s", l.Lost.Mode)
+		return RestoreFailed, fmt.Errorf("unsupported mode %s", l.Lost.Mode)
 	}
+	if err := r.write(full, l, m); err != nil {
+		return RestoreFailed, err
+	}
+	return RestoreWritten, nil
 }
 
 // write puts the lost blob at full, atomically for regular files.

@@ -217,91 +217,24 @@ func (t *taker) take() (Snapshot, error) {
 	// An unborn branch still has a name; only a HEAD that holds a commit
 	// id itself is detached.
 	snap := Snapshot{Root: g.root, Head: head, Branch: branch, Detached: branch == "" && head != ""}
-	var tree string
-	var entries []Entry
-	fast := false
-	if t.o.run == "" && !t.o.fromPrivate && !t.o.slowRO {
-		// A read-only snapshot from one git status (readonly.go).
-		if tree, entries, fast, err = t.statusSnapshot(head); err != nil {
-			return Snapshot{}, err
-		}
-		if fast && len(t.trackedMissing(entries)) > 0 {
-			fast = false
-		}
-		if !fast {
-			t.problems, t.newIndexDiff = nil, nil
-		}
+	tree, entries, fast, err := t.fastReadOnly(head)
+	if err != nil {
+		return Snapshot{}, err
 	}
 	if !fast {
 		if err := t.prepareIndex(); err != nil {
 			return Snapshot{}, err
 		}
 	}
-	if k := t.o.keep; k != nil && k.Ignored && t.o.run != "" && (t.o.prev == nil || t.o.prev.Ignored == nil) {
-		// A run's first boundary lists the ignored files to keep
-		// (keep.go): a walk of its own, beside the snapshot's.
-		ch := make(chan ignoredListing, 1)
-		go func() {
-			recs, err := t.ignoredList()
-			ch <- ignoredListing{recs, err}
-		}()
-		t.ignoredCh = ch
-		defer func() {
-			if t.ignoredCh != nil {
-				<-t.ignoredCh
-			}
-		}()
-	}
+	defer t.startIgnoredListing()()
 	if !fast {
-		if err := t.rulesStart(); err != nil {
+		if tree, entries, err = t.treeAndEntries(head, &snap); err != nil {
 			return Snapshot{}, err
 		}
-		watched := false
-		if t.o.run != "" && t.o.changed != nil {
-			// Only the paths a watcher saw change (changes.go).
-			if tree, entries, watched, err = t.fromChanges(head); err != nil {
-				return Snapshot{}, err
-			}
-			if watched {
-				if tree, err = t.runRules(tree); err != nil {
-					return Snapshot{}, err
-				}
-			} else {
-				t.statusUsed, t.newIndexDiff, t.newDirs = false, nil, nil
-			}
-		}
-		if !watched && t.o.run != "" {
-			if t.sweepSkipped {
-				t.sweepGitignores()
-			}
-			if err := t.catchUp(); err != nil {
-				return Snapshot{}, err
-			}
-		}
-		if !watched {
-			if tree, entries, err = t.build(head, &snap); err != nil {
-				return Snapshot{}, err
-			}
-		}
-		snap.watched, snap.watchMiss, snap.watchUnskip = watched, t.watchMiss, t.unskip
 	}
 	snap.Tree, snap.fast = tree, fast
-	if t.o.compare == tree {
-		snap.Since = []Change{}
-	} else if t.o.compare != "" {
-		if err := t.flushTrees(); err != nil {
-			return Snapshot{}, err
-		}
-		changes, err := g.diffTree(t.readEnv, t.o.compare, tree, false)
-		if err != nil {
-			return Snapshot{}, fmt.Errorf("comparing with tree %.12s: %w", t.o.compare, err)
-		}
-		snap.Since = []Change{}
-		for _, c := range changes {
-			if !t.excluded(c.Path) {
-				snap.Since = append(snap.Since, c)
-			}
-		}
+	if snap.Since, err = t.since(tree); err != nil {
+		return Snapshot{}, err
 	}
 	if t.o.run != "" {
 		if snap.watched {
@@ -326,20 +259,7 @@ func (t *taker) take() (Snapshot, error) {
 	if snap.indexDiff == nil && t.o.prev != nil {
 		snap.indexDiff = t.o.prev.indexDiff
 	}
-	if len(t.o.track) > 0 {
-		snap.Tracked = t.track(&snap, t.o.track)
-	}
-	if t.o.prevGiven && t.o.prev.Head != snap.Head {
-		for path, b := range t.headChange(&snap) {
-			if _, dirty := snap.Lookup(path); dirty {
-				continue
-			}
-			if snap.Tracked == nil {
-				snap.Tracked = map[string]Blob{}
-			}
-			snap.Tracked[path] = b
-		}
-	}
+	t.tracked(&snap)
 	if snap.Nested, err = t.nested(entries); err != nil {
 		return Snapshot{}, err
 	}
@@ -350,45 +270,173 @@ func (t *taker) take() (Snapshot, error) {
 	return snap, nil
 }
 
-// build makes the snapshot tree in the index Take uses (the private
-// index, or a read-only snapshot's temporary copy of the real index:
-// prepareIndex) and reads the dirty set.
-func (t *taker) build(head string, snap *Snapshot) (string, []Entry, error) {
-	g := t.g
-	tree, err := t.writeTreeOrReseed()
-	if err != nil {
+// fastReadOnly takes a read-only snapshot (no run) from one git status
+// (readonly.go); fast is false when it must be taken the long way.
+func (t *taker) fastReadOnly(head string) (tree string, entries []Entry, fast bool, err error) {
+	if t.o.run != "" || t.o.fromPrivate || t.o.slowRO {
+		return "", nil, false, nil
+	}
+	if tree, entries, fast, err = t.statusSnapshot(head); err != nil {
+		return "", nil, false, err
+	}
+	if fast && len(t.trackedMissing(entries)) > 0 {
+		fast = false
+	}
+	if !fast {
+		t.problems, t.newIndexDiff = nil, nil
+	}
+	return tree, entries, fast, nil
+}
+
+// treeAndEntries makes the snapshot tree and its dirty set: from a
+// watcher's changed paths when the caller gave them (WithChanged) and they
+// are enough (changes.go), else from the whole work tree through the index
+// Take uses, the private index caught up first on what boundaries from a
+// watcher's paths changed (catchUp).
+func (t *taker) treeAndEntries(head string, snap *Snapshot) (string, []Entry, error) {
+	if err := t.rulesStart(); err != nil {
 		return "", nil, err
 	}
-	// Only an index seeded afresh can have lost a file that became ignored
-	// (an entry of the private index stays in it once added).
-	if t.seeded && t.o.prev != nil && t.o.prev.Tree != "" && g.hasObject(t.o.prev.Tree) {
-		kept, newTree, err := t.keepIgnored(t.o.prev.Tree, tree)
+	if t.o.run != "" && t.o.changed != nil {
+		tree, entries, watched, err := t.fromChanges(head)
 		if err != nil {
 			return "", nil, err
 		}
-		tree, snap.KeptIgnored = newTree, kept
+		snap.watched, snap.watchMiss, snap.watchUnskip = watched, t.watchMiss, t.unskip
+		if watched {
+			tree, err = t.runRules(tree)
+			return tree, entries, err
+		}
+		t.statusUsed, t.newIndexDiff, t.newDirs = false, nil, nil
 	}
-	if tree, err = t.runRules(tree); err != nil {
+	if t.o.run != "" {
+		if t.sweepSkipped {
+			t.sweepGitignores()
+		}
+		if err := t.catchUp(); err != nil {
+			return "", nil, err
+		}
+	}
+	tree, err := t.ruledTree(snap)
+	if err != nil {
 		return "", nil, err
 	}
+	entries, tree, err := t.dirtyEntries(head, tree)
+	return tree, entries, err
+}
+
+// startIgnoredListing starts, for a run's first boundary, the listing of the
+// ignored files to keep (keep.go): a walk of its own, beside the
+// snapshot's. It returns what waits for the walk to end.
+func (t *taker) startIgnoredListing() (wait func()) {
+	k := t.o.keep
+	if k == nil || !k.Ignored || t.o.run == "" || (t.o.prev != nil && t.o.prev.Ignored != nil) {
+		return func() {}
+	}
+	ch := make(chan ignoredListing, 1)
+	go func() {
+		recs, err := t.ignoredList()
+		ch <- ignoredListing{recs, err}
+	}()
+	t.ignoredCh = ch
+	return func() {
+		if t.ignoredCh != nil {
+			<-t.ignoredCh
+		}
+	}
+}
+
+// ruledTree writes the worktree's tree through the index Take uses, under
+// the run's ignore rules (read first: rulesStart), keeping in it the files
+// the previous boundary had that became ignored since (snap.KeptIgnored).
+func (t *taker) ruledTree(snap *Snapshot) (string, error) {
+	tree, err := t.writeTreeOrReseed()
+	if err != nil {
+		return "", err
+	}
+	// Only an index seeded afresh can have lost a file that became ignored
+	// (an entry of the private index stays in it once added).
+	if prev := t.o.prev; t.seeded && prev != nil && prev.Tree != "" && t.g.hasObject(prev.Tree) {
+		kept, newTree, err := t.keepIgnored(prev.Tree, tree)
+		if err != nil {
+			return "", err
+		}
+		tree, snap.KeptIgnored = newTree, kept
+	}
+	return t.runRules(tree)
+}
+
+// dirtyEntries is the dirty set against HEAD, when the snapshot needs it;
+// a tracked file the tree lacks is added by force and the tree written
+// again, so the tree it returns may differ from the one given.
+func (t *taker) dirtyEntries(head, tree string) ([]Entry, string, error) {
 	var entries []Entry
+	var err error
 	if !t.o.treeOnly || t.o.run != "" {
 		if entries, err = t.dirtySet(head, tree); err != nil {
-			return "", nil, err
+			return nil, "", err
 		}
 	}
-	if missing := t.trackedMissing(entries); len(missing) > 0 {
-		if err := t.forceAdd(missing); err != nil {
-			return "", nil, err
-		}
-		if tree, err = t.writeIndexTree(); err != nil {
-			return "", nil, err
-		}
-		if entries, err = t.dirtySet(head, tree); err != nil {
-			return "", nil, err
+	missing := t.trackedMissing(entries)
+	if len(missing) == 0 {
+		return entries, tree, nil
+	}
+	if err := t.forceAdd(missing); err != nil {
+		return nil, "", err
+	}
+	if tree, err = t.writeIndexTree(); err != nil {
+		return nil, "", err
+	}
+	if entries, err = t.dirtySet(head, tree); err != nil {
+		return nil, "", err
+	}
+	return entries, tree, nil
+}
+
+// since is the change from the tree the caller compares with (nil when it
+// names none), less the excluded paths.
+func (t *taker) since(tree string) ([]Change, error) {
+	switch t.o.compare {
+	case tree:
+		return []Change{}, nil
+	case "":
+		return nil, nil
+	}
+	if err := t.flushTrees(); err != nil {
+		return nil, err
+	}
+	changes, err := t.g.diffTree(t.readEnv, t.o.compare, tree, false)
+	if err != nil {
+		return nil, fmt.Errorf("comparing with tree %.12s: %w", t.o.compare, err)
+	}
+	since := []Change{}
+	for _, c := range changes {
+		if !t.excluded(c.Path) {
+			since = append(since, c)
 		}
 	}
-	return tree, entries, nil
+	return since, nil
+}
+
+// tracked fills snap.Tracked: the paths the caller asked to follow, and
+// those HEAD's move since the previous boundary changed and the worktree
+// does not.
+func (t *taker) tracked(snap *Snapshot) {
+	if len(t.o.track) > 0 {
+		snap.Tracked = t.track(snap, t.o.track)
+	}
+	if !t.o.prevGiven || t.o.prev.Head == snap.Head {
+		return
+	}
+	for path, b := range t.headChange(snap) {
+		if _, dirty := snap.Lookup(path); dirty {
+			continue
+		}
+		if snap.Tracked == nil {
+			snap.Tracked = map[string]Blob{}
+		}
+		snap.Tracked[path] = b
+	}
 }
 
 // runRules finishes with the run's ignore rules once the tree is written
@@ -640,81 +688,100 @@ func (t *taker) dirtySet(head, tree string) ([]Entry, error) {
 // staged renames detected) into the dirty set, implloop's own and the
 // excluded paths left out, sorted by path.
 func (t *taker) mergeDirty(wt, idx []Change) []Entry {
-	type pend struct {
-		Entry
-		inTree, inIndex, conflicted bool
-	}
-	byPath := map[string]*pend{}
-	get := func(p string) *pend {
-		e, ok := byPath[p]
-		if !ok {
-			e = &pend{Entry: Entry{Path: p}}
-			byPath[p] = e
-		}
-		return e
-	}
+	byPath := pendingSet{}
 	for _, c := range wt {
-		e := get(c.Path)
+		e := byPath.get(c.Path)
 		e.Head, e.Worktree, e.inTree = c.Before, c.After, true
 	}
 	for _, c := range idx {
-		switch c.Status {
-		case 'U':
-			e := get(c.Path)
-			e.conflicted = true
-			if !e.inTree {
-				e.Head, e.Worktree = c.Before, c.Before
-			}
-		case 'R', 'C':
-			e := get(c.Path)
-			e.Index, e.inIndex, e.OrigPath = c.After, true, c.From
-			if !e.inTree {
-				e.Head = Blob{}
-			}
-			if c.Status == 'R' {
-				o := get(c.From)
-				o.RenamedTo, o.inIndex = c.Path, true
-				if !o.inTree {
-					o.Head, o.Worktree = c.Before, c.Before
-				}
-				o.Index = Blob{}
-			} else {
-				e.XY = "C"
-			}
-		default:
-			e := get(c.Path)
-			e.Index, e.inIndex = c.After, true
-			if !e.inTree {
-				e.Head, e.Worktree = c.Before, c.Before
-			}
-		}
+		byPath.addIndexChange(c)
 	}
 	out := make([]Entry, 0, len(byPath))
 	for p, e := range byPath {
 		if t.excluded(p) {
 			continue
 		}
-		if !e.inIndex && !e.conflicted {
-			e.Index = e.Head
-		}
-		if e.conflicted {
-			e.Index = Blob{}
-		}
-		e.Status, e.XY = classify(&e.Entry, e.conflicted)
-		if e.Head.Mode == ModeGitlink || e.Worktree.Mode == ModeGitlink {
-			c := byte('.')
-			if e.Head.Hash != e.Worktree.Hash {
-				c = 'C'
-			}
-			e.Submodule = "S" + string(c) + ".."
-			if e.Status == StatusModified {
-				e.Status = StatusSubmodule
-			}
-		}
-		out = append(out, e.Entry)
+		out = append(out, e.entry())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// pending is a dirty-set entry while dirtySet gathers it: what the tree
+// and the index said of the path so far.
+type pending struct {
+	Entry
+	inTree, inIndex, conflicted bool
+}
+
+// pendingSet is the dirty set being gathered, by path.
+type pendingSet map[string]*pending
+
+func (s pendingSet) get(p string) *pending {
+	e, ok := s[p]
+	if !ok {
+		e = &pending{Entry: Entry{Path: p}}
+		s[p] = e
+	}
+	return e
+}
+
+// addIndexChange records one way the index differs from HEAD: a conflict,
+// a rename or copy (both of its paths), or a staged change.
+func (s pendingSet) addIndexChange(c Change) {
+	switch c.Status {
+	case 'U':
+		e := s.get(c.Path)
+		e.conflicted = true
+		if !e.inTree {
+			e.Head, e.Worktree = c.Before, c.Before
+		}
+	case 'R', 'C':
+		e := s.get(c.Path)
+		e.Index, e.inIndex, e.OrigPath = c.After, true, c.From
+		if !e.inTree {
+			e.Head = Blob{}
+		}
+		if c.Status == 'R' {
+			o := s.get(c.From)
+			o.RenamedTo, o.inIndex = c.Path, true
+			if !o.inTree {
+				o.Head, o.Worktree = c.Before, c.Before
+			}
+			o.Index = Blob{}
+		} else {
+			e.XY = "C"
+		}
+	default:
+		e := s.get(c.Path)
+		e.Index, e.inIndex = c.After, true
+		if !e.inTree {
+			e.Head, e.Worktree = c.Before, c.Before
+		}
+	}
+}
+
+// entry is the finished Entry: the index side filled in, the status
+// classified, a submodule marked.
+func (e *pending) entry() Entry {
+	if !e.inIndex && !e.conflicted {
+		e.Index = e.Head
+	}
+	if e.conflicted {
+		e.Index = Blob{}
+	}
+	e.Status, e.XY = classify(&e.Entry, e.conflicted)
+	if e.Head.Mode == ModeGitlink || e.Worktree.Mode == ModeGitlink {
+		c := byte('.')
+		if e.Head.Hash != e.Worktree.Hash {
+			c = 'C'
+		}
+		e.Submodule = "S" + string(c) + ".."
+		if e.Status == StatusModified {
+			e.Status = StatusSubmodule
+		}
+	}
+	return e.Entry
 }
 
 // indexDiff is how the real index differs from HEAD: the previous

@@ -28,6 +28,20 @@ func (r *parseState) check(doc ast.Node) {
 		return
 	}
 
+	first := r.checkIDs()
+	r.checkDeps(first)
+	r.checkCycles(first)
+
+	r.plan.Tasks = make([]Task, len(r.tasks))
+	for i := range r.tasks {
+		r.plan.Tasks[i] = r.tasks[i].Task
+	}
+}
+
+// checkIDs checks the tasks' ids (duplicated, missing among explicit ones,
+// out of order) and that each task has something in it; it returns each
+// id's first task.
+func (r *parseState) checkIDs() map[string]int {
 	first := map[string]int{} // id -> index of its first task
 	explicit := 0
 	for i := range r.tasks {
@@ -62,8 +76,12 @@ func (r *parseState) check(doc ast.Node) {
 			r.diag(t.Line, 1, SeverityWarning, "task %s has a title but no body", t.ID)
 		}
 	}
+	return first
+}
 
-	// Dependencies: unknown ids, self and forward references.
+// checkDeps resolves each task's dependencies (ranges expanded) into its
+// Deps, and reports unknown ids, self and forward references.
+func (r *parseState) checkDeps(first map[string]int) {
 	var byNum []numberedTask // made when a range first needs it
 	for i := range r.tasks {
 		t := &r.tasks[i]
@@ -100,12 +118,6 @@ func (r *parseState) check(doc ast.Node) {
 			}
 			t.Deps = append(t.Deps, d.id)
 		}
-	}
-	r.checkCycles(first)
-
-	r.plan.Tasks = make([]Task, len(r.tasks))
-	for i := range r.tasks {
-		r.plan.Tasks[i] = r.tasks[i].Task
 	}
 }
 

@@ -27,28 +27,51 @@ func (p Passage) String() string { return fmt.Sprintf("line %d: %s: %s", p.Line,
 // reason a reader passes it over. Only computed when asked
 // (Options.Explain): it costs a pass over the top-level blocks.
 func (r *parseState) explain() []Passage {
-	var out []Passage
 	if len(r.tasks) == 0 {
 		return nil
 	}
-	first, last := r.tasks[0].Start, r.tasks[len(r.tasks)-1].End
-	where := func(off int) string {
-		switch {
-		case off < first:
-			return "before the first task: shared context (the preamble)"
-		case off >= last:
-			return "after the last task: shared context"
-		}
-		return "between tasks: part of no task"
+	e := explainer{r: r, first: r.tasks[0].Start, last: r.tasks[len(r.tasks)-1].End}
+	out := e.headings()
+	out = append(out, e.lists()...)
+	out = append(out, e.tables()...)
+	out = append(out, e.code()...)
+	out = append(out, e.checked()...)
+	sortPassages(out)
+	return out
+}
+
+// explainer says, for each kind of top-level block, why the reading
+// passed it over.
+type explainer struct {
+	r           *parseState
+	first, last int // where the first task starts and the last ends
+}
+
+// where is why a block outside every task at off is context: where it
+// stands among the tasks.
+func (e explainer) where(off int) string {
+	switch {
+	case off < e.first:
+		return "before the first task: shared context (the preamble)"
+	case off >= e.last:
+		return "after the last task: shared context"
 	}
+	return "between tasks: part of no task"
+}
+
+func (e explainer) inTask(off int) bool { return e.r.taskAt(off) >= 0 }
+
+// headings: the headings outside every task.
+func (e explainer) headings() []Passage {
+	r := e.r
+	var out []Passage
 	// The group of numbered sections read, to tell another group apart.
 	parents := headingParents(r.top.hs)
-	inTask := func(off int) bool { return r.taskAt(off) >= 0 }
 	for i, h := range r.top.hs {
-		if inTask(h.start) {
+		if e.inTask(h.start) {
 			continue
 		}
-		why := where(h.start)
+		why := e.where(h.start)
 		switch {
 		case r.facts(&r.top.hs[i]).aside:
 			why = "checks the work or logs it (an aside): context"
@@ -61,12 +84,19 @@ func (r *parseState) explain() []Passage {
 			if parents[i] >= 0 {
 				under = fmt.Sprintf("%q", words.Clip(r.top.hs[parents[i]].title, 40))
 			}
-			why = fmt.Sprintf("a numbered section of another group (under %s), not the one read; %s", under, where(h.start))
+			why = fmt.Sprintf("a numbered section of another group (under %s), not the one read; %s", under, e.where(h.start))
 		case r.facts(&r.top.hs[i]).names:
 			why = "names the task list; its tasks follow it"
 		}
 		out = append(out, Passage{r.lineOf(h.start) + 1, fmt.Sprintf("heading %q", words.Clip(h.title, 60)), why})
 	}
+	return out
+}
+
+// lists: the lists and checklists outside every task.
+func (e explainer) lists() []Passage {
+	r := e.r
+	var out []Passage
 	sections := sectionIndex{r: r, hs: r.top.hs}
 	for _, l := range r.top.lists {
 		if l.Pos() < 0 {
@@ -74,7 +104,7 @@ func (r *parseState) explain() []Passage {
 		}
 		start := r.lineStartOf(r.abs(l.Pos()))
 		section, aside, nearest := sections.at(start)
-		if inTask(start) {
+		if e.inTask(start) {
 			continue
 		}
 		boxes, items := 0, 0
@@ -93,7 +123,7 @@ func (r *parseState) explain() []Passage {
 		case l.IsOrdered():
 			what = fmt.Sprintf("numbered list (%d %s)", items, words.Plural(items, "item"))
 		}
-		why := where(start)
+		why := e.where(start)
 		switch {
 		case aside:
 			why = fmt.Sprintf("under %q, which checks the work or logs it (an aside): context", words.Clip(section, 40))
@@ -102,33 +132,53 @@ func (r *parseState) explain() []Passage {
 		case nearest != nil && r.facts(nearest).explains:
 			why = fmt.Sprintf("under %q, which explains the work: context", words.Clip(nearest.title, 40))
 		case boxes > 0 || l.IsOrdered():
-			why = fmt.Sprintf("not read as tasks: the plan's tasks are its %s; %s", formWhat[r.plan.Form], where(start))
+			why = fmt.Sprintf("not read as tasks: the plan's tasks are its %s; %s", formWhat[r.plan.Form], e.where(start))
 		}
 		out = append(out, Passage{r.lineOf(start) + 1, what, why})
 	}
+	return out
+}
+
+// tables: the tables outside every task.
+func (e explainer) tables() []Passage {
+	r := e.r
+	var out []Passage
 	for _, n := range r.top.tables {
 		start := r.lineStartOf(r.abs(n.Lines().At(0).Start))
-		if inTask(start) {
+		if e.inTask(start) {
 			continue
 		}
-		why := "no task id column (ID, #, Task, Step, Story): " + where(start)
+		why := "no task id column (ID, #, Task, Step, Story): " + e.where(start)
 		if r.plan.Form == FormTable {
-			why = "no task ids in its first column: " + where(start)
+			why = "no task ids in its first column: " + e.where(start)
 		}
 		out = append(out, Passage{r.lineOf(start) + 1, "table", why})
 	}
+	return out
+}
+
+// code: the fenced blocks outside every task that hold task-like lines.
+func (e explainer) code() []Passage {
+	r := e.r
+	var out []Passage
 	for _, span := range r.top.code {
 		start := r.lines[span[0]]
-		if inTask(start) || span[1] <= span[0] {
+		if e.inTask(start) || span[1] <= span[0] {
 			continue
 		}
 		end := r.lineEnd(min(span[1], len(r.lines)-1))
 		block := r.src[start:end]
 		if bytes.Contains(block, []byte("- [ ]")) || bytes.Contains(block, []byte("### Task")) || bytes.Contains(block, []byte("## Task")) || bytes.Contains(block, []byte("\nTask 1")) {
-			out = append(out, Passage{span[0] + 1, "fenced block", "holds task-like lines, but code is an example, never tasks: " + where(start)})
+			out = append(out, Passage{span[0] + 1, "fenced block", "holds task-like lines, but code is an example, never tasks: " + e.where(start)})
 		}
 	}
-	for _, t := range r.tasks {
+	return out
+}
+
+// checked: the tasks a run skips, done or dropped.
+func (e explainer) checked() []Passage {
+	var out []Passage
+	for _, t := range e.r.tasks {
 		if t.Checked {
 			why := "done: a run skips it (--include-checked runs it)"
 			if t.Status == StatusCancelled {
@@ -141,7 +191,6 @@ func (r *parseState) explain() []Passage {
 			out = append(out, Passage{t.Line, what, why})
 		}
 	}
-	sortPassages(out)
 	return out
 }
 

@@ -210,7 +210,6 @@ func (r *parseState) parseBundle() {
 	text := string(r.src)
 	first := true
 	for _, e := range entries {
-		content := r.src[e.start:e.end]
 		fpath := filepath.Join(r.path, e.name)
 		f, isTask := taskFileName(e.name)
 		if first && !isTask || (first && slices.Contains(indexNames, strings.ToLower(e.name))) {
@@ -227,61 +226,84 @@ func (r *parseState) parseBundle() {
 			r.diagIn(fpath)(0, 0, SeverityError, "task file is empty: write the task in it, or remove it")
 			continue
 		}
-		fp, fds := ParseWith(fpath, content, Options{Form: FormWhole, noCheck: true})
-		for _, d := range fds {
-			if d.Severity == SeverityError || !strings.Contains(d.Message, "front matter key") {
-				r.diags = append(r.diags, d)
-			}
-		}
-		t := taskBuild{}
-		t.File = e.name
-		t.Start, t.End = e.start, e.end
-		t.headEnd = t.End
-		t.hasBody = !isBlank(content)
-		t.ID, t.explicitID = f.id, true
-		fm := fp.FrontMatter
-		declared := false // front matter dependencies win: CCPM renames "Task 002" to issue 25 there, not in the text
-		for _, k := range []string{"depends_on", "dependencies", "depends", "deps"} {
-			if _, ok := fm[k]; ok {
-				declared = true
-			}
-		}
-		if len(fp.Tasks) > 0 {
-			t.Title = fp.Tasks[0].Title
-			for _, d := range fp.folderDeps {
-				if !declared {
-					t.deps = append(t.deps, depRef{id: d.id, line: d.line, col: d.col, weak: d.weak, file: fpath})
-				}
-			}
-		}
-		if fm["parallel"] == true {
-			t.Labels = append(t.Labels, "P")
-		}
-		if s, ok := fm["id"].(string); ok && s != "" {
-			t.ID = s
-		}
-		for _, k := range []string{"name", "title"} {
-			if s, ok := fm[k].(string); ok && strings.TrimSpace(s) != "" {
-				t.Title = strings.TrimSpace(s)
-				break
-			}
-		}
-		for _, k := range []string{"depends_on", "dependencies", "depends", "deps"} {
-			for _, d := range folderDepList(fm[k]) {
-				t.deps = append(t.deps, depRef{id: d, line: 1, col: 1, file: fpath})
-			}
-		}
-		if s, ok := fm["status"].(string); ok {
-			t.Status = statusWord(s, false)
-		} else {
-			t.Status = statusLine(content)
-		}
-		if t.Status == StatusPending {
-			t.Status = StatusNone
-		}
-		t.Checked = t.Status.skips()
-		r.tasks = append(r.tasks, t)
+		r.tasks = append(r.tasks, r.bundleTask(e, f, fpath))
 	}
+	r.numberBundleTasks(text)
+	p.Reading = Reading{Form: FormFolder, Count: len(r.tasks)}
+	if len(r.tasks) == 0 {
+		r.diag(0, 0, SeverityError, "no tasks: a folder plan holds one task per numbered file (task-01.md, 02-setup.md, T003.md)")
+		return
+	}
+	r.check(nil)
+	if r.opts.Explain {
+		r.plan.Reading.PassedOver = r.explain()
+	}
+}
+
+// bundleTask reads one task file of a bundle: its text as one task, its
+// front matter's id, title, dependencies, status and parallel flag over
+// what the text says.
+func (r *parseState) bundleTask(e bundleEntry, f folderFile, fpath string) taskBuild {
+	content := r.src[e.start:e.end]
+	fp, fds := ParseWith(fpath, content, Options{Form: FormWhole, noCheck: true})
+	for _, d := range fds {
+		if d.Severity == SeverityError || !strings.Contains(d.Message, "front matter key") {
+			r.diags = append(r.diags, d)
+		}
+	}
+	t := taskBuild{}
+	t.File = e.name
+	t.Start, t.End = e.start, e.end
+	t.headEnd = t.End
+	t.hasBody = !isBlank(content)
+	t.ID, t.explicitID = f.id, true
+	fm := fp.FrontMatter
+	declared := false // front matter dependencies win: CCPM renames "Task 002" to issue 25 there, not in the text
+	for _, k := range []string{"depends_on", "dependencies", "depends", "deps"} {
+		if _, ok := fm[k]; ok {
+			declared = true
+		}
+	}
+	if len(fp.Tasks) > 0 {
+		t.Title = fp.Tasks[0].Title
+		for _, d := range fp.folderDeps {
+			if !declared {
+				t.deps = append(t.deps, depRef{id: d.id, line: d.line, col: d.col, weak: d.weak, file: fpath})
+			}
+		}
+	}
+	if fm["parallel"] == true {
+		t.Labels = append(t.Labels, "P")
+	}
+	if s, ok := fm["id"].(string); ok && s != "" {
+		t.ID = s
+	}
+	for _, k := range []string{"name", "title"} {
+		if s, ok := fm[k].(string); ok && strings.TrimSpace(s) != "" {
+			t.Title = strings.TrimSpace(s)
+			break
+		}
+	}
+	for _, k := range []string{"depends_on", "dependencies", "depends", "deps"} {
+		for _, d := range folderDepList(fm[k]) {
+			t.deps = append(t.deps, depRef{id: d, line: 1, col: 1, file: fpath})
+		}
+	}
+	if s, ok := fm["status"].(string); ok {
+		t.Status = statusWord(s, false)
+	} else {
+		t.Status = statusLine(content)
+	}
+	if t.Status == StatusPending {
+		t.Status = StatusNone
+	}
+	t.Checked = t.Status.skips()
+	return t
+}
+
+// numberBundleTasks gives the bundle's tasks their ordinals, ids where
+// none was given, text, lines and titles.
+func (r *parseState) numberBundleTasks(text string) {
 	for i := range r.tasks {
 		t := &r.tasks[i]
 		t.Ordinal = i + 1
@@ -298,15 +320,6 @@ func (r *parseState) parseBundle() {
 			t.Title = strings.TrimSuffix(t.File, filepath.Ext(t.File))
 		}
 		t.Title = cleanTitle(t.Title)
-	}
-	p.Reading = Reading{Form: FormFolder, Count: len(r.tasks)}
-	if len(r.tasks) == 0 {
-		r.diag(0, 0, SeverityError, "no tasks: a folder plan holds one task per numbered file (task-01.md, 02-setup.md, T003.md)")
-		return
-	}
-	r.check(nil)
-	if r.opts.Explain {
-		r.plan.Reading.PassedOver = r.explain()
 	}
 }
 

@@ -131,51 +131,7 @@ func (r *parseState) findTasks(doc ast.Node) {
 			r.diag(1, 1, SeverityError, "no tasks read as form %s (forced by %s); remove it to let implloop pick the form", string(f), by)
 		}
 	} else {
-		var best, weak reading
-		bestShare := 2.0
-		// Readings are made when first needed: a plan of "### Task N"
-		// headings, the commonest, never pays for the others.
-		all := readingSet{readers: readers, top: top, done: map[Form]reading{}}
-		for _, f := range Forms {
-			rd := all.get(f)
-			switch {
-			case len(rd.tasks) == 0:
-				continue
-			case rd.weak:
-				// A checklist of nothing but asides ("Open questions") gives
-				// way to the whole plan as one fix, when a section names it.
-				if weak.form == FormNone || (weak.form == FormChecklist && f == FormWhole) {
-					weak = rd
-				}
-				continue
-			}
-			share := r.orphanShare(rd.tasks)
-			if share <= maxOrphanShare {
-				chosen = rd
-				break
-			}
-			if share < bestShare {
-				best, bestShare = rd, share
-			}
-		}
-		switch {
-		case chosen.form != FormNone:
-		case best.form != FormNone:
-			chosen = best
-		default:
-			chosen = weak
-		}
-		r.preferSections(top, &chosen)
-		// "### Task N" headings, <task> blocks, todos and a PRP's "Task N:"
-		// list are the plan's own word for its tasks: no second guess.
-		explicit := explicitForm(chosen.form) || (chosen.form == FormHeadings && slices.ContainsFunc(top.hs, func(h heading) bool { return h.isTask }))
-		if !explicit {
-			r.preferCoverage(&chosen, &all)
-		}
-		warned := r.noteLegacy(top, &chosen, &all)
-		if !explicit {
-			r.noteClose(&chosen, &all, warned)
-		}
+		chosen = r.pickReading(top, readers)
 	}
 	r.top = top
 	if len(chosen.tasks) == 0 {
@@ -193,6 +149,63 @@ func (r *parseState) findTasks(doc ast.Node) {
 	if chosen.form == FormHeadings {
 		r.warnStrayChecklist(top)
 	}
+}
+
+// pickReading is the reading implloop picks when no form is forced: the
+// first form whose tasks leave little of the plan outside them (firstFit),
+// then second thoughts for numbered sections and for coverage, with notes
+// where another form came close.
+func (r *parseState) pickReading(top topBlocks, readers map[Form]func(topBlocks) reading) reading {
+	// Readings are made when first needed: a plan of "### Task N"
+	// headings, the commonest, never pays for the others.
+	all := readingSet{readers: readers, top: top, done: map[Form]reading{}}
+	chosen := r.firstFit(&all)
+	r.preferSections(top, &chosen)
+	// "### Task N" headings, <task> blocks, todos and a PRP's "Task N:"
+	// list are the plan's own word for its tasks: no second guess.
+	explicit := explicitForm(chosen.form) || (chosen.form == FormHeadings && slices.ContainsFunc(top.hs, func(h heading) bool { return h.isTask }))
+	if !explicit {
+		r.preferCoverage(&chosen, &all)
+	}
+	warned := r.noteLegacy(top, &chosen, &all)
+	if !explicit {
+		r.noteClose(&chosen, &all, warned)
+	}
+	return chosen
+}
+
+// firstFit is the first reading, in the order of Forms, that leaves at
+// most maxOrphanShare of the plan outside its tasks; else the one that
+// leaves the least; else a weak reading (a checklist of asides, the whole
+// plan as one task).
+func (r *parseState) firstFit(all *readingSet) reading {
+	var best, weak reading
+	bestShare := 2.0
+	for _, f := range Forms {
+		rd := all.get(f)
+		switch {
+		case len(rd.tasks) == 0:
+			continue
+		case rd.weak:
+			// A checklist of nothing but asides ("Open questions") gives
+			// way to the whole plan as one fix, when a section names it.
+			if weak.form == FormNone || (weak.form == FormChecklist && f == FormWhole) {
+				weak = rd
+			}
+			continue
+		}
+		share := r.orphanShare(rd.tasks)
+		if share <= maxOrphanShare {
+			return rd
+		}
+		if share < bestShare {
+			best, bestShare = rd, share
+		}
+	}
+	if best.form != FormNone {
+		return best
+	}
+	return weak
 }
 
 // forcedForm returns the form --form or the front matter's "form:" asks
@@ -725,6 +738,37 @@ type sectionGroup struct {
 // of numbered section headings, or nil.
 func (r *parseState) bestSectionGroup(top topBlocks) map[int]bool {
 	parents := headingParents(top.hs)
+	groups := numberedGroups(top, parents)
+	groups = append(groups, r.namedListGroups(top, parents)...)
+	var best *sectionGroup
+	bestScore, bestSteps := 0.0, false
+	for gi := range groups {
+		g := &groups[gi]
+		score, ok := r.groupScore(top, g, len(groups))
+		if !ok {
+			continue
+		}
+		// A TAC/ADW plan's implementer runs its "Step by Step Tasks": when
+		// a plan has that list, its headings win over a "Task Breakdown"
+		// or any other group, however much of the plan the other covers.
+		steps := stepByStep(top, g)
+		if best == nil || (steps && !bestSteps) || (steps == bestSteps && score > bestScore) {
+			best, bestScore, bestSteps = g, score, steps
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	starts := make(map[int]bool, len(best.hs))
+	for _, i := range best.hs {
+		starts[top.hs[i].start] = true
+	}
+	return starts
+}
+
+// numberedGroups are the numbered (or phase) headings of each level: one
+// group a level, or, where ids collide within a level, one a parent.
+func numberedGroups(top topBlocks, parents []int) []sectionGroup {
 	var groups []sectionGroup
 	for level := 1; level <= 6; level++ {
 		var all []int
@@ -755,9 +799,14 @@ func (r *parseState) bestSectionGroup(top topBlocks) map[int]bool {
 			groups[g].hs = append(groups[g].hs, i)
 		}
 	}
-	// The headings right under one that names the task list ("## Step by
-	// Step Tasks" then "### Research the workflows") are its tasks,
-	// numbered or not.
+	return groups
+}
+
+// namedListGroups: the headings right under one that names the task list
+// ("## Step by Step Tasks" then "### Research the workflows") are its
+// tasks, numbered or not.
+func (r *parseState) namedListGroups(top topBlocks, parents []int) []sectionGroup {
+	var groups []sectionGroup
 	for pi, p := range top.hs {
 		if !r.facts(&top.hs[pi]).names {
 			continue
@@ -775,60 +824,51 @@ func (r *parseState) bestSectionGroup(top topBlocks) map[int]bool {
 			groups = append(groups, g)
 		}
 	}
-	// A TAC/ADW plan's implementer runs its "Step by Step Tasks": when a
-	// plan has that list, its headings win over a "Task Breakdown" or any
-	// other group, however much of the plan the other covers.
-	stepByStep := func(g *sectionGroup) bool {
-		if g.parent < 0 {
-			return false
+	return groups
+}
+
+// groupScore is how much of the plan a group's sections cover, weighed by
+// what their parent heading says; not ok for a group that cannot be the
+// task list (one heading that is no phase, or the plan's title).
+func (r *parseState) groupScore(top topBlocks, g *sectionGroup, groups int) (float64, bool) {
+	phases := 0
+	for _, i := range g.hs {
+		if top.hs[i].label.kind == labelPhase {
+			phases++
 		}
-		w := headingWords(top.hs[g.parent].title)
-		return w == "step by step tasks" || w == "step-by-step tasks"
 	}
-	var best *sectionGroup
-	bestScore, bestSteps := 0.0, false
-	for gi := range groups {
-		g := &groups[gi]
-		phases := 0
-		for _, i := range g.hs {
-			if top.hs[i].label.kind == labelPhase {
-				phases++
+	if len(g.hs) < 2 && phases == 0 {
+		return 0, false
+	}
+	if len(g.hs) == 1 && g.level == 1 && g.hs[0] == 0 && groups > 1 {
+		return 0, false // "# Phase 7: UX" over its numbered sections is the plan's title
+	}
+	score := 0.0
+	for _, i := range g.hs {
+		end := len(r.src)
+		for _, next := range top.hs[i+1:] {
+			if next.level <= top.hs[i].level {
+				end = next.start
+				break
 			}
 		}
-		if len(g.hs) < 2 && phases == 0 {
-			continue
-		}
-		if len(g.hs) == 1 && g.level == 1 && g.hs[0] == 0 && len(groups) > 1 {
-			continue // "# Phase 7: UX" over its numbered sections is the plan's title
-		}
-		score := 0.0
-		for _, i := range g.hs {
-			end := len(r.src)
-			for _, next := range top.hs[i+1:] {
-				if next.level <= top.hs[i].level {
-					end = next.start
-					break
-				}
-			}
-			score += float64(end - top.hs[i].start)
-		}
-		switch {
-		case g.parent >= 0 && r.facts(&top.hs[g.parent]).names:
-			score *= 4
-		case g.parent >= 0 && r.facts(&top.hs[g.parent]).explains:
-			score /= 10
-		}
-		steps := stepByStep(g)
-		if best == nil || (steps && !bestSteps) || (steps == bestSteps && score > bestScore) {
-			best, bestScore, bestSteps = g, score, steps
-		}
+		score += float64(end - top.hs[i].start)
 	}
-	if best == nil {
-		return nil
+	switch {
+	case g.parent >= 0 && r.facts(&top.hs[g.parent]).names:
+		score *= 4
+	case g.parent >= 0 && r.facts(&top.hs[g.parent]).explains:
+		score /= 10
 	}
-	starts := make(map[int]bool, len(best.hs))
-	for _, i := range best.hs {
-		starts[top.hs[i].start] = true
+	return score, true
+}
+
+// stepByStep reports whether a group is the sections under a "Step by
+// Step Tasks" heading.
+func stepByStep(top topBlocks, g *sectionGroup) bool {
+	if g.parent < 0 {
+		return false
 	}
-	return starts
+	w := headingWords(top.hs[g.parent].title)
+	return w == "step by step tasks" || w == "step-by-step tasks"
 }

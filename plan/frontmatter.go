@@ -127,9 +127,36 @@ const MaxFrontMatter = 64 << 10
 // alias is a copy of its anchor when decoded, so a few lines of nested
 // aliases ("billion laughs") would decode to millions of values.
 func parseFrontMatter(text []byte, firstLine int, diag func(line, col int, sev Severity, format string, args ...any)) map[string]any {
+	doc, fm := frontMatterMapping(text, firstLine, diag)
+	if doc == nil {
+		return fm
+	}
+	fm, foreign := readFrontMatterKeys(doc, firstLine, diag)
+	// Other tools' metadata (GSD's phase, wave, depends_on; an ExecPlan's
+	// author, status) is one warning, not one per key: implloop ignores it.
+	// The metadata of a format implloop reads (an awesome-copilot plan's
+	// goal and date_created, a CCPM epic's prd and progress) is none.
+	if readFormatMetadata(fm, foreign.keys) {
+		foreign.keys = nil
+	}
+	switch len(foreign.keys) {
+	case 0:
+	case 1:
+		diag(foreign.line, foreign.col, SeverityWarning, "unknown front matter key %s, ignored (known: %s)", foreign.keys[0], knownKeyList())
+	default:
+		diag(foreign.line, foreign.col, SeverityWarning, "%d unknown front matter keys, ignored: %s (known: %s)", len(foreign.keys), strings.Join(foreign.keys, ", "), knownKeyList())
+	}
+	return fm
+}
+
+// frontMatterMapping parses the front matter as YAML and returns its
+// mapping node. Without one it returns what parseFrontMatter returns
+// instead: an empty map for empty front matter, nil (and a diagnostic) for
+// front matter too large, not YAML, with an alias, or not a mapping.
+func frontMatterMapping(text []byte, firstLine int, diag func(line, col int, sev Severity, format string, args ...any)) (*yaml.Node, map[string]any) {
 	if len(text) > MaxFrontMatter {
 		diag(firstLine, 1, SeverityError, "front matter is %d bytes, the limit is %d (64 KiB): plan settings take a few lines", len(text), MaxFrontMatter)
-		return nil
+		return nil, nil
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(text, &root); err != nil {
@@ -141,26 +168,39 @@ func parseFrontMatter(text []byte, firstLine int, diag func(line, col int, sev S
 		}
 		msg = yamlLineRe.ReplaceAllString(strings.TrimPrefix(msg, "yaml: "), "")
 		diag(line, 1, SeverityError, "front matter is not valid YAML: %s", msg)
-		return nil
+		return nil, nil
 	}
 	if root.Kind == 0 || len(root.Content) == 0 { // empty front matter
-		return map[string]any{}
+		return nil, map[string]any{}
 	}
 	if a := firstAlias(&root); a != nil {
 		diag(firstLine+a.Line-1, a.Column, SeverityError, "front matter uses the YAML alias *%s: write the value out (implloop does not expand aliases)", a.Value)
-		return nil
+		return nil, nil
 	}
 	doc := root.Content[0]
 	if doc.Kind == yaml.ScalarNode && doc.Tag == "!!null" {
-		return map[string]any{}
+		return nil, map[string]any{}
 	}
 	if doc.Kind != yaml.MappingNode {
 		diag(firstLine+doc.Line-1, doc.Column, SeverityError, "front matter must be a mapping of settings (key: value), not a %s", yamlKind(doc))
-		return nil
+		return nil, nil
 	}
+	return doc, nil
+}
+
+// foreignKeys are the unknown front matter keys that are no typo of a
+// known one, quoted, and where the first stands.
+type foreignKeys struct {
+	keys      []string
+	line, col int
+}
+
+// readFrontMatterKeys reads the mapping's keys and values, checking each
+// known key's value and warning of likely typos of known keys; it returns
+// the other unknown keys apart.
+func readFrontMatterKeys(doc *yaml.Node, firstLine int, diag func(line, col int, sev Severity, format string, args ...any)) (map[string]any, foreignKeys) {
 	fm := make(map[string]any, len(doc.Content)/2)
-	var foreign []string // unknown keys that are no typo of a known one
-	foreignLine, foreignCol := 0, 0
+	var foreign foreignKeys
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		k, v := doc.Content[i], doc.Content[i+1]
 		line, col := firstLine+k.Line-1, k.Column
@@ -182,10 +222,10 @@ func parseFrontMatter(text []byte, firstLine int, diag func(line, col int, sev S
 				diag(line, col, SeverityWarning, "unknown front matter key %q: did you mean %q?", key, near)
 				continue
 			}
-			if len(foreign) == 0 {
-				foreignLine, foreignCol = line, col
+			if len(foreign.keys) == 0 {
+				foreign.line, foreign.col = line, col
 			}
-			foreign = append(foreign, strconv.Quote(key))
+			foreign.keys = append(foreign.keys, strconv.Quote(key))
 			continue
 		}
 		if problem := known.check(val); problem != "" {
@@ -196,21 +236,7 @@ func parseFrontMatter(text []byte, firstLine int, diag func(line, col int, sev S
 			diag(line, col, SeverityError, "front matter %q %s%s", key, problem, got)
 		}
 	}
-	// Other tools' metadata (GSD's phase, wave, depends_on; an ExecPlan's
-	// author, status) is one warning, not one per key: implloop ignores it.
-	// The metadata of a format implloop reads (an awesome-copilot plan's
-	// goal and date_created, a CCPM epic's prd and progress) is none.
-	if readFormatMetadata(fm, foreign) {
-		foreign = nil
-	}
-	switch len(foreign) {
-	case 0:
-	case 1:
-		diag(foreignLine, foreignCol, SeverityWarning, "unknown front matter key %s, ignored (known: %s)", foreign[0], knownKeyList())
-	default:
-		diag(foreignLine, foreignCol, SeverityWarning, "%d unknown front matter keys, ignored: %s (known: %s)", len(foreign), strings.Join(foreign, ", "), knownKeyList())
-	}
-	return fm
+	return fm, foreign
 }
 
 // nearestKey returns the known key that key is a likely typo of (one

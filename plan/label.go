@@ -83,76 +83,8 @@ func parseLabelWith(s string, bare, phases bool) label {
 	s = strings.TrimSpace(s)
 	rest, opener := stripOpeningEmphasis(s)
 
-	var kind labelKind
-	var id string
-	var after string
-	ticked := false
-	switch {
-	case taskWord(rest) > 0:
-		w, k, spaced := taskWordAt(rest)
-		kind = k
-		r := strings.TrimLeft(rest[w:], " \t")
-		if spaced && len(r) == len(rest)-w { // "Task3" is a word, "タスク3" is not
-			return label{}
-		}
-		r = strings.TrimPrefix(r, "#")
-		n := wordID(r)
-		if n == 0 {
-			return label{}
-		}
-		id, after = r[:n], r[n:]
-	case bare && strings.HasPrefix(rest, "[#") && len(rest) > 3 && isDigit(rest[2]) && strings.Contains(rest, "](") && issueLink(rest) > 0:
-		// "[#13](https://github.com/o/r/issues/13) - Title": CCPM after its sync.
-		n := issueLink(rest)
-		kind, id, after = labelNumber, rest[2:strings.IndexByte(rest, ']')], rest[n:]
-	case bare && len(rest) > 2 && rest[0] == '#' && isDigit(rest[1]):
-		// "#24 - Fix the calendar API" (CCPM's task list, by issue number).
-		n := 1
-		for n < len(rest) && isDigit(rest[n]) {
-			n++
-		}
-		kind, id, after = labelNumber, rest[1:n], rest[n:]
-		if after != "" && after[0] != ' ' && after[0] != ':' && after[0] != '\t' {
-			return label{}
-		}
-	case phases && phaseWord(rest) > 0:
-		w := phaseWord(rest)
-		r := strings.TrimLeft(rest[w:], " \t")
-		n := wordID(r)
-		if n == 0 || (len(r) == len(rest)-w && rest[0] < utf8.RuneSelf) {
-			return label{}
-		}
-		kind, id, after = labelPhase, r[:n], r[n:]
-	case len(rest) > 1 && rest[0] == 'T' && isDigit(rest[1]):
-		// "T001", and a dotted "T1.1" (**T1.1**: in a backlog): one id.
-		n := 1 + dottedNumber(rest[1:])
-		kind, id, after = labelSpecKit, rest[:n], rest[n:]
-	case len(rest) > 2 && rest[0] == '`' && backtickID(rest) > 0:
-		// "`tdg-1` Title" (openspec-gradle): the backticks say it is an
-		// id, so a space is separator enough.
-		n := backtickID(rest)
-		kind, id, after, ticked = labelCode, rest[1:n-1], rest[n:], true
-		if after != "" && after[0] != ' ' && after[0] != '\t' && !codeBoundary(after, "") {
-			return label{}
-		}
-	case codeID(rest) > 0:
-		n := codeID(rest)
-		id, after = rest[:n], rest[n:]
-		if !codeBoundary(after, opener) && !(paddedCode(id) && (after[0] == ' ' || after[0] == '\t')) {
-			return label{}
-		}
-		kind = labelCode
-	case bare && len(rest) > 0 && isDigit(rest[0]):
-		n := dottedNumber(rest)
-		id, after = rest[:n], rest[n:]
-		switch {
-		case strings.Contains(id, "."):
-		case len(after) > 0 && (after[0] == '.' || after[0] == ')'):
-		default:
-			return label{} // "2 eggs": a number, not an id
-		}
-		kind = labelNumber
-	default:
+	kind, id, after, ticked, ok := labelID(rest, opener, bare, phases)
+	if !ok {
 		return label{}
 	}
 	if !labelBoundary(after) {
@@ -168,6 +100,82 @@ func parseLabelWith(s string, bare, phases bool) label {
 	}
 	title, tags := splitTags(title)
 	return label{kind: kind, id: id, title: title, tags: tags, ticked: ticked}
+}
+
+// labelID reads the id a label opens with, of whichever kind (task word,
+// issue number, phase, spec-kit, code, bare number), and what follows it;
+// not ok when the text opens with no id.
+func labelID(rest, opener string, bare, phases bool) (kind labelKind, id, after string, ticked, ok bool) {
+	fail := func() (labelKind, string, string, bool, bool) { return 0, "", "", false, false }
+	switch {
+	case taskWord(rest) > 0:
+		w, k, spaced := taskWordAt(rest)
+		kind = k
+		r := strings.TrimLeft(rest[w:], " \t")
+		if spaced && len(r) == len(rest)-w { // "Task3" is a word, "タスク3" is not
+			return fail()
+		}
+		r = strings.TrimPrefix(r, "#")
+		n := wordID(r)
+		if n == 0 {
+			return fail()
+		}
+		id, after = r[:n], r[n:]
+	case bare && strings.HasPrefix(rest, "[#") && len(rest) > 3 && isDigit(rest[2]) && strings.Contains(rest, "](") && issueLink(rest) > 0:
+		// "[#13](https://github.com/o/r/issues/13) - Title": CCPM after its sync.
+		n := issueLink(rest)
+		kind, id, after = labelNumber, rest[2:strings.IndexByte(rest, ']')], rest[n:]
+	case bare && len(rest) > 2 && rest[0] == '#' && isDigit(rest[1]):
+		// "#24 - Fix the calendar API" (CCPM's task list, by issue number).
+		n := 1
+		for n < len(rest) && isDigit(rest[n]) {
+			n++
+		}
+		kind, id, after = labelNumber, rest[1:n], rest[n:]
+		if after != "" && after[0] != ' ' && after[0] != ':' && after[0] != '\t' {
+			return fail()
+		}
+	case phases && phaseWord(rest) > 0:
+		w := phaseWord(rest)
+		r := strings.TrimLeft(rest[w:], " \t")
+		n := wordID(r)
+		if n == 0 || (len(r) == len(rest)-w && rest[0] < utf8.RuneSelf) {
+			return fail()
+		}
+		kind, id, after = labelPhase, r[:n], r[n:]
+	case len(rest) > 1 && rest[0] == 'T' && isDigit(rest[1]):
+		// "T001", and a dotted "T1.1" (**T1.1**: in a backlog): one id.
+		n := 1 + dottedNumber(rest[1:])
+		kind, id, after = labelSpecKit, rest[:n], rest[n:]
+	case len(rest) > 2 && rest[0] == '`' && backtickID(rest) > 0:
+		// "`tdg-1` Title" (openspec-gradle): the backticks say it is an
+		// id, so a space is separator enough.
+		n := backtickID(rest)
+		kind, id, after, ticked = labelCode, rest[1:n-1], rest[n:], true
+		if after != "" && after[0] != ' ' && after[0] != '\t' && !codeBoundary(after, "") {
+			return fail()
+		}
+	case codeID(rest) > 0:
+		n := codeID(rest)
+		id, after = rest[:n], rest[n:]
+		if !codeBoundary(after, opener) && !(paddedCode(id) && (after[0] == ' ' || after[0] == '\t')) {
+			return fail()
+		}
+		kind = labelCode
+	case bare && len(rest) > 0 && isDigit(rest[0]):
+		n := dottedNumber(rest)
+		id, after = rest[:n], rest[n:]
+		switch {
+		case strings.Contains(id, "."):
+		case len(after) > 0 && (after[0] == '.' || after[0] == ')'):
+		default:
+			return fail() // "2 eggs": a number, not an id
+		}
+		kind = labelNumber
+	default:
+		return fail()
+	}
+	return kind, id, after, ticked, true
 }
 
 // splitTags takes spec-kit's markers ("[P] [US1] Create the model") off

@@ -371,51 +371,19 @@ func newTimeline(r *Report, x *Extras) timeline {
 	if len(r.Attempts) == 0 {
 		return tl
 	}
-	// A row per task, labelled with it (plan order), while there are few
-	// enough; else a row per worker.
-	rowOf := map[string]int{}
-	var rowTasks []Task
-	for _, t := range r.Tasks {
-		for _, a := range r.Attempts {
-			if a.Task == t.ID {
-				rowOf[t.ID] = len(rowTasks)
-				rowTasks = append(rowTasks, t)
-				break
-			}
-		}
-	}
-	perTask := len(rowTasks) <= tlTaskRows && len(rowOf) == len(uniqueTasks(r.Attempts))
-	gutter, rowH := tlGutter, tlLane
-	if perTask {
-		gutter, rowH = tlTaskGutter, tlTaskRow
+	s := newTLScale(r)
+	if s.perTask {
 		tl.Width += tlTaskGutter - tlGutter
 	}
-	row := func(a Attempt) int {
-		if perTask {
-			return rowOf[a.Task]
-		}
-		return a.Lane
-	}
-	start, end := r.StartedAt, r.EndedAt
-	for _, a := range r.Attempts {
-		if start.IsZero() || (!a.Start.IsZero() && a.Start.Before(start)) {
-			start = a.Start
-		}
-		if a.End.After(end) {
-			end = a.End
-		}
-	}
-	span := max(end.Sub(start), time.Millisecond)
-	inner := float64(tl.Width - gutter - 16)
-	xOf := func(t time.Time) float64 { return float64(gutter) + inner*float64(t.Sub(start))/float64(span) }
+	s.spanOver(r, tl.Width)
 	maxLane := 0
 	for _, a := range r.Attempts {
-		maxLane = max(maxLane, row(a))
+		maxLane = max(maxLane, s.row(a))
 	}
 	for l := 0; l <= maxLane; l++ {
-		ln := lane{ID: l, Label: fmt.Sprintf("lane %d", l+1), Y: 8 + l*rowH, DY: (rowH + 8) / 2}
-		if perTask {
-			ln.Label, ln.Task = taskLabel(rowTasks[l]), rowTasks[l].ID
+		ln := lane{ID: l, Label: fmt.Sprintf("lane %d", l+1), Y: 8 + l*s.rowH, DY: (s.rowH + 8) / 2}
+		if s.perTask {
+			ln.Label, ln.Task = taskLabel(s.rowTasks[l]), s.rowTasks[l].ID
 		}
 		tl.Lanes = append(tl.Lanes, ln)
 	}
@@ -427,75 +395,148 @@ func newTimeline(r *Report, x *Extras) timeline {
 	for i, a := range r.Attempts {
 		lastOf[a.Task] = i
 	}
-	f := func(v float64) string { return fmt.Sprintf("%.1f", v) }
 	for i, a := range r.Attempts {
-		src := a.Source
-		if len(x.Tasks[a.Task].Restored) > 0 && src == "replayed" {
-			src = "restored"
-		}
-		x0, x1 := xOf(a.Start), xOf(a.End)
-		w := max(x1-x0, tlMinBarW)
-		y := float64(8 + row(a)*rowH + (rowH-tlBar)/2)
-		t := tasks[a.Task]
-		title := fmt.Sprintf("task %s attempt %d (%s): %s\n%s – %s, %s", a.Task, a.Attempt, src, oneLine(t.Title),
-			clock(a.Start), clock(a.End), dur(a.End.Sub(a.Start).Milliseconds()))
-		if a.Live.Units > 0 {
-			title += "\nspent " + spendLine(a.Live)
-		}
-		if a.Saved.Units > 0 {
-			title += "\nreplayed: saved " + costOf(a.Saved)
-		}
-		if a.AgentError != "" {
-			title += "\nagent call failed: " + firstLine(a.AgentError)
-		}
-		tl.Bars = append(tl.Bars, bar{Class: src, Task: a.Task, Attempt: a.Attempt, Lane: a.Lane, Title: title,
-			X: f(x0), Y: f(y), W: f(w), H: f(tlBar)})
-		cy := y + tlBar/2 // the bar's middle; gate marks sit under the bar
-		if g := a.Gate; g != nil {
-			class, verdict := "gate pass", "passed"
-			if !g.Passed {
-				class, verdict = "gate fail", fmt.Sprintf("failed (exit %d)", g.ExitCode)
-			}
-			how := dur(g.DurationMS)
-			if g.Replayed {
-				class += " replayed"
-				how = "replayed"
-			}
-			tl.Marks = append(tl.Marks, mark{Class: class, Shape: "circle", CX: f(x0 + w), CY: f(cy + tlBar/2 + 4),
-				Title: fmt.Sprintf("task %s attempt %d gate %s at %s (%s): %s", a.Task, a.Attempt, verdict, clock(g.At), how, g.Command)})
-		}
-		if lastOf[a.Task] != i {
-			continue
-		}
-		top := y - 2
-		if t.BlockReason != "" || t.Status == "blocked" {
-			tl.Marks = append(tl.Marks, mark{Class: "block", Shape: "path",
-				D:     fmt.Sprintf("M%s %sl-5 -8h10z", f(x0+w), f(top)),
-				Title: fmt.Sprintf("task %s blocked: %s", a.Task, firstLine(t.BlockReason))})
-		}
-		if len(t.Concerns) > 0 || len(t.LostPaths) > 0 {
-			why := strings.Join(t.Concerns, "; ")
-			if len(t.LostPaths) > 0 {
-				why = strings.TrimPrefix(why+fmt.Sprintf("; %d path(s) lost", len(t.LostPaths)), "; ")
-			}
-			tl.Marks = append(tl.Marks, mark{Class: "concern", Shape: "path",
-				D:     fmt.Sprintf("M%s %sl4 -5l-4 -5l-4 5z", f(x0), f(top)),
-				Title: fmt.Sprintf("task %s guard: %s", a.Task, why)})
-		}
+		tl.addAttempt(s, a, tasks[a.Task], x, lastOf[a.Task] == i)
 	}
-	axisY := 8 + (maxLane+1)*rowH
+	axisY := 8 + (maxLane+1)*s.rowH
 	tl.Height = axisY + tlAxis
 	// A tick every 200 pixels or so, however wide the run made it.
 	ticks := max(4, tl.Width/200)
 	for i := 0; i <= ticks; i++ {
-		at := start.Add(span * time.Duration(i) / time.Duration(ticks))
+		at := s.start.Add(s.span * time.Duration(i) / time.Duration(ticks))
 		anchor := "start"
 		if i == ticks {
 			anchor = "end" // the last label ends at its line
 		}
-		tl.Ticks = append(tl.Ticks, tick{X: f(xOf(at)), Label: "+" + dur(at.Sub(start).Milliseconds()), Anchor: anchor})
+		tl.Ticks = append(tl.Ticks, tick{X: px(s.x(at)), Label: "+" + dur(at.Sub(s.start).Milliseconds()), Anchor: anchor})
 	}
 	return tl
+}
+
+// tlScale places a run's attempts on the timeline: a row for each, and an
+// x for each instant.
+type tlScale struct {
+	// perTask: a row per task, labelled with it (plan order), while there
+	// are few enough; else a row per worker.
+	perTask      bool
+	rowOf        map[string]int
+	rowTasks     []Task
+	gutter, rowH int
+	start        time.Time
+	span         time.Duration
+	inner        float64
+}
+
+func newTLScale(r *Report) tlScale {
+	s := tlScale{rowOf: map[string]int{}}
+	for _, t := range r.Tasks {
+		for _, a := range r.Attempts {
+			if a.Task == t.ID {
+				s.rowOf[t.ID] = len(s.rowTasks)
+				s.rowTasks = append(s.rowTasks, t)
+				break
+			}
+		}
+	}
+	s.perTask = len(s.rowTasks) <= tlTaskRows && len(s.rowOf) == len(uniqueTasks(r.Attempts))
+	s.gutter, s.rowH = tlGutter, tlLane
+	if s.perTask {
+		s.gutter, s.rowH = tlTaskGutter, tlTaskRow
+	}
+	return s
+}
+
+// spanOver sets the time axis: from the run's (or its first attempt's)
+// start to its last end, over a timeline width wide.
+func (s *tlScale) spanOver(r *Report, width int) {
+	start, end := r.StartedAt, r.EndedAt
+	for _, a := range r.Attempts {
+		if start.IsZero() || (!a.Start.IsZero() && a.Start.Before(start)) {
+			start = a.Start
+		}
+		if a.End.After(end) {
+			end = a.End
+		}
+	}
+	s.start, s.span = start, max(end.Sub(start), time.Millisecond)
+	s.inner = float64(width - s.gutter - 16)
+}
+
+func (s tlScale) row(a Attempt) int {
+	if s.perTask {
+		return s.rowOf[a.Task]
+	}
+	return a.Lane
+}
+
+func (s tlScale) x(t time.Time) float64 {
+	return float64(s.gutter) + s.inner*float64(t.Sub(s.start))/float64(s.span)
+}
+
+// px is a coordinate as the SVG takes it.
+func px(v float64) string { return fmt.Sprintf("%.1f", v) }
+
+// addAttempt draws one attempt: its bar, its gate's mark under the bar's
+// end, and, on a task's last attempt, the marks of its block and concerns.
+func (tl *timeline) addAttempt(s tlScale, a Attempt, t Task, x *Extras, last bool) {
+	src := a.Source
+	if len(x.Tasks[a.Task].Restored) > 0 && src == "replayed" {
+		src = "restored"
+	}
+	x0, x1 := s.x(a.Start), s.x(a.End)
+	w := max(x1-x0, tlMinBarW)
+	y := float64(8 + s.row(a)*s.rowH + (s.rowH-tlBar)/2)
+	tl.Bars = append(tl.Bars, bar{Class: src, Task: a.Task, Attempt: a.Attempt, Lane: a.Lane, Title: attemptTitle(a, t, src),
+		X: px(x0), Y: px(y), W: px(w), H: px(tlBar)})
+	cy := y + tlBar/2 // the bar's middle; gate marks sit under the bar
+	if g := a.Gate; g != nil {
+		class, verdict := "gate pass", "passed"
+		if !g.Passed {
+			class, verdict = "gate fail", fmt.Sprintf("failed (exit %d)", g.ExitCode)
+		}
+		how := dur(g.DurationMS)
+		if g.Replayed {
+			class += " replayed"
+			how = "replayed"
+		}
+		tl.Marks = append(tl.Marks, mark{Class: class, Shape: "circle", CX: px(x0 + w), CY: px(cy + tlBar/2 + 4),
+			Title: fmt.Sprintf("task %s attempt %d gate %s at %s (%s): %s", a.Task, a.Attempt, verdict, clock(g.At), how, g.Command)})
+	}
+	if !last {
+		return
+	}
+	top := y - 2
+	if t.BlockReason != "" || t.Status == "blocked" {
+		tl.Marks = append(tl.Marks, mark{Class: "block", Shape: "path",
+			D:     fmt.Sprintf("M%s %sl-5 -8h10z", px(x0+w), px(top)),
+			Title: fmt.Sprintf("task %s blocked: %s", a.Task, firstLine(t.BlockReason))})
+	}
+	if len(t.Concerns) > 0 || len(t.LostPaths) > 0 {
+		why := strings.Join(t.Concerns, "; ")
+		if len(t.LostPaths) > 0 {
+			why = strings.TrimPrefix(why+fmt.Sprintf("; %d path(s) lost", len(t.LostPaths)), "; ")
+		}
+		tl.Marks = append(tl.Marks, mark{Class: "concern", Shape: "path",
+			D:     fmt.Sprintf("M%s %sl4 -5l-4 -5l-4 5z", px(x0), px(top)),
+			Title: fmt.Sprintf("task %s guard: %s", a.Task, why)})
+	}
+}
+
+// attemptTitle is an attempt bar's tooltip: what ran, when, what it cost
+// or saved, and how its agent call failed.
+func attemptTitle(a Attempt, t Task, src string) string {
+	title := fmt.Sprintf("task %s attempt %d (%s): %s\n%s – %s, %s", a.Task, a.Attempt, src, oneLine(t.Title),
+		clock(a.Start), clock(a.End), dur(a.End.Sub(a.Start).Milliseconds()))
+	if a.Live.Units > 0 {
+		title += "\nspent " + spendLine(a.Live)
+	}
+	if a.Saved.Units > 0 {
+		title += "\nreplayed: saved " + costOf(a.Saved)
+	}
+	if a.AgentError != "" {
+		title += "\nagent call failed: " + firstLine(a.AgentError)
+	}
+	return title
 }
 
 func clock(t time.Time) string {

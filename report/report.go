@@ -307,41 +307,70 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 	}
 	r := &Report{RunID: run.ID, ParentID: run.ParentID, PlanPath: run.PlanPath, PlanSHA256: run.PlanSHA256,
 		Finished: run.Finished(), StartedAt: run.StartedAt}
-	r.Outcome = Decide(tasks)
-	if !run.Finished() && r.Outcome.Verdict != Interrupted {
-		r.Outcome.Verdict = Incomplete
+	r.Outcome = outcomeOf(run, tasks)
+	r.Headline = r.Outcome.Headline()
+	r.ExitCode = r.Outcome.Verdict.ExitCode()
+	byTask := r.addTasks(tasks)
+	r.addUnits(units, byTask)
+	r.markFallbacks(run)
+	r.Attempts = attempts(units, gates)
+	r.addGates(j, gates, byTask)
+	if run.Finished() {
+		r.EndedAt = run.FinishedAt
+	} else {
+		r.EndedAt = lastActivity(run, tasks, units, gates)
+	}
+	r.WallMS = max(0, r.EndedAt.Sub(r.StartedAt).Milliseconds())
+	if run.ParentID != "" {
+		runs, err := j.Lineage(run.ParentID)
+		if err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+		for _, a := range runs {
+			r.Lineage = append(r.Lineage, Ancestor{ID: a.ID, Verdict: a.Verdict, StartedAt: a.StartedAt})
+		}
+	}
+	return r, nil
+}
+
+// outcomeOf is the run's outcome as its tasks decide it, and as the loop
+// recorded it where the tasks cannot tell.
+func outcomeOf(run *cache.Run, tasks []cache.Task) Outcome {
+	o := Decide(tasks)
+	if !run.Finished() && o.Verdict != Interrupted {
+		o.Verdict = Incomplete
 	}
 	// The loop may stop a run BLOCKED with tasks done (a task took the
 	// journal away): the verdict it recorded stands.
 	if run.Finished() && run.Verdict == string(Blocked) {
-		r.Outcome.Verdict = Blocked
+		o.Verdict = Blocked
 	}
 	// A run the loop stopped with nothing done, not for a failure (a cap
 	// reached, a usage limit past --max-wait), is PARTIAL as it recorded.
-	if run.Finished() && run.Verdict == string(Partial) && r.Outcome.Verdict == Blocked {
-		r.Outcome.Verdict = Partial
+	if run.Finished() && run.Verdict == string(Partial) && o.Verdict == Blocked {
+		o.Verdict = Partial
 	}
-	r.Headline = r.Outcome.Headline()
-	r.ExitCode = r.Outcome.Verdict.ExitCode()
+	return o
+}
 
-	byTask := map[string]*Task{}
-	last := run.StartedAt
-	later := func(t time.Time) {
-		if t.After(last) {
-			last = t
-		}
-	}
+// addTasks lists the run's tasks, and returns them by id.
+func (r *Report) addTasks(tasks []cache.Task) map[string]*Task {
 	for _, t := range tasks {
 		concerns, notes := splitNotes(t.Concerns)
 		r.Tasks = append(r.Tasks, Task{ID: t.TaskID, Title: t.Title, Status: string(t.Status), Source: string(t.Source),
 			Attempts: t.Attempts, DurationMS: t.Duration.Milliseconds(), BlockReason: t.BlockReason,
 			Concerns: concerns, Notes: notes, LostPaths: t.LostPaths})
-		later(t.FinishedAt)
-		later(t.StartedAt)
 	}
+	byTask := map[string]*Task{}
 	for i := range r.Tasks {
 		byTask[r.Tasks[i].ID] = &r.Tasks[i]
 	}
+	return byTask
+}
+
+// addUnits counts the agent calls, live or replayed, into the totals and
+// their tasks', and names the agent and model that did each task.
+func (r *Report) addUnits(units []cache.Unit, byTask map[string]*Task) {
 	for i := range units {
 		u := &units[i]
 		t := byTask[u.TaskID]
@@ -359,11 +388,12 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 				t.Live.add(u)
 			}
 		}
-		later(u.StartedAt)
-		later(u.FinishedAt)
 	}
-	// The run's own agent and first model (--model a,b: a), to tell a
-	// fallback's work from its own.
+}
+
+// markFallbacks marks the tasks another agent or model than the run's own
+// (its first model: --model a,b: a) did, and those done live in a sandbox.
+func (r *Report) markFallbacks(run *cache.Run) {
 	var set struct {
 		Agent string `json:"agent"`
 		Model string `json:"model"`
@@ -376,7 +406,11 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 		t.Fallback = t.Agent != "" && (t.Agent != set.Agent || t.Model != strings.TrimSpace(own))
 		t.Sandboxed = r.Sandbox != "" && t.Live.Units > 0
 	}
-	r.Attempts = attempts(units, gates)
+}
+
+// addGates gives each task its last gate's output, and counts the gates
+// run live and replayed.
+func (r *Report) addGates(j *cache.Journal, gates []cache.Gate, byTask map[string]*Task) {
 	for _, g := range gates {
 		if t := byTask[g.TaskID]; t != nil {
 			t.GateTail, t.GateOutput, t.GateOutputBlob = g.Feedback, "", g.Output
@@ -384,7 +418,6 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 				t.GateOutput = p
 			}
 		}
-		later(g.At)
 		if g.Command == cache.AgentFailed {
 			continue // no gate ran: the agent call failed
 		}
@@ -394,22 +427,29 @@ func Build(j *cache.Journal, runID string) (*Report, error) {
 			r.Totals.GatesLive++
 		}
 	}
-	if run.Finished() {
-		r.EndedAt = run.FinishedAt
-	} else {
-		r.EndedAt = last
-	}
-	r.WallMS = max(0, r.EndedAt.Sub(r.StartedAt).Milliseconds())
-	if run.ParentID != "" {
-		runs, err := j.Lineage(run.ParentID)
-		if err != nil {
-			return nil, fmt.Errorf("report: %w", err)
-		}
-		for _, a := range runs {
-			r.Lineage = append(r.Lineage, Ancestor{ID: a.ID, Verdict: a.Verdict, StartedAt: a.StartedAt})
+}
+
+// lastActivity is the latest moment the journal records of an unfinished
+// run: its start, or a later task, unit or gate.
+func lastActivity(run *cache.Run, tasks []cache.Task, units []cache.Unit, gates []cache.Gate) time.Time {
+	last := run.StartedAt
+	later := func(t time.Time) {
+		if t.After(last) {
+			last = t
 		}
 	}
-	return r, nil
+	for _, t := range tasks {
+		later(t.FinishedAt)
+		later(t.StartedAt)
+	}
+	for i := range units {
+		later(units[i].StartedAt)
+		later(units[i].FinishedAt)
+	}
+	for _, g := range gates {
+		later(g.At)
+	}
+	return last
 }
 
 // workedBy is the agent and model a unit's preimage names (its identity's

@@ -57,21 +57,13 @@ type PlannedPush struct {
 // cannot be reached, RemoteErr says so and every run is listed as going.
 func PlanPush(ctx context.Context, j *cache.Journal, o PushOptions) (*PushPlan, error) {
 	dir := j.Root()
-	p := &PushPlan{Remote: o.Remote}
-	if p.Remote == "" {
-		p.Remote = DefaultRemote(ctx, dir)
+	sc, err := scopePush(ctx, j, o)
+	if err != nil {
+		return nil, err
 	}
+	p := &PushPlan{Remote: sc.remote, Skipped: sc.skipped, Sign: sc.sign}
 	p.URL, _ = git(ctx, dir, nil, nil, "config", "--get", "remote."+p.Remote+".url")
-	runs, skipped, err := pushRuns(j, o)
-	if err != nil {
-		return nil, err
-	}
-	p.Skipped = skipped
-	pulled, err := j.PulledRuns()
-	if err != nil {
-		return nil, err
-	}
-	p.Sign = SignsRuns(ctx, dir)
+	runs, pulled := sc.runs, sc.pulled
 	if p.Sign {
 		p.Key = SigningKey(ctx, dir)
 	}
@@ -82,59 +74,9 @@ func PlanPush(ctx context.Context, j *cache.Journal, o PushOptions) (*PushPlan, 
 	var pairs []string // "<boundary commit> <its HEAD>" for diff-tree
 	owner := map[string]int{}
 	for _, r := range runs {
-		rec, err := j.Records(r.ID)
+		pp, rec, err := p.planRun(ctx, j, r, o, there, pulled)
 		if err != nil {
 			return nil, err
-		}
-		pp := PlannedPush{Run: r.ID, Host: r.Host, Verdict: r.Verdict, Transcripts: !o.NoTranscripts, Boundaries: len(rec.Boundaries)}
-		full, bounds, err := runRefs(ctx, dir, r.ID)
-		if err != nil {
-			return nil, err
-		}
-		pp.There = full != "" && there[RecordsRef(r.ID)] != "" &&
-			(bounds == "" || there[boundary.RunRef(r.ID)] == bounds)
-		if o.NoTranscripts {
-			rec = withoutTranscripts(rec)
-		}
-		fs, err := files(rec)
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range fs {
-			pp.Bytes += int64(len(b))
-		}
-		for _, h := range rec.Blobs() {
-			if n, err := j.Blobs().Size(h); err == nil {
-				pp.Bytes += n
-			}
-			pp.Blobs++
-		}
-		signed := false
-		if full != "" {
-			if raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", full); err == nil {
-				signed = hasSignature([]byte(raw))
-			}
-		}
-		if pu, ok := pulled[r.ID]; ok {
-			pp.Pulled = true
-			t := TrustOf(&pu)
-			switch {
-			case signed && t.Trusted:
-				pp.Signature, pp.Signed = "signed by "+t.Who+" (as pulled)", true
-			case signed:
-				pp.Signature, pp.Signed = "signed, as pulled: "+t.Why, true
-			default:
-				pp.Signature = "unsigned (as pulled)"
-			}
-		} else {
-			switch {
-			case signed:
-				pp.Signature, pp.Signed = "signed", true
-			case p.Sign:
-				pp.Signature, pp.Signed = "signed now ("+p.Key+")", true
-			default:
-				pp.Signature = "unsigned (set commit.gpgSign or implloop.signRuns to sign)"
-			}
 		}
 		for _, b := range rec.Boundaries {
 			if b.Commit != "" && b.Head != "" {
@@ -144,33 +86,120 @@ func PlanPush(ctx context.Context, j *cache.Journal, o PushOptions) (*PushPlan, 
 		}
 		p.Runs = append(p.Runs, pp)
 	}
-	if len(pairs) > 0 {
-		// What each boundary holds that its HEAD did not: one
-		// `git diff-tree --stdin` for every boundary of every run.
-		out, err := git(ctx, dir, []byte(strings.Join(pairs, "\n")+"\n"), nil, "diff-tree", "-r", "--name-only", "-z", "--diff-filter=d", "--no-renames", "--stdin")
-		if err == nil {
-			seen := make([]map[string]bool, len(p.Runs))
-			cur := -1
-			for _, tok := range bytes.Split([]byte(out), []byte{0}) {
-				if len(tok) == 0 {
-					continue
-				}
-				if i, ok := owner[string(tok)]; ok {
-					cur = i
-					continue
-				}
-				if cur < 0 {
-					continue
-				}
-				if seen[cur] == nil {
-					seen[cur] = map[string]bool{}
-				}
-				if path := string(tok); !seen[cur][path] {
-					seen[cur][path] = true
-					p.Runs[cur].Uncommitted = append(p.Runs[cur].Uncommitted, path)
-				}
-			}
+	p.findUncommitted(ctx, dir, pairs, owner)
+	return p, nil
+}
+
+// planRun is how run r would go: whether the remote has it (there: the
+// remote's refs), what its records weigh, how they would be signed. It
+// returns the records that would go, too.
+func (p *PushPlan) planRun(ctx context.Context, j *cache.Journal, r *cache.Run, o PushOptions, there map[string]string, pulled map[string]cache.Pulled) (PlannedPush, *cache.Records, error) {
+	dir := j.Root()
+	rec, err := j.Records(r.ID)
+	if err != nil {
+		return PlannedPush{}, nil, err
+	}
+	pp := PlannedPush{Run: r.ID, Host: r.Host, Verdict: r.Verdict, Transcripts: !o.NoTranscripts, Boundaries: len(rec.Boundaries)}
+	full, bounds, err := runRefs(ctx, dir, r.ID)
+	if err != nil {
+		return PlannedPush{}, nil, err
+	}
+	pp.There = full != "" && there[RecordsRef(r.ID)] != "" &&
+		(bounds == "" || there[boundary.RunRef(r.ID)] == bounds)
+	if o.NoTranscripts {
+		rec = withoutTranscripts(rec)
+	}
+	if pp.Bytes, pp.Blobs, err = recordsSize(j, rec); err != nil {
+		return PlannedPush{}, nil, err
+	}
+	signed := false
+	if full != "" {
+		if raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", full); err == nil {
+			signed = hasSignature([]byte(raw))
 		}
 	}
-	return p, nil
+	pu, isPulled := pulled[r.ID]
+	pp.Pulled = isPulled
+	pp.Signature, pp.Signed = p.signature(signed, isPulled, &pu)
+	return pp, rec, nil
+}
+
+// recordsSize is the size of rec's rows and of the blobs they name (a
+// blob the store lacks counts, weighing nothing).
+func recordsSize(j *cache.Journal, rec *cache.Records) (size int64, blobs int, err error) {
+	fs, err := files(rec)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, b := range fs {
+		size += int64(len(b))
+	}
+	for _, h := range rec.Blobs() {
+		if n, err := j.Blobs().Size(h); err == nil {
+			size += n
+		}
+		blobs++
+	}
+	return size, blobs, nil
+}
+
+// signature says how a run's records would go: a pulled run (pu) as it
+// came, a run made here signed already or signed now when the push
+// signs, else unsigned.
+func (p *PushPlan) signature(signed, isPulled bool, pu *cache.Pulled) (string, bool) {
+	if isPulled {
+		t := TrustOf(pu)
+		switch {
+		case signed && t.Trusted:
+			return "signed by " + t.Who + " (as pulled)", true
+		case signed:
+			return "signed, as pulled: " + t.Why, true
+		default:
+			return "unsigned (as pulled)", false
+		}
+	}
+	switch {
+	case signed:
+		return "signed", true
+	case p.Sign:
+		return "signed now (" + p.Key + ")", true
+	default:
+		return "unsigned (set commit.gpgSign or implloop.signRuns to sign)", false
+	}
+}
+
+// findUncommitted fills each run's Uncommitted: what its boundaries hold
+// that their HEAD did not, from one `git diff-tree --stdin` for every
+// boundary of every run (pairs, "<boundary commit> <its HEAD>"; owner:
+// boundary commit -> index in p.Runs). When git cannot say, they stay
+// empty.
+func (p *PushPlan) findUncommitted(ctx context.Context, dir string, pairs []string, owner map[string]int) {
+	if len(pairs) == 0 {
+		return
+	}
+	out, err := git(ctx, dir, []byte(strings.Join(pairs, "\n")+"\n"), nil, "diff-tree", "-r", "--name-only", "-z", "--diff-filter=d", "--no-renames", "--stdin")
+	if err != nil {
+		return
+	}
+	seen := make([]map[string]bool, len(p.Runs))
+	cur := -1
+	for _, tok := range bytes.Split([]byte(out), []byte{0}) {
+		if len(tok) == 0 {
+			continue
+		}
+		if i, ok := owner[string(tok)]; ok {
+			cur = i
+			continue
+		}
+		if cur < 0 {
+			continue
+		}
+		if seen[cur] == nil {
+			seen[cur] = map[string]bool{}
+		}
+		if path := string(tok); !seen[cur][path] {
+			seen[cur][path] = true
+			p.Runs[cur].Uncommitted = append(p.Runs[cur].Uncommitted, path)
+		}
+	}
 }

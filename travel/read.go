@@ -56,25 +56,42 @@ type pending struct {
 // Every object is counted against b before a byte of it is read (see
 // Limits), and a run's dates are checked against now (checkDates).
 func readRecords(ctx context.Context, dir string, runs []pending, b *budget, now time.Time, each func(*incoming)) ([]*incoming, error) {
-	refuse := func(p pending, format string, args ...any) error {
-		return &RefusedError{Run: p.run, Commit: p.commit, Reason: fmt.Sprintf(format, args...)}
+	roots, signed, err := readCommits(ctx, dir, runs, b)
+	if err != nil {
+		return nil, err
 	}
-	// A catBatch error names the object it met, whose run is refused.
-	catRefused := func(owner func(i int) pending, err error) error {
-		var ce *catError
-		if errors.As(err, &ce) {
-			return refuse(owner(ce.Index), "%v", ce.Err)
-		}
-		return err
+	files, blobTrees, err := readRootTrees(ctx, dir, runs, roots, b)
+	if err != nil {
+		return nil, err
 	}
-	// Round 1: the commits, for their trees.
+	return readFiles(ctx, dir, runs, signed, files, blobTrees, b, now, each)
+}
+
+// refuse is the refusal of run p's records, for the reason format says.
+func refuse(p pending, format string, args ...any) error {
+	return &RefusedError{Run: p.run, Commit: p.commit, Reason: fmt.Sprintf(format, args...)}
+}
+
+// catRefused makes a catBatch error that names the object it met (the
+// object of run owner(i) at index i) the refusal of that run.
+func catRefused(owner func(i int) pending, err error) error {
+	var ce *catError
+	if errors.As(err, &ce) {
+		return refuse(owner(ce.Index), "%v", ce.Err)
+	}
+	return err
+}
+
+// readCommits (round 1) reads the records commits of runs, for their
+// trees and whether they are signed.
+func readCommits(ctx context.Context, dir string, runs []pending, b *budget) (roots []string, signed []bool, err error) {
 	ids := make([]string, len(runs))
 	for i, p := range runs {
 		ids[i] = p.commit
 	}
-	roots := make([]string, len(runs))
-	signed := make([]bool, len(runs))
-	err := catBatch(ctx, dir, ids, func(i int, typ string, size int64, r io.Reader) error {
+	roots = make([]string, len(runs))
+	signed = make([]bool, len(runs))
+	err = catBatch(ctx, dir, ids, func(i int, typ string, size int64, r io.Reader) error {
 		if typ != "commit" {
 			return refuse(runs[i], "it is not a commit")
 		}
@@ -85,20 +102,25 @@ func readRecords(ctx context.Context, dir string, runs []pending, b *budget, now
 		if err != nil {
 			return err
 		}
-		tree, ok := strings.CutPrefix(string(raw), "tree ")
-		if !ok {
+		var ok bool
+		if roots[i], ok = commitTree(raw); !ok {
 			return refuse(runs[i], "it is not a commit")
 		}
-		roots[i], _, _ = strings.Cut(tree, "\n")
 		signed[i] = hasSignature(raw)
 		return nil
 	})
 	if err != nil {
-		return nil, catRefused(func(i int) pending { return runs[i] }, err)
+		return nil, nil, catRefused(func(i int) pending { return runs[i] }, err)
 	}
-	// Round 2: the root trees: the JSON files and the blobs tree.
-	jsonIDs := make([]map[string]string, len(runs))
-	blobTrees := make([]string, len(runs))
+	return roots, signed, nil
+}
+
+// readRootTrees (round 2) reads the root tree of each run's records: its
+// JSON files (files, name -> blob id) and its blobs tree, and nothing
+// else.
+func readRootTrees(ctx context.Context, dir string, runs []pending, roots []string, b *budget) (files []map[string]string, blobTrees []string, err error) {
+	files = make([]map[string]string, len(runs))
+	blobTrees = make([]string, len(runs))
 	err = catBatch(ctx, dir, roots, func(i int, typ string, size int64, r io.Reader) error {
 		if typ != "tree" {
 			return refuse(runs[i], "its tree is a %s", typ)
@@ -106,13 +128,13 @@ func readRecords(ctx context.Context, dir string, runs []pending, b *budget, now
 		if err := b.record(runs[i], "its tree", size); err != nil {
 			return err
 		}
-		jsonIDs[i] = map[string]string{}
+		files[i] = map[string]string{}
 		return readTree(r, len(roots[i])/2, func(mode, name, oid string) error {
 			switch {
 			case mode == "40000" && name == blobDir:
 				blobTrees[i] = oid
 			case mode == "100644" && slices.Contains(recordFiles, name):
-				jsonIDs[i][name] = oid
+				files[i][name] = oid
 			default:
 				return refuse(runs[i], "unexpected entry %s %s", mode, name)
 			}
@@ -120,26 +142,46 @@ func readRecords(ctx context.Context, dir string, runs []pending, b *budget, now
 		})
 	})
 	if err != nil {
-		return nil, catRefused(func(i int) pending { return runs[i] }, err)
+		return nil, nil, catRefused(func(i int) pending { return runs[i] }, err)
 	}
-	// Round 3: the JSON files and the blobs trees of every run.
-	type object struct {
-		run  int
-		name string // "" for the blobs tree
-	}
-	var objs []object
-	ids = ids[:0]
+	return files, blobTrees, nil
+}
+
+// recordObject is an object read in round 3: one of run's JSON files, or
+// its blobs tree (name "").
+type recordObject struct {
+	run  int
+	name string
+}
+
+// recordObjects lists what round 3 reads, run by run: every JSON file of
+// the records (each must be there) and the blobs tree where there is
+// one, with their object ids.
+func recordObjects(runs []pending, files []map[string]string, blobTrees []string) (objs []recordObject, ids []string, err error) {
 	for i := range runs {
 		for _, n := range recordFiles {
-			id, ok := jsonIDs[i][n]
+			id, ok := files[i][n]
 			if !ok {
-				return nil, refuse(runs[i], "%s is missing", n)
+				return nil, nil, refuse(runs[i], "%s is missing", n)
 			}
-			objs, ids = append(objs, object{i, n}), append(ids, id)
+			objs, ids = append(objs, recordObject{i, n}), append(ids, id)
 		}
 		if blobTrees[i] != "" {
-			objs, ids = append(objs, object{i, ""}), append(ids, blobTrees[i])
+			objs, ids = append(objs, recordObject{i, ""}), append(ids, blobTrees[i])
 		}
+	}
+	return objs, ids, nil
+}
+
+// readFiles (round 3) reads the JSON files and blobs trees of every run
+// and decodes each run (decodeRecords) as soon as its last object is
+// read, while git reads the next runs' (decoding costs more than
+// reading). Errors are reported as before: a read error first, then the
+// first run's.
+func readFiles(ctx context.Context, dir string, runs []pending, signed []bool, files []map[string]string, blobTrees []string, b *budget, now time.Time, each func(*incoming)) ([]*incoming, error) {
+	objs, ids, err := recordObjects(runs, files, blobTrees)
+	if err != nil {
+		return nil, err
 	}
 	ins := make([]*incoming, len(runs))
 	content := make([]map[string][]byte, len(runs))
@@ -147,9 +189,6 @@ func readRecords(ctx context.Context, dir string, runs []pending, b *budget, now
 		ins[i] = &incoming{commit: p.commit, blobs: map[string]string{}, signed: signed[i]}
 		content[i] = map[string][]byte{}
 	}
-	// A run is decoded as soon as its last object is read, while git
-	// reads the next runs' (decoding costs more than reading). Errors are
-	// reported as before: a read error first, then the first run's.
 	decode := make(chan int, len(runs))
 	decodeErrs := make([]error, len(runs))
 	decoded := make(chan struct{})
@@ -169,30 +208,18 @@ func readRecords(ctx context.Context, dir string, runs []pending, b *budget, now
 		if k+1 == len(objs) || objs[k+1].run != o.run {
 			defer func() { decode <- o.run }()
 		}
-		if o.name != "" {
-			if typ != "blob" {
-				return refuse(runs[o.run], "%s is a %s", o.name, typ)
-			}
-			if err := b.record(runs[o.run], o.name, size); err != nil {
-				return err
-			}
-			buf, err := io.ReadAll(r)
-			content[o.run][o.name] = buf
+		if o.name == "" {
+			return readBlobsTree(runs[o.run], typ, size, r, len(ids[k])/2, b, ins[o.run].blobs)
+		}
+		if typ != "blob" {
+			return refuse(runs[o.run], "%s is a %s", o.name, typ)
+		}
+		if err := b.record(runs[o.run], o.name, size); err != nil {
 			return err
 		}
-		if typ != "tree" {
-			return refuse(runs[o.run], "%s is a %s", blobDir, typ)
-		}
-		if err := b.record(runs[o.run], "its "+blobDir+" tree", size); err != nil {
-			return err
-		}
-		return readTree(r, len(ids[k])/2, func(mode, name, oid string) error {
-			if mode != "100644" || !validSHA256(name) {
-				return refuse(runs[o.run], "unexpected file %s/%s", blobDir, name)
-			}
-			ins[o.run].blobs[name] = oid
-			return nil
-		})
+		buf, err := io.ReadAll(r)
+		content[o.run][o.name] = buf
+		return err
 	})
 	close(decode)
 	<-decoded
@@ -205,6 +232,37 @@ func readRecords(ctx context.Context, dir string, runs []pending, b *budget, now
 		}
 	}
 	return ins, nil
+}
+
+// readBlobsTree reads the blobs tree of run p's records into blobs
+// (sha256 -> git blob id): only files named by a SHA-256.
+func readBlobsTree(p pending, typ string, size int64, r io.Reader, oidLen int, b *budget, blobs map[string]string) error {
+	if typ != "tree" {
+		return refuse(p, "%s is a %s", blobDir, typ)
+	}
+	if err := b.record(p, "its "+blobDir+" tree", size); err != nil {
+		return err
+	}
+	return readTree(r, oidLen, func(mode, name, oid string) error {
+		if mode != "100644" || !validSHA256(name) {
+			return refuse(p, "unexpected file %s/%s", blobDir, name)
+		}
+		blobs[name] = oid
+		return nil
+	})
+}
+
+// commitTree is the tree a raw commit object names on its first line.
+func commitTree(raw []byte) (string, bool) {
+	rest, ok := bytes.CutPrefix(raw, []byte("tree "))
+	if !ok {
+		return "", false
+	}
+	tree, _, ok := bytes.Cut(rest, []byte("\n"))
+	if !ok {
+		return "", false
+	}
+	return string(tree), true
 }
 
 // recordFiles are the JSON files of a records tree.
@@ -235,43 +293,40 @@ func readTree(r io.Reader, oidLen int, fn func(mode, name, oid string) error) er
 
 // decodeRecords decodes and checks one run's JSON files.
 func decodeRecords(p pending, content map[string][]byte, blobs map[string]string, now time.Time) (*cache.Records, error) {
-	refuse := func(format string, args ...any) error {
-		return &RefusedError{Run: p.run, Commit: p.commit, Reason: fmt.Sprintf(format, args...)}
-	}
 	var marker formatMarker
 	if err := strict(content[fileRecords], &marker); err != nil {
-		return nil, refuse("%s: %v", fileRecords, err)
+		return nil, refuse(p, "%s: %v", fileRecords, err)
 	}
 	if marker.Format > Format {
 		return nil, fmt.Errorf("run %s: format %d > %d: %w", p.run, marker.Format, Format, ErrNewerFormat)
 	}
 	if marker.Format != Format {
-		return nil, refuse("format %d is not %d", marker.Format, Format)
+		return nil, refuse(p, "format %d is not %d", marker.Format, Format)
 	}
 	rec := &cache.Records{}
 	var units []unitRecord
 	for name, v := range map[string]any{fileRun: &rec.Run, fileTasks: &rec.Tasks, fileUnits: &units,
 		fileGates: &rec.Gates, fileBoundaries: &rec.Boundaries, fileEvents: &rec.Events} {
 		if err := strict(content[name], v); err != nil {
-			return nil, refuse("%s: %v", name, err)
+			return nil, refuse(p, "%s: %v", name, err)
 		}
 	}
 	if rec.Run.ID != p.run {
-		return nil, refuse("it holds run %q", rec.Run.ID)
+		return nil, refuse(p, "it holds run %q", rec.Run.ID)
 	}
 	if why := checkDates(&rec.Run, now); why != "" {
-		return nil, refuse("%s", why)
+		return nil, refuse(p, "%s", why)
 	}
 	for _, u := range units {
 		u.Unit.Preimage = json.RawMessage(u.Preimage)
 		if got := identity.DigestCanonical(u.Unit.Preimage); got != u.Identity {
-			return nil, refuse("unit %s: its identity %s is not the digest of its preimage (%s)", u.UnitID, u.Identity, got)
+			return nil, refuse(p, "unit %s: its identity %s is not the digest of its preimage (%s)", u.UnitID, u.Identity, got)
 		}
 		rec.Units = append(rec.Units, u.Unit)
 	}
 	for _, h := range rec.Blobs() {
 		if _, ok := blobs[h]; !ok {
-			return nil, refuse("blob %s is named but not in its tree", h)
+			return nil, refuse(p, "blob %s is named but not in its tree", h)
 		}
 	}
 	return rec, nil

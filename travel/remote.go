@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/implloop/implloop/boundary"
@@ -25,15 +26,20 @@ type RemoteError struct {
 }
 
 func (e *RemoteError) Error() string {
-	why := e.Err.Error()
+	return fmt.Sprintf("git %s %s failed: %s", e.Op, e.Remote, gitWhy(e.Err))
+}
+
+// gitWhy is why a git command failed, in git's own first words where it
+// printed any ("'origin' does not appear to be a git repository", "Could
+// not resolve host", a rejection), else err's text.
+func gitWhy(err error) string {
+	why := err.Error()
 	var ge *gitcmd.Error
-	if errors.As(e.Err, &ge) && ge.Stderr != "" {
-		// git's own first words say it: "'origin' does not appear to be
-		// a git repository", "Could not resolve host", a rejection.
+	if errors.As(err, &ge) && ge.Stderr != "" {
 		why, _, _ = strings.Cut(ge.Stderr, "\n")
 		why = strings.TrimPrefix(strings.TrimPrefix(why, "fatal: "), "error: ")
 	}
-	return fmt.Sprintf("git %s %s failed: %s", e.Op, e.Remote, why)
+	return why
 }
 
 func (e *RemoteError) Unwrap() error { return e.Err }
@@ -128,6 +134,35 @@ func pushRuns(j *cache.Journal, o PushOptions) (runs []*cache.Run, skipped []str
 	return runs, skipped, nil
 }
 
+// pushScope is what Push and PlanPush start from: the remote (the default
+// one when the options name none), the runs that go and those skipped
+// (pushRuns), the runs pulled from elsewhere, and whether the user's git
+// signs.
+type pushScope struct {
+	remote  string
+	runs    []*cache.Run
+	skipped []string
+	pulled  map[string]cache.Pulled
+	sign    bool
+}
+
+func scopePush(ctx context.Context, j *cache.Journal, o PushOptions) (pushScope, error) {
+	dir := j.Root()
+	sc := pushScope{remote: o.Remote}
+	if sc.remote == "" {
+		sc.remote = DefaultRemote(ctx, dir)
+	}
+	var err error
+	if sc.runs, sc.skipped, err = pushRuns(j, o); err != nil {
+		return pushScope{}, err
+	}
+	if sc.pulled, err = j.PulledRuns(); err != nil {
+		return pushScope{}, err
+	}
+	sc.sign = SignsRuns(ctx, dir)
+	return sc, nil
+}
+
 // Push pushes runs' records and boundary refs to a remote in one atomic
 // `git push`. A run goes with its lineage (the runs it resumes), whose
 // records a resume needs; records not written yet (a run killed and then
@@ -138,20 +173,12 @@ func pushRuns(j *cache.Journal, o PushOptions) (runs []*cache.Run, skipped []str
 // run.
 func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, error) {
 	dir := j.Root()
-	res := &PushResult{Remote: o.Remote}
-	if res.Remote == "" {
-		res.Remote = DefaultRemote(ctx, dir)
-	}
-	runs, skipped, err := pushRuns(j, o)
+	sc, err := scopePush(ctx, j, o)
 	if err != nil {
 		return nil, err
 	}
-	res.Skipped = skipped
-	pulled, err := j.PulledRuns()
-	if err != nil {
-		return nil, err
-	}
-	sign := SignsRuns(ctx, dir)
+	res := &PushResult{Remote: sc.remote, Skipped: sc.skipped}
+	runs, pulled, sign := sc.runs, sc.pulled, sc.sign
 	// What the remote has already is not pushed again: a push of many
 	// runs sends only the new ones, and records without transcripts are
 	// not pushed over the whole records (their transcripts left already).
@@ -270,219 +297,287 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	bud := newBudget(cfg.limits)
-	now := cfg.now()
-	res := &PullResult{Remote: remote, Trust: map[string]Trust{}}
-	if res.Remote == "" {
-		res.Remote = DefaultRemote(ctx, dir)
+	p := &puller{ctx: ctx, dir: dir, bud: newBudget(cfg.limits), now: cfg.now(),
+		res: &PullResult{Remote: remote, Trust: map[string]Trust{}}}
+	if p.res.Remote == "" {
+		p.res.Remote = DefaultRemote(ctx, dir)
 	}
-	// The staging refs go with the refs an import sets, in one update-ref
-	// (cleared below); on any other way out they are deleted here. What
-	// an interrupted pull left behind, --prune deletes.
-	cleared := false
-	defer func() {
-		ns := []string{sealNS} // seals are read where they are fetched, and dropped
-		if !cleared {
-			ns = append(ns, pullNS)
-		}
-		out, err := git(ctx, dir, nil, nil, append([]string{"for-each-ref", "--format=delete %(refname)"}, ns...)...)
-		if err == nil && out != "" {
-			_, _ = git(ctx, dir, []byte(out+"\n"), nil, "update-ref", "--stdin")
-		}
-	}()
-	if _, err := git(ctx, dir, nil, nil, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", res.Remote,
-		"+"+RecordsRefPrefix+"*:"+pullNS+"*", "+"+SealRefPrefix+"*:"+sealNS+"*"); err != nil {
-		return nil, &RemoteError{Remote: res.Remote, Op: "fetch", Err: err}
-	}
-	out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", pullNS)
+	defer p.dropStaging()
+	staged, err := p.fetch()
 	if err != nil {
 		return nil, err
 	}
-	if out == "" {
-		cleared = true
-		return res, nil // the remote has no runs: no journal needed
+	if staged == "" {
+		p.cleared = true
+		return p.res, nil // the remote has no runs: no journal needed
 	}
-	var refs strings.Builder
 	j, err := open()
 	if err != nil {
 		return nil, err
 	}
 	defer j.Close()
-	local, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(refname)", RecordsRefPrefix, boundary.RunRefPrefix)
+	p.j = j
+	todo, repairs, recheck, err := p.sortStaged(staged)
 	if err != nil {
 		return nil, err
 	}
-	haveRef := map[string]bool{}
+	if err := p.repair(repairs); err != nil {
+		return nil, err
+	}
+	ins, sigOf, added, err := p.importRuns(todo)
+	if err != nil {
+		return nil, err
+	}
+	if err := reverify(ctx, dir, j, recheck, p.bud, p.res); err != nil {
+		return nil, err
+	}
+	for _, in := range ins { // parents first
+		if id := in.rec.Run.ID; slices.Contains(added, id) {
+			p.res.Imported = append(p.res.Imported, id)
+			row := p.pulledRow(in, sigOf[in.commit])
+			p.res.Trust[id] = TrustOf(&row)
+		}
+	}
+	return p.res, nil
+}
+
+// puller is one Pull under way: where it reads, what it has read
+// against the limits, and the ref updates it makes in one update-ref.
+type puller struct {
+	ctx context.Context
+	dir string
+	j   *cache.Journal // opened once the fetch found runs
+	bud *budget
+	now time.Time
+	res *PullResult
+	// refs are the update-ref lines the import sets at once: the staging
+	// refs deleted, the imported runs' refs set, the present runs'
+	// repaired.
+	refs strings.Builder
+	// haveRef are the records and boundary refs the repository had.
+	haveRef map[string]bool
+	// cleared: the staging refs went with refs (or there were none).
+	cleared bool
+}
+
+// dropStaging deletes the seals, which are read where they are fetched,
+// and the staging refs unless they went with the refs an import set.
+// What an interrupted pull left behind, the next fetch's --prune
+// deletes.
+func (p *puller) dropStaging() {
+	ns := []string{sealNS}
+	if !p.cleared {
+		ns = append(ns, pullNS)
+	}
+	out, err := git(p.ctx, p.dir, nil, nil, append([]string{"for-each-ref", "--format=delete %(refname)"}, ns...)...)
+	if err == nil && out != "" {
+		_, _ = git(p.ctx, p.dir, []byte(out+"\n"), nil, "update-ref", "--stdin")
+	}
+}
+
+// fetch fetches the remote's records into the staging refs (pullNS) and
+// its seals (sealNS), and lists what it staged: "<commit> <ref>" lines.
+func (p *puller) fetch() (string, error) {
+	if _, err := git(p.ctx, p.dir, nil, nil, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", p.res.Remote,
+		"+"+RecordsRefPrefix+"*:"+pullNS+"*", "+"+SealRefPrefix+"*:"+sealNS+"*"); err != nil {
+		return "", &RemoteError{Remote: p.res.Remote, Op: "fetch", Err: err}
+	}
+	return git(p.ctx, p.dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", pullNS)
+}
+
+// sortStaged sorts the staged runs. Those the journal lacks are to be
+// imported (todo). Of those it has: one that lost its records ref gets
+// it back from the records fetched (repairs), one that lost only its
+// boundary ref gets it back now, and one pulled signed but not trusted
+// is verified again (recheck). Every staging ref is deleted with the
+// refs the import sets.
+func (p *puller) sortStaged(staged string) (todo, repairs []pending, recheck []cache.Pulled, err error) {
+	local, err := git(p.ctx, p.dir, nil, nil, "for-each-ref", "--format=%(refname)", RecordsRefPrefix, boundary.RunRefPrefix)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p.haveRef = map[string]bool{}
 	for _, r := range strings.Split(local, "\n") {
-		haveRef[r] = true
+		p.haveRef[r] = true
 	}
-	pulledRows, err := j.PulledRuns()
+	pulledRows, err := p.j.PulledRuns()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	var recheck []cache.Pulled
-	var todo, repairs []pending
-	for _, line := range strings.Split(out, "\n") {
+	for _, line := range strings.Split(staged, "\n") {
 		commit, ref, ok := strings.Cut(line, " ")
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(&refs, "delete %s\n", ref)
+		fmt.Fprintf(&p.refs, "delete %s\n", ref)
 		run := strings.TrimPrefix(ref, pullNS)
 		if !runid.Valid(run) {
-			return nil, &RefusedError{Run: run, Commit: commit, Reason: "the run id is not one implloop writes"}
+			return nil, nil, nil, &RefusedError{Run: run, Commit: commit, Reason: "the run id is not one implloop writes"}
 		}
-		if _, err := j.GetRun(run); err == nil {
-			res.Present = append(res.Present, run)
-			if p, ok := pulledRows[run]; ok && p.Commit == commit && strings.Contains("UEXYR", p.Signature) {
-				recheck = append(recheck, p) // signed, not trusted when pulled: maybe now
-			}
-			if !haveRef[RecordsRef(run)] {
-				repairs = append(repairs, pending{run, commit})
-			} else if err := repairRefs(ctx, dir, j, run, nil, haveRef, &refs); err != nil {
-				return nil, err
-			}
+		if _, err := p.j.GetRun(run); errors.Is(err, cache.ErrNotFound) {
+			todo = append(todo, pending{run, commit})
 			continue
-		} else if !errors.Is(err, cache.ErrNotFound) {
-			return nil, err
+		} else if err != nil {
+			return nil, nil, nil, err
 		}
-		todo = append(todo, pending{run, commit})
-	}
-	// A records ref is what push sends on: one given back is checked as
-	// an import's are, and must be of the run the journal has.
-	if len(repairs) > 0 {
-		got, err := readRecords(ctx, dir, repairs, bud, now, nil)
-		if err == nil {
-			err = checkBoundaries(ctx, dir, got)
+		p.res.Present = append(p.res.Present, run)
+		if row, ok := pulledRows[run]; ok && row.Commit == commit && strings.Contains("UEXYR", row.Signature) {
+			recheck = append(recheck, row) // signed, not trusted when pulled: maybe now
 		}
-		if err != nil {
-			return nil, err
-		}
-		for _, in := range got {
-			if err := repairRefs(ctx, dir, j, in.rec.Run.ID, in, haveRef, &refs); err != nil {
-				return nil, err
-			}
+		if !p.haveRef[RecordsRef(run)] {
+			repairs = append(repairs, pending{run, commit})
+		} else if err := repairRefs(p.ctx, p.dir, p.j, run, nil, p.haveRef, &p.refs); err != nil {
+			return nil, nil, nil, err
 		}
 	}
-	// The signatures are verified while the records are read (one git
-	// process for all).
-	type verified struct {
-		sigs []signature
-		err  error
+	return todo, repairs, recheck, nil
+}
+
+// repair gives runs the journal has back their records refs, to the
+// records fetched for them. A records ref is what push sends on: one
+// given back is checked as an import's are, and must be of the run the
+// journal has.
+func (p *puller) repair(repairs []pending) error {
+	if len(repairs) == 0 {
+		return nil
 	}
+	got, err := readRecords(p.ctx, p.dir, repairs, p.bud, p.now, nil)
+	if err == nil {
+		err = checkBoundaries(p.ctx, p.dir, got)
+	}
+	if err != nil {
+		return err
+	}
+	for _, in := range got {
+		if err := repairRefs(p.ctx, p.dir, p.j, in.rec.Run.ID, in, p.haveRef, &p.refs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verified is git's verification of the signatures of a pull's runs.
+type verified struct {
+	sigs []signature
+	err  error
+}
+
+// importRuns reads, checks and imports the runs of todo in one
+// transaction, the work overlapped: git verifies the signatures (one
+// process for all) while the records are read; the rows go in and the
+// blobs are stored as the runs are decoded; once all are read, the
+// checks that need every run are made (checkAll). The import commits
+// only once all are done, and not at all when one refused something. It
+// returns the runs read, parents first, git's verification of each by
+// commit, and the runs the journal added.
+func (p *puller) importRuns(todo []pending) (ins []*incoming, sigOf map[string]signature, added []string, err error) {
 	verify := make(chan verified, 1)
 	go func() {
-		sigs, err := verifyRuns(ctx, dir, todo, bud)
+		sigs, err := verifyRuns(p.ctx, p.dir, todo, p.bud)
 		verify <- verified{sigs, err}
 	}()
-	sigOf := map[string]signature{}
-	// The rows go in and the blobs are stored as the runs are decoded;
-	// once all are read, the checks that need every run are made. The
-	// import commits only once all are done, and not at all when one
-	// refused something.
 	decoded := make(chan *incoming, len(todo))
 	toStore := make(chan *incoming, len(todo))
-	var ins []*incoming
 	var readErr error
 	read := make(chan struct{})
 	go func() {
-		ins, readErr = readRecords(ctx, dir, todo, bud, now, func(in *incoming) { decoded <- in; toStore <- in })
+		ins, readErr = readRecords(p.ctx, p.dir, todo, p.bud, p.now, func(in *incoming) { decoded <- in; toStore <- in })
 		close(decoded)
 		close(toStore)
 		close(read)
 	}()
 	stored := make(chan error, 1)
 	go func() {
-		stored <- storeBlobs(ctx, dir, j, toStore, len(todo), bud, func() error { <-read; return readErr })
+		stored <- storeBlobs(p.ctx, p.dir, p.j, toStore, len(todo), p.bud, func() error { <-read; return readErr })
 	}()
+	sigOf = map[string]signature{}
 	checked := make(chan error, 1)
 	go func() {
 		<-read
-		err := readErr
-		// A signature that does not verify says the most of a forged
-		// record: checked first.
-		v := <-verify
-		if err == nil {
-			err = v.err
-		}
-		if err == nil {
-			err = checkSignatures(todo, ins, v.sigs, sigOf)
-		}
-		if err == nil {
-			ins, err = parentsFirst(ins)
-		}
-		if err == nil {
-			err = checkParents(j, ins)
-		}
-		if err == nil {
-			err = checkBoundaries(ctx, dir, ins)
-		}
-		if serr := <-stored; err == nil {
-			err = serr
-		}
+		var err error
+		ins, err = p.checkAll(todo, ins, readErr, <-verify, stored, sigOf)
 		checked <- err
 	}()
-	var checkErr error
-	waited := false
-	wait := func() error {
-		if !waited {
-			waited, checkErr = true, <-checked
-		}
-		return checkErr
-	}
-	// Once every check passed, and before the import commits, the refs
-	// are set (and the staging refs dropped) in one update-ref: a pull
-	// killed between the two leaves refs to checked records that the
-	// journal lacks, which the next pull imports, never runs in the
-	// journal whose boundary commits no ref keeps from git gc.
-	setRefs := func(w *cache.Journal) error {
-		if err := wait(); err != nil {
-			return err
-		}
-		for _, in := range ins {
-			sig := sigOf[in.commit]
-			if err := w.PutPulled(cache.Pulled{RunID: in.rec.Run.ID, Remote: res.Remote, Commit: in.commit, Author: sig.author,
-				Signature: sig.letter, Signer: sig.signer, Key: sig.key, At: now}); err != nil {
-				return err
-			}
-		}
-		for _, in := range ins {
-			fmt.Fprintf(&refs, "update %s %s\n", RecordsRef(in.rec.Run.ID), in.commit)
-			if bs := in.rec.Boundaries; len(bs) > 0 && bs[len(bs)-1].Commit != "" {
-				fmt.Fprintf(&refs, "update %s %s\n", boundary.RunRef(in.rec.Run.ID), bs[len(bs)-1].Commit)
-			}
-		}
-		if _, err := git(ctx, dir, []byte(refs.String()), nil, "update-ref", "--stdin"); err != nil {
-			return err
-		}
-		cleared = true
-		return nil
-	}
-	added, err := j.ImportRecords(func(yield func(*cache.Records) bool) {
+	wait := sync.OnceValue(func() error { return <-checked })
+	added, err = p.j.ImportRecords(func(yield func(*cache.Records) bool) {
 		for in := range decoded {
 			if !yield(in.rec) {
 				return
 			}
 		}
-	}, setRefs)
+	}, func(w *cache.Journal) error {
+		if err := wait(); err != nil {
+			return err
+		}
+		return p.setRefs(w, ins, sigOf)
+	})
 	if werr := wait(); werr != nil {
-		return nil, werr // the refusal, rather than the rollback it caused
+		return nil, nil, nil, werr // the refusal, rather than the rollback it caused
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	if err := reverify(ctx, dir, j, recheck, bud, res); err != nil {
-		return nil, err
+	return ins, sigOf, added, nil
+}
+
+// checkAll makes the checks that need every run read, once the reading
+// ended (with readErr) and git verified the signatures (v): the
+// signatures first, as one that does not verify says the most of a
+// forged record, then the lineage and the boundary commits; then it
+// waits for the blobs to be stored. It returns the runs parents first.
+func (p *puller) checkAll(todo []pending, ins []*incoming, readErr error, v verified, stored <-chan error, sigOf map[string]signature) ([]*incoming, error) {
+	err := readErr
+	if err == nil {
+		err = v.err
 	}
-	for _, in := range ins { // parents first
-		if id := in.rec.Run.ID; slices.Contains(added, id) {
-			res.Imported = append(res.Imported, id)
-			sig := sigOf[in.commit]
-			res.Trust[id] = TrustOf(&cache.Pulled{RunID: id, Remote: res.Remote, Commit: in.commit, Author: sig.author,
-				Signature: sig.letter, Signer: sig.signer, Key: sig.key})
+	if err == nil {
+		err = checkSignatures(todo, ins, v.sigs, sigOf)
+	}
+	if err == nil {
+		ins, err = parentsFirst(ins)
+	}
+	if err == nil {
+		err = checkParents(p.j, ins)
+	}
+	if err == nil {
+		err = checkBoundaries(p.ctx, p.dir, ins)
+	}
+	if serr := <-stored; err == nil {
+		err = serr
+	}
+	return ins, err
+}
+
+// setRefs journals how each checked run was pulled, then sets every ref
+// of the pull, the staging refs dropped, in one update-ref. It runs once
+// every check passed and before the import commits: a pull killed
+// between the two leaves refs to checked records that the journal
+// lacks, which the next pull imports, never runs in the journal whose
+// boundary commits no ref keeps from git gc.
+func (p *puller) setRefs(w *cache.Journal, ins []*incoming, sigOf map[string]signature) error {
+	for _, in := range ins {
+		if err := w.PutPulled(p.pulledRow(in, sigOf[in.commit])); err != nil {
+			return err
 		}
 	}
-	return res, nil
+	for _, in := range ins {
+		fmt.Fprintf(&p.refs, "update %s %s\n", RecordsRef(in.rec.Run.ID), in.commit)
+		if bs := in.rec.Boundaries; len(bs) > 0 && bs[len(bs)-1].Commit != "" {
+			fmt.Fprintf(&p.refs, "update %s %s\n", boundary.RunRef(in.rec.Run.ID), bs[len(bs)-1].Commit)
+		}
+	}
+	if _, err := git(p.ctx, p.dir, []byte(p.refs.String()), nil, "update-ref", "--stdin"); err != nil {
+		return err
+	}
+	p.cleared = true
+	return nil
+}
+
+// pulledRow is how a run was pulled: from where, at which records
+// commit, pushed by whom, and git's verification of its signature.
+func (p *puller) pulledRow(in *incoming, sig signature) cache.Pulled {
+	return cache.Pulled{RunID: in.rec.Run.ID, Remote: p.res.Remote, Commit: in.commit, Author: sig.author,
+		Signature: sig.letter, Signer: sig.signer, Key: sig.key, At: p.now}
 }
 
 // repairRefs adds to refs the updates a run the journal has lacks: its

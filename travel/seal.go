@@ -93,83 +93,11 @@ func verifyBySeals(ctx context.Context, dir string, todo []pending, b *budget, s
 		return err
 	}
 	seals := strings.Split(out, "\n")
-	want := map[string][]int{} // "run commit" -> indexes in todo
-	for i, p := range todo {
-		k := p.run + " " + p.commit
-		want[k] = append(want[k], i)
-	}
-	// The seals' trees, then what each names that this pull imports.
-	trees := make([]string, len(seals))
-	err = catBatch(ctx, dir, seals, func(i int, typ string, size int64, r io.Reader) error {
-		if typ != "commit" {
-			return nil
-		}
-		if err := b.pull(pending{"(seal)", seals[i]}, size); err != nil {
-			return err
-		}
-		raw, err := io.ReadAll(r)
-		if err != nil {
-			return err
-		}
-		if t, ok := bytes.CutPrefix(raw, []byte("tree ")); ok {
-			if t, _, ok := bytes.Cut(t, []byte("\n")); ok {
-				trees[i] = string(t)
-			}
-		}
-		return nil
-	})
+	names, err := sealedRuns(ctx, dir, seals, todo, b)
 	if err != nil {
 		return err
 	}
-	var ids []string
-	var owner []int
-	for i, t := range trees {
-		if t != "" {
-			ids, owner = append(ids, t), append(owner, i)
-		}
-	}
-	names := make([][]int, len(seals)) // per seal, the todo runs it names
-	err = catBatch(ctx, dir, ids, func(k int, typ string, size int64, r io.Reader) error {
-		if typ != "tree" {
-			return nil
-		}
-		if err := b.pull(pending{"(seal)", seals[owner[k]]}, size); err != nil {
-			return err
-		}
-		return readTree(r, len(ids[k])/2, func(mode, name, oid string) error {
-			if mode == "160000" {
-				names[owner[k]] = append(names[owner[k]], want[name+" "+oid]...)
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return err
-	}
-	// The seals to verify: the fewest that name every run they can, the
-	// largest first.
-	order := make([]int, 0, len(seals))
-	for i := range seals {
-		if len(names[i]) > 0 {
-			order = append(order, i)
-		}
-	}
-	sort.SliceStable(order, func(a, c int) bool { return len(names[order[a]]) > len(names[order[c]]) })
-	var pick []int
-	seen := make([]bool, len(todo))
-	for _, i := range order {
-		adds := false
-		for _, r := range names[i] {
-			adds = adds || !seen[r]
-		}
-		if !adds {
-			continue
-		}
-		for _, r := range names[i] {
-			seen[r] = true
-		}
-		pick = append(pick, i)
-	}
+	pick := fewestSeals(names, len(todo))
 	if len(pick) == 0 {
 		return nil
 	}
@@ -192,4 +120,89 @@ func verifyBySeals(ctx context.Context, dir string, todo []pending, b *budget, s
 		}
 	}
 	return nil
+}
+
+// sealedRuns is, for each seal, the runs of todo it names with the
+// commit fetched for them (indexes in todo): the seals' commits are read
+// for their trees, then the trees, each in one `git cat-file --batch`.
+// What is not a commit or a tree names nothing.
+func sealedRuns(ctx context.Context, dir string, seals []string, todo []pending, b *budget) ([][]int, error) {
+	want := map[string][]int{} // "run commit" -> indexes in todo
+	for i, p := range todo {
+		k := p.run + " " + p.commit
+		want[k] = append(want[k], i)
+	}
+	trees := make([]string, len(seals))
+	err := catBatch(ctx, dir, seals, func(i int, typ string, size int64, r io.Reader) error {
+		if typ != "commit" {
+			return nil
+		}
+		if err := b.pull(pending{"(seal)", seals[i]}, size); err != nil {
+			return err
+		}
+		raw, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		trees[i], _ = commitTree(raw)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	var owner []int
+	for i, t := range trees {
+		if t != "" {
+			ids, owner = append(ids, t), append(owner, i)
+		}
+	}
+	names := make([][]int, len(seals))
+	err = catBatch(ctx, dir, ids, func(k int, typ string, size int64, r io.Reader) error {
+		if typ != "tree" {
+			return nil
+		}
+		if err := b.pull(pending{"(seal)", seals[owner[k]]}, size); err != nil {
+			return err
+		}
+		return readTree(r, len(ids[k])/2, func(mode, name, oid string) error {
+			if mode == "160000" {
+				names[owner[k]] = append(names[owner[k]], want[name+" "+oid]...)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// fewestSeals picks the seals to verify (indexes in names, which lists
+// the runs each names, of n): the fewest that name every run they can,
+// the largest first, as each verification costs git a process or two.
+func fewestSeals(names [][]int, n int) []int {
+	order := make([]int, 0, len(names))
+	for i := range names {
+		if len(names[i]) > 0 {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, c int) bool { return len(names[order[a]]) > len(names[order[c]]) })
+	var pick []int
+	seen := make([]bool, n)
+	for _, i := range order {
+		adds := false
+		for _, r := range names[i] {
+			adds = adds || !seen[r]
+		}
+		if !adds {
+			continue
+		}
+		for _, r := range names[i] {
+			seen[r] = true
+		}
+		pick = append(pick, i)
+	}
+	return pick
 }

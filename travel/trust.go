@@ -226,13 +226,7 @@ type SignError struct {
 }
 
 func (e *SignError) Error() string {
-	why := e.Err.Error()
-	var ge *gitcmd.Error
-	if errors.As(e.Err, &ge) && ge.Stderr != "" {
-		why, _, _ = strings.Cut(ge.Stderr, "\n")
-		why = strings.TrimPrefix(strings.TrimPrefix(why, "fatal: "), "error: ")
-	}
-	return fmt.Sprintf("signing the records of run %s failed: %s", e.Run, why)
+	return fmt.Sprintf("signing the records of run %s failed: %s", e.Run, gitWhy(e.Err))
 }
 
 func (e *SignError) Unwrap() error { return e.Err }

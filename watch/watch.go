@@ -137,29 +137,8 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Event) error) error {
 		return fmt.Errorf("watch %s: %w", w.dir, err)
 	}
 
-	seq := 0
-	var last *Event
-	emit := func() error {
-		// The directory is checked before every read: a directory moved
-		// away and replaced by another of the same name is gone too (the
-		// watch follows the old one).
-		fi, err := os.Stat(w.dir)
-		if err != nil {
-			return &DirError{Dir: w.dir, Err: err}
-		}
-		if !os.SameFile(fi, dirInfo) {
-			return &DirError{Dir: w.dir, Err: errors.New("replaced by another directory")}
-		}
-		ev := w.read()
-		if last != nil && same(*last, ev) {
-			return nil
-		}
-		seq++
-		ev.Seq = seq
-		last = &ev
-		return onChange(ev)
-	}
-	if err := emit(); err != nil {
+	e := &emitter{w: w, dirInfo: dirInfo, onChange: onChange}
+	if err := e.emit(); err != nil {
 		return err
 	}
 
@@ -195,11 +174,44 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Event) error) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if err := emit(); err != nil {
+			if err := e.emit(); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// emitter hands the plan to onChange each time it reads differently,
+// numbering the events.
+type emitter struct {
+	w        *Watcher
+	dirInfo  os.FileInfo // the directory watched, as Run found it
+	onChange func(Event) error
+	seq      int
+	last     *Event
+}
+
+// emit reads the plan and hands it on, unless it reads as it did last time.
+func (e *emitter) emit() error {
+	// The directory is checked before every read: a directory moved
+	// away and replaced by another of the same name is gone too (the
+	// watch follows the old one).
+	w := e.w
+	fi, err := os.Stat(w.dir)
+	if err != nil {
+		return &DirError{Dir: w.dir, Err: err}
+	}
+	if !os.SameFile(fi, e.dirInfo) {
+		return &DirError{Dir: w.dir, Err: errors.New("replaced by another directory")}
+	}
+	ev := w.read()
+	if e.last != nil && same(*e.last, ev) {
+		return nil
+	}
+	e.seq++
+	ev.Seq = e.seq
+	e.last = &ev
+	return e.onChange(ev)
 }
 
 // read reads and parses the plan now.
