@@ -81,15 +81,14 @@ func (s Snapshot) WatchUnskip() []string { return s.watchUnskip }
 
 // fromChanges takes the boundary's tree from the previous boundary's and
 // the changed paths. ok is false when the boundary must be taken the long
-// way.
+// way (t.watchMiss says why).
 func (t *taker) fromChanges(head string) (tree string, entries []Entry, ok bool, err error) {
 	p := t.o.prev
-	ch := t.o.changed
 	if p == nil || p.Tree == "" || t.seeded || t.rules == nil || t.rules.base == "" || t.rulesOff || t.gitignoreSeen {
 		return t.miss("no previous boundary to start from, or the ignore rules changed")
 	}
-	for _, c := range ch.paths {
-		if isGitignore(c) || c == ".gitattributes" || strings.HasSuffix(c, "/.gitattributes") || strings.ContainsRune(c, '\n') {
+	for _, c := range t.o.changed.paths {
+		if isRuleFile(c) || strings.ContainsRune(c, '\n') {
 			return t.miss("a .gitignore or .gitattributes changed")
 		}
 	}
@@ -102,195 +101,19 @@ func (t *taker) fromChanges(head string) (tree string, entries []Entry, ok bool,
 	if _, err := base.dir(""); err != nil {
 		return t.miss("the previous tree cannot be read")
 	}
-	// A file of the snapshot in a directory the watch skips (one the
-	// real index tracks, force-added there): its changes go unseen. The
-	// caller is told to watch it again (Snapshot.WatchUnskip).
-	for _, d := range ch.unwatched {
-		d = strings.Trim(d, "/")
-		if d == "" {
-			return t.miss("the watch skips the root")
-		}
-		e, err := base.entry(d)
-		if err != nil {
-			return t.miss("the previous tree cannot be read")
-		}
-		if e.mode != ModeAbsent {
-			t.unskip = append(t.unskip, d)
+	c := &changeSet{edits: map[string]Blob{}, files: map[string]bool{}}
+	for _, step := range []func(*baseTree, *changeSet) string{
+		t.unwatchedHeld, t.lookPaths, t.readChanged, t.dropIgnored, t.hashChanged, t.lagOf,
+	} {
+		if why := step(base, c); why != "" {
+			return t.miss(why)
 		}
 	}
-	if len(t.unskip) > 0 {
-		return t.miss("the snapshot holds a path the watch skips (" + strings.Join(t.unskip, ", ") + ")")
+	tree, why := t.changedTree(base, c)
+	if why != "" {
+		return t.miss(why)
 	}
-
-	// The paths to look at, each a file, a directory or gone; a path
-	// inside a nested repository is that repository (a gitlink).
-	look := map[string]bool{}
-	for _, c := range append(append([]string(nil), ch.paths...), ch.nested...) {
-		c = strings.Trim(c, "/")
-		if c == "" || c == "." {
-			continue
-		}
-		c, err = base.enclosing(c, t.g.root)
-		if err != nil {
-			return t.miss("the previous tree cannot be read")
-		}
-		look[c] = true
-	}
-
-	edits := map[string]Blob{}
-	var pruned []string
-	files := map[string]bool{} // to hash
-	for c := range look {
-		if t.addExcluded(c) || t.isExclude(c) || c == "BLOCKED.md" {
-			continue
-		}
-		full := filepath.Join(t.g.root, filepath.FromSlash(c))
-		fi, lerr := os.Lstat(full)
-		be, berr := base.entry(c)
-		if berr != nil {
-			return t.miss("the previous tree cannot be read")
-		}
-		isRepo := false
-		if lerr == nil && fi.IsDir() {
-			if isRepo, err = base.repoAt(t.g.root, c); err != nil {
-				return t.miss("the previous tree cannot be read")
-			}
-		}
-		switch {
-		case lerr != nil:
-			// Gone: the file, or everything the directory held.
-			edits[c] = Blob{}
-			if be.mode == ModeDir {
-				pruned = append(pruned, c)
-			}
-		case !fi.IsDir() || isRepo:
-			if fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0 || isRepo {
-				files[c] = true
-			} else {
-				edits[c] = Blob{} // a socket, a fifo: git add takes none
-			}
-			if be.mode == ModeDir {
-				pruned = append(pruned, c)
-			}
-		default:
-			// A directory: read whole, what the base held under it
-			// dropped first.
-			if be.mode != ModeAbsent && be.mode != ModeDir {
-				edits[c] = Blob{}
-			}
-			if be.mode == ModeDir {
-				pruned = append(pruned, c)
-			}
-			if err := t.walkFiles(c, files, base); err != nil {
-				return t.miss("a directory cannot be read")
-			}
-		}
-	}
-
-	// What the base tree does not hold is new: it enters the snapshot
-	// unless an ignore rule covers it (git's rules are the run's here).
-	known := map[string]Blob{}
-	var fresh []string
-	for f := range files {
-		if isGitignore(f) || path.Base(f) == ".gitattributes" {
-			return t.miss("a .gitignore or .gitattributes changed")
-		}
-		b, err := base.entry(f)
-		if err != nil {
-			return t.miss("the previous tree cannot be read")
-		}
-		if b.mode != ModeAbsent && b.mode != ModeDir {
-			known[f] = Blob{Hash: b.id, Mode: b.mode}
-		} else {
-			fresh = append(fresh, f)
-		}
-	}
-	sort.Strings(fresh)
-	if len(fresh) > 0 {
-		ignored, err := t.checkIgnore(fresh)
-		if err != nil {
-			return t.miss("the ignore rules cannot be asked")
-		}
-		var kept []string
-		for _, f := range fresh {
-			if ignored[f] {
-				delete(files, f)
-			} else {
-				kept = append(kept, f)
-			}
-		}
-		if len(ignored) > 0 {
-			// A file the real index tracks is never ignored: the long
-			// way knows the real index.
-			if fp, err := indexFingerprint(filepath.Join(t.g.gitDir, "index")); err != nil || fp != p.indexFP {
-				return t.miss("a new file is ignored and the index changed")
-			}
-		}
-		if t.noteNewDirs(kept) {
-			return t.miss("a new directory holds a .gitignore") // a new directory holds a .gitignore
-		}
-	}
-
-	// Hash what is there, with the base's entries of those paths as the
-	// index git add sees (as the private index would be).
-	list := make([]string, 0, len(files))
-	for f := range files {
-		list = append(list, f)
-	}
-	sort.Strings(list)
-	hashed, problems, err := t.hashInto(list, known)
-	if err != nil || len(problems) > 0 {
-		return t.miss("git add had a problem")
-	}
-	for _, f := range list {
-		b, found := hashed[f]
-		if !found {
-			if _, err := os.Lstat(filepath.Join(t.g.root, filepath.FromSlash(f))); err == nil {
-				return t.miss("git add did not take a file") // there, yet git add did not take it
-			}
-		}
-		edits[f] = b // absent when it went meanwhile
-	}
-
-	// What the private index lags behind by (noteLag): the base's files
-	// under the directories read anew, then the edits.
-	t.lagGone, t.lagSet = nil, edits
-	for _, d := range pruned {
-		files, err := base.files(d)
-		if err != nil {
-			return t.miss("the previous tree cannot be read")
-		}
-		t.lagGone = append(t.lagGone, files...)
-	}
-
-	// The tree.
-	b := &treeBuilder{g: t.g, base: base.list}
-	root := &tnode{}
-	for _, d := range pruned {
-		b.node(root, "", d).prune = true
-	}
-	for f, c := range edits {
-		b.put(root, "", f, c)
-	}
-	if base.err != nil {
-		return t.miss("the previous tree cannot be read")
-	}
-	tree, empty := b.write(root, "")
-	if b.bad || base.err != nil {
-		return t.miss("the changes contradict the previous tree")
-	}
-	if empty {
-		tree = t.g.emptyTree()
-	}
-	objects := filepath.Join(t.g.commonDir, "objects")
-	for _, o := range b.pending {
-		if _, err := writeLoose(t.g, objects, o.kind, o.body); err != nil {
-			return "", nil, false, err
-		}
-	}
-
-	// The dirty set.
-	if entries, err = t.dirtyFrom(head, tree, base, edits); err != nil {
+	if entries, err = t.dirtyFrom(head, tree, base, c.edits); err != nil {
 		return "", nil, false, err
 	}
 	if len(t.trackedMissing(entries)) > 0 {
@@ -298,6 +121,227 @@ func (t *taker) fromChanges(head string) (tree string, entries []Entry, ok bool,
 	}
 	t.statusUsed = true
 	return tree, entries, true, nil
+}
+
+// changeSet is what a boundary from a watcher's paths gathers, step by
+// step (fromChanges).
+type changeSet struct {
+	look   map[string]bool // the paths to read: files, directories, gone
+	edits  map[string]Blob // the paths set (Mode 0: gone)
+	pruned []string        // directories of the previous tree read anew
+	files  map[string]bool // the files to hash
+	known  map[string]Blob // their previous content, where there was one
+}
+
+// isRuleFile reports whether p is a .gitignore or a .gitattributes.
+func isRuleFile(p string) bool {
+	return isGitignore(p) || path.Base(p) == ".gitattributes"
+}
+
+// unwatchedHeld refuses a previous tree with a path under a directory the
+// watch skips (a file the real index tracks, force-added there): its
+// changes go unseen. The caller is told to watch it again
+// (Snapshot.WatchUnskip).
+func (t *taker) unwatchedHeld(base *baseTree, _ *changeSet) string {
+	for _, d := range t.o.changed.unwatched {
+		d = strings.Trim(d, "/")
+		if d == "" {
+			return "the watch skips the root"
+		}
+		e, err := base.entry(d)
+		if err != nil {
+			return "the previous tree cannot be read"
+		}
+		if e.mode != ModeAbsent {
+			t.unskip = append(t.unskip, d)
+		}
+	}
+	if len(t.unskip) > 0 {
+		return "the snapshot holds a path the watch skips (" + strings.Join(t.unskip, ", ") + ")"
+	}
+	return ""
+}
+
+// lookPaths gathers the paths to read: each changed path, a path inside
+// a nested repository standing for that repository (a gitlink), and every
+// nested repository (its checked-out commit moves without an event).
+func (t *taker) lookPaths(base *baseTree, c *changeSet) string {
+	ch := t.o.changed
+	c.look = map[string]bool{}
+	for _, p := range append(append([]string(nil), ch.paths...), ch.nested...) {
+		p = strings.Trim(p, "/")
+		if p == "" || p == "." {
+			continue
+		}
+		p, err := base.enclosing(p, t.g.root)
+		if err != nil {
+			return "the previous tree cannot be read"
+		}
+		c.look[p] = true
+	}
+	return ""
+}
+
+// readChanged reads each path to look at from disk: gone (the file, or
+// all the directory held, leaves the tree), a file, symlink or nested
+// repository (to hash), or a directory (read whole, what the previous tree
+// held under it dropped first).
+func (t *taker) readChanged(base *baseTree, c *changeSet) string {
+	for p := range c.look {
+		if t.addExcluded(p) || t.isExclude(p) || p == "BLOCKED.md" {
+			continue
+		}
+		fi, lerr := os.Lstat(filepath.Join(t.g.root, filepath.FromSlash(p)))
+		be, err := base.entry(p)
+		if err != nil {
+			return "the previous tree cannot be read"
+		}
+		isRepo := false
+		if lerr == nil && fi.IsDir() {
+			if isRepo, err = base.repoAt(t.g.root, p); err != nil {
+				return "the previous tree cannot be read"
+			}
+		}
+		if be.mode == ModeDir {
+			c.pruned = append(c.pruned, p)
+		}
+		switch {
+		case lerr != nil:
+			c.edits[p] = Blob{}
+		case !fi.IsDir() || isRepo:
+			if fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0 || isRepo {
+				c.files[p] = true
+			} else {
+				c.edits[p] = Blob{} // a socket, a fifo: git add takes none
+			}
+		default:
+			if be.mode != ModeAbsent && be.mode != ModeDir {
+				c.edits[p] = Blob{}
+			}
+			if err := t.walkFiles(p, c.files, base); err != nil {
+				return "a directory cannot be read"
+			}
+		}
+	}
+	return ""
+}
+
+// dropIgnored leaves out the files the previous tree did not hold that
+// the ignore rules cover (git's rules are the run's here), and notes the
+// previous content of the others.
+func (t *taker) dropIgnored(base *baseTree, c *changeSet) string {
+	c.known = map[string]Blob{}
+	var fresh []string
+	for f := range c.files {
+		if isRuleFile(f) {
+			return "a .gitignore or .gitattributes changed"
+		}
+		b, err := base.entry(f)
+		if err != nil {
+			return "the previous tree cannot be read"
+		}
+		if b.mode != ModeAbsent && b.mode != ModeDir {
+			c.known[f] = Blob{Hash: b.id, Mode: b.mode}
+		} else {
+			fresh = append(fresh, f)
+		}
+	}
+	if len(fresh) == 0 {
+		return ""
+	}
+	sort.Strings(fresh)
+	ignored, err := t.checkIgnore(fresh)
+	if err != nil {
+		return "the ignore rules cannot be asked"
+	}
+	var kept []string
+	for _, f := range fresh {
+		if ignored[f] {
+			delete(c.files, f)
+		} else {
+			kept = append(kept, f)
+		}
+	}
+	if len(ignored) > 0 {
+		// A file the real index tracks is never ignored: the long way
+		// knows the real index.
+		fp, err := indexFingerprint(filepath.Join(t.g.gitDir, "index"))
+		if err != nil || fp != t.o.prev.indexFP {
+			return "a new file is ignored and the index changed"
+		}
+	}
+	if t.noteNewDirs(kept) {
+		return "a new directory holds a .gitignore"
+	}
+	return ""
+}
+
+// hashChanged hashes the files to hash, with their previous content as
+// the index git add sees (as the private index would be), into the edits.
+func (t *taker) hashChanged(_ *baseTree, c *changeSet) string {
+	list := make([]string, 0, len(c.files))
+	for f := range c.files {
+		list = append(list, f)
+	}
+	sort.Strings(list)
+	hashed, problems, err := t.hashInto(list, c.known)
+	if err != nil || len(problems) > 0 {
+		return "git add had a problem"
+	}
+	for _, f := range list {
+		b, found := hashed[f]
+		if !found {
+			if _, err := os.Lstat(filepath.Join(t.g.root, filepath.FromSlash(f))); err == nil {
+				return "git add did not take a file" // there, yet git add did not take it
+			}
+		}
+		c.edits[f] = b // absent when it went meanwhile
+	}
+	return ""
+}
+
+// lagOf notes what the private index lags behind by (noteLag): the
+// previous tree's files under the directories read anew, then the edits.
+func (t *taker) lagOf(base *baseTree, c *changeSet) string {
+	t.lagGone, t.lagSet = nil, c.edits
+	for _, d := range c.pruned {
+		files, err := base.files(d)
+		if err != nil {
+			return "the previous tree cannot be read"
+		}
+		t.lagGone = append(t.lagGone, files...)
+	}
+	return ""
+}
+
+// changedTree is the previous tree with the directories read anew
+// emptied and the edits made, its new trees written as loose objects.
+func (t *taker) changedTree(base *baseTree, c *changeSet) (string, string) {
+	b := &treeBuilder{g: t.g, base: base.list}
+	root := &tnode{}
+	for _, d := range c.pruned {
+		b.node(root, "", d).prune = true
+	}
+	for f, blob := range c.edits {
+		b.put(root, "", f, blob)
+	}
+	if base.err != nil {
+		return "", "the previous tree cannot be read"
+	}
+	tree, empty := b.write(root, "")
+	if b.bad || base.err != nil {
+		return "", "the changes contradict the previous tree"
+	}
+	if empty {
+		tree = t.g.emptyTree()
+	}
+	objects := filepath.Join(t.g.commonDir, "objects")
+	for _, o := range b.pending {
+		if _, err := writeLoose(t.g, objects, o.kind, o.body); err != nil {
+			return "", "a tree could not be written: " + err.Error()
+		}
+	}
+	return tree, ""
 }
 
 // dirtyFrom is the dirty set of tree, which differs from the previous

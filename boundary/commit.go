@@ -378,28 +378,34 @@ func (t *taker) commit(snap *Snapshot) error {
 			}
 		}
 	}
-	args := []string{"commit-tree", "--no-gpg-sign", snap.Tree}
-	if prev != "" {
-		args = append(args, "-p", prev)
-	}
-	if snap.Head != "" {
-		args = append(args, "-p", snap.Head)
-	}
-	args = append(args, "-F", "-")
 	label := t.o.label
 	if label == "" {
 		label = "boundary"
 	}
+	id, err := t.writeCommit(snap, prev, label)
+	if err != nil {
+		return err
+	}
+	if _, _, err := g.run(nil, nil, "update-ref", "-m", "implloop: "+label, ref, id, cur); err != nil {
+		return fmt.Errorf("boundary: %w", err)
+	}
+	snap.Commit, snap.Ref = id, ref
+	return nil
+}
+
+// writeCommit writes the boundary commit of snap (parents: prev, the
+// previous boundary, and HEAD) and returns its id. A boundary from a
+// watcher's paths writes the object itself, as commit-tree would (no
+// signature: --no-gpg-sign): below the floor every process counts.
+func (t *taker) writeCommit(snap *Snapshot, prev, label string) (string, error) {
+	g := t.g
 	head := snap.Head
 	if head == "" {
 		head = "(unborn)"
 	}
 	msg := fmt.Sprintf("implloop: run %s, %s\n\nThe work tree as it was (tracked and untracked, not ignored).\n\nImplloop-Run: %s\nImplloop-Head: %s\n",
 		t.o.run, label, t.o.run, head)
-	var id string
 	if snap.watched && os.Getenv("GIT_AUTHOR_DATE") == "" && os.Getenv("GIT_COMMITTER_DATE") == "" {
-		// Below the floor every process counts: the commit object is
-		// written here, as commit-tree would (no signature: --no-gpg-sign).
 		var body strings.Builder
 		fmt.Fprintf(&body, "tree %s\n", snap.Tree)
 		if prev != "" {
@@ -411,29 +417,33 @@ func (t *taker) commit(snap *Snapshot) error {
 		now := time.Now()
 		stamp := fmt.Sprintf("implloop <implloop@localhost> %d %s", now.Unix(), now.Format("-0700"))
 		fmt.Fprintf(&body, "author %s\ncommitter %s\n\n%s", stamp, stamp, msg)
-		var err error
-		if id, err = writeLoose(g, filepath.Join(g.commonDir, "objects"), "commit", []byte(body.String())); err != nil {
-			return fmt.Errorf("boundary: %w", err)
-		}
-	} else {
-		env := []string{
-			"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost",
-			"GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost",
-		}
-		out, _, err := g.run(env, []byte(msg), args...)
+		id, err := writeLoose(g, filepath.Join(g.commonDir, "objects"), "commit", []byte(body.String()))
 		if err != nil {
-			return fmt.Errorf("boundary: %w", err)
+			return "", fmt.Errorf("boundary: %w", err)
 		}
-		id = strings.TrimSpace(string(out))
-		if !isHexID(id) {
-			return fmt.Errorf("boundary: git commit-tree: bad id %q", id)
-		}
+		return id, nil
 	}
-	if _, _, err := g.run(nil, nil, "update-ref", "-m", "implloop: "+label, ref, id, cur); err != nil {
-		return fmt.Errorf("boundary: %w", err)
+	args := []string{"commit-tree", "--no-gpg-sign", snap.Tree}
+	if prev != "" {
+		args = append(args, "-p", prev)
 	}
-	snap.Commit, snap.Ref = id, ref
-	return nil
+	if snap.Head != "" {
+		args = append(args, "-p", snap.Head)
+	}
+	args = append(args, "-F", "-")
+	env := []string{
+		"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost",
+		"GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost",
+	}
+	out, _, err := g.run(env, []byte(msg), args...)
+	if err != nil {
+		return "", fmt.Errorf("boundary: %w", err)
+	}
+	id := strings.TrimSpace(string(out))
+	if !isHexID(id) {
+		return "", fmt.Errorf("boundary: git commit-tree: bad id %q", id)
+	}
+	return id, nil
 }
 
 // Load rebuilds a snapshot recorded as a boundary commit (s carries at
