@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // A read-only snapshot (Take without WithRun: `implloop status`) must
@@ -102,28 +101,8 @@ func parseStatusV2(out []byte) ([]stRecord, error) {
 			return nil, bad
 		}
 		r := stRecord{kind: rec[0], x: f[1][0], y: f[1][1], sub: f[2], path: f[n-1]}
-		modes := []*Mode{&r.mH, &r.mI, &r.mW}
-		ids := []*string{&r.hH, &r.hI}
-		if r.kind == 'u' {
-			// u XY sub m1 m2 m3 mW h1 h2 h3 path: only the work tree's
-			// mode is read.
-			modes = []*Mode{nil, nil, nil, &r.mW}
-			ids = nil
-		}
-		for j, m := range modes {
-			v, err := strconv.ParseUint(f[3+j], 8, 32)
-			if err != nil {
-				return nil, bad
-			}
-			if m != nil {
-				*m = Mode(v)
-			}
-		}
-		for j, id := range ids {
-			if !isHexID(f[6+j]) {
-				return nil, bad
-			}
-			*id = f[6+j]
+		if !r.readModes(f) {
+			return nil, bad
 		}
 		if r.kind == '2' {
 			xs := f[8]
@@ -151,6 +130,35 @@ func parseStatusV2(out []byte) ([]stRecord, error) {
 		recs = append(recs, r)
 	}
 	return recs, nil
+}
+
+// readModes reads a changed or unmerged record's modes and ids from its
+// fields f; false when one is not what it must be.
+func (r *stRecord) readModes(f []string) bool {
+	modes := []*Mode{&r.mH, &r.mI, &r.mW}
+	ids := []*string{&r.hH, &r.hI}
+	if r.kind == 'u' {
+		// u XY sub m1 m2 m3 mW h1 h2 h3 path: only the work tree's
+		// mode is read.
+		modes = []*Mode{nil, nil, nil, &r.mW}
+		ids = nil
+	}
+	for j, m := range modes {
+		v, err := strconv.ParseUint(f[3+j], 8, 32)
+		if err != nil {
+			return false
+		}
+		if m != nil {
+			*m = Mode(v)
+		}
+	}
+	for j, id := range ids {
+		if !isHexID(f[6+j]) {
+			return false
+		}
+		*id = f[6+j]
+	}
+	return true
 }
 
 // statusSnapshot takes a read-only snapshot's tree and dirty set from one
@@ -181,11 +189,65 @@ func (t *taker) statusSnapshot(head string) (tree string, entries []Entry, ok bo
 	if err != nil {
 		return "", nil, false, err
 	}
+	hash, seed, ok := t.toHash(recs)
+	if !ok {
+		return "", nil, false, nil
+	}
+	never := []string{"BLOCKED.md"} // never in the tree
+	for _, x := range t.o.exclude {
+		if x != "" {
+			never = append(never, x)
+		}
+	}
+	hashed, problems, err := t.hashWorktree(hash, seed)
+	if errors.Is(err, errNotFast) {
+		return "", nil, false, nil
+	}
+	if err != nil {
+		return "", nil, false, err
+	}
+	headTrees, err := t.readHeadTrees(head, statusDirs(recs, never))
+	if errors.Is(err, errNotFast) {
+		return "", nil, false, nil
+	}
+	if err != nil {
+		return "", nil, false, err
+	}
+	edits, ok := t.statusEdits(recs, hashed, never)
+	if !ok {
+		return "", nil, false, nil
+	}
 
-	removed := func(p string) bool { return p == "BLOCKED.md" || t.isExclude(p) }
-	// What to hash: the files whose content differs from the index.
-	var hash []string
-	var seed map[string]Blob
+	// The tree: HEAD's, with the edits.
+	b := &treeBuilder{g: g, base: func(d string) []treeEntry { return headTrees[d] }}
+	root := &tnode{}
+	for p, c := range edits {
+		b.put(root, "", p, c)
+	}
+	if b.bad {
+		return "", nil, false, nil
+	}
+	tree, empty := b.write(root, "")
+	if b.bad {
+		return "", nil, false, nil
+	}
+	if empty {
+		tree = g.emptyTree()
+	}
+	t.problems = append(t.problems, problems...)
+	t.pending = b.pending
+	return tree, t.statusDirty(recs, edits, headTrees), true, nil
+}
+
+// removedFromStatus reports whether a snapshot leaves p out whatever the
+// status says of it (implloop's own files, the excluded paths).
+func (t *taker) removedFromStatus(p string) bool { return p == "BLOCKED.md" || t.isExclude(p) }
+
+// toHash lists the files whose content differs from the index (to hash),
+// with the index entries to hash some of them against (seed: a CRLF
+// file, whose conversion depends on the index's blob); ok is false when
+// the status holds what this way cannot answer as git add -A would.
+func (t *taker) toHash(recs []stRecord) (hash []string, seed map[string]Blob, ok bool) {
 	for i := range recs {
 		r := &recs[i]
 		if r.kind == '?' {
@@ -198,20 +260,20 @@ func (t *taker) statusSnapshot(head string) (tree string, entries []Entry, ok bo
 		if (r.path == ".gitattributes" || strings.HasSuffix(r.path, "/.gitattributes")) && r.mW.normalize()&0o170000 != 0o100000 {
 			// git add reads the index's .gitattributes where the work
 			// tree has no regular file: an index of our own has none.
-			return "", nil, false, nil
+			return nil, nil, false
 		}
-		if removed(r.path) || r.y == '.' || r.mW == ModeAbsent {
+		if t.removedFromStatus(r.path) || r.y == '.' || r.mW == ModeAbsent {
 			continue
 		}
 		if t.addExcluded(r.path) {
 			if r.kind == 'u' {
-				return "", nil, false, nil // git write-tree refuses an unmerged entry
+				return nil, nil, false // git write-tree refuses an unmerged entry
 			}
 			continue
 		}
-		if r.mW.normalize()&0o170000 == 0o100000 && crlfText(filepath.Join(g.root, filepath.FromSlash(r.path))) {
+		if r.mW.normalize()&0o170000 == 0o100000 && crlfText(filepath.Join(t.g.root, filepath.FromSlash(r.path))) {
 			if r.kind == 'u' || r.mI.normalize()&0o170000 != 0o100000 {
-				return "", nil, false, nil // decided by a conflict's stage 2, or no blob
+				return nil, nil, false // decided by a conflict's stage 2, or no blob
 			}
 			// Whether git add converts its CRLFs depends on the index's
 			// blob (autocrlf, text=auto): hashed with that blob as its
@@ -223,15 +285,13 @@ func (t *taker) statusSnapshot(head string) (tree string, entries []Entry, ok bo
 		}
 		hash = append(hash, r.path)
 	}
+	return hash, seed, true
+}
 
-	// Hashing the files and reading HEAD's trees go side by side.
+// statusDirs are the directories on the way to the listed paths (and to
+// never's), the root included: HEAD's trees to read.
+func statusDirs(recs []stRecord, never []string) map[string]bool {
 	dirs := map[string]bool{"": true}
-	never := []string{"BLOCKED.md"} // never in the tree
-	for _, x := range t.o.exclude {
-		if x != "" {
-			never = append(never, x)
-		}
-	}
 	paths := append([]string(nil), never...)
 	for _, r := range recs {
 		paths = append(paths, r.path)
@@ -244,31 +304,15 @@ func (t *taker) statusSnapshot(head string) (tree string, entries []Entry, ok bo
 			dirs[d] = true
 		}
 	}
-	var wg sync.WaitGroup
-	var hashed map[string]Blob
-	var hashErr error
-	var problems []string
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		hashed, problems, hashErr = t.hashWorktree(hash, seed)
-	}()
-	headTrees, treeErr := t.readHeadTrees(head, dirs)
-	wg.Wait()
-	if errors.Is(hashErr, errNotFast) || errors.Is(treeErr, errNotFast) {
-		return "", nil, false, nil
-	}
-	if hashErr != nil {
-		return "", nil, false, hashErr
-	}
-	if treeErr != nil {
-		return "", nil, false, treeErr
-	}
+	return dirs
+}
 
-	// The snapshot's content of every listed path.
+// statusEdits is the snapshot's content of every listed path (Mode 0:
+// not in the tree); ok is false when a path changed while it looked.
+func (t *taker) statusEdits(recs []stRecord, hashed map[string]Blob, never []string) (map[string]Blob, bool) {
 	edits := map[string]Blob{}
 	set := func(p string, b Blob) {
-		if !removed(p) {
+		if !t.removedFromStatus(p) {
 			edits[p] = b
 		}
 	}
@@ -289,12 +333,12 @@ func (t *taker) statusSnapshot(head string) (tree string, entries []Entry, ok bo
 			b, found := hashed[r.path]
 			switch {
 			case !found && r.kind == 'u':
-				return "", nil, false, nil
+				return nil, false
 			case !found:
 				// Not readable: git add leaves the index entry as it is.
 				set(r.path, blobOf(r.mI, r.hI))
 			case b.Mode.normalize()&0o170000 != r.mW.normalize()&0o170000:
-				return "", nil, false, nil // it changed while we looked
+				return nil, false // it changed while we looked
 			default:
 				set(r.path, Blob{Hash: b.Hash, Mode: r.mW})
 			}
@@ -312,27 +356,13 @@ func (t *taker) statusSnapshot(head string) (tree string, entries []Entry, ok bo
 		// update-index --force-remove of its path removes nothing).
 		edits[p] = Blob{}
 	}
+	return edits, true
+}
 
-	// The tree: HEAD's, with the edits.
-	b := &treeBuilder{g: g, base: func(d string) []treeEntry { return headTrees[d] }}
-	root := &tnode{}
-	for p, c := range edits {
-		b.put(root, "", p, c)
-	}
-	if b.bad {
-		return "", nil, false, nil
-	}
-	tree, empty := b.write(root, "")
-	if b.bad {
-		return "", nil, false, nil
-	}
-	if empty {
-		tree = g.emptyTree()
-	}
-
-	// The dirty set: the work tree against HEAD, from the edits; the
-	// index against HEAD, from the status's own columns.
-	var wt, idx []Change
+// statusDirty is the dirty set: the work tree against HEAD, from the
+// edits; the index against HEAD, from the status's own columns.
+func (t *taker) statusDirty(recs []stRecord, edits map[string]Blob, headTrees headTrees) []Entry {
+	var wt []Change
 	for p, c := range edits {
 		h := headTrees.blob(p)
 		if h.Hash == c.Hash && h.Mode.normalize() == c.Mode.normalize() {
@@ -340,7 +370,7 @@ func (t *taker) statusSnapshot(head string) (tree string, entries []Entry, ok bo
 		}
 		wt = append(wt, Change{Path: p, Before: h, After: c})
 	}
-	idx = []Change{}
+	idx := []Change{}
 	for _, r := range recs {
 		switch {
 		case r.kind == 'u':
@@ -353,9 +383,7 @@ func (t *taker) statusSnapshot(head string) (tree string, entries []Entry, ok bo
 		}
 	}
 	t.newIndexDiff = idx
-	t.problems = append(t.problems, problems...)
-	t.pending = b.pending
-	return tree, t.mergeDirty(wt, idx), true, nil
+	return t.mergeDirty(wt, idx)
 }
 
 // isExclude reports whether p is one of the paths given with WithExclude.
@@ -878,6 +906,13 @@ func (b *treeBuilder) write(n *tnode, dir string) (string, bool) {
 	if len(entries) == 0 {
 		return "", true
 	}
+	id := b.encode(entries)
+	return id, false
+}
+
+// encode makes the tree object of entries (pending, not written) and
+// returns its id ("" with b.bad set when an id is not hex).
+func (b *treeBuilder) encode(entries map[string]treeEntry) string {
 	list := make([]treeEntry, 0, len(entries))
 	for _, e := range entries {
 		list = append(list, e)
@@ -895,7 +930,7 @@ func (b *treeBuilder) write(n *tnode, dir string) (string, bool) {
 		raw, err := hex.DecodeString(e.id)
 		if err != nil {
 			b.bad = true
-			return "", false
+			return ""
 		}
 		m := e.mode
 		if m != ModeDir {
@@ -906,7 +941,7 @@ func (b *treeBuilder) write(n *tnode, dir string) (string, bool) {
 	}
 	id := objectID(b.g, "tree", body.Bytes())
 	b.pending = append(b.pending, looseObject{kind: "tree", id: id, body: body.Bytes()})
-	return id, false
+	return id
 }
 
 // flushTrees writes the trees statusSnapshot made into the temporary
