@@ -38,6 +38,9 @@
 // Nested repositories (a directory holding a .git) are listed on every
 // Sync ([Changes.Nested]): the commit checked out in one can move without
 // any event in the work tree.
+//
+// Only Linux's inotify is used: elsewhere Start fails, and every boundary
+// looks at the whole tree.
 package treewatch
 
 import (
@@ -47,6 +50,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -119,6 +123,11 @@ type Watcher struct {
 // made at all (no inotify, the root unreadable); a watch that could not
 // take every directory starts, broken (its Syncs incomplete).
 func Start(root string, o Options) (*Watcher, error) {
+	if runtime.GOOS != "linux" {
+		// kqueue (macOS, BSD) opens every file of a watched directory,
+		// and its events were not proven against full scans here.
+		return nil, errors.New("treewatch: only inotify (Linux) is supported")
+	}
 	if o.CookieDir == "" {
 		return nil, errors.New("treewatch: no cookie directory")
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,9 @@ func write(t *testing.T, root, rel, content string) {
 
 func start(t *testing.T, root string, o Options) *Watcher {
 	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("inotify only")
+	}
 	o.CookieDir = filepath.Join(t.TempDir(), "cookies")
 	w, err := Start(root, o)
 	if err != nil {
