@@ -11,7 +11,7 @@ RACE_DIRS := identity unit agent loop cache watch plan treewatch
 RACE_PKGS := $(foreach d,$(RACE_DIRS),$(if $(wildcard $(d)/*.go),./$(d)/...))
 FUZZTIME ?= 10s
 
-.PHONY: all build test test-plain test-race demo bench fuzz lint e2e browser screenshots clean docs man
+.PHONY: all build test test-plain test-race test-examples demo bench fuzz lint e2e browser screenshots clean docs man
 
 all: build
 
@@ -25,7 +25,7 @@ build:
 # cases here and thousands under make fuzz.
 test:
 	@start=$$(date +%s); \
-	  if $(MAKE) --no-print-directory lint test-plain test-race; then \
+	  if $(MAKE) --no-print-directory lint test-plain test-race test-examples; then \
 	    echo "make test: passed in $$(( $$(date +%s) - start )) s"; \
 	  else echo "make test: FAILED after $$(( $$(date +%s) - start )) s"; exit 1; fi
 
@@ -35,6 +35,13 @@ test-plain:
 
 test-race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
+
+# The glue for the engines that start workers (docs/scale-out.md):
+# action.yml and the example workflow through actionlint, the Kubernetes
+# Indexed Job decoded strictly into the API types. A module of its own
+# (examples/validate), so the CLI's go.mod stays lean.
+test-examples:
+	cd examples/validate && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 demo: build
 	@./scripts/demo.sh $(BIN)

@@ -241,39 +241,9 @@ func MergeInto(ctx context.Context, repoDir, base, ours, theirs string) (Merge, 
 		return Merge{}, err
 	}
 	theirsCommit := strings.TrimSpace(string(out))
-	out, _, err = g.run(nil, nil, "merge-tree", "--write-tree", "--name-only", "--no-messages", ours, theirsCommit)
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if err != nil && exitCode(err) != 1 || len(lines) == 0 || !isHexID(lines[0]) {
-		if err == nil {
-			err = fmt.Errorf("git merge-tree said %q", clip(out))
-		}
-		return Merge{}, fmt.Errorf("merging a task's work: %w", err)
-	}
-	m := Merge{Tree: lines[0]}
-	if err != nil { // exit 1: conflicts, one path per line after the tree
-		for _, l := range lines[1:] {
-			if l != "" {
-				m.Conflicts = append(m.Conflicts, l)
-			}
-		}
-		return m, nil
-	}
-	changes, err := g.diffTree(nil, ours+"^{tree}", m.Tree, false)
-	if err != nil {
+	m, err := g.mergeTree(ours, theirsCommit)
+	if err != nil || len(m.Conflicts) > 0 {
 		return m, err
 	}
-	r := &restorer{ctx: ctx, root: g.root, g: g}
-	for _, c := range changes {
-		if Excluded(c.Path) {
-			continue
-		}
-		res := r.one(LostContent{Path: c.Path, Lost: c.After, Base: c.Before}, false)
-		switch res.Action {
-		case RestoreRefused, RestoreFailed:
-			m.Refused = append(m.Refused, c.Path)
-		case RestoreWritten, RestoreRemoved:
-			m.Written = append(m.Written, c.Path)
-		}
-	}
-	return m, nil
+	return m, g.writeMerge(ctx, ours, &m)
 }

@@ -80,6 +80,12 @@ type acrossRun struct {
 	from, to cache.Boundary         // the task's boundaries: before it (from this tree), after it in origin
 	attempts []acrossAttempt        // 1 to k, in order
 	work     []boundary.LostContent // the task's effect there, to write
+	// merge: the other run did the task from another tree (a worker,
+	// from its input tree): its work is merged into this one (fanin.go).
+	merge bool
+	// blocked: the chain ended blocked there; its attempts count
+	// against this run's --max-attempts (fanin.go).
+	blocked bool
 }
 
 // acrossAttempt is attempt i of the other run's chain: its units as this
@@ -119,7 +125,7 @@ func (a *acrossRun) who(e *engine) string {
 // acrossRuns finds the run t's first attempt (facts, units) may replay
 // from, with the task's effect there read, to write.
 func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, facts unit.Facts, units []unit.Unit) (*acrossRun, bool) {
-	return e.acrossMatch(t, facts, units, e.prev.Tree, func(a *acrossRun) bool {
+	a, ok := e.acrossMatch(t, facts, units, e.prev.Tree, func(a *acrossRun) bool {
 		effects, err := boundary.Effects(ctx, e.o.RepoRoot, [][2]string{{a.from.Commit, a.to.Commit}})
 		if err != nil {
 			return false
@@ -129,6 +135,10 @@ func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, facts unit.Fa
 		}
 		return true
 	})
+	if ok {
+		return a, true
+	}
+	return e.mergedAcross(ctx, t, facts, units)
 }
 
 // acrossMatch finds the run t's first attempt (facts, units) may replay
@@ -232,6 +242,9 @@ func (e *engine) acrossPaths(start, taskID string) [][]string {
 		}
 	}
 	walk([]string{start})
+	if row, ok := e.lineage.factsOf(start).tasks[taskID]; ok && row.Status == cache.TaskBlocked && len(out) == 0 {
+		out = append(out, []string{start}) // its chain, which blocked there (fanin.go)
+	}
 	return out
 }
 
@@ -269,9 +282,11 @@ func (e *engine) children() map[string][]string {
 // the path does not have is not the one.
 func (e *engine) acrossChain(t extractor.Task, facts unit.Facts, units []unit.Unit, path []string, tree string) (*acrossRun, bool) {
 	last := e.lineage.factsOf(path[len(path)-1])
-	if row, ok := last.tasks[t.ID]; !ok || row.Status != cache.TaskDone {
+	row, ok := last.tasks[t.ID]
+	if !ok || row.Status != cache.TaskDone && row.Status != cache.TaskBlocked {
 		return nil, false
 	}
+	blocked := row.Status == cache.TaskBlocked
 	if f := e.lineage.factsOf(path[0]); f.minUnit[t.ID] != 1 {
 		return nil, false
 	}
@@ -318,7 +333,18 @@ func (e *engine) acrossChain(t extractor.Task, facts unit.Facts, units []unit.Un
 		at, owner = *next, nextOwner
 	}
 	k := len(a.attempts)
-	if failed || a.attempts[k-1].gate != nil {
+	switch {
+	case blocked && failed:
+		// Its last call failed, and that is what it blocked on.
+		g, ok := e.lineage.journaledGate(path[owner], t.ID, k)
+		if !ok || g.Command != agentGate || g.Passed {
+			return nil, false
+		}
+		a.attempts[k-1].gate = &g
+		a.blocked = true
+	case blocked:
+		a.blocked = true
+	case failed || a.attempts[k-1].gate != nil:
 		return nil, false // the chain ends on a failure: not how the task was done
 	}
 	for _, id := range path {
@@ -393,6 +419,9 @@ func (e *engine) replayAcross(ctx context.Context, t extractor.Task, ts *taskSta
 		return r, fmt.Errorf("task %s: attempt %d's units are not those its replay across runs from run %s was decided on", t.ID, attempt, a.origin.ID)
 	}
 	why := a.who(e) + " did this task from the same tree with the same identities"
+	if a.merge {
+		why = a.who(e) + " did this task from its dependencies' results with the same identities"
+	}
 	if n := len(a.attempts); n > 1 {
 		why += fmt.Sprintf(", in %d attempts", n)
 	}
@@ -414,18 +443,37 @@ func (e *engine) replayAcross(ctx context.Context, t extractor.Task, ts *taskSta
 			Source: "replayed", From: h.RunID + ":" + h.UnitID, Message: msg,
 			TokensIn: h.TokensIn, TokensOut: h.TokensOut, CostUSD: h.CostUSD})
 	}
-	if at.gate != nil {
+	carry := func() {
 		r.carried = at.gate
 		if at.gate.Command == agentGate {
 			r.failure = at.gate.Feedback
 		}
+	}
+	if at.gate != nil && attempt < len(a.attempts) {
+		carry()
 		return r, nil
 	}
-	written, left := writeBack(ctx, e.o.RepoRoot, a.work)
+	var written, left []string
+	if a.merge {
+		var failure string
+		var err error
+		if written, failure, err = e.mergeAcross(ctx, a); err != nil || failure != "" {
+			r.failure = failure
+			return r, err
+		}
+	} else {
+		written, left = writeBack(ctx, e.o.RepoRoot, a.work)
+	}
+	if at.gate != nil {
+		carry() // the failed call a blocked chain ended on
+	}
 	ts.restored = true // the boundary after the task holds that work
 	// A note, not a concern (report.ReplayedNotePrefix): the task is
 	// done, by another run, and that is all it says.
 	note := report.ReplayedNotePrefix + why + "; its work written into the tree"
+	if a.merge {
+		note = report.ReplayedNotePrefix + why + "; its work merged into the tree"
+	}
 	if len(written) > 0 {
 		note += ": " + shownPaths(written)
 	}

@@ -65,6 +65,17 @@ type Options struct {
 	Heartbeat time.Duration
 	// Fallbacks override the backends of --fallback-agent names (tests).
 	Fallbacks map[string]agent.Agent
+	// Task, when set, is the one task of the plan the run does: a
+	// worker's run (implloop work; fanin.go).
+	Task string
+	// Artifacts are the artifacts of tasks this run does not run, by
+	// task id, when a driver knows them (a worker: its dependencies'
+	// results): the identity of each one's final unit in the run that
+	// did it, as a serial run would have it.
+	Artifacts map[string]string
+	// NoHTMLReport leaves report.html out (a worker's run: the fan-in
+	// writes the plan's).
+	NoHTMLReport bool
 }
 
 // Outcome is what a run ended with.
@@ -207,6 +218,9 @@ type engine struct {
 	taskSpent    map[string]*spend
 	stopped      *runStop
 	callConcerns map[string][]string
+
+	// gather: the workers' results this run replayed (fanin.go).
+	gather fanIn
 }
 
 // newEngine is an engine for o before its plan is read: o's clock and
@@ -230,6 +244,9 @@ func newEngine(o Options) *engine {
 func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	e := newEngine(o)
 	if err := e.readPlan(func(path string) (*extractor.Selection, error) { return loadPlan(path, e.s.TaskRange) }); err != nil {
+		return nil, err
+	}
+	if err := e.onlyTask(); err != nil {
 		return nil, err
 	}
 	if o.DryRun {
@@ -549,7 +566,7 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		// something Write cannot write into: the run still ends BLOCKED.
 		out.ReportPath, out.ReportErr = "", err
 	}
-	if out.ReportPath != "" {
+	if out.ReportPath != "" && !e.o.NoHTMLReport {
 		// The HTML report reads the boundary commits even after an
 		// interrupt, for a little while; without it the run still ends
 		// as it did.
@@ -745,6 +762,9 @@ func (p *pass) depArtifact(d string) string {
 	a, ok := p.art[d]
 	if !ok && !p.e.runsHere(d) {
 		a = p.e.lineage.artifact(d)
+		if given, ok := p.e.o.Artifacts[d]; ok && a == "" {
+			a = given // a worker's dependency, done by another (fanin.go)
+		}
 	}
 	return a
 }

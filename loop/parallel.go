@@ -120,6 +120,9 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 			continue
 		}
 		tree = ""
+		if e.gatherable(units) {
+			continue // a worker's result, merged in at its turn (fanin.go)
+		}
 		jobs = append(jobs, job{k, t, units[0]})
 	}
 	if len(jobs) < 2 || e.prev.Commit == "" {

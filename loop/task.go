@@ -133,7 +133,12 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		if !a.allReplayed {
 			liveAttempts++
 		}
+		if a.crossed && ts.across.blocked && attempt == len(ts.across.attempts) {
+			// A chain that blocked elsewhere spent its attempts (fanin.go).
+			liveAttempts = max(liveAttempts, attempt)
+		}
 		if passed {
+			e.noteResult(t, ts, a)
 			if a.final != "" {
 				e.run.art[t.ID] = a.final
 			}

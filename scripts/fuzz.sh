@@ -36,6 +36,10 @@ go test -count=1 -timeout 0 ./boundary/ -run '^TestPropertyStatusSnapshotIsAddAl
 wchecks=${WATCH_CHECKS:-2000}
 echo "property boundary TestPropertyWatchedBoundaryIsFullScan ($wchecks cases)"
 go test -count=1 -timeout 0 ./boundary/ -run '^TestPropertyWatchedBoundaryIsFullScan$' -rapid.checks="$wchecks"
+# Two workers racing for a claim (make test races 100 rounds).
+crounds=${CLAIM_ROUNDS:-200}
+echo "claims cmd/implloop TestWorkClaimRace ($crounds rounds)"
+go test -count=1 -timeout 0 ./cmd/implloop/ -run '^TestWorkClaimRace$' -claim.rounds="$crounds"
 # kill -9 at random moments of a --jobs 3 run, then resume: no call that
 # finished and was journaled is paid twice (about 2 s a kill).
 kpoints=${KILL_POINTS:-30}

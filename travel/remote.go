@@ -66,6 +66,14 @@ type PushOptions struct {
 	// NoTranscripts pushes the records without prompts, agent output and
 	// gate output.
 	NoTranscripts bool
+	// With are refs set in the same atomic push, each only while the
+	// remote still holds its Old value (claims.go): a worker's claim
+	// moved to the records it pushes. ErrCASFailed when one does not.
+	With []RefUpdate
+	// New: the runs are new to the remote (a worker's run, just made):
+	// no ls-remote first, and no seal (a single run's own signature is
+	// what a pull verifies).
+	New bool
 }
 
 // PushResult is what Push pushed.
@@ -182,9 +190,11 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	// What the remote has already is not pushed again: a push of many
 	// runs sends only the new ones, and records without transcripts are
 	// not pushed over the whole records (their transcripts left already).
-	there, err := lsRemote(ctx, dir, res.Remote)
-	if err != nil {
-		return nil, err
+	there := map[string]string{}
+	if !o.New {
+		if there, err = lsRemote(ctx, dir, res.Remote); err != nil {
+			return nil, err
+		}
 	}
 	var refspecs []string
 	sealed := map[string]string{} // run made here -> the records commit pushed, signed
@@ -220,6 +230,11 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		}
 		refspecs = append(refspecs, specs...)
 		res.Runs = append(res.Runs, r.ID)
+		for i, u := range o.With {
+			if u.Records == r.ID {
+				o.With[i].New = records
+			}
+		}
 		if raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", records); err == nil && hasSignature([]byte(raw)) {
 			res.Signed = append(res.Signed, r.ID)
 			if _, isPulled := pulled[r.ID]; sign && !isPulled {
@@ -227,21 +242,41 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 			}
 		}
 	}
-	if len(refspecs) == 0 {
+	for _, u := range o.With {
+		if u.Records != "" && u.New == "" {
+			return nil, fmt.Errorf("push: run %s's records are not in this push, for %s", u.Records, u.Ref)
+		}
+	}
+	if len(refspecs) == 0 && len(o.With) == 0 {
 		return res, nil
 	}
-	if len(sealed) > 0 {
+	if err := sendPush(ctx, dir, res.Remote, refspecs, sealed, o); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// sendPush is Push's one `git push --atomic`: refspecs, the seal of the
+// sealed runs (not for a new run: PushOptions.New), and o.With's
+// compare-and-swap updates.
+func sendPush(ctx context.Context, dir, remote string, refspecs []string, sealed map[string]string, o PushOptions) error {
+	if len(sealed) > 0 && !o.New {
 		// One signature that a pull verifies for all of them (seal.go).
 		seal, err := writeSeal(ctx, dir, sealed)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		refspecs = append(refspecs, seal+":"+SealRefPrefix+seal)
 	}
-	if _, err := git(ctx, dir, nil, nil, append([]string{"push", "--atomic", "--quiet", res.Remote}, refspecs...)...); err != nil {
-		return nil, &RemoteError{Remote: res.Remote, Op: "push", Err: err}
+	leases, specs := casArgs(o.With)
+	args := append(append([]string{"push", "--atomic", "--quiet"}, leases...), remote)
+	if _, err := git(ctx, dir, nil, nil, append(append(args, refspecs...), specs...)...); err != nil {
+		if len(o.With) > 0 {
+			return pushError(remote, err)
+		}
+		return &RemoteError{Remote: remote, Op: "push", Err: err}
 	}
-	return res, nil
+	return nil
 }
 
 // pullNS is where a pull fetches records before it has checked them:

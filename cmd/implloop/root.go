@@ -65,6 +65,8 @@ changed, and says why.
 		newRestoreCmd,
 		newPushCmd,
 		newPullCmd,
+		newWorkCmd,
+		newMatrixCmd,
 		newBlameCmd,
 		newPlanCmd,
 		newLintCmd,

@@ -1,0 +1,129 @@
+package travel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/implloop/implloop/internal/gitcmd"
+)
+
+// # Claims: leases kept as refs on the remote
+//
+// Workers that share a plan (implloop work) agree on who does which task
+// through the remote alone: a claim is a ref,
+// refs/implloop/claims/<plan>/<task>, and every change to one is a
+// compare-and-swap push (CASPush): `git push --atomic
+// --force-with-lease=<ref>:<expected>`, which git's receive-pack applies
+// only while the ref still holds the expected value (absent, for a new
+// claim). Of two workers that push a claim at once, exactly one wins.
+//
+// A claim that is running points at a lease commit (NewLease), a new one
+// at each renewal, so a claim whose value has not changed for a lease
+// period belongs to a worker that stopped. A claim that is done points at
+// the records commit of the run that did the task, pushed in the same
+// atomic push as the records themselves: the result and the end of the
+// lease land together or not at all.
+
+// ClaimsRefPrefix is where claims are kept, per plan.
+const ClaimsRefPrefix = "refs/implloop/claims/"
+
+// ClaimRef is the claim of task in plan (a key naming the plan and the
+// commit its workers start from).
+func ClaimRef(plan, task string) string { return ClaimsRefPrefix + plan + "/" + task }
+
+// RefUpdate is one ref a compare-and-swap push sets: to New ("" deletes
+// it), only while the remote has Old there ("" absent).
+type RefUpdate struct {
+	Ref string
+	New string
+	Old string
+	// Records, in a Push: New is the records commit the push sends for
+	// this run (a worker's claim, moved to its result).
+	Records string
+}
+
+// ErrCASFailed is a compare-and-swap push the remote refused: one of its
+// refs no longer held the value expected (another worker got there
+// first). Nothing of that push was applied.
+var ErrCASFailed = errors.New("the remote's ref no longer holds the value expected")
+
+// casArgs are the push arguments of updates: the refspecs and a lease
+// per ref.
+func casArgs(ups []RefUpdate) (leases, specs []string) {
+	for _, u := range ups {
+		leases = append(leases, "--force-with-lease="+u.Ref+":"+u.Old)
+		specs = append(specs, u.New+":"+u.Ref)
+	}
+	return leases, specs
+}
+
+// CASPush applies updates on remote in one atomic push, each only while
+// the remote still holds its Old value: ErrCASFailed (wrapped) when one
+// does not, and then none is applied.
+func CASPush(ctx context.Context, dir, remote string, updates ...RefUpdate) error {
+	leases, specs := casArgs(updates)
+	args := append([]string{"push", "--atomic", "--quiet", "--no-verify"}, leases...)
+	args = append(append(args, remote), specs...)
+	if _, err := git(ctx, dir, nil, nil, args...); err != nil {
+		return pushError(remote, err)
+	}
+	return nil
+}
+
+// pushError is a failed push's error: ErrCASFailed when the remote (or
+// git, from what the remote advertised) refused it for a lease.
+func pushError(remote string, err error) error {
+	var ge *gitcmd.Error
+	if errors.As(err, &ge) {
+		s := ge.Stderr
+		if strings.Contains(s, "stale info") || strings.Contains(s, "[rejected]") ||
+			strings.Contains(s, "atomic push failed") || strings.Contains(s, "failed to update ref") ||
+			strings.Contains(s, "cannot lock ref") || strings.Contains(s, "failed to lock") {
+			return fmt.Errorf("git push %s: %w", remote, ErrCASFailed)
+		}
+	}
+	return &RemoteError{Remote: remote, Op: "push", Err: err}
+}
+
+// RemoteRefs are the refs of remote that match patterns (ls-remote
+// patterns: "refs/implloop/claims/<plan>/*"), by name.
+func RemoteRefs(ctx context.Context, dir, remote string, patterns ...string) (map[string]string, error) {
+	out, err := git(ctx, dir, nil, nil, append([]string{"ls-remote", remote}, patterns...)...)
+	if err != nil {
+		return nil, &RemoteError{Remote: remote, Op: "ls-remote", Err: err}
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if oid, ref, ok := strings.Cut(line, "\t"); ok {
+			refs[ref] = oid
+		}
+	}
+	return refs, nil
+}
+
+// NewLease writes a lease commit: an empty tree (git's, named by its
+// hash: emptyTree), and a message naming the plan, the task, the worker
+// and the renewal (n), so that every lease and renewal is a commit of its
+// own. One git process: the commit object is written whole.
+func NewLease(ctx context.Context, dir, emptyTree, plan, task, worker string, n int, at time.Time) (string, error) {
+	stamp := fmt.Sprintf("implloop <implloop@localhost> %d +0000", at.Unix())
+	obj := fmt.Sprintf("tree %s\nauthor %s\ncommitter %s\n\nimplloop claim\n\nplan %s\ntask %s\nworker %s\nrenewal %d\n",
+		emptyTree, stamp, stamp, plan, task, worker, n)
+	c, err := git(ctx, dir, []byte(obj), nil, "hash-object", "-t", "commit", "-w", "--stdin")
+	if err != nil {
+		return "", fmt.Errorf("lease: %w", err)
+	}
+	return c, nil
+}
+
+// EmptyTree writes git's empty tree and returns its name.
+func EmptyTree(ctx context.Context, dir string) (string, error) {
+	t, err := git(ctx, dir, nil, nil, "mktree")
+	if err != nil {
+		return "", fmt.Errorf("lease: %w", err)
+	}
+	return t, nil
+}

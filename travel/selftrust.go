@@ -1,0 +1,76 @@
+package travel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/gitcmd"
+)
+
+// SelfTrustError says why a run pushed from a clone would not be trusted
+// by a clone with the same trust settings (its own allowed signers): a
+// worker's results are built on by the other workers and replayed by the
+// fan-in only when they are, so a worker checks it before it claims
+// anything.
+type SelfTrustError struct {
+	// Unsigned: runs are pushed from here unsigned (neither
+	// implloop.signRuns nor commit.gpgSign is set).
+	Unsigned bool
+	// Sign: git could not sign (the signing key or its agent).
+	Sign error
+	// Trust: what the trust rule says of a run signed here.
+	Trust Trust
+}
+
+func (e *SelfTrustError) Error() string {
+	const cost = "other workers and the fan-in would do every task of this worker again"
+	switch {
+	case e.Unsigned:
+		return "runs pushed from this clone are not signed (implloop.signRuns, else commit.gpgSign, is not true): " + cost
+	case e.Sign != nil:
+		why := e.Sign.Error()
+		var ge *gitcmd.Error
+		if errors.As(e.Sign, &ge) && ge.Stderr != "" {
+			why, _, _ = strings.Cut(ge.Stderr, "\n")
+			why = strings.TrimPrefix(strings.TrimPrefix(why, "fatal: "), "error: ")
+		}
+		return "git cannot sign here: " + why
+	}
+	return fmt.Sprintf("a run signed here is not trusted here (%s, %s): %s", e.Trust.Why, e.Trust.Who, cost)
+}
+
+func (e *SelfTrustError) Unwrap() error { return e.Sign }
+
+// CheckSelfTrust signs a probe commit (the empty tree, written as a
+// loose object that no ref names) as a push signs a run's records, and
+// verifies it as a pull verifies pulled records: nil when a run pushed
+// from dir is trusted by a clone with dir's trust settings, else a
+// *SelfTrustError.
+func CheckSelfTrust(ctx context.Context, dir string) error {
+	if !SignsRuns(ctx, dir) {
+		return &SelfTrustError{Unsigned: true}
+	}
+	empty, err := EmptyTree(ctx, dir)
+	if err != nil {
+		return err
+	}
+	c, err := git(ctx, dir, []byte("implloop: a signing probe (implloop work)\n"), nil, "commit-tree", "-S", empty, "-F", "-")
+	if err != nil {
+		return &SelfTrustError{Sign: err}
+	}
+	sigs, err := verifyCommits(ctx, dir, []string{c})
+	if err != nil {
+		return err
+	}
+	s := sigs[0]
+	if s.letter == "G" {
+		return nil
+	}
+	if s.letter == "N" {
+		s.letter = "E" // signed (commit-tree -S), so: cannot be checked
+	}
+	return &SelfTrustError{Trust: TrustOf(&cache.Pulled{Signature: s.letter, Signer: s.signer, Key: s.key, Author: s.author})}
+}

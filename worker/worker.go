@@ -1,0 +1,930 @@
+// Package worker runs one worker of a plan shared through a git remote
+// (implloop work): a driver over loop and travel, not a second engine.
+//
+// # The protocol
+//
+// The remote is the only shared state. Every worker of a plan starts from
+// the same commit (the plan's base: HEAD where it runs, the plan committed
+// in it) and names the plan the same way: a key of the plan's path, its
+// bytes and the base commit (PlanKey), so that workers of another plan or
+// another commit never share a claim.
+//
+// A worker repeats: it lists the plan's claims and the runs on the remote
+// (one ls-remote); it picks, in plan order, a task that is ready (every
+// task it waits for, extractor.After, has a trusted result that ended
+// done) and that nobody holds (no claim, or a claim whose value this
+// worker has seen unchanged for a lease period: its worker stopped); it
+// claims it with a compare-and-swap push (travel.CASPush: created only if
+// absent, taken over only from the stale value); it builds the task's
+// input tree (the results of the tasks it waits for merged onto the base
+// tree in plan order, loop.InputTree) and checks it out in a worktree of
+// its own; it runs the task there (loop.Run with Options.Task: the
+// attempt chain and the gate, journaled, boundaries as commits), renewing
+// the lease meanwhile; and it pushes the run, signed when the user's git
+// signs, together with the claim moved to the run's records commit, in
+// one atomic push that the remote takes only while the claim still holds
+// this worker's lease. It stops when every task is settled (done or
+// blocked by a worker, or unreachable behind a blocked one).
+//
+// A worker that loses its lease (another took the task over, having seen
+// it unchanged for a lease period) stops the task and pushes nothing: two
+// workers never both push a task's result, and a killed worker's task is
+// done again once, by the one worker that wins the takeover.
+//
+// The fan-in is an ordinary `implloop pull` and `implloop run PLAN` from
+// the base commit (loop/fanin.go): every task replays from the workers'
+// results.
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/implloop/implloop/agent"
+	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/loop"
+	"github.com/implloop/implloop/travel"
+)
+
+// DefaultLease is how long a claim may stay unchanged before another
+// worker takes its task over.
+const DefaultLease = 10 * time.Minute
+
+// Options configure one worker.
+type Options struct {
+	// Root is the clone's work tree (its top-level directory).
+	Root string
+	// Remote is the git remote shared by the workers ("" for the
+	// branch's upstream, else origin).
+	Remote string
+	// Settings are the run settings of every task's run; Plan is the
+	// plan's path relative to Root.
+	Settings loop.Settings
+	// Lease: a claim unchanged this long is taken over (0: DefaultLease).
+	Lease time.Duration
+	// ID names the worker in its leases ("" for host-pid-random).
+	ID string
+	// Log receives a line per thing the worker does (nil: none).
+	Log func(Event)
+	// Observer receives each task run's events (nil: none).
+	Observer loop.Observer
+	// Agent overrides the backend built from Settings (tests).
+	Agent agent.Agent
+	// Heartbeat is each task run's heartbeat (loop.Options).
+	Heartbeat time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Event is one thing a worker did or saw.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"` // claimed, took_over, finished, pushed, lost, waiting, skipped, done
+	Worker  string    `json:"worker"`
+	Task    string    `json:"task,omitempty"`
+	Run     string    `json:"run,omitempty"`
+	Verdict string    `json:"verdict,omitempty"`
+	Message string    `json:"message,omitempty"`
+}
+
+// TaskRun is a task a worker ran.
+type TaskRun struct {
+	Task    string `json:"task"`
+	Run     string `json:"run"`
+	Verdict string `json:"verdict"`
+	// Pushed: its result is on the remote (false: the lease was lost,
+	// or the push failed).
+	Pushed bool `json:"pushed"`
+	// TookOver: the task was claimed from a stale lease.
+	TookOver bool `json:"took_over,omitempty"`
+}
+
+// Summary is what a worker did.
+type Summary struct {
+	Worker string    `json:"worker"`
+	Plan   string    `json:"plan"` // the plan's key (PlanKey)
+	Base   string    `json:"base"` // the base commit
+	Tasks  []TaskRun `json:"tasks"`
+	// Blocked are the plan's tasks that ended blocked (by any worker),
+	// and Unreachable those no worker will take: they wait, directly or
+	// through others, for a task that ended blocked, was left to the
+	// fan-in, or whose result is not trusted here.
+	Blocked     []string `json:"blocked,omitempty"`
+	Unreachable []string `json:"unreachable,omitempty"`
+	// Left are tasks no worker can do: their dependencies' results do
+	// not merge, or their run stopped before they ended (a cap, a usage
+	// limit past --max-wait). The fan-in runs them live (from the
+	// attempts that run paid for).
+	Left []string `json:"left,omitempty"`
+	// Why says, per task of Unreachable and Left, why.
+	Why map[string]string `json:"why,omitempty"`
+	// Stopped says why the worker stopped taking tasks though some were
+	// left (--max-cost or --max-tokens reached by its live calls, over
+	// all the tasks it ran); "" when it did not.
+	Stopped string `json:"stopped,omitempty"`
+	// CostUSD and Tokens are what this worker's live calls spent.
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	Tokens  int64   `json:"tokens,omitempty"`
+}
+
+// PlanKey names a plan's claims: its path, its bytes and the commit the
+// workers start from.
+func PlanKey(planPath, planSHA256, base string) string {
+	h := sha256.Sum256([]byte("implloop.work\x00" + filepath.ToSlash(planPath) + "\x00" + planSHA256 + "\x00" + base))
+	return hex.EncodeToString(h[:8])
+}
+
+// worker is one worker's state.
+type worker struct {
+	o         Options
+	now       func() time.Time
+	sel       *extractor.Selection
+	deps      map[string][]string // loop.InputDeps
+	key       string
+	base      string // commit
+	tree      string // the base commit's tree as a boundary has it (no plan)
+	headTree  string // the base commit's tree
+	j         *cache.Journal
+	remote    string
+	lease     time.Duration
+	poll      time.Duration
+	wt        string // the worker's worktree ("" until made)
+	leases    int    // lease commits made
+	emptyTree string // git's empty tree (leases' tree)
+
+	seen   map[string]seenClaim // task -> a running claim's value, since when
+	left   map[string]string    // task -> why no worker can do it
+	redone map[string]bool      // tasks done again here for a result not trusted
+	sum    *Summary             // also what the worker's live calls spent (its caps)
+	waited string               // what the last waiting line said
+}
+
+type seenClaim struct {
+	value string
+	since time.Time
+}
+
+// Work runs the worker until every task of the plan is settled.
+func Work(ctx context.Context, o Options) (*Summary, error) {
+	w := &worker{o: o, now: o.Now, seen: map[string]seenClaim{}, left: map[string]string{}, redone: map[string]bool{}}
+	if w.now == nil {
+		w.now = time.Now
+	}
+	if err := w.start(ctx); err != nil {
+		return nil, err
+	}
+	defer w.j.Close()
+	defer w.removeWorktree()
+	for {
+		if err := ctx.Err(); err != nil {
+			return w.sum, err
+		}
+		more, err := w.step(ctx)
+		if err != nil {
+			return w.sum, err
+		}
+		if !more {
+			return w.sum, nil
+		}
+	}
+}
+
+// start reads the plan and the base, and opens the journal.
+func (w *worker) start(ctx context.Context) error {
+	o := w.o
+	w.lease = o.Lease
+	if w.lease <= 0 {
+		w.lease = DefaultLease
+	}
+	w.poll = min(max(w.lease/6, 50*time.Millisecond), 2*time.Second)
+	if o.ID == "" {
+		host, _ := os.Hostname()
+		w.o.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randHex(3))
+	}
+	w.remote = o.Remote
+	if w.remote == "" {
+		w.remote = travel.DefaultRemote(ctx, o.Root)
+	}
+	sel, err := loop.ReadPlan(loop.PlanFile(o.Root, o.Settings.Plan))
+	if err != nil {
+		return err
+	}
+	w.sel = sel
+	if w.base, err = gitOut(ctx, o.Root, "rev-parse", "-q", "--verify", "HEAD^{commit}"); err != nil {
+		return ErrNoBase
+	}
+	// The base tree is the one a boundary of the base has (the plan left
+	// out), as the fan-in's first boundary has it; the plan is put back
+	// in each task's checkout (inputCommit).
+	if w.headTree, err = gitOut(ctx, o.Root, "rev-parse", w.base+"^{tree}"); err != nil {
+		return err
+	}
+	if w.tree, err = boundary.CommitTree(ctx, o.Root, w.base, filepath.ToSlash(filepath.Clean(o.Settings.Plan))); err != nil {
+		return err
+	}
+	// The plan the workers read is the one in the base commit: each task
+	// runs in a worktree checked out from it.
+	if filepath.IsAbs(o.Settings.Plan) {
+		return &PlanNotCommittedError{Plan: o.Settings.Plan}
+	}
+	committed, err := gitOut(ctx, o.Root, "rev-parse", "-q", "--verify", w.base+":"+filepath.ToSlash(o.Settings.Plan))
+	if err != nil {
+		return &PlanNotCommittedError{Plan: o.Settings.Plan}
+	}
+	if onDisk, err := gitOut(ctx, o.Root, "hash-object", "--", filepath.FromSlash(o.Settings.Plan)); err != nil || onDisk != committed {
+		return &PlanNotCommittedError{Plan: o.Settings.Plan}
+	}
+	if err := boundary.CheckMergeTree(ctx); err != nil {
+		return err
+	}
+	// Before anything is claimed: the results pushed from here must be
+	// ones the other workers build on and the fan-in replays, else each
+	// would do this worker's tasks again (and pay for them twice).
+	if err := travel.CheckSelfTrust(ctx, o.Root); err != nil {
+		return err
+	}
+	skip := func(t extractor.Task) bool { return t.Checked && !o.Settings.IncludeChecked }
+	w.deps = loop.InputDeps(sel.Tasks, skip)
+	w.key = PlanKey(o.Settings.Plan, sel.PlanSHA256, w.base)
+	if w.j, err = cache.Open(o.Root); err != nil {
+		return err
+	}
+	w.sum = &Summary{Worker: w.o.ID, Plan: w.key, Base: w.base}
+	return nil
+}
+
+// ErrNoBase: the clone has no commit to start from.
+var ErrNoBase = errors.New("the repository has no commit: workers start from HEAD, the plan committed in it")
+
+// PlanNotCommittedError is a plan that is not as HEAD has it: every
+// worker reads it from the base commit.
+type PlanNotCommittedError struct{ Plan string }
+
+func (e *PlanNotCommittedError) Error() string {
+	return fmt.Sprintf("plan %s is not committed as it is on disk: workers run each task from HEAD, which must hold the plan", e.Plan)
+}
+
+func (w *worker) log(ev Event) {
+	if w.o.Log != nil {
+		ev.Worker, ev.Time = w.o.ID, w.now().UTC()
+		w.o.Log(ev)
+	}
+}
+
+// claimState is what the remote says of a task.
+type claimState struct {
+	value string // the claim's value ("" none)
+	run   string // the run whose records the claim names: done there
+}
+
+// look lists the plan's claims and the runs on the remote.
+func (w *worker) look(ctx context.Context) (map[string]claimState, error) {
+	prefix := travel.ClaimsRefPrefix + w.key + "/"
+	refs, err := travel.RemoteRefs(ctx, w.o.Root, w.remote, prefix+"*", travel.RecordsRefPrefix+"*")
+	if err != nil {
+		return nil, err
+	}
+	runOf := map[string]string{}
+	for ref, oid := range refs {
+		if run, ok := strings.CutPrefix(ref, travel.RecordsRefPrefix); ok {
+			runOf[oid] = run
+		}
+	}
+	out := map[string]claimState{}
+	for ref, oid := range refs {
+		if task, ok := strings.CutPrefix(ref, prefix); ok {
+			out[task] = claimState{value: oid, run: runOf[oid]}
+		}
+	}
+	return out, nil
+}
+
+// taskInfo is what a step knows of one task.
+type taskInfo struct {
+	t       extractor.Task
+	claim   claimState
+	result  *loop.Result // its result, when done by a run this journal has
+	settled bool         // done or blocked (or left, or unreachable)
+	// untrusted: its result is not trusted here, and a task waits for
+	// it: it is done again (once per worker), from that claim's value.
+	untrusted bool
+	// stuck: no worker will ever push a result of it (why, when
+	// stuckKnown): it waits for a task that ended blocked, was left to
+	// the fan-in, or whose result is not trusted here, or for one that
+	// is stuck itself.
+	stuckKnown bool
+	stuck      string
+}
+
+// step takes one look and does what it can: a task, or a wait. It
+// reports whether there is more to do.
+func (w *worker) step(ctx context.Context) (bool, error) {
+	claims, err := w.look(ctx)
+	if err != nil {
+		return false, err
+	}
+	info := map[string]*taskInfo{}
+	var need []string // runs the journal lacks
+	for _, t := range w.sel.Tasks {
+		ti := &taskInfo{t: t, claim: claims[t.ID]}
+		info[t.ID] = ti
+		if r := ti.claim.run; r != "" {
+			if _, err := w.j.GetRun(r); errors.Is(err, cache.ErrNotFound) {
+				need = append(need, r)
+			} else if err != nil {
+				return false, err
+			}
+		}
+	}
+	if len(need) > 0 && w.needed(info, need) {
+		if _, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }); err != nil {
+			return false, err
+		}
+	}
+	w.settle(info)
+	next, took, waiting := w.pick(ctx, info)
+	if next != nil {
+		if why := w.capped(); why != "" {
+			w.sum.Stopped = why
+			w.log(Event{Type: "stopped", Message: why + ": this worker takes no more tasks"})
+			return false, nil
+		}
+	}
+	if next == nil {
+		if waiting == 0 {
+			w.finish(info)
+			return false, nil
+		}
+		if why := w.waitingWhy(info); why != w.waited {
+			w.waited = why
+			w.log(Event{Type: "waiting", Message: why})
+		}
+		return true, sleep(ctx, w.poll)
+	}
+	return true, w.do(ctx, next, took, info)
+}
+
+// capped says which of --max-cost and --max-tokens the worker's live
+// calls reached, over every task it ran (each task is a run of its own,
+// whose caps count that run only); "" while none is.
+func (w *worker) capped() string {
+	s := w.o.Settings
+	switch {
+	case s.MaxCost > 0 && w.sum.CostUSD >= s.MaxCost:
+		return fmt.Sprintf("the worker's live calls spent $%.2f, and --max-cost is $%.2f", w.sum.CostUSD, s.MaxCost)
+	case s.MaxTokens > 0 && w.sum.Tokens >= s.MaxTokens:
+		return fmt.Sprintf("the worker's live calls used %d tokens, and --max-tokens is %d", w.sum.Tokens, s.MaxTokens)
+	}
+	return ""
+}
+
+// needed reports whether a run the journal lacks is the result of a task
+// some other task waits for (only those are pulled: a task nobody builds
+// on needs no pull).
+func (w *worker) needed(info map[string]*taskInfo, runs []string) bool {
+	for _, t := range w.sel.Tasks {
+		for _, d := range w.deps[t.ID] {
+			if slices.Contains(runs, info[d].claim.run) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// settle reads the results of the tasks the remote has results of.
+func (w *worker) settle(info map[string]*taskInfo) {
+	for _, t := range w.sel.Tasks {
+		ti := info[t.ID]
+		if w.skips(t) {
+			ti.settled = true
+			continue
+		}
+		if ti.claim.run == "" {
+			continue
+		}
+		ti.settled = true
+		if r, err := loop.TaskResult(w.j, ti.claim.run, t.ID); err == nil {
+			if r.PlanSHA256 != w.sel.PlanSHA256 {
+				// A claim naming another plan's run (forged): a result
+				// of nothing this plan asked, done again as untrusted.
+				r.Trust.Trusted, r.Trust.Why = false, "a run of another plan"
+			}
+			ti.result = &r
+			if !r.Trust.Trusted && !w.redone[t.ID] {
+				ti.settled, ti.untrusted = false, true
+			}
+		}
+	}
+}
+
+func (w *worker) skips(t extractor.Task) bool { return t.Checked && !w.o.Settings.IncludeChecked }
+
+// readiness says whether every task t waits for has a trusted result
+// that ended done: ready; else why not, and whether it never will be.
+func (w *worker) readiness(t extractor.Task, info map[string]*taskInfo) (ready bool, why string, never bool) {
+	for _, d := range w.deps[t.ID] {
+		di := info[d]
+		switch {
+		case di.claim.run == "":
+			if why := w.stuck(d, info); why != "" {
+				return false, "waits for task " + d + ", which " + why, true
+			}
+			return false, "waits for task " + d, false
+		case di.result == nil:
+			return false, "waits for task " + d + ", whose result (run " + di.claim.run + ") is not in the journal", true
+		case !di.result.Trust.Trusted:
+			return false, "waits for task " + d + ", whose result (run " + di.claim.run + ") is not trusted here: " + di.result.Trust.String(), !di.untrusted
+		case di.result.Status != cache.TaskDone:
+			return false, "waits for task " + d + ", which ended " + string(di.result.Status), true
+		}
+	}
+	return true, "", false
+}
+
+// stuck says why no worker will ever push a result of task id, which has
+// none on the remote ("" when one may come): it was left to the fan-in,
+// or it waits for a task that will never have a trusted result that
+// ended done. Memoized in info (one look).
+func (w *worker) stuck(id string, info map[string]*taskInfo) string {
+	ti := info[id]
+	if ti.stuckKnown {
+		return ti.stuck
+	}
+	ti.stuckKnown = true // a cycle (the plan rejects them) is not stuck
+	if why := w.left[id]; why != "" {
+		ti.stuck = "is left to the fan-in"
+	} else if _, why, never := w.readiness(ti.t, info); never {
+		ti.stuck = why
+	}
+	return ti.stuck
+}
+
+// pick is the first task, in plan order, this worker may claim now
+// (took: why it takes the claim over, "" when there is none), and how
+// many tasks are not settled.
+func (w *worker) pick(ctx context.Context, info map[string]*taskInfo) (next *taskInfo, took string, waiting int) {
+	now := w.now()
+	for _, t := range w.sel.Tasks {
+		ti := info[t.ID]
+		if ti.settled || w.left[t.ID] != "" {
+			continue
+		}
+		ready, why, never := w.readiness(t, info)
+		if never {
+			continue // blocked behind another, or left to the fan-in
+		}
+		waiting++
+		_ = why
+		if !ready || next != nil {
+			continue
+		}
+		switch v := ti.claim.value; {
+		case v == "":
+			next = ti
+		case ti.untrusted:
+			next, took = ti, "its result (run "+ti.claim.run+") is not trusted here: "+ti.result.Trust.String()+"; done again"
+		default:
+			s, ok := w.seen[t.ID]
+			if !ok || s.value != v {
+				w.seen[t.ID] = seenClaim{value: v, since: now}
+				continue
+			}
+			if now.Sub(s.since) >= w.lease {
+				next, took = ti, fmt.Sprintf("its claim was unchanged for %s: its worker stopped", w.lease)
+			}
+		}
+	}
+	return next, took, waiting
+}
+
+// waitingWhy says what the worker waits for.
+func (w *worker) waitingWhy(info map[string]*taskInfo) string {
+	var running, blocked []string
+	for _, t := range w.sel.Tasks {
+		ti := info[t.ID]
+		if ti.settled || w.left[t.ID] != "" {
+			continue
+		}
+		if ti.claim.value != "" {
+			running = append(running, t.ID)
+		} else if ok, _, never := w.readiness(t, info); !ok && !never {
+			blocked = append(blocked, t.ID)
+		}
+	}
+	msg := ""
+	if len(running) > 0 {
+		msg = "running elsewhere: " + strings.Join(running, ", ")
+	}
+	if len(blocked) > 0 {
+		if msg != "" {
+			msg += "; "
+		}
+		msg += "waiting for their dependencies: " + strings.Join(blocked, ", ")
+	}
+	return msg
+}
+
+// finish fills the summary's settled tasks.
+func (w *worker) finish(info map[string]*taskInfo) {
+	for _, t := range w.sel.Tasks {
+		ti := info[t.ID]
+		switch {
+		case w.skips(t):
+		case w.left[t.ID] != "":
+			w.sum.Left = append(w.sum.Left, t.ID)
+			w.why(t.ID, w.left[t.ID])
+		case ti.result != nil && ti.result.Status == cache.TaskBlocked:
+			w.sum.Blocked = append(w.sum.Blocked, t.ID)
+		case ti.result != nil && ti.result.Status != cache.TaskDone && ti.result.Trust.Trusted:
+			// Its run stopped before the task ended (a cap, a usage
+			// limit past --max-wait): the fan-in replays its attempts
+			// and goes on live.
+			w.sum.Left = append(w.sum.Left, t.ID)
+			w.why(t.ID, "its run "+ti.claim.run+" stopped before it ended ("+string(ti.result.Status)+")")
+		case ti.claim.run == "":
+			w.sum.Unreachable = append(w.sum.Unreachable, t.ID)
+			if _, why, _ := w.readiness(t, info); why != "" {
+				w.why(t.ID, why)
+			}
+		}
+	}
+	w.log(Event{Type: "done", Message: fmt.Sprintf("nothing left to take: %d task(s) run here", len(w.sum.Tasks))})
+}
+
+func (w *worker) why(task, why string) {
+	if w.sum.Why == nil {
+		w.sum.Why = map[string]string{}
+	}
+	w.sum.Why[task] = why
+}
+
+// do claims task ti and, when the claim holds, runs and pushes it.
+func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[string]*taskInfo) error {
+	t := ti.t
+	input, arts, why, err := w.input(ctx, t, info)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		w.left[t.ID] = why
+		w.log(Event{Type: "skipped", Task: t.ID, Message: why + ": left to the fan-in, which runs it live"})
+		return nil
+	}
+	ref := travel.ClaimRef(w.key, t.ID)
+	lease, err := w.newLease(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	if err := travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: lease, Old: ti.claim.value}); err != nil {
+		if errors.Is(err, travel.ErrCASFailed) {
+			return nil // another worker was first: look again
+		}
+		return err
+	}
+	delete(w.seen, t.ID)
+	if ti.untrusted {
+		w.redone[t.ID] = true
+	}
+	if took != "" {
+		w.log(Event{Type: "took_over", Task: t.ID, Message: took})
+	} else {
+		w.log(Event{Type: "claimed", Task: t.ID})
+	}
+	tr := TaskRun{Task: t.ID, TookOver: took != ""}
+	defer func() { w.sum.Tasks = append(w.sum.Tasks, tr) }()
+	return w.run(ctx, t, ref, lease, input, arts, &tr)
+}
+
+// run runs claimed task t (the claim ref holding lease) from its input
+// tree, renewing the lease meanwhile, and pushes its result; tr is what
+// the summary says of it.
+func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input string, arts map[string]string, tr *TaskRun) error {
+	commit, err := w.inputCommit(ctx, t, input)
+	if err != nil {
+		return err
+	}
+	if err := w.checkout(ctx, commit); err != nil {
+		return err
+	}
+	// The lease is renewed while the task runs; losing it stops the
+	// task, whose result is then not pushed.
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &renewal{w: w, ref: ref, task: t.ID, value: lease, stop: make(chan struct{}), done: make(chan struct{})}
+	go r.loop(ctx, cancel)
+	out, runErr := loop.Run(tctx, loop.Options{
+		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: w.o.Observer,
+		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true,
+	})
+	lost := r.end()
+	if ctx.Err() != nil {
+		w.release(ctx, ref, r)
+		return ctx.Err()
+	}
+	if lost {
+		w.log(Event{Type: "lost", Task: t.ID, Message: "its lease was taken over: the task stopped, its result is not pushed"})
+		return nil
+	}
+	if runErr != nil {
+		w.release(ctx, ref, r)
+		return fmt.Errorf("task %s: %w", t.ID, runErr)
+	}
+	tr.Run, tr.Verdict = out.RunID, out.Verdict
+	if out.Report != nil {
+		l := out.Report.Totals.Live
+		w.sum.CostUSD += l.CostUSD
+		w.sum.Tokens += l.TokensIn + l.TokensOut + l.CacheRead + l.CacheWrite
+	}
+	if out.Interrupted {
+		return context.Canceled
+	}
+	w.log(Event{Type: "finished", Task: t.ID, Run: out.RunID, Verdict: out.Verdict})
+	pushed, err := w.push(ctx, t.ID, ref, out.RunID, r.value)
+	if err != nil {
+		if ctx.Err() != nil {
+			w.release(ctx, ref, r)
+			return ctx.Err()
+		}
+		return err
+	}
+	if !pushed {
+		w.log(Event{Type: "lost", Task: t.ID, Run: out.RunID, Message: "its lease was taken over before the push: its result is not pushed"})
+		return nil
+	}
+	tr.Pushed = true
+	w.log(Event{Type: "pushed", Task: t.ID, Run: out.RunID, Verdict: out.Verdict})
+	return nil
+}
+
+// pushTries is how many times a worker tries to push a result while the
+// claim still holds its lease.
+const pushTries = 4
+
+// push pushes run, the result of task, with the claim ref moved from
+// lease to the run's records, in one atomic push; pushed is false when
+// the claim no longer holds the lease (taken over). A push that fails
+// while the claim still holds the lease (the network, the server, a ref
+// lock the server could not take) is tried again, after 1 s, 2 s, 4 s: the
+// result is paid for, and without it another worker would do the task
+// again after the lease.
+func (w *worker) push(ctx context.Context, task, ref, run, lease string) (pushed bool, err error) {
+	for try := 1; ; try++ {
+		_, err = travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true,
+			With: []travel.RefUpdate{{Ref: ref, Records: run, Old: lease}}})
+		if err == nil {
+			return true, nil
+		}
+		refs, lerr := travel.RemoteRefs(ctx, w.o.Root, w.remote, ref)
+		if lerr == nil {
+			switch v := refs[ref]; v {
+			case lease: // still this worker's: try again
+			case "":
+				return false, nil
+			default:
+				if rec, rerr := gitOut(ctx, w.o.Root, "rev-parse", "-q", "--verify", travel.RecordsRef(run)+"^{commit}"); rerr == nil && rec == v {
+					return true, nil // the push went through, its answer did not
+				}
+				return false, nil
+			}
+		}
+		if try == pushTries || ctx.Err() != nil {
+			return false, err
+		}
+		wait := time.Second << (try - 1)
+		w.log(Event{Type: "push_failed", Task: task, Run: run, Message: fmt.Sprintf("%v; trying again in %s", err, wait)})
+		if err := sleep(ctx, wait); err != nil {
+			return false, err
+		}
+	}
+}
+
+// input is task t's input tree and its dependencies' artifacts; why is
+// set when no worker can build it (its dependencies' results conflict).
+func (w *worker) input(ctx context.Context, t extractor.Task, info map[string]*taskInfo) (tree string, arts map[string]string, why string, err error) {
+	var results []string
+	arts = map[string]string{}
+	for _, d := range w.deps[t.ID] {
+		r := info[d].result
+		results = append(results, r.To.Tree)
+		if r.Artifact != "" {
+			arts[d] = r.Artifact
+		}
+	}
+	// Declared dependencies outside the input (checked in the plan) have
+	// no artifact, as in a serial run of the plan.
+	tree, conflicts, err := loop.InputTree(ctx, w.o.Root, w.tree, results)
+	if err != nil {
+		return "", nil, "", err
+	}
+	if len(conflicts) > 0 {
+		return "", nil, "the results of the tasks it waits for conflict in " + strings.Join(conflicts, ", "), nil
+	}
+	return tree, arts, "", nil
+}
+
+// inputCommit is a commit of the input tree on the base commit (the base
+// itself when the task waits for nothing).
+func (w *worker) inputCommit(ctx context.Context, t extractor.Task, tree string) (string, error) {
+	if tree == w.tree {
+		return w.base, nil
+	}
+	// The input tree with the plan, and the rest of what boundaries leave
+	// out, as the base commit has them.
+	m, err := boundary.MergeTrees(ctx, w.o.Root, w.tree, w.headTree, tree)
+	if err != nil {
+		return "", err
+	}
+	if len(m.Conflicts) > 0 {
+		return "", fmt.Errorf("task %s: its input tree changes %s, which workers read from the base commit", t.ID, strings.Join(m.Conflicts, ", "))
+	}
+	tree = m.Tree
+	o := gitcmd.Options{Dir: w.o.Root, Env: []string{"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost",
+		"GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost"},
+		Stdin: strings.NewReader("implloop: the input of task " + t.ID + "\n")}
+	out, _, err := gitcmd.Run(ctx, o, "commit-tree", "--no-gpg-sign", tree, "-p", w.base)
+	if err != nil {
+		return "", fmt.Errorf("task %s: its input commit: %w", t.ID, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// checkout readies the worker's worktree at commit.
+func (w *worker) checkout(ctx context.Context, commit string) error {
+	if w.wt != "" {
+		if err := boundary.ResetWorktree(ctx, w.wt, commit, ""); err == nil {
+			return nil
+		}
+		_ = boundary.RemoveWorktree(context.WithoutCancel(ctx), w.o.Root, w.wt)
+	}
+	dirs, err := cache.StateDir(w.o.Root)
+	if err != nil {
+		return err
+	}
+	w.wt = filepath.Join(dirs.State, "workers", safeName(w.o.ID))
+	if _, err := os.Stat(w.wt); err == nil {
+		_ = boundary.RemoveWorktree(context.WithoutCancel(ctx), w.o.Root, w.wt) // a killed worker's
+		_ = os.RemoveAll(w.wt)
+	}
+	return boundary.AddWorktree(ctx, w.o.Root, w.wt, commit)
+}
+
+func (w *worker) removeWorktree() {
+	if w.wt != "" {
+		_ = boundary.RemoveWorktree(context.Background(), w.o.Root, w.wt)
+	}
+}
+
+// release gives a claim up (a worker interrupted, or a task it could not
+// run): deleted, only while it still holds this worker's lease, so that
+// another worker takes the task at once instead of after the lease.
+// Best effort: a claim left behind is taken over after the lease.
+func (w *worker) release(ctx context.Context, ref string, r *renewal) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	r.mu.Lock()
+	lease := r.value
+	r.mu.Unlock()
+	_ = travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: lease})
+}
+
+func (w *worker) newLease(ctx context.Context, task string) (string, error) {
+	w.leases++
+	if w.emptyTree == "" {
+		t, err := travel.EmptyTree(ctx, w.o.Root)
+		if err != nil {
+			return "", err
+		}
+		w.emptyTree = t
+	}
+	return travel.NewLease(ctx, w.o.Root, w.emptyTree, w.key, task, w.o.ID, w.leases, w.now())
+}
+
+// renewal keeps a claim's lease while its task runs.
+type renewal struct {
+	w     *worker
+	ref   string
+	task  string
+	mu    sync.Mutex
+	value string // the lease the remote holds
+	lost  bool
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// loop renews the lease every third of a lease period until end; cancel
+// stops the task when the lease is lost (taken over), or when no renewal
+// got through for a lease period (another may have taken it over).
+func (r *renewal) loop(ctx context.Context, cancel func()) {
+	defer close(r.done)
+	every := r.w.lease / 3
+	last := r.w.now()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		renewed, taken := r.renew(ctx)
+		if renewed {
+			last = r.w.now()
+			continue
+		}
+		if taken || r.w.now().Sub(last) >= r.w.lease {
+			r.mu.Lock()
+			r.lost = true
+			r.mu.Unlock()
+			cancel()
+			return
+		}
+	}
+}
+
+// renew moves the claim to a new lease. taken: the claim holds neither
+// the lease this worker holds nor the new one (another worker took it
+// over). A push refused or cut off while the claim still holds the old
+// lease (a ref lock the server could not take, the network) is neither:
+// the next renewal tries again, until a whole lease passed.
+func (r *renewal) renew(ctx context.Context) (renewed, taken bool) {
+	lease, err := r.w.newLease(ctx, r.task)
+	if err != nil {
+		return false, false
+	}
+	r.mu.Lock()
+	old := r.value
+	r.mu.Unlock()
+	err = travel.CASPush(ctx, r.w.o.Root, r.w.remote, travel.RefUpdate{Ref: r.ref, New: lease, Old: old})
+	if err != nil {
+		refs, lerr := travel.RemoteRefs(ctx, r.w.o.Root, r.w.remote, r.ref)
+		if lerr != nil {
+			return false, false
+		}
+		switch refs[r.ref] {
+		case old:
+			return false, false
+		case lease: // it went through; its answer did not
+		default:
+			return false, true
+		}
+	}
+	r.mu.Lock()
+	r.value = lease
+	r.mu.Unlock()
+	return true, false
+}
+
+// end stops the renewals and says whether the lease was lost.
+func (r *renewal) end() bool {
+	close(r.stop)
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lost
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
+	out, _, err := gitcmd.Run(ctx, gitcmd.Options{Dir: dir}, args...)
+	return strings.TrimSpace(string(out)), err
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// safeName is a worker id as a directory name.
+func safeName(id string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, id)
+}
