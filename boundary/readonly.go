@@ -466,6 +466,7 @@ func (t *taker) hashWith(paths []string, seed map[string]Blob, index, objects st
 		return out, nil, nil
 	}
 	os.Remove(index)
+	defer os.Remove(index) // its entries are read before: nothing is left behind
 	env := []string{"GIT_INDEX_FILE=" + index}
 	if objects != "" {
 		env = append(env, "GIT_OBJECT_DIRECTORY="+objects)

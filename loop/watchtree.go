@@ -102,6 +102,7 @@ func (e *engine) stopWatch() {
 	}
 	e.watch.Close()
 	e.watch = nil
+	_ = os.Remove(filepath.Join(filepath.Dir(e.watchState), "watch-cookies")) // empty once closed
 }
 
 // watchOptions syncs the watch before a boundary: the paths that changed
