@@ -271,6 +271,13 @@ func (w *Watcher) loop(f *fsnotify.Watcher, done chan struct{}) {
 			if w.fs == f {
 				if errors.Is(err, fsnotify.ErrEventOverflow) {
 					w.lost, w.rewalk = "the kernel's event queue overflowed", true
+					// A cookie written meanwhile may be among the events
+					// dropped: its Sync is incomplete anyway, and need
+					// not wait for it.
+					for name, ch := range w.cookies {
+						close(ch)
+						delete(w.cookies, name)
+					}
 				} else {
 					w.lost = "the watch reported an error: " + err.Error()
 				}

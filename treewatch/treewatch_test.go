@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func write(t *testing.T, root, rel, content string) {
@@ -148,7 +149,8 @@ func contains(list []string, s string) bool {
 
 // TestSyncOverflow: when the kernel's event queue overflows (the reader
 // held up, more changes than fs.inotify.max_queued_events), the interval
-// is incomplete, and the next one is whole again.
+// is incomplete, at once (the Sync's own cookie may be among the events
+// dropped), and the next one is whole again.
 func TestSyncOverflow(t *testing.T) {
 	b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
 	if err != nil {
@@ -160,7 +162,9 @@ func TestSyncOverflow(t *testing.T) {
 	}
 	root := t.TempDir()
 	write(t, root, "d/a.txt", "a")
-	w := start(t, root, Options{})
+	// Time enough to read every event queued, however loaded the machine
+	// (a Sync that gives up is incomplete too, for another reason).
+	w := start(t, root, Options{SyncTimeout: 2 * time.Minute})
 	ctx := context.Background()
 	w.Sync(ctx)
 	// Hold the reader up: events wait in fsnotify's buffer, then in the
@@ -176,8 +180,10 @@ func TestSyncOverflow(t *testing.T) {
 	if c := w.Sync(ctx); c.Complete || !strings.Contains(c.Reason, "overflow") {
 		t.Fatalf("sync after an overflow %+v, want incomplete", c)
 	}
+	// The events still queued when it returned come with the next
+	// interval (more paths than changed in it: harmless, each is read).
 	write(t, root, "d/a.txt", "a2")
-	if c := w.Sync(ctx); !c.Complete || !reflect.DeepEqual(c.Paths, []string{"d/a.txt"}) {
-		t.Fatalf("sync %+v, want d/a.txt", c)
+	if c := w.Sync(ctx); !c.Complete || !contains(c.Paths, "d/a.txt") {
+		t.Fatalf("sync complete %v (%s), %d paths, want d/a.txt among them", c.Complete, c.Reason, len(c.Paths))
 	}
 }
