@@ -27,12 +27,15 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/implloop/implloop/internal/words"
 )
 
 // Request is one agent call.
@@ -175,5 +178,15 @@ func New(name string, opts Options) (Agent, error) {
 			return newPreset(p, opts), nil
 		}
 	}
-	return nil, fmt.Errorf("unknown agent %q (known: %s)", name, strings.Join(Names(), ", "))
+	return nil, errors.New(UnknownMessage(name))
+}
+
+// UnknownMessage says that name is no agent: the one it is likely a typo
+// of, and the known names.
+func UnknownMessage(name string) string {
+	msg := fmt.Sprintf("unknown agent %q", name)
+	if near := words.Nearest(name, Names()); near != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return msg + " (known: " + strings.Join(Names(), ", ") + ")"
 }

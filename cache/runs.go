@@ -177,10 +177,26 @@ func (j *Journal) LatestRun(planPath string) (*Run, error) {
 		return nil, err
 	}
 	if len(rs) == 0 {
+		// Only pulled runs (or none): say why none is the default, or a
+		// clone that pulled its team's runs reads "not found" beside them.
+		var pulled int
+		if err := j.queryRow(`SELECT COUNT(*) FROM pulled`).Scan(&pulled); err == nil && pulled > 0 {
+			return nil, onlyPulledError{pulled}
+		}
 		return nil, fmt.Errorf("latest run: %w", ErrNotFound)
 	}
 	return &rs[0], nil
 }
+
+// onlyPulledError is LatestRun's ErrNotFound in a journal that holds
+// pulled runs only.
+type onlyPulledError struct{ pulled int }
+
+func (e onlyPulledError) Error() string {
+	return fmt.Sprintf("no run was made on this machine yet: the %d run(s) here were pulled, and a pulled run is never picked by default; name one by its id", e.pulled)
+}
+
+func (e onlyPulledError) Is(target error) bool { return target == ErrNotFound }
 
 // Lineage returns the run and its ancestors: self, parent, grandparent...
 func (j *Journal) Lineage(runID string) ([]Run, error) {

@@ -24,8 +24,9 @@ type Task struct {
 	EndLine int      `json:"end_line"` // last line (inclusive)
 	Checked bool     `json:"checked"`  // `- [x]` in the plan
 	Deps    []string `json:"deps,omitempty"`
-	Verify  string   `json:"verify,omitempty"` // the task's own ```verify block
-	Labels  []string `json:"labels,omitempty"` // spec-kit markers ("P": may run in parallel with its neighbours)
+	NoDeps  bool     `json:"no_deps,omitempty"` // "Depends on: none": it waits for no task
+	Verify  string   `json:"verify,omitempty"`  // the task's own ```verify block
+	Labels  []string `json:"labels,omitempty"`  // spec-kit markers ("P": may run in parallel with its neighbours)
 }
 
 // Selection is what the loop runs: the plan's facts and the tasks in range.
@@ -68,6 +69,7 @@ func Select(p *plan.Plan, r Range) (*Selection, error) {
 			EndLine: t.EndLine,
 			Checked: t.Checked,
 			Deps:    slices.Clone(t.Deps),
+			NoDeps:  t.NoDeps,
 			Verify:  t.Verify,
 			Labels:  slices.Clone(t.Labels),
 		})

@@ -3,53 +3,95 @@ package extractor
 import "slices"
 
 // The order tasks may run in, when a run starts more than one at a time
-// (--jobs). The rule (docs/plan-format.md, "Parallel tasks") is
-// conservative: a plan says which tasks are independent, implloop never
-// guesses it.
+// (--jobs), and when workers share a plan. The rule (docs/plan-format.md,
+// "Parallel tasks") is conservative: a plan says which tasks are
+// independent, implloop never guesses it.
 //
 //  1. A task with declared dependencies ("Depends on 3, 5") waits for
-//     those tasks only (the ones among the tasks run).
+//     those tasks only (the ones among the tasks run); one that declares
+//     "Depends on: none" waits for no task.
 //  2. A spec-kit task marked [P] waits for the tasks before its stretch of
 //     consecutive [P] tasks, not for the other [P] tasks of the stretch.
 //  3. Any other task waits for every task before it.
 
 // After returns what each task directly waits for, by id, in plan order of
 // tasks: its declared dependencies among tasks (rule 1), the task before
-// its stretch of [P] tasks (rule 2), or the task before it, or every task
-// of the [P] stretch right before it (rule 3: with what those wait for, it
-// is every task before it). The first task waits for nothing.
+// its stretch of [P] tasks (rule 2), or (rule 3) the fewest tasks before it
+// that, with what they wait for, are every task before it: the task right
+// before it when that one waits for all before it too, every task of a
+// [P] stretch right before it, and the tasks a declared dependency of an
+// earlier task leaves out. The first task waits for nothing.
 func After(tasks []Task) map[string][]string {
 	out := make(map[string][]string, len(tasks))
 	in := make(map[string]bool, len(tasks))
 	for _, t := range tasks {
 		in[t.ID] = true
 	}
+	idx := make(map[string]int, len(tasks))
 	for i, t := range tasks {
-		switch k := kindOf(tasks, i); k {
+		idx[t.ID] = i
+	}
+	reach := make([]bitset, len(tasks)) // what task i waits for, directly or not
+	for i, t := range tasks {
+		var direct []int
+		switch kindOf(tasks, i) {
 		case waitsDeclared:
 			for _, d := range t.Deps {
 				if in[d] && d != t.ID {
-					out[t.ID] = append(out[t.ID], d)
+					direct = append(direct, idx[d])
 				}
 			}
 		case waitsBeforeStretch:
 			if s := stretchStart(tasks, i); s > 0 {
-				out[t.ID] = []string{tasks[s-1].ID}
+				direct = []int{s - 1}
 			}
 		default:
-			if i == 0 {
-				continue
+			direct = coverBefore(reach, i)
+		}
+		reach[i] = newBitset(len(tasks))
+		for _, j := range direct {
+			out[t.ID] = append(out[t.ID], tasks[j].ID)
+			if j < i { // a dependency later in the plan: no reach of its own yet
+				reach[i].or(reach[j])
 			}
-			if kindOf(tasks, i-1) == waitsBeforeStretch {
-				for j := stretchStart(tasks, i-1); j < i; j++ {
-					out[t.ID] = append(out[t.ID], tasks[j].ID)
-				}
-				continue
-			}
-			out[t.ID] = []string{tasks[i-1].ID}
+			reach[i].set(j)
 		}
 	}
 	return out
+}
+
+// coverBefore is the fewest tasks before task i that, with what they wait
+// for (reach), are all the tasks before it, in plan order: walking back
+// from i-1, each task not yet covered is taken, with what it reaches.
+func coverBefore(reach []bitset, i int) []int {
+	if i == 0 {
+		return nil
+	}
+	covered := newBitset(i)
+	var out []int
+	for j := i - 1; j >= 0; j-- {
+		if covered.has(j) {
+			continue
+		}
+		out = append(out, j)
+		covered.or(reach[j])
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// bitset is a set of task indexes.
+type bitset []uint64
+
+func newBitset(n int) bitset    { return make(bitset, (n+63)/64) }
+func (b bitset) set(i int)      { b[i/64] |= 1 << (i % 64) }
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+
+// or adds to b the members of c below b's size.
+func (b bitset) or(c bitset) {
+	for k := range min(len(b), len(c)) {
+		b[k] |= c[k]
+	}
 }
 
 // LatestWait returns, per task index, the index of the latest task (in
@@ -108,7 +150,7 @@ const (
 
 func kindOf(tasks []Task, i int) waitKind {
 	switch {
-	case len(tasks[i].Deps) > 0:
+	case len(tasks[i].Deps) > 0 || tasks[i].NoDeps:
 		return waitsDeclared
 	case parallelMarked(tasks[i]):
 		return waitsBeforeStretch

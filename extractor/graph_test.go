@@ -19,7 +19,11 @@ func tasksOf(spec string) []Task {
 			t.Labels = []string{"P"}
 		}
 		t.ID = id
-		if deps != "" {
+		switch deps {
+		case "":
+		case "none":
+			t.NoDeps = true
+		default:
 			t.Deps = strings.Split(deps, ",")
 		}
 		out = append(out, t)
@@ -48,6 +52,13 @@ func TestWaves(t *testing.T) {
 		{"1 2 3:1", "1 | 2,3", "2<1 3<1"},
 		{"1:9 2", "1 | 2", "2<1"}, // a dependency outside the tasks run
 		{"1P 2P 3P", "1,2,3", ""},
+		// A later task waits for what an earlier declared dependency leaves out.
+		{"1 2 3:1 4", "1 | 2,3 | 4", "2<1 3<1 4<2,3"},
+		{"1 2 3 4:1 5:2 6", "1 | 2 | 3,4,5 | 6", "2<1 3<2 4<1 5<2 6<3,4,5"},
+		// "Depends on: none": it waits for nothing; the task after it waits for all before.
+		{"1 2 3:none 4", "1 | 2,3 | 4", "2<1 4<2,3"},
+		{"1 2:none 3:none", "1,2,3", ""},
+		{"1P 2P 3:none 4", "1,2,3 | 4", "4<1,2,3"},
 	}
 	for _, c := range cases {
 		ts := tasksOf(c.plan)
@@ -78,8 +89,13 @@ func TestWavesProperty(t *testing.T) {
 			if rapid.Bool().Draw(rt, fmt.Sprintf("p%d", i)) {
 				x.Labels = []string{"P"}
 			}
-			if i > 1 && rapid.IntRange(0, 3).Draw(rt, fmt.Sprintf("d%d", i)) == 0 {
-				x.Deps = []string{fmt.Sprint(rapid.IntRange(1, i-1).Draw(rt, fmt.Sprintf("dep%d", i)))}
+			switch rapid.IntRange(0, 5).Draw(rt, fmt.Sprintf("d%d", i)) {
+			case 0:
+				if i > 1 {
+					x.Deps = []string{fmt.Sprint(rapid.IntRange(1, i-1).Draw(rt, fmt.Sprintf("dep%d", i)))}
+				}
+			case 1:
+				x.NoDeps = true
 			}
 			ts = append(ts, x)
 		}
@@ -115,6 +131,20 @@ func TestWavesProperty(t *testing.T) {
 		}
 		if k != n {
 			rt.Fatalf("waves cover %d of %d tasks", k, n)
+		}
+		// Rule 3: a task that declares nothing and is not [P] waits,
+		// through what it waits for, for every task before it.
+		for i, x := range ts {
+			if len(x.Deps) > 0 || x.NoDeps || len(x.Labels) > 0 {
+				continue
+			}
+			seen := map[string]bool{}
+			reach(x.ID, seen)
+			for _, y := range ts[:i] {
+				if !seen[y.ID] {
+					rt.Fatalf("task %s does not wait for task %s before it (after: %v)", x.ID, y.ID, after)
+				}
+			}
 		}
 	})
 }

@@ -122,7 +122,15 @@ func blockedText(blocks []blockInfo) string {
 		if b.Stash.Commit != "" {
 			fmt.Fprintf(&s, "\nA stash was made during the run (by the agent: implloop never stashes): `stash@{0}`, %q (commit %.12s). "+
 				"`git stash show -p stash@{0}` shows what it put away; `git stash pop` brings it back into the tree, "+
-				"`git stash drop` throws it away.\n", b.Stash.Subject, b.Stash.Commit)
+				"`git stash drop` throws it away.", b.Stash.Subject, b.Stash.Commit)
+			if len(b.Lost) > 0 {
+				// Both write the same files: pop refuses ("already
+				// exists, no checkout") once restore has written them.
+				s.WriteString(" It may hold the lost files listed above: bring those back one way, not both " +
+					"(`git stash pop` refuses to write over a file `implloop restore` brought back; " +
+					"after the restore, `git stash show --include-untracked stash@{0}` says what else it holds).")
+			}
+			s.WriteString("\n")
 		}
 		if b.Sandbox != "" && refusedWrite(b.AgentFailure+b.Output) {
 			fmt.Fprintf(&s, "\nThe agent ran sandboxed (%s): a write it was refused (\"Read-only file system\", \"Operation not permitted\") "+
@@ -166,8 +174,9 @@ func blockedText(blocks []blockInfo) string {
 			"`implloop restore --run %s --task %s --before` puts those paths back (or, by hand, `git checkout -- PATH` "+
 			"for a tracked file, `rm PATH` for a new one).", b.TaskID, b.RunID, b.TaskID, b.RunID, b.TaskID)
 	}
-	step("Commit what is good (optional: implloop compares content, so committing never looks like a loss).")
+	// Removed before the commit, or `git add -A` would commit it.
 	step("Remove this file: `rm %s`.", BlockedFile)
+	step("Commit what is good (optional: implloop compares content, so committing never looks like a loss).")
 	if gone {
 		step("Start again: `implloop run %s`. With the journal gone every task runs live again; tick (`- [x]`) the tasks "+
 			"whose work is done and committed to skip them.", first.PlanPath)

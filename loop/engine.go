@@ -619,7 +619,7 @@ func (e *engine) resumeFrontMatter() error {
 type UnknownAgentError struct{ Name string }
 
 func (e *UnknownAgentError) Error() string {
-	return fmt.Sprintf("unknown agent %q (known: %s)", e.Name, strings.Join(agent.Names(), ", "))
+	return agent.UnknownMessage(e.Name)
 }
 
 // ErrNoAgent is a run with no agent: no --agent, --agent-cmd or agent in

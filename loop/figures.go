@@ -46,6 +46,11 @@ func refuseFigures(r *agent.Result) []string {
 		case *f.v < 0:
 			out = append(out, fmt.Sprintf("the agent reported %d %s for a call: refused (negative), counted as not reported", *f.v, f.name))
 			*f.v = 0
+		case *f.v == math.MaxInt64:
+			// Read saturated (1e308, a 30-digit count): the number
+			// shown would be implloop's, not the agent's.
+			out = append(out, fmt.Sprintf("the agent reported a count of %s past 64 bits for a call: refused (over a trillion for one call), counted as not reported", f.name))
+			*f.v = 0
 		case *f.v > maxCallTokens:
 			out = append(out, fmt.Sprintf("the agent reported %d %s for a call: refused (over a trillion for one call), counted as not reported", *f.v, f.name))
 			*f.v = 0

@@ -89,6 +89,13 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 		end++
 	}
 	e.waveEnd = end
+	if e.box != nil && end > i+1 {
+		// Calls will overlap: the sandbox's commondir placeholder stays
+		// until endWaves, so that no call's end removes it while git runs.
+		if err := e.box.HoldCommon(ctx, e.o.RepoRoot); err != nil {
+			return err
+		}
+	}
 	type job struct {
 		i int // the task's index
 		t extractor.Task
@@ -246,6 +253,9 @@ func (e *engine) relWorktree(path string) string {
 // has them running) and removes the task worktrees.
 func (e *engine) endWaves(ctx context.Context) {
 	e.inFlight.Wait()
+	if e.box != nil {
+		e.box.ReleaseCommon()
+	}
 	e.journalAhead()
 	if len(e.settledRefs) > 0 {
 		_ = boundary.DropAhead(context.WithoutCancel(ctx), e.o.RepoRoot, e.settledRefs...)

@@ -110,7 +110,7 @@ func TestParallelOrder(t *testing.T) {
 			var term bytes.Buffer
 			// Which task of a wave takes lane 1 is the scheduler's: only
 			// that there are lanes is asked.
-			if err := report.Terminal(&term, out.Report); err != nil || !strings.Contains(term.String(), "lanes (tasks that ran at once):\n  1  ") || !strings.Contains(term.String(), "\n  2  ") {
+			if err := report.Terminal(&term, out.Report); err != nil || !strings.Contains(term.String(), "lanes (tasks that ran at once):\n  lane 1: task ") || !strings.Contains(term.String(), "\n  lane 2: task ") {
 				t.Errorf("the report does not draw the lanes: %v\n%s", err, term.String())
 			}
 			lines := strings.Split(strings.TrimSpace(readFile(t, order)), "\n")

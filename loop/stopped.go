@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,12 +26,40 @@ func (e *engine) endStopped(out *Outcome) error {
 	if err := os.WriteFile(filepath.Join(e.o.RepoRoot, BlockedFile), []byte(e.stoppedText(out)), 0o644); err != nil {
 		return err
 	}
+	if err := e.noteStop(); err != nil {
+		return err
+	}
 	e.blockedWrote, out.Blocked, out.Stopped = true, true, st.why
 	ev := Event{Type: EvStopped, Task: st.task, Title: st.title, Status: string(st.kind), Message: st.why}
 	if !st.until.IsZero() {
 		ev.Until = st.until.UTC()
 	}
 	e.emit(ev)
+	return nil
+}
+
+// noteStop puts the stop's reason on the task a resume goes on with when
+// no task carries it yet: a cap reached at a task boundary stops the run
+// after a done task, and without it the report, show and report.json of
+// a PARTIAL run with every started task done would not say why it
+// stopped (a stop inside a task is noted there by stopTask).
+func (e *engine) noteStop() error {
+	tasks, err := e.j.Tasks(e.runID)
+	if err != nil {
+		return err
+	}
+	note := "stopped: " + e.stopped.why
+	for _, t := range tasks {
+		if slices.Contains(t.Concerns, note) {
+			return nil
+		}
+	}
+	for _, t := range tasks {
+		if t.Status == cache.TaskPending {
+			t.Concerns = append(t.Concerns, note)
+			return e.j.PutTask(t)
+		}
+	}
 	return nil
 }
 
@@ -64,7 +93,7 @@ func (e *engine) stoppedText(out *Outcome) string {
 	resume := "implloop resume --run " + e.runID
 	switch st.kind {
 	case stopWait:
-		fmt.Fprintf(&b, "The agent said: %q\n\n", st.limit)
+		fmt.Fprintf(&b, "The limit, as read from the agent's output: %q\n\n", st.limit)
 		b.WriteString("The call that hit the limit did not complete: the task runs it again on the resume (no attempt was counted for it).\n\n")
 	default:
 		fmt.Fprintf(&b, "What live calls reported: %s, %d tokens, in %d call(s). The call in flight finished, with its gate; no task or attempt started after it.\n\n",

@@ -62,6 +62,7 @@ func (r *parseState) scanDeps(t *taskBuild, absStart int, line []byte, open bool
 		return open
 	}
 	t.deps = append(t.deps, found...)
+	t.noDeps = t.noDeps || none
 	return open
 }
 
@@ -122,8 +123,9 @@ func (r *parseState) scanDepFields(t *taskBuild, absStart int, line []byte) {
 		} else if e := bytes.Index(rest, []byte("·")); e >= 0 {
 			rest = rest[:e]
 		}
-		found, _ := r.depList(absStart+k+m[1], rest, false)
+		found, none := r.depList(absStart+k+m[1], rest, false)
 		t.deps = append(t.deps, found...)
+		t.noDeps = t.noDeps || none
 	}
 }
 
@@ -268,7 +270,7 @@ tokens:
 		trimmed := strings.TrimLeft(tok, "`*_([#")
 		off := loc[0] + len(tok) - len(trimmed)
 		tok = strings.TrimRight(trimmed, "`*_)].:。")
-		if w := taskWord(tok); w > 0 && w < len(tok) { // "任务1.1", "Task#3"
+		if w := taskWord(tok); w > 0 && w < len(tok) && codeID(tok) != len(tok) { // "任务1.1", "Task#3" ("TASK-001" is a code id)
 			off += w
 			tok = strings.TrimLeft(tok[w:], "#")
 		}

@@ -118,6 +118,7 @@ func (r *parseState) checkDeps(first map[string]int) {
 			}
 			t.Deps = append(t.Deps, d.id)
 		}
+		t.NoDeps = t.noDeps && len(t.Deps) == 0
 	}
 }
 

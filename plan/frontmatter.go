@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/implloop/implloop/internal/words"
 	"github.com/implloop/implloop/settings"
 )
 
@@ -239,56 +240,14 @@ func readFrontMatterKeys(doc *yaml.Node, firstLine int, diag func(line, col int,
 	return fm, foreign
 }
 
-// nearestKey returns the known key that key is a likely typo of (one
-// edit away, or two for keys of six letters or more, a swap of two
-// neighbours counting as one: "agnet", "max_attempt"), or "".
+// nearestKey returns the known key that key is a likely typo of
+// (words.Nearest), or "".
 func nearestKey(key string) string {
-	limit := 1
-	if len(key) >= 6 {
-		limit = 2
+	names := make([]string, len(FrontMatterKeys))
+	for i, k := range FrontMatterKeys {
+		names[i] = k.Name
 	}
-	best, bestDist := "", limit+1
-	for _, k := range FrontMatterKeys {
-		if d := editDistance(key, k.Name, limit); d < bestDist {
-			best, bestDist = k.Name, d
-		}
-	}
-	return best
-}
-
-// editDistance is the optimal string alignment distance between a and b
-// (insertions, deletions, substitutions and swaps of neighbours), or
-// limit+1 once it is known to exceed limit.
-func editDistance(a, b string, limit int) int {
-	if d := len(a) - len(b); d > limit || -d > limit {
-		return limit + 1
-	}
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin > limit {
-			return limit + 1
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
+	return words.Nearest(key, names)
 }
 
 // firstAlias returns the first alias node under n, in document order, or

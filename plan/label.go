@@ -107,8 +107,14 @@ func parseLabelWith(s string, bare, phases bool) label {
 // not ok when the text opens with no id.
 func labelID(rest, opener string, bare, phases bool) (kind labelKind, id, after string, ticked, ok bool) {
 	fail := func() (labelKind, string, string, bool, bool) { return 0, "", "", false, false }
+	// "TASK-001", "STEP-2": a code id that starts with a task word glued
+	// to it (no space after "TASK"), not the word "Task" and a number.
+	codeNotWord := false
+	if w, _, spaced := taskWordAt(rest); w > 0 && spaced && len(strings.TrimLeft(rest[w:], " \t")) == len(rest)-w {
+		codeNotWord = codeID(rest) > 0
+	}
 	switch {
-	case taskWord(rest) > 0:
+	case taskWord(rest) > 0 && !codeNotWord:
 		w, k, spaced := taskWordAt(rest)
 		kind = k
 		r := strings.TrimLeft(rest[w:], " \t")

@@ -229,6 +229,7 @@ type taskBuild struct {
 	hasVerify  bool
 	verifyLine int
 	deps       []depRef
+	noDeps     bool // a dependency line says "none"
 }
 
 // depRef is a dependency as written, with where it was written.

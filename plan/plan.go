@@ -86,7 +86,8 @@
 // A task's id is its explicit label ("10", "3.2", "T010"), else its 1-based
 // ordinal. A line in a task's prose (not in code) starting "Depends on:",
 // "Depends:" or "Dependencies:" declares dependencies: "Depends on: 1, 3",
-// "depends on Task 3 and Task 5", "Depends: T012"; "none" declares none;
+// "depends on Task 3 and Task 5", "Depends: T012"; "none" declares none
+// ([Task.NoDeps]: the task waits for no other task under --jobs);
 // so does an arrow ending a checklist item, "→ depends: tdg-1, tdg-2",
 // left out of the title. A
 // fenced block with info string "verify" holds the task's verify command.
@@ -178,6 +179,7 @@ type Task struct {
 	Status   Status   `json:"status,omitempty"`   // the progress mark the plan gives it ("[~]", "✅", a Status cell), when it gives one
 	Optional bool     `json:"optional,omitempty"` // Kiro's "- [ ]*"
 	Deps     []string `json:"deps,omitempty"`     // declared dependencies, in order, deduplicated
+	NoDeps   bool     `json:"no_deps,omitempty"`  // "Depends on: none" and no dependency declared: it waits for no task
 	Verify   string   `json:"verify,omitempty"`   // the first ```verify block's content, LF line endings
 	Section  string   `json:"section,omitempty"`  // checklist tasks: the closest heading above, level 2 or deeper ("Phase 1: Setup")
 	Level    int      `json:"level,omitempty"`    // heading level of a heading task; 0 for checklist tasks

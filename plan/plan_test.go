@@ -333,6 +333,10 @@ func TestParseLabel(t *testing.T) {
 		{"`go1.22` upgrade", true, labelNone, "", ""},
 		{"`tdg-1`x", true, labelNone, "", ""},
 		{"`tdg-1", true, labelNone, "", ""},
+		// A code id that starts with a task word is a code id, not "Task".
+		{"TASK-001: Setup", false, labelCode, "TASK-001", "Setup"},
+		{"STEP-2: Wire it", false, labelCode, "STEP-2", "Wire it"},
+		{"Task-1: mixed case", false, labelNone, "", ""},
 	} {
 		got := parseLabel(tc.in, tc.bare)
 		if got.kind != tc.kind || got.id != tc.id || got.title != tc.title {
@@ -722,6 +726,29 @@ func TestZencoderSteps(t *testing.T) {
 	for i, w := range want {
 		if p.Tasks[i].Title != w.title || p.Tasks[i].Checked != w.checked {
 			t.Errorf("task %d = %q checked %v, want %q checked %v", i+1, p.Tasks[i].Title, p.Tasks[i].Checked, w.title, w.checked)
+		}
+	}
+}
+
+// Headings "### TASK-001: Title" (awesome-copilot's and many a generated
+// plan's ids) keep their ids, and "Depends on: TASK-001" (in any
+// language) names them: the task word glued to the number is part of the
+// id, not "Task" and "-001".
+func TestTaskWordCodeIDs(t *testing.T) {
+	t.Parallel()
+	p := parseOK(t, "# Plan\n\n### TASK-001: Setup\n\nDo it.\n\n### TASK-002: API\n\nDepends on: TASK-001\n\nDo it.\n\n"+
+		"### TASK-003: UI\n\n依赖: TASK-001, TASK-002\n\nDo it.\n")
+	want := []struct {
+		id, title string
+		deps      []string
+	}{{"TASK-001", "Setup", nil}, {"TASK-002", "API", []string{"TASK-001"}}, {"TASK-003", "UI", []string{"TASK-001", "TASK-002"}}}
+	if len(p.Tasks) != len(want) {
+		t.Fatalf("got %d tasks, want %d", len(p.Tasks), len(want))
+	}
+	for i, w := range want {
+		got := p.Tasks[i]
+		if got.ID != w.id || got.Title != w.title || !slices.Equal(got.Deps, w.deps) {
+			t.Errorf("task %d = %q %q deps %v, want %q %q deps %v", i, got.ID, got.Title, got.Deps, w.id, w.title, w.deps)
 		}
 	}
 }

@@ -73,8 +73,8 @@ func Terminal(w io.Writer, r *Report) error {
 }
 
 // writeLanes draws a run whose tasks ran at once (--jobs) as lanes, one
-// line per worker: each attempt as task id, start and end in seconds from
-// the first. Nothing for a run that ran one thing at a time.
+// line per worker: each attempt as "task ID", start and end in seconds
+// from the first ("lane 2: task 3 0.1-2.2s, task 5 (attempt 2) 2.3-4.0s"). Nothing for a run that ran one thing at a time.
 func writeLanes(b *bytes.Buffer, r *Report) {
 	lanes := 0
 	for _, a := range r.Attempts {
@@ -91,13 +91,13 @@ func writeLanes(b *bytes.Buffer, r *Report) {
 			if a.Lane != l {
 				continue
 			}
-			id := a.Task
+			id := "task " + a.Task
 			if a.Attempt > 1 {
-				id += fmt.Sprintf("~a%d", a.Attempt)
+				id += fmt.Sprintf(" (attempt %d)", a.Attempt)
 			}
 			parts = append(parts, fmt.Sprintf("%s %.1f-%.1fs", id, a.Start.Sub(t0).Seconds(), a.End.Sub(t0).Seconds()))
 		}
-		fmt.Fprintf(b, "  %d  %s\n", l+1, strings.Join(parts, ", "))
+		fmt.Fprintf(b, "  lane %d: %s\n", l+1, strings.Join(parts, ", "))
 	}
 }
 

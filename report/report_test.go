@@ -382,3 +382,26 @@ func TestNotReported(t *testing.T) {
 		t.Errorf("markdown report:\n%s", md)
 	}
 }
+
+// The lanes of a --jobs run name what they show: a newcomer could not
+// read "  1  0 0.0-0.0s, 2 0.1-0.1s".
+func TestTerminalLanesSayTaskAndLane(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)
+	at := func(task string, attempt, lane int, from, to float64) Attempt {
+		return Attempt{Task: task, Attempt: attempt, Lane: lane,
+			Start: t0.Add(time.Duration(from * float64(time.Second))), End: t0.Add(time.Duration(to * float64(time.Second)))}
+	}
+	r := &Report{Headline: "DONE 3/3", Attempts: []Attempt{at("0", 1, 0, 0, 0.04), at("1", 1, 1, 0.1, 2.2), at("2", 1, 0, 0.1, 0.15), at("2", 2, 0, 2.3, 4)}}
+	var b bytes.Buffer
+	if err := Terminal(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"\n  lane 1: task 0 0.0-0.0s, task 2 0.1-0.1s, task 2 (attempt 2) 2.3-4.0s\n",
+		"\n  lane 2: task 1 0.1-2.2s\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("terminal report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // placeholderText is what git assumes when a git directory has no
@@ -53,4 +55,46 @@ func (s *Sandbox) holdPlaceholder(path string) (release func(), err error) {
 			os.Remove(path)
 		}
 	}, nil
+}
+
+// HoldCommon keeps the commondir placeholder of dir's common git
+// directory from now until ReleaseCommon, across the calls made in
+// between: for a run whose calls overlap (--jobs). Each call's own hold
+// makes and removes the file when it alone uses it; with calls starting
+// and ending while implloop, a gate or another call runs git in the same
+// repository, git could find the file and then fail to read it ("fatal:
+// failed to read .git/commondir"), removed in between. Made before the
+// first overlapping call and removed after the last, it never changes
+// while anything else runs git. Holding again does nothing.
+func (s *Sandbox) HoldCommon(ctx context.Context, dir string) error {
+	s.mu.Lock()
+	held := s.held != nil
+	s.mu.Unlock()
+	if held {
+		return nil
+	}
+	l, err := s.layout(ctx, dir)
+	if err != nil {
+		return err
+	}
+	release, err := s.holdPlaceholder(filepath.Join(l.common, "commondir"))
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.held = release
+	s.mu.Unlock()
+	return nil
+}
+
+// ReleaseCommon ends HoldCommon's hold, once no call runs: the
+// placeholder goes unless a call still holds it.
+func (s *Sandbox) ReleaseCommon() {
+	s.mu.Lock()
+	release := s.held
+	s.held = nil
+	s.mu.Unlock()
+	if release != nil {
+		release()
+	}
 }

@@ -49,6 +49,8 @@ type Sandbox struct {
 	// placeholders counts the calls that use each commondir placeholder
 	// (placeholder.go).
 	placeholders map[string]int
+	// held releases HoldCommon's hold (nil: none).
+	held func()
 }
 
 // UnavailableError is a sandbox that cannot be made here: no tool

@@ -42,7 +42,9 @@ commit outside the loop, work that was there before a run, or an edit
 made since the run's last boundary.
 
 It is git's own blame along the run's boundary chain
-(refs/implloop/runs/<run>, default: the latest run), read-only.
+(refs/implloop/runs/<run>, default: the latest run), read-only. The run's
+plan is not in those boundaries (implloop keeps it beside them): blame of
+the plan is refused; 'git blame' says who wrote it.
 
 ` + exitStatusHelp(longExits...),
 		Example: `  # Which task wrote the login handler
@@ -75,6 +77,12 @@ func blameRun(ctx context.Context, o *blameOptions) error {
 	}
 	defer j.Close()
 	path := journalPlanPath(root, o.io.workingDir, o.path)
+	if path == run.PlanPath {
+		// Boundaries keep the plan beside their trees, not in them: a
+		// blame along them would call every line "changed since".
+		return errorf("'git blame "+o.path+"' says who wrote it; 'implloop blame FILE' is for the files tasks write",
+			"blame %s: it is run %s's plan, which implloop keeps beside its boundaries, not in them: no task wrote it", o.path, run.ID)
+	}
 	bl, err := loop.Blame(ctx, j, root, run.ID, path, o.from, o.to)
 	if errors.Is(err, loop.ErrNoBoundaryCommits) {
 		return errorf("blame works on runs started by this implloop or later", "run %s has no boundary commits to blame from", run.ID)

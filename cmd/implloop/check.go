@@ -43,9 +43,10 @@ func newCheckCmdWith(io *ioStreams, runF func(*checkOptions) error) *cobra.Comma
     run's repair note and implloop's journal (kept in .implloop/ by older
     implloops, in the git directory now) never belong in history.
   - Staged plans are linted from their staged content (not the worktree):
-    the plans of journaled runs, the staged files matching --plans (a glob
-    against repo-relative paths, e.g. 'docs/*.md'; ** matches any number of
-    directories), and, so that a new plan is checked before any run used
+    the plans of journaled runs, the staged files matching --plans or the
+    git config key implloop.planGlobs (a glob against repo-relative paths,
+    e.g. 'docs/*.md'; ** matches any number of directories; the key may be
+    given more than once), and, so that a new plan is checked before any run used
     it, staged files matching the default globs ` + "`" + `**/plan*.md` + "`" + ` and
     ` + "`" + `**/tasks.md` + "`" + ` that hold at least one task (a planning note with no
     task is not taken for a broken plan). Lint errors are refused;
@@ -71,7 +72,11 @@ EXIT STATUS
   implloop check
 
   # In CI, also lint staged plans no run has used yet
-  implloop check --plans 'docs/*.md' --plans 'specs/*/tasks.md'`,
+  implloop check --plans 'docs/*.md' --plans 'specs/*/tasks.md'
+
+  # The same for every commit in this clone (the hook gets no flags):
+  #   git config --add implloop.planGlobs 'docs/*.md'
+  implloop check`,
 		Args:              exactArgs(0, "no arguments (use --plans GLOB)"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -98,6 +103,11 @@ func checkRun(o *checkOptions) error {
 	if err != nil {
 		return errorf("", "%w", err)
 	}
+	globs, err := configPlanGlobs(o.ctx, root)
+	if err != nil {
+		return err
+	}
+	globs = append(globs, o.globs...)
 	w := o.io.ErrOut
 	var out checkJSON
 	if o.asJSON {
@@ -142,7 +152,7 @@ func checkRun(o *checkOptions) error {
 			continue
 		}
 		run, journaled := latest[c.Path]
-		named := matchesAny(o.globs, c.Path)
+		named := matchesAny(globs, c.Path)
 		byDefault := !journaled && !named && matchesAny(defaultPlanGlobs, c.Path)
 		if !journaled && !named && !byDefault {
 			continue
@@ -211,6 +221,32 @@ type checkRefusal struct {
 type checkPlanJSON struct {
 	Path        string            `json:"path"`
 	Diagnostics []plan.Diagnostic `json:"diagnostics"`
+}
+
+// configPlanGlobs reads git config implloop.planGlobs (any scope, each
+// value one glob, as --plans takes): the plans a pre-commit hook, which
+// gets no flags, lints besides the defaults. A glob check cannot read is
+// an error naming the key.
+func configPlanGlobs(ctx context.Context, root string) ([]string, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	values, err := gitConfigAll(ctx, root, "implloop.planGlobs")
+	if err != nil {
+		return nil, errorf("", "read git config implloop.planGlobs: %w", err)
+	}
+	var globs []string
+	for _, g := range values {
+		if g = strings.TrimSpace(g); g == "" {
+			continue
+		}
+		if err := checkGlob(g); err != nil {
+			return nil, errorf("fix it with 'git config --unset-all implloop.planGlobs', then 'git config --add implloop.planGlobs GLOB' (e.g. 'docs/*.md')",
+				"git config implloop.planGlobs %q: %v", g, err)
+		}
+		globs = append(globs, g)
+	}
+	return globs, nil
 }
 
 func matchesAny(globs []string, p string) bool {

@@ -195,6 +195,19 @@ func gitToplevel(dir string) (string, error) {
 	return gitcmd.Output(context.Background(), dir, "rev-parse", "--show-toplevel")
 }
 
+// gitConfigAll is every value of a multi-valued git config key (any
+// scope), none when it is not set.
+func gitConfigAll(ctx context.Context, root, key string) ([]string, error) {
+	out, _, err := gitcmd.Run(ctx, gitcmd.Options{Dir: root}, "config", "-z", "--get-all", key)
+	if err != nil {
+		if gitcmd.ExitCode(err) == 1 {
+			return nil, nil // not set
+		}
+		return nil, err
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"), nil
+}
+
 // hooksDir is where git runs hooks from for the repository at root:
 // core.hooksPath (relative to the worktree root) when set, else the
 // common git dir's hooks/ (shared by linked worktrees).

@@ -27,7 +27,10 @@ func newHookCmd(io *ioStreams) *cobra.Command {
 		Long: `Install or remove a git pre-commit hook that runs 'implloop check' on
 every commit: it refuses commits that stage BLOCKED.md, anything under
 .implloop/ (an older implloop's journal), or a plan with lint errors, and
-warns when a plan edit changes tasks of an unfinished run.
+warns when a plan edit changes tasks of an unfinished run. The hook gets
+no flags: plans it should lint besides those of runs and the default
+globs (**/plan*.md, **/tasks.md) are named in git config, e.g.
+'git config --add implloop.planGlobs "docs/*.md"' (see 'implloop check').
 
 The hook goes where git looks for hooks: core.hooksPath when set (relative
 to the worktree root), else the hooks directory of the repository's common

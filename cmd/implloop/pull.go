@@ -131,6 +131,17 @@ func sizeFlag(n int64) string {
 	return fmt.Sprint(n)
 }
 
+// raisedCap is the cap a refused pull's hint suggests: twice the cap,
+// doubled until it holds what was refused (a 3 KiB blob under a 10 B cap
+// needs 5K, not 20).
+func raisedCap(limit, size int64) int64 {
+	n := max(2*limit, 1)
+	for n < size && n < 1<<62 {
+		n *= 2
+	}
+	return n
+}
+
 // limits are the pull's size caps, from its flags.
 func (o *pullOptions) limits() (travel.Limits, error) {
 	var l travel.Limits
@@ -207,6 +218,7 @@ func pullRun(ctx context.Context, o *pullOptions) error {
 	}
 	if len(untrusted) > 0 {
 		fmt.Fprintf(o.io.ErrOut, "implloop: %d pulled run(s) are not trusted: they stay readable, but their work is never replayed, restored or used to skip a gate here unless you resume one by name (docs/journal.md, Trust)\n", len(untrusted))
+		fmt.Fprintf(o.io.ErrOut, "implloop: hint: to trust a teammate's runs, put their signing key in your allowed signers (SSH keys: git config gpg.ssh.allowedSignersFile FILE) and pull again: a signed run then says \"now trusted\"; an unsigned run never is\n")
 	}
 	return nil
 }
@@ -219,7 +231,7 @@ func travelError(err error, remote string) error {
 	var signErr *travel.SignError
 	switch {
 	case errors.As(err, &limit):
-		return errorf(fmt.Sprintf("nothing was imported; if you trust what is on %s, raise the cap: implloop pull %s %s", remoteOr(remote), limit.Flag, sizeFlag(2*limit.Limit)), "%s", err)
+		return errorf(fmt.Sprintf("nothing was imported; if you trust what is on %s, raise the cap: implloop pull %s %s", remoteOr(remote), limit.Flag, sizeFlag(raisedCap(limit.Limit, limit.Size))), "%s", err)
 	case errors.As(err, &signErr):
 		return errorf("check that 'git commit -S' works here (git config gpg.format, user.signingKey; the key's agent), or push unsigned: git config implloop.signRuns false; nothing was pushed", "%s", err)
 	case errors.As(err, &refused):

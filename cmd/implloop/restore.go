@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -96,6 +97,21 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 		return err
 	}
 	defer j.Close()
+	if o.task != "" {
+		// A task the run does not have lost nothing, but saying so
+		// hides a typo ("--task 9" of a 3-task run): as show does.
+		tasks, err := j.Tasks(run.ID)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for _, t := range tasks {
+			ids = append(ids, t.TaskID)
+		}
+		if !slices.Contains(ids, o.task) {
+			return errorf(fmt.Sprintf("its tasks: %v ('implloop show %s' lists them)", ids, run.ID), "run %s has no task %q", run.ID, o.task)
+		}
+	}
 	// PATHs are as the user typed them (relative to the working
 	// directory); lost paths are relative to the repo root.
 	var paths []string

@@ -44,8 +44,11 @@ changed, and says why.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		hint := "run '" + c.CommandPath() + " --help' for usage"
 		var bad *badValueError
-		if errors.As(err, &bad) {
+		switch {
+		case errors.As(err, &bad):
 			hint = bad.hint
+		case strings.Contains(err.Error(), "time: invalid duration"), strings.Contains(err.Error(), "time: missing unit"):
+			hint = "a duration is a number and a unit: 90s, 30m, 6h, 1h30m"
 		}
 		return usagef(hint, "%s", err)
 	})

@@ -1,6 +1,6 @@
 // Package words holds the small helpers that put a count, a hash or a
 // long value into a message for people: "2 errors", "3f2a9c1", a value
-// cut short with a mark. Each was written again in several packages; it
+// cut short with a mark, the name a typo likely meant. Each was written again in several packages; it
 // imports nothing of implloop's, so any package may use it (package plan
 // included).
 package words
