@@ -40,7 +40,7 @@ func TestDiff(t *testing.T) {
 			`task.id: "10" -> (absent) | task id changed`,
 			`task.text: "context line" (+301 lines) -> (absent) | task text changed`}},
 		{"feedback appears", func(p *Preimage) { p.GateFeedback = "FAIL x"; p.Attempt = 2 }, []string{
-			`attempt: 1 -> 2 | new attempt`, `gate_feedback: (absent) -> "FAIL x" | gate feedback changed`}},
+			`attempt: 1 -> 2 | new attempt`, `gate_feedback: (absent) -> "FAIL x" | feedback from the failed attempt changed`}},
 		{"plan and preamble", func(p *Preimage) { p.PlanSHA256 = "bb"; p.PreambleSHA256 = "" }, []string{
 			`preamble_sha256: "p1" -> (absent) | preamble changed`, `plan_sha256: "aa" -> "bb" | plan changed`}},
 		{"agent", func(p *Preimage) { p.Agent = "claude" }, []string{`agent: "exec" -> "claude" | agent changed`}},

@@ -32,7 +32,7 @@ var hashedScope = []ScopeEntry{
 	{"plan_sha256", "sha256 of the plan's bytes on disk, only for units whose prompt reads the plan (only those units get it as IMPLLOOP_PLAN_SHA256)", "such a prompt carries the plan's path, not its bytes: without the hash a plan edit is invisible", "plan changed"},
 	{"prompt", "a normalized free prompt (`implloop id`, outside tools)", "it is what the agent is asked", "prompt changed"},
 	{"attempt", "the 1-based attempt number", "a retry must miss: with identical inputs a failed call would replay forever", "new attempt"},
-	{"gate_feedback", "the normalized verify output handed to a retry (absent when none)", "it changes what the agent is asked to fix", "gate feedback changed"},
+	{"gate_feedback", "what a retry is told of the attempt before: its gate's normalized output, or the agent's failure (absent when none)", "it changes what the agent is asked to fix", "feedback from the failed attempt changed"},
 	{"gate", "the normalized gate command the prompt tells the agent it must pass: the task's `verify` block, else `--verify` (absent when the task has no gate)", "the agent is told what will judge its work: another gate asks it for something else", "gate command changed"},
 	{"artifacts", "sorted hashes of the artifacts of declared dependencies (absent when none are declared)", "a dependency's new output is new input; the order they are listed in is not", "dependency artifacts changed"},
 	{"timeout_s", "the timeout in seconds (absent when none)", "a shorter timeout can change the outcome", "timeout changed"},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/implloop/implloop/agent"
 	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/internal/words"
 )
 
 // Budget caps.
@@ -104,7 +105,7 @@ func (e *engine) runCap(t extractor.Task) *runStop {
 			why: fmt.Sprintf("the run's live calls spent %s, and --max-cost is %s", usd(e.spent.cost), usd(e.s.MaxCost))}
 	case e.s.MaxTokens > 0 && e.spent.tokens >= e.s.MaxTokens:
 		return &runStop{kind: stopTokens, task: t.ID, title: t.Title, spent: e.spent,
-			why: fmt.Sprintf("the run's live calls used %d tokens, and --max-tokens is %d", e.spent.tokens, e.s.MaxTokens)}
+			why: fmt.Sprintf("the run's live calls used %s tokens (of every kind), and --max-tokens is %s", words.Thousands(e.spent.tokens), words.Thousands(e.s.MaxTokens))}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/words"
 )
 
 // stoppedHeading starts BLOCKED.md for a stopped run.
@@ -96,8 +97,8 @@ func (e *engine) stoppedText(out *Outcome) string {
 		fmt.Fprintf(&b, "The limit, as read from the agent's output: %q\n\n", st.limit)
 		b.WriteString("The call that hit the limit did not complete: the task runs it again on the resume (no attempt was counted for it).\n\n")
 	default:
-		fmt.Fprintf(&b, "What live calls reported: %s, %d tokens, in %d call(s). The call in flight finished, with its gate; no task or attempt started after it.\n\n",
-			usd(st.spent.cost), st.spent.tokens, st.spent.calls)
+		fmt.Fprintf(&b, "What live calls reported: %s, %s tokens (of every kind), in %d call(s). The call in flight finished, with its gate; no task or attempt started after it.\n\n",
+			usd(st.spent.cost), words.Thousands(st.spent.tokens), st.spent.calls)
 	}
 	b.WriteString("## Resume\n\n")
 	b.WriteString("1. Remove this file: `rm " + BlockedFile + "`.\n")

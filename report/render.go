@@ -334,22 +334,7 @@ func spendLine(s Spend) string {
 
 func usd(c float64) string { return fmt.Sprintf("$%.4f", c) }
 
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
-}
+func commas(n int64) string { return words.Thousands(n) }
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")

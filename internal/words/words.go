@@ -7,6 +7,8 @@ package words
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -46,4 +48,22 @@ func Clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// Thousands is n with its digits grouped by threes: "12,345", "-1,000".
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
 }
