@@ -25,6 +25,7 @@ import (
 	"github.com/implloop/implloop/report"
 	"github.com/implloop/implloop/sandbox"
 	"github.com/implloop/implloop/travel"
+	"github.com/implloop/implloop/treewatch"
 	"github.com/implloop/implloop/unit"
 )
 
@@ -145,6 +146,13 @@ type engine struct {
 	lock    *Lock // the work tree's; its descriptor goes to every agent and gate
 
 	box *sandbox.Sandbox // --sandbox: wraps every agent call (nil: none)
+
+	// The work tree's watch (watchtree.go): nil without one; watchBase
+	// the commit of the boundary taken after its last sync.
+	watch        *treewatch.Watcher
+	watchState   string
+	watchBase    string
+	watchSkipped bool
 
 	sawLive      bool                        // a unit was dispatched
 	sawLiveGate  bool                        // a gate ran live
@@ -275,6 +283,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	// to it, not to init, and dies when their call ends (procgroup.Sweep).
 	release, _ := procgroup.Subreaper()
 	defer release()
+	// The work tree's watch, while the run holds the lock (watchtree.go).
+	e.startWatch(ctx, dirs.Lock)
+	defer e.stopWatch()
 
 	e.j, err = cache.Open(o.RepoRoot)
 	if err != nil {
