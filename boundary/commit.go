@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -71,19 +72,10 @@ func (t *taker) prepareIndex() error {
 // changes.
 func (t *taker) scratchIndex(real string) error {
 	g := t.g
-	tmp, err := os.MkdirTemp("", "implloop-snapshot-")
-	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
+	if err := t.makeTemp(); err != nil {
+		return err
 	}
-	t.tmp = tmp
-	// TMPDIR may be inside the work tree: the snapshot must not see
-	// its own scratch files.
-	if rel, err := filepath.Rel(g.root, tmp); err == nil && filepath.IsLocal(rel) {
-		t.o.exclude = append(t.o.exclude, filepath.ToSlash(rel))
-	}
-	if err := os.Mkdir(filepath.Join(tmp, "objects"), 0o755); err != nil {
-		return fmt.Errorf("snapshot: %w", err)
-	}
+	tmp := t.tmp
 	index := filepath.Join(tmp, "index")
 	from, excludedAlready := real, false
 	if private := filepath.Join(stateDir(g.gitDir), "boundary-index"); t.o.fromPrivate && files.IsFile(private) {
@@ -141,6 +133,7 @@ func (t *taker) privateIndex(real string) error {
 		if err := t.removeExcluded(); err != nil {
 			return err
 		}
+		os.Remove(private + ".lag")
 		t.seeded = true
 	case statErr != nil:
 		return fmt.Errorf("boundary index: %w", statErr)
@@ -155,6 +148,83 @@ func (t *taker) privateIndex(real string) error {
 		}
 	}
 	return nil
+}
+
+// catchUp brings the private index's entries to the last boundary's
+// tree where boundaries taken from a watcher's paths (changes.go) left it
+// behind: they record what they changed in <private index>.lag, in `git
+// update-index --index-info -z`'s form, for the next boundary that uses
+// the private index. Without it, a file such a boundary removed would
+// still be in the index, and stay in the snapshot (an index entry is never
+// ignored). The entries come without stat data, so git status hashes them
+// once.
+//
+// The index file keeps the modification time it had: git's untracked
+// cache trusts a directory whose stat data it recorded unless that data
+// is as new as the index file ("racy"), so an index written later than
+// the status that recorded it, by anything but a status, would hide the
+// files made in such a directory in the same second (git add has the
+// same hole). The watcher's boundaries let the whole interval pass
+// between that status and this write; with the old time the directories
+// changed in the status's second are looked at again.
+func (t *taker) catchUp() error {
+	private := filepath.Join(stateDir(t.g.gitDir), "boundary-index")
+	lag, err := os.ReadFile(private + ".lag")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	if len(lag) > 0 {
+		fi, err := os.Stat(private)
+		if err != nil {
+			return fmt.Errorf("boundary index: %w", err)
+		}
+		if _, _, err := t.g.run(t.env, lag, t.indexConfig("update-index", "-z", "--index-info")...); err != nil {
+			return fmt.Errorf("boundary index: catching up: %w", err)
+		}
+		if err := os.Chtimes(private, time.Time{}, fi.ModTime()); err != nil {
+			return fmt.Errorf("boundary index: %w", err)
+		}
+	}
+	if err := os.Remove(private + ".lag"); err != nil {
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	return nil
+}
+
+// noteLag appends what a boundary taken from a watcher's paths changed
+// to the private index's lag file (see catchUp): the files it dropped
+// with their directories (gone), then the paths it set.
+func (t *taker) noteLag() error {
+	var b bytes.Buffer
+	zero := strings.Repeat("0", t.g.newHash().Size()*2)
+	for _, p := range t.lagGone {
+		fmt.Fprintf(&b, "0 %s\t%s\x00", zero, p)
+	}
+	paths := make([]string, 0, len(t.lagSet))
+	for p := range t.lagSet {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		c := t.lagSet[p]
+		if c.Present() {
+			fmt.Fprintf(&b, "%s %s\t%s\x00", c.Mode, c.Hash, p)
+		} else {
+			fmt.Fprintf(&b, "0 %s\t%s\x00", zero, p)
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(stateDir(t.g.gitDir), "boundary-index.lag"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("boundary index: %w", err)
+	}
+	return f.Close()
 }
 
 // clearStaleLock removes the lock file a git killed with its implloop
@@ -308,6 +378,51 @@ func (t *taker) commit(snap *Snapshot) error {
 			}
 		}
 	}
+	label := t.o.label
+	if label == "" {
+		label = "boundary"
+	}
+	id, err := t.writeCommit(snap, prev, label)
+	if err != nil {
+		return err
+	}
+	if _, _, err := g.run(nil, nil, "update-ref", "-m", "implloop: "+label, ref, id, cur); err != nil {
+		return fmt.Errorf("boundary: %w", err)
+	}
+	snap.Commit, snap.Ref = id, ref
+	return nil
+}
+
+// writeCommit writes the boundary commit of snap (parents: prev, the
+// previous boundary, and HEAD) and returns its id. A boundary from a
+// watcher's paths writes the object itself, as commit-tree would (no
+// signature: --no-gpg-sign): below the floor every process counts.
+func (t *taker) writeCommit(snap *Snapshot, prev, label string) (string, error) {
+	g := t.g
+	head := snap.Head
+	if head == "" {
+		head = "(unborn)"
+	}
+	msg := fmt.Sprintf("implloop: run %s, %s\n\nThe work tree as it was (tracked and untracked, not ignored).\n\nImplloop-Run: %s\nImplloop-Head: %s\n",
+		t.o.run, label, t.o.run, head)
+	if snap.watched && os.Getenv("GIT_AUTHOR_DATE") == "" && os.Getenv("GIT_COMMITTER_DATE") == "" {
+		var body strings.Builder
+		fmt.Fprintf(&body, "tree %s\n", snap.Tree)
+		if prev != "" {
+			fmt.Fprintf(&body, "parent %s\n", prev)
+		}
+		if snap.Head != "" {
+			fmt.Fprintf(&body, "parent %s\n", snap.Head)
+		}
+		now := time.Now()
+		stamp := fmt.Sprintf("implloop <implloop@localhost> %d %s", now.Unix(), now.Format("-0700"))
+		fmt.Fprintf(&body, "author %s\ncommitter %s\n\n%s", stamp, stamp, msg)
+		id, err := writeLoose(g, filepath.Join(g.commonDir, "objects"), "commit", []byte(body.String()))
+		if err != nil {
+			return "", fmt.Errorf("boundary: %w", err)
+		}
+		return id, nil
+	}
 	args := []string{"commit-tree", "--no-gpg-sign", snap.Tree}
 	if prev != "" {
 		args = append(args, "-p", prev)
@@ -316,33 +431,19 @@ func (t *taker) commit(snap *Snapshot) error {
 		args = append(args, "-p", snap.Head)
 	}
 	args = append(args, "-F", "-")
-	label := t.o.label
-	if label == "" {
-		label = "boundary"
-	}
-	head := snap.Head
-	if head == "" {
-		head = "(unborn)"
-	}
-	msg := fmt.Sprintf("implloop: run %s, %s\n\nThe work tree as it was (tracked and untracked, not ignored).\n\nImplloop-Run: %s\nImplloop-Head: %s\n",
-		t.o.run, label, t.o.run, head)
 	env := []string{
 		"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost",
 		"GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost",
 	}
 	out, _, err := g.run(env, []byte(msg), args...)
 	if err != nil {
-		return fmt.Errorf("boundary: %w", err)
+		return "", fmt.Errorf("boundary: %w", err)
 	}
 	id := strings.TrimSpace(string(out))
 	if !isHexID(id) {
-		return fmt.Errorf("boundary: git commit-tree: bad id %q", id)
+		return "", fmt.Errorf("boundary: git commit-tree: bad id %q", id)
 	}
-	if _, _, err := g.run(nil, nil, "update-ref", "-m", "implloop: "+label, ref, id, cur); err != nil {
-		return fmt.Errorf("boundary: %w", err)
-	}
-	snap.Commit, snap.Ref = id, ref
-	return nil
+	return id, nil
 }
 
 // Load rebuilds a snapshot recorded as a boundary commit (s carries at

@@ -112,6 +112,36 @@ func openGit(ctx context.Context, dir string) (*gitRepo, error) {
 	return g, nil
 }
 
+// reopenGit is openGit, without asking git where the git directories are
+// when prev (the previous boundary, taken by this process) knows them for
+// the same work tree and they are still there.
+func reopenGit(ctx context.Context, dir string, prev *Snapshot) (*gitRepo, error) {
+	if prev == nil || prev.gitDir == "" {
+		return openGit(ctx, dir)
+	}
+	if _, err := gitcmd.Path(); err != nil {
+		return nil, err
+	}
+	root, err := findRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	if root != prev.Root {
+		return openGit(ctx, dir)
+	}
+	if fi, err := os.Stat(filepath.Join(prev.gitDir, "HEAD")); err != nil || !fi.Mode().IsRegular() {
+		return openGit(ctx, dir)
+	}
+	g := &gitRepo{ctx: ctx, root: root, gitDir: prev.gitDir, commonDir: prev.commonDir}
+	if len(prev.Head) == 64 || len(prev.Tree) == 64 {
+		g.sha256 = true
+	}
+	if prev.Tree == "" && prev.Head == "" {
+		return openGit(ctx, dir)
+	}
+	return g, nil
+}
+
 // run runs git with env added to the environment and returns its stdout
 // and stderr; a failure carries git's stderr, and "not a git repository"
 // becomes ErrNotRepository.

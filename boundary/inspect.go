@@ -87,6 +87,17 @@ func Inspect(ctx context.Context, repoDir string, ids []string) (State, error) {
 		}
 		st.Index.Entries = len(indexed)
 	}
+	// The entries boundaries from a watcher's paths left for the index to
+	// catch up on (catchUp) name objects too.
+	if lag, err := os.ReadFile(st.Index.Path + ".lag"); err == nil {
+		for _, rec := range bytes.Split(lag, []byte{0}) {
+			f := strings.Fields(string(bytes.SplitN(rec, []byte{'\t'}, 2)[0]))
+			if len(f) == 2 && f[0] != "0" && isHexID(f[1]) {
+				indexed = append(indexed, f[1])
+				want[f[1]] = true
+			}
+		}
+	}
 	missing, err := g.missingObjects(want)
 	if err != nil {
 		return State{}, err

@@ -72,8 +72,14 @@ func (t *taker) rulesStart() error {
 	}
 	r := *t.o.prev.rules
 	r.changed = nil
-	if st := t.gitignoreStats(r.dirs); !maps.Equal(st, r.ignStat) {
-		r.ignStat, t.gitignoreSeen = st, true
+	if t.o.changed != nil && !t.o.changed.gitignore() {
+		// A watcher saw every change since the previous boundary, and
+		// no .gitignore among them: no need to look (a boundary that
+		// then goes the long way looks: sweepGitignores).
+		t.sweepSkipped = true
+	} else {
+		t.rules = &r
+		t.sweepGitignores()
 	}
 	if fp != r.configFP {
 		p, err := t.excludesFile()
@@ -98,6 +104,17 @@ func (t *taker) rulesStart() error {
 	t.rules = &r
 	t.rulesOff = len(r.changed) > 0 || len(r.gitignores) > 0
 	return nil
+}
+
+// sweepGitignores stats the .gitignore of every directory of the
+// snapshot: one created, edited or removed where git status cannot tell
+// (one that ignores itself) is noticed so.
+func (t *taker) sweepGitignores() {
+	r := t.rules
+	t.sweepSkipped = false
+	if st := t.gitignoreStats(r.dirs); !maps.Equal(st, r.ignStat) {
+		r.ignStat, t.gitignoreSeen = st, true
+	}
 }
 
 // rulesEnd finishes with the rules once the tree is written: the first

@@ -17,7 +17,16 @@
 // moment, and refs/implloop/runs/<run> moves to it: everything a run saw,
 // committed or not, stays reachable, so `git gc`, `reset --hard` or
 // `reflog expire` cannot take it away. Without WithRun nothing is written
-// to the repository (a temporary object directory takes the new objects).
+// to the repository: the tree is HEAD's with the paths one `git status`
+// lists set (readonly.go), the files that differ from the index hashed
+// into a temporary index and object directory.
+//
+// # Below the floor: a watcher's paths
+//
+// With [WithChanged] (the paths a file watcher saw change since the
+// previous boundary, package treewatch) a boundary takes the previous
+// boundary's tree and looks only at those paths (changes.go); whenever it
+// cannot be sure, at the whole tree as without it.
 //
 // # The dirty set
 //
@@ -251,11 +260,22 @@ type Snapshot struct {
 	// the index afresh.
 	indexFP   string
 	indexDiff []Change
+	// gitDir and commonDir are the work tree's git directories, so that
+	// the next Take given this one need not ask git (reopenGit).
+	gitDir, commonDir string
 	// Nested holds the snapshots of the submodules and nested
 	// repositories with uncommitted work inside (and of those that had
 	// some at the previous boundary), in path order: see [Nested]. Not
 	// journaled: a snapshot rebuilt by Load has none.
 	Nested []Nested `json:"nested,omitempty"`
+	// fast: a read-only snapshot taken from git status alone
+	// (statusSnapshot), for tests.
+	fast bool
+	// watched: a boundary taken from a watcher's changed paths
+	// (WithChanged), not the whole tree.
+	watched     bool
+	watchMiss   string
+	watchUnskip []string
 	// Problems lists what could not be determined (a HEAD tree go-git could
 	// not read, a submodule without commits); the guard treats the paths
 	// involved as unverified instead of guessing.

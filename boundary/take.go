@@ -27,10 +27,12 @@ type options struct {
 	exclude     []string  // WithExclude
 	compare     string    // WithCompare
 	prevGiven   bool
-	fromPrivate bool  // WithBoundaryIndex
-	treeOnly    bool  // WithTreeOnly
-	fullAdd     bool  // tests: always `git add -A`, never addChanged
-	keep        *Keep // WithKeep
+	fromPrivate bool          // WithBoundaryIndex
+	treeOnly    bool          // WithTreeOnly
+	fullAdd     bool          // tests: always `git add -A`, never addChanged
+	slowRO      bool          // tests: a read-only snapshot the long way, never statusSnapshot
+	changed     *changedPaths // WithChanged
+	keep        *Keep         // WithKeep
 }
 
 // WithCompare asks Take for the changes from tree (a boundary's tree) to
@@ -129,7 +131,7 @@ func Take(ctx context.Context, repoDir string, opts ...Option) (Snapshot, error)
 			return Snapshot{}, err
 		}
 	}
-	g, err := openGit(ctx, repoDir)
+	g, err := reopenGit(ctx, repoDir, o.prev)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -148,8 +150,18 @@ type taker struct {
 	// newIndexDiff is the real index's diff from HEAD read by this Take
 	// (nil when the previous boundary's was reused).
 	newIndexDiff []Change
-	indexFP      string // the real index's fingerprint (indexFingerprint)
-	tmp          string // read-only: the temporary directory to remove
+	indexFP      string        // the real index's fingerprint (indexFingerprint)
+	tmp          string        // read-only: the temporary directory to remove
+	pending      []looseObject // statusSnapshot's trees, written when read (flushTrees)
+	// lagGone and lagSet are what a boundary from a watcher's paths
+	// dropped and set, for the private index's lag file (noteLag).
+	lagGone   []string
+	lagSet    map[string]Blob
+	watchMiss string   // why WithChanged's paths were not enough
+	unskip    []string // unwatched directories the previous tree holds
+	// sweepSkipped: rulesStart left the .gitignore files unread, a
+	// watcher having seen none change (sweepGitignores).
+	sweepSkipped bool
 	problems     []string
 
 	repo     *git.Repository
@@ -205,23 +217,33 @@ func (t *taker) take() (Snapshot, error) {
 	// An unborn branch still has a name; only a HEAD that holds a commit
 	// id itself is detached.
 	snap := Snapshot{Root: g.root, Head: head, Branch: branch, Detached: branch == "" && head != ""}
-	if err := t.prepareIndex(); err != nil {
+	tree, entries, fast, err := t.fastReadOnly(head)
+	if err != nil {
 		return Snapshot{}, err
+	}
+	if !fast {
+		if err := t.prepareIndex(); err != nil {
+			return Snapshot{}, err
+		}
 	}
 	defer t.startIgnoredListing()()
-	tree, err := t.ruledTree(&snap)
-	if err != nil {
-		return Snapshot{}, err
+	if !fast {
+		if tree, entries, err = t.treeAndEntries(head, &snap); err != nil {
+			return Snapshot{}, err
+		}
 	}
-	entries, tree, err := t.dirtyEntries(head, tree)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	snap.Tree = tree
+	snap.Tree, snap.fast = tree, fast
 	if snap.Since, err = t.since(tree); err != nil {
 		return Snapshot{}, err
 	}
 	if t.o.run != "" {
+		if snap.watched {
+			// Before the commit: a boundary killed after it still
+			// leaves the private index what it must catch up on.
+			if err := t.noteLag(); err != nil {
+				return Snapshot{}, err
+			}
+		}
 		if err := t.commit(&snap); err != nil {
 			return Snapshot{}, err
 		}
@@ -232,6 +254,7 @@ func (t *taker) take() (Snapshot, error) {
 		}
 	}
 	snap.Paths = entries
+	snap.gitDir, snap.commonDir = g.gitDir, g.commonDir
 	snap.indexFP, snap.indexDiff = t.indexFP, t.newIndexDiff
 	if snap.indexDiff == nil && t.o.prev != nil {
 		snap.indexDiff = t.o.prev.indexDiff
@@ -245,6 +268,61 @@ func (t *taker) take() (Snapshot, error) {
 		snap.rules, snap.RulesChanged = t.rules, t.rules.changed
 	}
 	return snap, nil
+}
+
+// fastReadOnly takes a read-only snapshot (no run) from one git status
+// (readonly.go); fast is false when it must be taken the long way.
+func (t *taker) fastReadOnly(head string) (tree string, entries []Entry, fast bool, err error) {
+	if t.o.run != "" || t.o.fromPrivate || t.o.slowRO {
+		return "", nil, false, nil
+	}
+	if tree, entries, fast, err = t.statusSnapshot(head); err != nil {
+		return "", nil, false, err
+	}
+	if fast && len(t.trackedMissing(entries)) > 0 {
+		fast = false
+	}
+	if !fast {
+		t.problems, t.newIndexDiff = nil, nil
+	}
+	return tree, entries, fast, nil
+}
+
+// treeAndEntries makes the snapshot tree and its dirty set: from a
+// watcher's changed paths when the caller gave them (WithChanged) and they
+// are enough (changes.go), else from the whole work tree through the index
+// Take uses, the private index caught up first on what boundaries from a
+// watcher's paths changed (catchUp).
+func (t *taker) treeAndEntries(head string, snap *Snapshot) (string, []Entry, error) {
+	if err := t.rulesStart(); err != nil {
+		return "", nil, err
+	}
+	if t.o.run != "" && t.o.changed != nil {
+		tree, entries, watched, err := t.fromChanges(head)
+		if err != nil {
+			return "", nil, err
+		}
+		snap.watched, snap.watchMiss, snap.watchUnskip = watched, t.watchMiss, t.unskip
+		if watched {
+			tree, err = t.runRules(tree)
+			return tree, entries, err
+		}
+		t.statusUsed, t.newIndexDiff, t.newDirs = false, nil, nil
+	}
+	if t.o.run != "" {
+		if t.sweepSkipped {
+			t.sweepGitignores()
+		}
+		if err := t.catchUp(); err != nil {
+			return "", nil, err
+		}
+	}
+	tree, err := t.ruledTree(snap)
+	if err != nil {
+		return "", nil, err
+	}
+	entries, tree, err := t.dirtyEntries(head, tree)
+	return tree, entries, err
 }
 
 // startIgnoredListing starts, for a run's first boundary, the listing of the
@@ -269,12 +347,9 @@ func (t *taker) startIgnoredListing() (wait func()) {
 }
 
 // ruledTree writes the worktree's tree through the index Take uses, under
-// the run's ignore rules, keeping in it the files the previous boundary had
-// that became ignored since (snap.KeptIgnored).
+// the run's ignore rules (read first: rulesStart), keeping in it the files
+// the previous boundary had that became ignored since (snap.KeptIgnored).
 func (t *taker) ruledTree(snap *Snapshot) (string, error) {
-	if err := t.rulesStart(); err != nil {
-		return "", err
-	}
 	tree, err := t.writeTreeOrReseed()
 	if err != nil {
 		return "", err
@@ -326,6 +401,9 @@ func (t *taker) since(tree string) ([]Change, error) {
 		return []Change{}, nil
 	case "":
 		return nil, nil
+	}
+	if err := t.flushTrees(); err != nil {
+		return nil, err
 	}
 	changes, err := t.g.diffTree(t.readEnv, t.o.compare, tree, false)
 	if err != nil {
@@ -602,6 +680,14 @@ func (t *taker) dirtySet(head, tree string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	return t.mergeDirty(wt, idx), nil
+}
+
+// mergeDirty merges the work tree's changes from HEAD (wt: HEAD against
+// the snapshot tree) with the index's (idx: the real index against HEAD,
+// staged renames detected) into the dirty set, implloop's own and the
+// excluded paths left out, sorted by path.
+func (t *taker) mergeDirty(wt, idx []Change) []Entry {
 	byPath := pendingSet{}
 	for _, c := range wt {
 		e := byPath.get(c.Path)
@@ -618,7 +704,7 @@ func (t *taker) dirtySet(head, tree string) ([]Entry, error) {
 		out = append(out, e.entry())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
+	return out
 }
 
 // pending is a dirty-set entry while dirtySet gathers it: what the tree

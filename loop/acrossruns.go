@@ -454,7 +454,7 @@ func (e *engine) replayAcross(ctx context.Context, t extractor.Task, ts *taskSta
 		var failure string
 		var err error
 		if written, failure, err = e.mergeAcross(ctx, a); err != nil || failure != "" {
-			r.failure = failure
+			r.failure, r.conflict = failure, failure != ""
 			return r, err
 		}
 	} else {

@@ -319,10 +319,12 @@ func (e *engine) take(ctx context.Context, track []string, prev *boundary.Snapsh
 	if prev != nil {
 		opts = append(opts, boundary.WithPrev(*prev))
 	}
+	opts = append(opts, e.watchOptions(ctx, prev)...)
 	snap, err := boundary.Take(ctx, e.o.RepoRoot, opts...)
 	if err != nil {
 		return snap, fmt.Errorf("boundary: %w", err)
 	}
+	e.watched(snap)
 	return snap, nil
 }
 
@@ -404,6 +406,7 @@ func (e *engine) takeBoundary(ctx context.Context, taskID string, replayedOnly b
 	if len(snap.Vanished) > 0 {
 		msg = "BLOCKED: implloop's record was tampered with: " + strings.Join(snap.Vanished, "; ") + "; " + strings.TrimPrefix(msg, "BLOCKED: ")
 	}
-	e.emit(Event{Type: EvBoundary, Task: taskID, Head: snap.Head, Dirty: intp(len(snap.Paths)), Message: msg})
+	watched, _ := snap.WatchUsed()
+	e.emit(Event{Type: EvBoundary, Task: taskID, Head: snap.Head, Dirty: intp(len(snap.Paths)), Message: msg, Watched: watched})
 	return r, nil
 }

@@ -154,6 +154,7 @@ type engine struct {
 	agents
 	trustState
 	waves
+	treeWatch
 }
 
 // resumeState is what a resume found before it ran and what it planned
@@ -273,6 +274,9 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	// to it, not to init, and dies when their call ends (procgroup.Sweep).
 	release, _ := procgroup.Subreaper()
 	defer release()
+	// The work tree's watch, while the run holds the lock (watchtree.go).
+	e.startWatch(ctx, dirs.Lock)
+	defer e.stopWatch()
 
 	e.j, err = cache.Open(o.RepoRoot)
 	if err != nil {

@@ -80,6 +80,9 @@ type Event struct {
 	Head      string    `json:"head,omitempty"`
 	Dirty     *int      `json:"dirty,omitempty"`
 	Message   string    `json:"message,omitempty"`
+	// Watched: the boundary looked only at the paths the work tree's
+	// watch saw change (watchtree.go).
+	Watched bool `json:"watched,omitempty"`
 	// Worktree is where a call made ahead with its wave ran (--jobs),
 	// relative to the repository root.
 	Worktree string        `json:"worktree,omitempty"`

@@ -182,6 +182,9 @@ func (e *engine) attempts(ctx context.Context, idx int, t extractor.Task, ts *ta
 		if a.failure != "" {
 			ts.retryWhy = "after the agent failed"
 		}
+		if a.conflict {
+			ts.retryWhy = "after its work, done elsewhere, conflicted with the tasks merged before it"
+		}
 	}
 }
 
@@ -287,6 +290,7 @@ type attemptRun struct {
 	carried     *cache.Gate // a replayed failure's journaled agent-failure gate
 	final       string      // identity of the last unit that completed
 	crossed     bool        // replayed from another run (acrossruns.go)
+	conflict    bool        // its work, done by another run, did not merge (failure says where)
 }
 
 // runAttempt runs the units of one attempt (facts) in order, each as

@@ -26,6 +26,16 @@ go test -count=1 -timeout 0 ./loop/ -run '^TestAcrossRunsPropertyChains$' -rapid
 pchecks=${PARALLEL_CHECKS:-200}
 echo "property loop TestParallelPropertyDependencyOrder ($pchecks cases)"
 go test -count=1 -timeout 0 ./loop/ -run '^TestParallelPropertyDependencyOrder$' -rapid.checks="$pchecks"
+# The read-only snapshot from git status alone against git add -A
+# (about 0.3 s a case).
+schecks=${STATUS_CHECKS:-2000}
+echo "property boundary TestPropertyStatusSnapshotIsAddAll ($schecks cases)"
+go test -count=1 -timeout 0 ./boundary/ -run '^TestPropertyStatusSnapshotIsAddAll$' -rapid.checks="$schecks"
+# Boundaries from a file watcher's paths against full scans, over random
+# edits (about 0.7 s a case).
+wchecks=${WATCH_CHECKS:-2000}
+echo "property boundary TestPropertyWatchedBoundaryIsFullScan ($wchecks cases)"
+go test -count=1 -timeout 0 ./boundary/ -run '^TestPropertyWatchedBoundaryIsFullScan$' -rapid.checks="$wchecks"
 # Two workers racing for a claim (make test races 100 rounds).
 crounds=${CLAIM_ROUNDS:-200}
 echo "claims cmd/implloop TestWorkClaimRace ($crounds rounds)"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,18 +106,78 @@ func RemoteRefs(ctx context.Context, dir, remote string, patterns ...string) (ma
 }
 
 // NewLease writes a lease commit: an empty tree (git's, named by its
-// hash: emptyTree), and a message naming the plan, the task, the worker
-// and the renewal (n), so that every lease and renewal is a commit of its
-// own. One git process: the commit object is written whole.
-func NewLease(ctx context.Context, dir, emptyTree, plan, task, worker string, n int, at time.Time) (string, error) {
+// hash: emptyTree), and a message naming the plan, the task, the worker,
+// the renewal (n) and the lease period its worker keeps (renewed every
+// third of it, given up when no renewal got through for all of it), so
+// that every lease and renewal is a commit of its own, and a worker
+// watching the claim knows how long to wait before taking it over
+// (LeasePeriod). One git process: the commit object is written whole.
+func NewLease(ctx context.Context, dir, emptyTree, plan, task, worker string, n int, at time.Time, period time.Duration) (string, error) {
 	stamp := fmt.Sprintf("implloop <implloop@localhost> %d +0000", at.Unix())
-	obj := fmt.Sprintf("tree %s\nauthor %s\ncommitter %s\n\nimplloop claim\n\nplan %s\ntask %s\nworker %s\nrenewal %d\n",
-		emptyTree, stamp, stamp, plan, task, worker, n)
+	obj := fmt.Sprintf("tree %s\nauthor %s\ncommitter %s\n\nimplloop claim\n\nplan %s\ntask %s\nworker %s\nrenewal %d\nlease %s\n",
+		emptyTree, stamp, stamp, plan, task, worker, n, period)
 	c, err := git(ctx, dir, []byte(obj), nil, "hash-object", "-t", "commit", "-w", "--stdin")
 	if err != nil {
 		return "", fmt.Errorf("lease: %w", err)
 	}
 	return c, nil
+}
+
+// Bounds of a lease period read from a claim (LeasePeriod): what a
+// claim on the remote says is believed only within them, so that a
+// claim pushed by anyone with push access cannot keep its task from
+// being taken over for longer than a day.
+const (
+	MinLeasePeriod = time.Second
+	MaxLeasePeriod = 24 * time.Hour
+)
+
+// LeasePeriod reads the lease period a claim's worker keeps from the
+// claim's value, a commit on remote: fetched (a lease commit is a few
+// hundred bytes) unless the repository has it. period is 0 when the
+// value is not a lease commit that names one (an older worker's, or
+// anything pushed there: the watcher then goes by its own); moved, when
+// the ref no longer holds value (look again). The period is clamped to
+// [MinLeasePeriod, MaxLeasePeriod].
+func LeasePeriod(ctx context.Context, dir, remote, ref, value string) (period time.Duration, moved bool, err error) {
+	if _, err := git(ctx, dir, nil, nil, "cat-file", "-e", value); err != nil {
+		if _, err := git(ctx, dir, nil, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, ref); err != nil {
+			return 0, false, &RemoteError{Remote: remote, Op: "fetch", Err: err}
+		}
+		if _, err := git(ctx, dir, nil, nil, "cat-file", "-e", value); err != nil {
+			return 0, true, nil // the claim moved on
+		}
+	}
+	typ, err := git(ctx, dir, nil, nil, "cat-file", "-t", value)
+	if err != nil || typ != "commit" {
+		return 0, false, nil // garbage: no period
+	}
+	// Read at most a lease commit's worth: the message is ours, short.
+	body, err := git(ctx, dir, nil, nil, "cat-file", "-s", value)
+	if err != nil {
+		return 0, false, nil
+	}
+	if n, perr := strconv.Atoi(body); perr != nil || n > 4096 {
+		return 0, false, nil
+	}
+	msg, err := git(ctx, dir, nil, nil, "cat-file", "commit", value)
+	if err != nil {
+		return 0, false, nil
+	}
+	_, m, _ := strings.Cut(msg, "\n\n")
+	if !strings.HasPrefix(m, "implloop claim\n") {
+		return 0, false, nil
+	}
+	for _, line := range strings.Split(m, "\n") {
+		if v, ok := strings.CutPrefix(line, "lease "); ok {
+			d, perr := time.ParseDuration(v)
+			if perr != nil {
+				return 0, false, nil
+			}
+			return min(max(d, MinLeasePeriod), MaxLeasePeriod), false, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // EmptyTree writes git's empty tree and returns its name.

@@ -39,7 +39,13 @@ func gitWhy(err error) string {
 		why, _, _ = strings.Cut(ge.Stderr, "\n")
 		why = strings.TrimPrefix(strings.TrimPrefix(why, "fatal: "), "error: ")
 	}
-	return why
+	return stripSideband(why)
+}
+
+// stripSideband drops what git pads a remote's lines with: the ANSI
+// clear to end of line on a terminal, eight spaces elsewhere.
+func stripSideband(s string) string {
+	return strings.TrimRight(strings.ReplaceAll(s, "\x1b[K", ""), " \t\r")
 }
 
 func (e *RemoteError) Unwrap() error { return e.Err }
@@ -295,6 +301,9 @@ type PullResult struct {
 	Retrusted []string
 	// Trust is what the trust rule says of each imported run (TrustOf).
 	Trust map[string]Trust
+	// Refused are the runs a pull with SkipRefused left out, each with
+	// why: nothing of them was imported.
+	Refused []*RefusedError
 }
 
 // PullOption changes how Pull reads.
@@ -303,7 +312,16 @@ type PullOption func(*pullConfig)
 type pullConfig struct {
 	limits Limits
 	now    func() time.Time
+	skip   bool
 }
+
+// SkipRefused makes a pull leave out each run whose records it refuses
+// (PullResult.Refused) and import the others, instead of importing
+// nothing: one malformed or forged records ref, which anyone with push
+// access can put on the remote, then costs its own run only. Nothing of
+// a refused run is imported either way, nor anything that depends on it
+// (a resume of it is refused in turn).
+func SkipRefused() PullOption { return func(c *pullConfig) { c.skip = true } }
 
 // WithLimits caps what the pull reads (zero fields: DefaultLimits).
 func WithLimits(l Limits) PullOption { return func(c *pullConfig) { c.limits = l } }
@@ -352,16 +370,28 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	}
 	defer j.Close()
 	p.j = j
-	todo, repairs, recheck, err := p.sortStaged(staged)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.repair(repairs); err != nil {
-		return nil, err
-	}
-	ins, sigOf, added, err := p.importRuns(todo)
-	if err != nil {
-		return nil, err
+	var (
+		recheck []cache.Pulled
+		ins     []*incoming
+		sigOf   map[string]signature
+		added   []string
+	)
+	skip := map[string]bool{}
+	for {
+		recheck, ins, sigOf, added, err = p.importStaged(staged, skip)
+		var refused *RefusedError
+		if err == nil {
+			break
+		}
+		if !cfg.skip || !errors.As(err, &refused) || skip[refused.Run] || !strings.Contains(staged+"\n", " "+pullNS+refused.Run+"\n") {
+			return nil, err
+		}
+		// Nothing of that try was imported (one transaction): try again
+		// without the run refused.
+		skip[refused.Run] = true
+		p.res.Refused = append(p.res.Refused, refused)
+		p.reset()
+		p.bud = newBudget(cfg.limits) // each try reads the pull anew
 	}
 	if err := reverify(ctx, dir, j, recheck, p.bud, p.res); err != nil {
 		return nil, err
@@ -374,6 +404,28 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		}
 	}
 	return p.res, nil
+}
+
+// importStaged imports the staged runs but those of skip (sortStaged,
+// repair, importRuns).
+func (p *puller) importStaged(staged string, skip map[string]bool) (recheck []cache.Pulled, ins []*incoming, sigOf map[string]signature, added []string, err error) {
+	todo, repairs, recheck, err := p.sortStaged(staged, skip)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err := p.repair(repairs); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	ins, sigOf, added, err = p.importRuns(todo)
+	return recheck, ins, sigOf, added, err
+}
+
+// reset readies p for another try of importStaged, after one that
+// refused a run (and so imported nothing, set no ref).
+func (p *puller) reset() {
+	p.refs.Reset()
+	p.haveRef = nil
+	p.res.Present = nil
 }
 
 // puller is one Pull under way: where it reads, what it has read
@@ -426,7 +478,7 @@ func (p *puller) fetch() (string, error) {
 // boundary ref gets it back now, and one pulled signed but not trusted
 // is verified again (recheck). Every staging ref is deleted with the
 // refs the import sets.
-func (p *puller) sortStaged(staged string) (todo, repairs []pending, recheck []cache.Pulled, err error) {
+func (p *puller) sortStaged(staged string, skip map[string]bool) (todo, repairs []pending, recheck []cache.Pulled, err error) {
 	local, err := git(p.ctx, p.dir, nil, nil, "for-each-ref", "--format=%(refname)", RecordsRefPrefix, boundary.RunRefPrefix)
 	if err != nil {
 		return nil, nil, nil, err
@@ -446,6 +498,9 @@ func (p *puller) sortStaged(staged string) (todo, repairs []pending, recheck []c
 		}
 		fmt.Fprintf(&p.refs, "delete %s\n", ref)
 		run := strings.TrimPrefix(ref, pullNS)
+		if skip[run] {
+			continue
+		}
 		if !runid.Valid(run) {
 			return nil, nil, nil, &RefusedError{Run: run, Commit: commit, Reason: "the run id is not one implloop writes"}
 		}

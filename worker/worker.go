@@ -73,7 +73,11 @@ type Options struct {
 	// Settings are the run settings of every task's run; Plan is the
 	// plan's path relative to Root.
 	Settings loop.Settings
-	// Lease: a claim unchanged this long is taken over (0: DefaultLease).
+	// Lease is this worker's lease period, written in its leases: it
+	// renews every third of it, and gives a task up when no renewal got
+	// through for all of it. A claim of another worker is taken over once
+	// unchanged for that worker's period, as its lease says (this one, when
+	// it says none) (0: DefaultLease).
 	Lease time.Duration
 	// ID names the worker in its leases ("" for host-pid-random).
 	ID string
@@ -92,7 +96,7 @@ type Options struct {
 // Event is one thing a worker did or saw.
 type Event struct {
 	Time    time.Time `json:"time"`
-	Type    string    `json:"type"` // claimed, took_over, finished, pushed, lost, waiting, skipped, done
+	Type    string    `json:"type"` // claimed, took_over, finished, pushed, push_failed, lost, refused, waiting, skipped, stopped, done
 	Worker  string    `json:"worker"`
 	Task    string    `json:"task,omitempty"`
 	Run     string    `json:"run,omitempty"`
@@ -110,6 +114,9 @@ type TaskRun struct {
 	Pushed bool `json:"pushed"`
 	// TookOver: the task was claimed from a stale lease.
 	TookOver bool `json:"took_over,omitempty"`
+	// Redone says why the result it replaced was not one to build on
+	// (the task was done again here); "" when there was none.
+	Redone string `json:"redone,omitempty"`
 }
 
 // Summary is what a worker did.
@@ -129,7 +136,12 @@ type Summary struct {
 	// limit past --max-wait). The fan-in runs them live (from the
 	// attempts that run paid for).
 	Left []string `json:"left,omitempty"`
-	// Why says, per task of Unreachable and Left, why.
+	// Untrusted are tasks whose result on the remote is not one to
+	// build on here (not trusted, another plan's, not a result of the
+	// task, refused by the pull) though a worker did them again: the
+	// fan-in runs them live.
+	Untrusted []string `json:"untrusted,omitempty"`
+	// Why says, per task of Unreachable, Left and Untrusted, why.
 	Why map[string]string `json:"why,omitempty"`
 	// Stopped says why the worker stopped taking tasks though some were
 	// left (--max-cost or --max-tokens reached by its live calls, over
@@ -168,18 +180,31 @@ type worker struct {
 	seen   map[string]seenClaim // task -> a running claim's value, since when
 	left   map[string]string    // task -> why no worker can do it
 	redone map[string]bool      // tasks done again here for a result not trusted
-	sum    *Summary             // also what the worker's live calls spent (its caps)
-	waited string               // what the last waiting line said
+	// unpulled are runs claims name that a pull did not import, and why.
+	unpulled map[string]string
+	sum      *Summary // also what the worker's live calls spent (its caps)
+	waited   string   // what the last waiting line said
 }
 
 type seenClaim struct {
 	value string
 	since time.Time
+	// period is the lease period the claim's lease names (0: none, the
+	// watcher goes by its own), read once checked.
+	period  time.Duration
+	checked bool
 }
+
+// leaseCheckAfter: a claim unchanged this long (or the worker's own
+// lease, when shorter) has its lease read, for the lease period its
+// worker keeps (travel.LeasePeriod). Until then a claim costs a watcher
+// nothing but its ls-remote line; the holder's period, when shorter, is
+// honoured from then on.
+const leaseCheckAfter = time.Minute
 
 // Work runs the worker until every task of the plan is settled.
 func Work(ctx context.Context, o Options) (*Summary, error) {
-	w := &worker{o: o, now: o.Now, seen: map[string]seenClaim{}, left: map[string]string{}, redone: map[string]bool{}}
+	w := &worker{o: o, now: o.Now, seen: map[string]seenClaim{}, left: map[string]string{}, redone: map[string]bool{}, unpulled: map[string]string{}}
 	if w.now == nil {
 		w.now = time.Now
 	}
@@ -318,6 +343,11 @@ type taskInfo struct {
 	claim   claimState
 	result  *loop.Result // its result, when done by a run this journal has
 	settled bool         // done or blocked (or left, or unreachable)
+	// distrust says why its result (the run its claim names) is not one
+	// to build on here: not trusted, of another plan, not a result of
+	// this task, or refused by the pull ("" when it is, or is not
+	// pulled yet).
+	distrust string
 	// untrusted: its result is not trusted here, and a task waits for
 	// it: it is done again (once per worker), from that claim's value.
 	untrusted bool
@@ -336,26 +366,33 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	info := map[string]*taskInfo{}
-	var need []string // runs the journal lacks
-	for _, t := range w.sel.Tasks {
-		ti := &taskInfo{t: t, claim: claims[t.ID]}
-		info[t.ID] = ti
-		if r := ti.claim.run; r != "" {
-			if _, err := w.j.GetRun(r); errors.Is(err, cache.ErrNotFound) {
-				need = append(need, r)
-			} else if err != nil {
-				return false, err
-			}
-		}
+	info, need, err := w.survey(claims)
+	if err != nil {
+		return false, err
 	}
+	pulled := false
 	if len(need) > 0 && w.needed(info, need) {
-		if _, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }); err != nil {
+		if err := w.pull(ctx, need); err != nil {
 			return false, err
 		}
+		pulled = true
 	}
 	w.settle(info)
 	next, took, waiting := w.pick(ctx, info)
+	if next == nil && !pulled && len(need) > 0 {
+		// Nothing else to take: the results no task waits for are
+		// pulled too, before they count as settled, so that one not
+		// trusted here (or not a result of its task at all) is done
+		// again rather than left unannounced.
+		if err := w.pull(ctx, need); err != nil {
+			return false, err
+		}
+		if info, _, err = w.survey(claims); err != nil {
+			return false, err
+		}
+		w.settle(info)
+		next, took, waiting = w.pick(ctx, info)
+	}
 	if next != nil {
 		if why := w.capped(); why != "" {
 			w.sum.Stopped = why
@@ -375,6 +412,51 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 		return true, sleep(ctx, w.poll)
 	}
 	return true, w.do(ctx, next, took, info)
+}
+
+// survey is what the claims say of each task, and the runs they name
+// that the journal lacks (and that were not refused by a pull already).
+func (w *worker) survey(claims map[string]claimState) (map[string]*taskInfo, []string, error) {
+	info := map[string]*taskInfo{}
+	var need []string
+	for _, t := range w.sel.Tasks {
+		ti := &taskInfo{t: t, claim: claims[t.ID]}
+		info[t.ID] = ti
+		if r := ti.claim.run; r != "" && w.unpulled[r] == "" {
+			if _, err := w.j.GetRun(r); errors.Is(err, cache.ErrNotFound) {
+				need = append(need, r)
+			} else if err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return info, need, nil
+}
+
+// pull imports the remote's runs; those of need it did not import are
+// remembered, with why, and never pulled for again.
+func (w *worker) pull(ctx context.Context, need []string) error {
+	// A run the pull refuses (malformed, forged: anyone with push access
+	// can put one there) is left out, named, and never built on; the
+	// others are imported.
+	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }, travel.SkipRefused())
+	if err != nil {
+		return err
+	}
+	for _, r := range res.Refused {
+		if _, ok := w.unpulled[r.Run]; !ok {
+			w.log(Event{Type: "refused", Run: r.Run, Message: "refused " + travel.RecordsRef(r.Run) + " on the remote, nothing of it imported: " + r.Reason})
+		}
+		w.unpulled[r.Run] = "was refused by the pull (" + r.Reason + ")"
+	}
+	for _, r := range need {
+		if _, err := w.j.GetRun(r); errors.Is(err, cache.ErrNotFound) {
+			w.unpulled[r] = "could not be pulled"
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // capped says which of --max-cost and --max-tokens the worker's live
@@ -417,16 +499,28 @@ func (w *worker) settle(info map[string]*taskInfo) {
 			continue
 		}
 		ti.settled = true
-		if r, err := loop.TaskResult(w.j, ti.claim.run, t.ID); err == nil {
-			if r.PlanSHA256 != w.sel.PlanSHA256 {
+		if why := w.unpulled[ti.claim.run]; why != "" {
+			ti.distrust = why
+		} else if _, err := w.j.GetRun(ti.claim.run); errors.Is(err, cache.ErrNotFound) {
+			continue // not pulled yet (step pulls it before the worker ends)
+		} else if r, err := loop.TaskResult(w.j, ti.claim.run, t.ID); err != nil {
+			// A claim naming a run that did not do the task (another
+			// task's, forged), or whose result cannot be read.
+			ti.distrust = "is not a result of task " + t.ID + " (" + err.Error() + ")"
+		} else {
+			ti.result = &r
+			switch {
+			case r.PlanSHA256 != w.sel.PlanSHA256:
 				// A claim naming another plan's run (forged): a result
 				// of nothing this plan asked, done again as untrusted.
 				r.Trust.Trusted, r.Trust.Why = false, "a run of another plan"
+				ti.distrust = "is of another plan"
+			case !r.Trust.Trusted:
+				ti.distrust = "is not trusted here: " + r.Trust.String()
 			}
-			ti.result = &r
-			if !r.Trust.Trusted && !w.redone[t.ID] {
-				ti.settled, ti.untrusted = false, true
-			}
+		}
+		if ti.distrust != "" && !w.redone[t.ID] {
+			ti.settled, ti.untrusted = false, true
 		}
 	}
 }
@@ -444,10 +538,10 @@ func (w *worker) readiness(t extractor.Task, info map[string]*taskInfo) (ready b
 				return false, "waits for task " + d + ", which " + why, true
 			}
 			return false, "waits for task " + d, false
+		case di.distrust != "":
+			return false, "waits for task " + d + ", whose result (run " + di.claim.run + ") " + di.distrust, !di.untrusted
 		case di.result == nil:
-			return false, "waits for task " + d + ", whose result (run " + di.claim.run + ") is not in the journal", true
-		case !di.result.Trust.Trusted:
-			return false, "waits for task " + d + ", whose result (run " + di.claim.run + ") is not trusted here: " + di.result.Trust.String(), !di.untrusted
+			return false, "waits for task " + d + ", whose result (run " + di.claim.run + ") is not pulled yet", false
 		case di.result.Status != cache.TaskDone:
 			return false, "waits for task " + d + ", which ended " + string(di.result.Status), true
 		}
@@ -496,15 +590,33 @@ func (w *worker) pick(ctx context.Context, info map[string]*taskInfo) (next *tas
 		case v == "":
 			next = ti
 		case ti.untrusted:
-			next, took = ti, "its result (run "+ti.claim.run+") is not trusted here: "+ti.result.Trust.String()+"; done again"
+			next, took = ti, "its result (run "+ti.claim.run+") "+ti.distrust+"; done again"
 		default:
 			s, ok := w.seen[t.ID]
 			if !ok || s.value != v {
 				w.seen[t.ID] = seenClaim{value: v, since: now}
 				continue
 			}
-			if now.Sub(s.since) >= w.lease {
-				next, took = ti, fmt.Sprintf("its claim was unchanged for %s: its worker stopped", w.lease)
+			unchanged := now.Sub(s.since)
+			if unchanged < min(w.lease, leaseCheckAfter) {
+				continue
+			}
+			// The holder's lease period, as its lease says: a worker
+			// started with a longer --lease renews less often.
+			if !s.checked {
+				p, moved, err := travel.LeasePeriod(ctx, w.o.Root, w.remote, travel.ClaimRef(w.key, t.ID), v)
+				if err != nil || moved {
+					continue // look again
+				}
+				s.period, s.checked = p, true
+				w.seen[t.ID] = s
+			}
+			period := w.lease
+			if s.period > 0 {
+				period = s.period
+			}
+			if unchanged >= period {
+				next, took = ti, fmt.Sprintf("its claim was unchanged for %s, its worker's lease: its worker stopped", period)
 			}
 		}
 	}
@@ -547,6 +659,11 @@ func (w *worker) finish(info map[string]*taskInfo) {
 		case w.left[t.ID] != "":
 			w.sum.Left = append(w.sum.Left, t.ID)
 			w.why(t.ID, w.left[t.ID])
+		case ti.distrust != "":
+			// Done again here once already, and still not a result to
+			// build on: the fan-in runs it live.
+			w.sum.Untrusted = append(w.sum.Untrusted, t.ID)
+			w.why(t.ID, "its result (run "+ti.claim.run+") "+ti.distrust)
 		case ti.result != nil && ti.result.Status == cache.TaskBlocked:
 			w.sum.Blocked = append(w.sum.Blocked, t.ID)
 		case ti.result != nil && ti.result.Status != cache.TaskDone && ti.result.Trust.Trusted:
@@ -604,7 +721,10 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 	} else {
 		w.log(Event{Type: "claimed", Task: t.ID})
 	}
-	tr := TaskRun{Task: t.ID, TookOver: took != ""}
+	tr := TaskRun{Task: t.ID, TookOver: took != "" && !ti.untrusted}
+	if ti.untrusted {
+		tr.Redone = "its result (run " + ti.claim.run + ") " + ti.distrust
+	}
 	defer func() { w.sum.Tasks = append(w.sum.Tasks, tr) }()
 	return w.run(ctx, t, ref, lease, input, arts, &tr)
 }
@@ -630,36 +750,50 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: w.o.Observer,
 		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true,
 	})
-	lost := r.end()
-	if ctx.Err() != nil {
-		w.release(ctx, ref, r)
-		return ctx.Err()
+	// What the run's live calls spent counts against the worker's caps,
+	// pushed or not: a lost lease does not refund the attempts made.
+	if out != nil {
+		tr.Run, tr.Verdict = out.RunID, out.Verdict
 	}
-	if lost {
-		w.log(Event{Type: "lost", Task: t.ID, Message: "its lease was taken over: the task stopped, its result is not pushed"})
-		return nil
-	}
-	if runErr != nil {
-		w.release(ctx, ref, r)
-		return fmt.Errorf("task %s: %w", t.ID, runErr)
-	}
-	tr.Run, tr.Verdict = out.RunID, out.Verdict
-	if out.Report != nil {
+	if out != nil && out.Report != nil {
 		l := out.Report.Totals.Live
 		w.sum.CostUSD += l.CostUSD
 		w.sum.Tokens += l.TokensIn + l.TokensOut + l.CacheRead + l.CacheWrite
 	}
+	// The renewals go on until the result's push landed (or failed for
+	// good): a push tried again after a blip may outlast a lease.
+	defer r.end()
+	if ctx.Err() != nil {
+		r.end()
+		w.release(ctx, ref, r)
+		return ctx.Err()
+	}
+	if r.isLost() {
+		r.end()
+		w.log(Event{Type: "lost", Task: t.ID, Message: "its lease was taken over: the task stopped, its result is not pushed"})
+		return nil
+	}
+	if runErr != nil {
+		r.end()
+		w.release(ctx, ref, r)
+		return fmt.Errorf("task %s: %w", t.ID, runErr)
+	}
 	if out.Interrupted {
+		r.end()
 		return context.Canceled
 	}
 	w.log(Event{Type: "finished", Task: t.ID, Run: out.RunID, Verdict: out.Verdict})
-	pushed, err := w.push(ctx, t.ID, ref, out.RunID, r.value)
+	pushed, err := w.push(ctx, t.ID, ref, out.RunID, r)
+	r.end()
 	if err != nil {
 		if ctx.Err() != nil {
 			w.release(ctx, ref, r)
 			return ctx.Err()
 		}
-		return err
+		// Refused for good: the claim is given up, so that another
+		// worker takes the task at once rather than after the lease.
+		released := w.release(ctx, ref, r) == nil
+		return &PushError{Task: t.ID, Run: out.RunID, Released: released, Err: err}
 	}
 	if !pushed {
 		w.log(Event{Type: "lost", Task: t.ID, Run: out.RunID, Message: "its lease was taken over before the push: its result is not pushed"})
@@ -675,31 +809,20 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 const pushTries = 4
 
 // push pushes run, the result of task, with the claim ref moved from
-// lease to the run's records, in one atomic push; pushed is false when
-// the claim no longer holds the lease (taken over). A push that fails
-// while the claim still holds the lease (the network, the server, a ref
-// lock the server could not take) is tried again, after 1 s, 2 s, 4 s: the
-// result is paid for, and without it another worker would do the task
-// again after the lease.
-func (w *worker) push(ctx context.Context, task, ref, run, lease string) (pushed bool, err error) {
+// the lease to the run's records, in one atomic push; pushed is false
+// when the claim no longer holds the lease (taken over). A push that
+// fails while the claim still holds the lease (the network, the server,
+// a ref lock the server could not take) is tried again, after 1 s, 2 s,
+// 4 s: the result is paid for, and without it another worker would do
+// the task again after the lease. The lease is renewed meanwhile (r):
+// each try pushes from the lease the claim holds then, never while a
+// renewal is under way.
+func (w *worker) push(ctx context.Context, task, ref, run string, r *renewal) (pushed bool, err error) {
 	for try := 1; ; try++ {
-		_, err = travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true,
-			With: []travel.RefUpdate{{Ref: ref, Records: run, Old: lease}}})
-		if err == nil {
-			return true, nil
-		}
-		refs, lerr := travel.RemoteRefs(ctx, w.o.Root, w.remote, ref)
-		if lerr == nil {
-			switch v := refs[ref]; v {
-			case lease: // still this worker's: try again
-			case "":
-				return false, nil
-			default:
-				if rec, rerr := gitOut(ctx, w.o.Root, "rev-parse", "-q", "--verify", travel.RecordsRef(run)+"^{commit}"); rerr == nil && rec == v {
-					return true, nil // the push went through, its answer did not
-				}
-				return false, nil
-			}
+		var retry bool
+		pushed, retry, err = w.pushOnce(ctx, ref, run, r)
+		if !retry {
+			return pushed, err
 		}
 		if try == pushTries || ctx.Err() != nil {
 			return false, err
@@ -710,6 +833,38 @@ func (w *worker) push(ctx context.Context, task, ref, run, lease string) (pushed
 			return false, err
 		}
 	}
+}
+
+// pushOnce is one try of push: retry when it failed while the claim may
+// still hold the lease.
+func (w *worker) pushOnce(ctx context.Context, ref, run string, r *renewal) (pushed, retry bool, err error) {
+	r.op.Lock()
+	defer r.op.Unlock()
+	if r.isLost() {
+		return false, false, nil
+	}
+	lease := r.current()
+	_, err = travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true,
+		With: []travel.RefUpdate{{Ref: ref, Records: run, Old: lease}}})
+	if err == nil {
+		r.landed = true
+		return true, false, nil
+	}
+	refs, lerr := travel.RemoteRefs(ctx, w.o.Root, w.remote, ref)
+	if lerr == nil {
+		switch v := refs[ref]; v {
+		case lease: // still this worker's: try again
+		case "":
+			return false, false, nil
+		default:
+			if rec, rerr := gitOut(ctx, w.o.Root, "rev-parse", "-q", "--verify", travel.RecordsRef(run)+"^{commit}"); rerr == nil && rec == v {
+				r.landed = true
+				return true, false, nil // the push went through, its answer did not
+			}
+			return false, false, nil
+		}
+	}
+	return false, true, err
 }
 
 // input is task t's input tree and its dependencies' artifacts; why is
@@ -792,14 +947,27 @@ func (w *worker) removeWorktree() {
 // run): deleted, only while it still holds this worker's lease, so that
 // another worker takes the task at once instead of after the lease.
 // Best effort: a claim left behind is taken over after the lease.
-func (w *worker) release(ctx context.Context, ref string, r *renewal) {
+func (w *worker) release(ctx context.Context, ref string, r *renewal) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	r.mu.Lock()
-	lease := r.value
-	r.mu.Unlock()
-	_ = travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: lease})
+	return travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: r.current()})
 }
+
+// PushError is a task's result the remote would not take, after every
+// try: its run is in the clone's journal (a worker started there again
+// replays it, with no agent call); Released says whether its claim was
+// given up (else it is taken over after the lease).
+type PushError struct {
+	Task, Run string
+	Released  bool
+	Err       error
+}
+
+func (e *PushError) Error() string {
+	return fmt.Sprintf("task %s: its result (run %s) could not be pushed: %v", e.Task, e.Run, e.Err)
+}
+
+func (e *PushError) Unwrap() error { return e.Err }
 
 func (w *worker) newLease(ctx context.Context, task string) (string, error) {
 	w.leases++
@@ -810,19 +978,37 @@ func (w *worker) newLease(ctx context.Context, task string) (string, error) {
 		}
 		w.emptyTree = t
 	}
-	return travel.NewLease(ctx, w.o.Root, w.emptyTree, w.key, task, w.o.ID, w.leases, w.now())
+	return travel.NewLease(ctx, w.o.Root, w.emptyTree, w.key, task, w.o.ID, w.leases, w.now(), w.lease)
 }
 
-// renewal keeps a claim's lease while its task runs.
+// renewal keeps a claim's lease while its task runs, and until its
+// result's push landed.
 type renewal struct {
-	w     *worker
-	ref   string
-	task  string
-	mu    sync.Mutex
-	value string // the lease the remote holds
-	lost  bool
-	stop  chan struct{}
-	done  chan struct{}
+	w    *worker
+	ref  string
+	task string
+	// op is held by a renewal under way, and by each try of the result's
+	// push: the push moves the claim from the lease it holds then.
+	op     sync.Mutex
+	landed bool // the result's push landed: no more renewals (under op)
+	mu     sync.Mutex
+	value  string // the lease the remote holds
+	lost   bool
+	stop   chan struct{}
+	done   chan struct{}
+	ended  sync.Once
+}
+
+func (r *renewal) isLost() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lost
+}
+
+func (r *renewal) current() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.value
 }
 
 // loop renews the lease every third of a lease period until end; cancel
@@ -840,7 +1026,13 @@ func (r *renewal) loop(ctx context.Context, cancel func()) {
 			return
 		case <-time.After(every):
 		}
+		r.op.Lock()
+		if r.landed {
+			r.op.Unlock()
+			return
+		}
 		renewed, taken := r.renew(ctx)
+		r.op.Unlock()
 		if renewed {
 			last = r.w.now()
 			continue
@@ -890,7 +1082,7 @@ func (r *renewal) renew(ctx context.Context) (renewed, taken bool) {
 
 // end stops the renewals and says whether the lease was lost.
 func (r *renewal) end() bool {
-	close(r.stop)
+	r.ended.Do(func() { close(r.stop) })
 	<-r.done
 	r.mu.Lock()
 	defer r.mu.Unlock()

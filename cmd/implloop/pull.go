@@ -79,10 +79,13 @@ and in the tree, as on the machine that ran it.
 Every record is checked before anything is imported: its files and
 format, that each unit's identity is the digest of its preimage, that
 each blob holds what its sha256 name says, and that the boundary commits
-it names came with it. A malformed or forged record is refused and
-nothing of the pull is imported (one transaction). Pulling again imports
-nothing new. So is a run dated in the future (it would sort before every
-run made here) or whose start is not the time its id says.
+it names came with it. A malformed or forged run is refused: nothing
+of it is imported (nor a resume of it), its ref is named on stderr, and
+pull exits non-zero, having imported the other runs (one transaction).
+So one bad ref, which anyone with push access can put on the remote,
+costs its own run only. Pulling again imports nothing new. So is a run
+dated in the future (it would sort before every run made here) or whose
+start is not the time its id says.
 
 Each object is sized from git's header before a byte of it is read: a
 run's records (its rows) above --max-record-size, a blob above
@@ -100,7 +103,8 @@ warning. A signature that does not verify (records changed after they
 were signed) is refused. Resume's default is never a pulled run.
 
 --json prints the outcome as one object (remote, imported, present,
-trust: per imported run, trusted and why).
+trust: per imported run, trusted and why; refused: per refused run, its
+commit and why).
 
 ` + exitStatusHelp(longExits...),
 		Example: `  # Take over a teammate's run (after 'git pull' of the branch)
@@ -176,10 +180,33 @@ func pullRun(ctx context.Context, o *pullOptions) error {
 	// the pull's CPU. This process does nothing else: it collects less
 	// often, at the cost of memory for the length of the pull.
 	debug.SetGCPercent(pullGCPercent)
-	res, err := travel.Pull(ctx, root, o.remote, loop.JournalOpener(root), travel.WithLimits(limits))
+	res, err := travel.Pull(ctx, root, o.remote, loop.JournalOpener(root), travel.WithLimits(limits), travel.SkipRefused())
 	if err != nil {
 		return travelError(err, o.remote)
 	}
+	if err := pullReport(o, res); err != nil {
+		return err
+	}
+	return pullRefused(o.io, res)
+}
+
+// pullRefused names each run the pull refused, on a line of its own, and
+// fails the command when there is one: what it refused is not imported,
+// the rest is.
+func pullRefused(io *ioStreams, res *travel.PullResult) error {
+	if len(res.Refused) == 0 {
+		return nil
+	}
+	for _, r := range res.Refused {
+		fmt.Fprintf(io.ErrOut, "implloop: refused %s (commit %.12s): %s; nothing of it was imported\n", travel.RecordsRef(r.Run), r.Commit, r.Reason)
+	}
+	first := res.Refused[0].Run
+	return errorf(fmt.Sprintf("the other runs were imported; ask whoever pushed a refused run to push it again from their clone, or remove it from the remote (git push %s :%s)",
+		res.Remote, travel.RecordsRef(first)), "%d run(s) on %s refused (named above)", len(res.Refused), res.Remote)
+}
+
+// pullReport prints what a pull imported.
+func pullReport(o *pullOptions, res *travel.PullResult) error {
 	if o.asJSON {
 		type trust struct {
 			Trusted bool   `json:"trusted"`
@@ -189,13 +216,23 @@ func pullRun(ctx context.Context, o *pullOptions) error {
 		for id, t := range res.Trust {
 			trusts[id] = trust{t.Trusted, t.String()}
 		}
+		type refused struct {
+			Run    string `json:"run"`
+			Commit string `json:"commit"`
+			Reason string `json:"reason"`
+		}
+		refs := []refused{}
+		for _, r := range res.Refused {
+			refs = append(refs, refused{r.Run, r.Commit, r.Reason})
+		}
 		return o.printJSON(struct {
 			Remote    string           `json:"remote"`
 			Imported  []string         `json:"imported"`
 			Present   []string         `json:"present"`
 			Trust     map[string]trust `json:"trust"`
 			Retrusted []string         `json:"now_trusted"`
-		}{res.Remote, orEmpty(res.Imported), orEmpty(res.Present), trusts, orEmpty(res.Retrusted)})
+			Refused   []refused        `json:"refused"`
+		}{res.Remote, orEmpty(res.Imported), orEmpty(res.Present), trusts, orEmpty(res.Retrusted), refs})
 	}
 	fmt.Fprintf(o.io.Out, "pulled from %s: %d run(s) imported", res.Remote, len(res.Imported))
 	if len(res.Imported) > 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/loop"
 
 	"github.com/implloop/implloop/internal/bytepath"
 	"github.com/implloop/implloop/internal/words"
@@ -42,7 +43,12 @@ BLOCKED.md is left out (and .implloop/, where older implloops kept their
 journal). --json gives the tree id too.
 
 It only reads: nothing is written to the worktree, .git or the journal (the
-tree is built in a temporary index and object directory, removed after).
+files that differ from the index are hashed into a temporary index and
+object directory, removed after). It costs about one 'git status'.
+
+With --json, "watch" says whether a run holding the work tree's lock keeps
+a watch on it now (its boundaries then look only at the paths that
+changed): "in_use", or the "reason" why not.
 
 ` + exitStatusHelp(longExits...),
 		Args:              exactArgs(0, "no arguments"),
@@ -70,9 +76,18 @@ func statusRun(ctx context.Context, opts *statusOptions) error {
 		return errorf("", "status: %w", err)
 	}
 	if opts.json {
+		// Whether a run keeps a watch on the work tree now (its
+		// boundaries then look only at what changed).
+		watch, err := loop.ReadWatch(opts.dir)
+		if err != nil {
+			watch = loop.WatchStatus{Reason: err.Error()}
+		}
 		enc := json.NewEncoder(opts.io.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(snap)
+		return enc.Encode(struct {
+			boundary.Snapshot
+			Watch loop.WatchStatus `json:"watch"`
+		}{snap, watch})
 	}
 	return printSnapshot(opts.io.Out, snap)
 }

@@ -205,6 +205,9 @@ func workSummary(sum *worker.Summary, remote, plan string) string {
 			took = ", taken over"
 		}
 		fmt.Fprintf(&b, "  task %s  %s  run %s  %s%s\n", t.Task, t.Verdict, t.Run, state, took)
+		if t.Redone != "" {
+			fmt.Fprintf(&b, "    done again: %s\n", t.Redone)
+		}
 	}
 	if len(sum.Blocked) > 0 {
 		fmt.Fprintf(&b, "blocked: %s\n", strings.Join(sum.Blocked, ", "))
@@ -214,6 +217,14 @@ func workSummary(sum *worker.Summary, remote, plan string) string {
 		for _, id := range sum.Unreachable {
 			if why := sum.Why[id]; why != "" {
 				fmt.Fprintf(&b, "  task %s %s\n", id, why)
+			}
+		}
+	}
+	if len(sum.Untrusted) > 0 {
+		fmt.Fprintf(&b, "results not trusted here: %s\n", strings.Join(sum.Untrusted, ", "))
+		for _, id := range sum.Untrusted {
+			if why := sum.Why[id]; why != "" {
+				fmt.Fprintf(&b, "  task %s: %s\n", id, why)
 			}
 		}
 	}
@@ -240,6 +251,7 @@ func workSummary(sum *worker.Summary, remote, plan string) string {
 func workError(err error, remote, plan string) error {
 	var nc *worker.PlanNotCommittedError
 	var st *travel.SelfTrustError
+	var pe *worker.PushError
 	switch {
 	case errors.As(err, &st):
 		hint := "give every worker a signing key, and its public half in the allowed signers of the workers and the fan-in: " +
@@ -256,6 +268,13 @@ func workError(err error, remote, plan string) error {
 		return errorf(fmt.Sprintf("commit the plan (git add %s && git commit) and start the workers at that commit", plan), "%s", err)
 	case errors.Is(err, worker.ErrNoBase):
 		return errorf("commit the plan, then start the workers", "%s", err)
+	case errors.As(err, &pe):
+		claim := "its claim was given up, for another worker to take at once"
+		if !pe.Released {
+			claim = "its claim could not be given up: another worker takes it over after the lease"
+		}
+		return errorf(fmt.Sprintf("%s; the run is in this clone's journal: once %s takes pushes, start the worker here again (it replays the run, with no agent call, and pushes it)",
+			claim, remoteOr(remote)), "%s", err)
 	}
 	return travelError(err, remote)
 }

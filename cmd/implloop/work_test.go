@@ -540,7 +540,7 @@ func TestWorkClaimRace(t *testing.T) {
 		errs := make([]error, 2)
 		start := make(chan struct{})
 		for i := range 2 {
-			lease, err := travel.NewLease(ctx, dirs[i], empty, "race", strconv.Itoa(round), fmt.Sprintf("w%d", i), round, time.Now())
+			lease, err := travel.NewLease(ctx, dirs[i], empty, "race", strconv.Itoa(round), fmt.Sprintf("w%d", i), round, time.Now(), time.Minute)
 			must(t, err)
 			leases[i] = lease
 			wg.Add(1)
