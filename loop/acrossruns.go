@@ -122,10 +122,10 @@ func (a *acrossRun) who(e *engine) string {
 	return "runs " + strings.Join(parts, ", then ") + " (each resuming the one before)"
 }
 
-// acrossRuns finds the run t's first attempt (facts, units) may replay
-// from, with the task's effect there read, to write.
-func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, facts unit.Facts, units []unit.Unit) (*acrossRun, bool) {
-	a, ok := e.acrossMatch(t, facts, units, e.prev.Tree, func(a *acrossRun) bool {
+// acrossWork is the runner's accept for acrossMatch: a run whose task's
+// effect can be read, to write it (a.work), from the tree now.
+func (e *engine) acrossWork(ctx context.Context) func(a *acrossRun) bool {
+	return func(a *acrossRun) bool {
 		effects, err := boundary.Effects(ctx, e.o.RepoRoot, [][2]string{{a.from.Commit, a.to.Commit}})
 		if err != nil {
 			return false
@@ -134,17 +134,13 @@ func (e *engine) acrossRuns(ctx context.Context, t extractor.Task, facts unit.Fa
 			a.work = append(a.work, boundary.LostContent{Path: ch.Path, Lost: ch.After, Base: ch.Before})
 		}
 		return true
-	})
-	if ok {
-		return a, true
 	}
-	return e.mergedAcross(ctx, t, facts, units)
 }
 
 // acrossMatch finds the run t's first attempt (facts, units) may replay
-// from when the tree before the task is tree: the one decision the run
-// takes (acrossRuns), the resume plan predicts (planner.chain) and a wave
-// honours (startWave). accept may refuse a candidate (nil: any).
+// from when the tree before the task is tree: asked by decide, so the
+// run takes, the resume plan predicts and a wave honours one answer.
+// accept may refuse a candidate (nil: any).
 //
 // A candidate is a run that made the task's first attempt from tree;
 // the chain is followed there, and, when that run did not finish the
@@ -310,7 +306,7 @@ func (e *engine) acrossChain(t extractor.Task, facts unit.Facts, units []unit.Un
 				continue
 			case failed && g.Command != agentGate:
 				continue
-			case !failed && (g.Command != gateCmd || gateCmd == "" || e.o.Reverify):
+			case !failed && !e.asksSame(g, gateCmd):
 				continue // another gate now: its feedback is not known
 			}
 			f := facts

@@ -73,7 +73,8 @@ func BenchmarkAcrossRunsLookup(b *testing.B) {
 		t0 := time.Now()
 		for t := range tasks {
 			task := extractor.Task{ID: strconv.Itoa(t + 1)}
-			if _, ok := e.acrossRuns(context.Background(), task, unit.Facts{Attempt: 1}, []unit.Unit{{ID: task.ID + "/implement~a1", Identity: ids[t]}}); ok {
+			units := []unit.Unit{{ID: task.ID + "/implement~a1", Identity: ids[t]}}
+			if _, ok := e.acrossMatch(task, unit.Facts{Attempt: 1}, units, e.prev.Tree, e.acrossWork(context.Background())); ok {
 				b.Fatal("a replay across runs from another tree")
 			}
 		}

@@ -498,7 +498,7 @@ func explainOf(t *testing.T, j *cache.Journal, runID, task string) *Explanation 
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := Explain(j, run, task)
+	x, err := explainRun(j, run, task)
 	if err != nil {
 		t.Fatal(err)
 	}

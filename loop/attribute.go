@@ -38,65 +38,14 @@ type lostAhead struct {
 // those carried to the turns of calls made ahead (e.carried). own is lost
 // when no call made ahead is pending (the usual case).
 func (e *engine) attributeLost(ctx context.Context, taskID string, lost []boundary.LostContent) (own []boundary.LostContent, why string) {
-	var others []*early
-	for _, r := range e.early {
-		if r.u.TaskID == taskID {
-			continue
-		}
-		select {
-		case <-r.done:
-			if r.finished.Before(e.prevAt) {
-				// Returned before the boundary before this one was
-				// begun, and what it left running was killed then.
-				continue
-			}
-		default:
-		}
-		others = append(others, r)
-	}
+	others := e.othersAhead(taskID)
 	if len(lost) == 0 || len(others) == 0 {
 		return lost, ""
 	}
 	slices.SortFunc(others, func(a, b *early) int { return e.taskIndex(a.u.TaskID) - e.taskIndex(b.u.TaskID) })
 	self := e.settled[taskID]
-	effects := map[*early]map[string]boundary.Blob{}
-	effectOf := func(r *early) (map[string]boundary.Blob, bool) {
-		if r == nil {
-			return nil, false
-		}
-		select {
-		case <-r.done:
-		default:
-			return nil, false // still running: its work is not known
-		}
-		if m, ok := effects[r]; ok {
-			return m, m != nil
-		}
-		var m map[string]boundary.Blob
-		if r.tree != "" {
-			if cs, err := boundary.Diff(ctx, e.o.RepoRoot, r.base, r.tree); err == nil {
-				m = map[string]boundary.Blob{}
-				for _, c := range cs {
-					m[c.Path] = c.After
-					if c.From != "" {
-						m[c.From] = boundary.Blob{}
-					}
-				}
-			}
-		}
-		effects[r] = m
-		return m, m != nil
-	}
-	// did reports whether call r's own work left path p as the discard
-	// left it (its base content, or absent).
-	did := func(r *early, l boundary.LostContent) bool {
-		m, ok := effectOf(r)
-		if !ok {
-			return false
-		}
-		after, changed := m[l.Path]
-		return changed && after.Same(l.Base)
-	}
+	w := &aheadWork{ctx: ctx, repo: e.o.RepoRoot, effects: map[*early]map[string]boundary.Blob{}}
+	did := w.did
 	all := []string{taskID}
 	for _, r := range others {
 		all = append(all, r.u.TaskID)
@@ -131,6 +80,77 @@ func (e *engine) attributeLost(ctx context.Context, taskID string, lost []bounda
 		why = "calls made ahead ran meanwhile (--jobs): " + strings.Join(whys, "; ")
 	}
 	return own, why
+}
+
+// othersAhead are the calls made ahead that may have done what the
+// boundary after task taskID saw: every one not yet settled but the
+// task's own, save those that returned before the boundary before this
+// one was begun (what they left running was killed then).
+func (e *engine) othersAhead(taskID string) []*early {
+	var others []*early
+	for _, r := range e.early {
+		if r.u.TaskID == taskID {
+			continue
+		}
+		select {
+		case <-r.done:
+			if r.finished.Before(e.prevAt) {
+				continue
+			}
+		default:
+		}
+		others = append(others, r)
+	}
+	return others
+}
+
+// aheadWork reads what calls made ahead did in their worktrees (their
+// tree against the boundary they started from), each once.
+type aheadWork struct {
+	ctx     context.Context
+	repo    string
+	effects map[*early]map[string]boundary.Blob
+}
+
+// of is call r's own work, path -> content after (a zero Blob: removed);
+// false while it runs (its work is not known) or when it cannot be read.
+func (w *aheadWork) of(r *early) (map[string]boundary.Blob, bool) {
+	if r == nil {
+		return nil, false
+	}
+	select {
+	case <-r.done:
+	default:
+		return nil, false
+	}
+	if m, ok := w.effects[r]; ok {
+		return m, m != nil
+	}
+	var m map[string]boundary.Blob
+	if r.tree != "" {
+		if cs, err := boundary.Diff(w.ctx, w.repo, r.base, r.tree); err == nil {
+			m = map[string]boundary.Blob{}
+			for _, c := range cs {
+				m[c.Path] = c.After
+				if c.From != "" {
+					m[c.From] = boundary.Blob{}
+				}
+			}
+		}
+	}
+	w.effects[r] = m
+	return m, m != nil
+}
+
+// did reports whether call r's own work left path l.Path as the discard
+// left it (its base content, or absent).
+func (w *aheadWork) did(r *early, l boundary.LostContent) bool {
+	m, ok := w.of(r)
+	if !ok {
+		return false
+	}
+	after, changed := m[l.Path]
+	return changed && after.Same(l.Base)
 }
 
 // carry records discard l for task id's turn; why has a %s for the paths.

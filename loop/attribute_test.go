@@ -53,7 +53,7 @@ func TestParallelDiscardAttributedByContent(t *testing.T) {
 			if !strings.Contains(rows["3"].BlockReason, "while its call ran ahead") {
 				t.Errorf("task 3's reason: %q", rows["3"].BlockReason)
 			}
-			lost, err := LostContent(openJournal(t, repo), out.RunID, "3", nil)
+			lost, err := lostContent(openJournal(t, repo), out.RunID, "3", nil)
 			if err != nil || len(lost) != 1 || lost[0].Path != "keep.txt" {
 				t.Errorf("task 3's lost content: %+v, %v", lost, err)
 			}

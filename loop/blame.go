@@ -44,14 +44,14 @@ type BlameLine struct {
 // ErrNoBoundaryCommits is a run with no boundary commit to blame from.
 var ErrNoBoundaryCommits = errors.New("the run has no boundary commits")
 
-// Blame says, for each line of path (relative to the repo root) as it is
+// blameLines says, for each line of path (relative to the repo root) as it is
 // in the work tree now, which task of runID's lineage last wrote it. It is
 // git's own blame along the run's boundary chain (`git blame
 // --first-parent` from its last boundary commit: every first parent is
 // the boundary before), each boundary commit mapped to the task it
 // follows through the journal. from and to (1-based) limit the lines; 0
 // means the whole file. Read-only.
-func Blame(ctx context.Context, j *cache.Journal, repoRoot, runID, path string, from, to int) ([]BlameLine, error) {
+func blameLines(ctx context.Context, j *cache.Journal, repoRoot, runID, path string, from, to int) ([]BlameLine, error) {
 	last, ok, err := j.LastBoundary(runID)
 	if err != nil {
 		return nil, err

@@ -61,14 +61,11 @@ func writeBlocked(repoRoot string, blocks []blockInfo) error {
 	return os.WriteFile(filepath.Join(repoRoot, BlockedFile), []byte(blockedText(blocks)), 0o644)
 }
 
-// blockedText is BLOCKED.md for blocks.
+// blockedText is BLOCKED.md for blocks: a heading naming the blocked
+// tasks, what happened to each, then the steps to repair.
 func blockedText(blocks []blockInfo) string {
 	var s strings.Builder
 	first := blocks[0]
-	ids := make([]string, len(blocks))
-	for i, b := range blocks {
-		ids[i] = b.TaskID
-	}
 	if len(blocks) == 1 {
 		fmt.Fprintf(&s, "# BLOCKED: task %s", first.TaskID)
 		if first.Title != "" {
@@ -76,6 +73,10 @@ func blockedText(blocks []blockInfo) string {
 		}
 		s.WriteString("\n\n")
 	} else {
+		ids := make([]string, len(blocks))
+		for i, b := range blocks {
+			ids[i] = b.TaskID
+		}
 		fmt.Fprintf(&s, "# BLOCKED: tasks %s\n\n", strings.Join(ids, ", "))
 	}
 	for _, b := range blocks {
@@ -88,61 +89,78 @@ func blockedText(blocks []blockInfo) string {
 			}
 			s.WriteString("\n\n")
 		}
-		switch {
-		case b.Unfinished != "":
-			fmt.Fprintf(&s, "Run `%s` stopped without finishing task %s of `%s` (killed, or the machine went down), "+
-				"so the guard never checked that task. This resume, run `%s`, compared the repository with `%s`'s last "+
-				"boundary before running anything, found work discarded, and stopped.\n\n",
-				b.Unfinished, b.TaskID, b.PlanPath, b.RunID, b.Unfinished)
-		case b.Interrupted:
-			fmt.Fprintf(&s, "Task %s of `%s` was interrupted in run `%s`, and the guard, run at the interrupt, "+
-				"found that it had discarded work.\n\n", b.TaskID, b.PlanPath, b.RunID)
-		default:
-			fmt.Fprintf(&s, "Task %s of `%s` is blocked in run `%s` after %d attempt(s).\n\n", b.TaskID, b.PlanPath, b.RunID, b.Attempts)
+		writeBlock(&s, b, h)
+	}
+	writeRepair(&s, blocks)
+	return s.String()
+}
+
+// writeBlock writes to s what happened to the task of block b, under
+// headings of level h: how it came to be blocked, why, and what it lost,
+// its gate or its agent said, a stash made meanwhile, a write its sandbox
+// refused.
+func writeBlock(s *strings.Builder, b blockInfo, h string) {
+	switch {
+	case b.Unfinished != "":
+		fmt.Fprintf(s, "Run `%s` stopped without finishing task %s of `%s` (killed, or the machine went down), "+
+			"so the guard never checked that task. This resume, run `%s`, compared the repository with `%s`'s last "+
+			"boundary before running anything, found work discarded, and stopped.\n\n",
+			b.Unfinished, b.TaskID, b.PlanPath, b.RunID, b.Unfinished)
+	case b.Interrupted:
+		fmt.Fprintf(s, "Task %s of `%s` was interrupted in run `%s`, and the guard, run at the interrupt, "+
+			"found that it had discarded work.\n\n", b.TaskID, b.PlanPath, b.RunID)
+	default:
+		fmt.Fprintf(s, "Task %s of `%s` is blocked in run `%s` after %d attempt(s).\n\n", b.TaskID, b.PlanPath, b.RunID, b.Attempts)
+	}
+	fmt.Fprintf(s, "%s Why\n\n%s\n", h, b.Reason)
+	if b.JournalGone {
+		s.WriteString("\nimplloop keeps its journal in the git directory, and the task took it away: the record of this run " +
+			"and of the runs before it is gone, so there is nothing to resume. The work tree is as the task left it.\n")
+	}
+	if len(b.Lost) > 0 {
+		s.WriteString("\nThe task discarded work of earlier tasks (uncommitted, or in a commit it dropped). implloop kept a copy of each lost file:\n\n")
+		for _, p := range b.Lost {
+			fmt.Fprintf(s, "- `%s`%s\n", bytepath.Display(p), lostNote(b.LostKinds[p]))
 		}
-		fmt.Fprintf(&s, "%s Why\n\n%s\n", h, b.Reason)
-		if b.JournalGone {
-			s.WriteString("\nimplloop keeps its journal in the git directory, and the task took it away: the record of this run " +
-				"and of the runs before it is gone, so there is nothing to resume. The work tree is as the task left it.\n")
-		}
+	}
+	if b.Gate != "" {
+		fmt.Fprintf(s, "\nThe gate `%s` failed. The end of its output:\n\n", b.Gate)
+		writeFenced(s, b.Output)
+	}
+	if b.AgentFailure != "" {
+		s.WriteString("\nThe agent call itself failed (no gate ran):\n\n")
+		writeFenced(s, b.AgentFailure)
+	}
+	if b.Stash.Commit != "" {
+		fmt.Fprintf(s, "\nA stash was made during the run (by the agent: implloop never stashes): `stash@{0}`, %q (commit %.12s). "+
+			"`git stash show -p stash@{0}` shows what it put away; `git stash pop` brings it back into the tree, "+
+			"`git stash drop` throws it away.", b.Stash.Subject, b.Stash.Commit)
 		if len(b.Lost) > 0 {
-			s.WriteString("\nThe task discarded work of earlier tasks (uncommitted, or in a commit it dropped). implloop kept a copy of each lost file:\n\n")
-			for _, p := range b.Lost {
-				fmt.Fprintf(&s, "- `%s`%s\n", bytepath.Display(p), lostNote(b.LostKinds[p]))
-			}
-		}
-		if b.Gate != "" {
-			fmt.Fprintf(&s, "\nThe gate `%s` failed. The end of its output:\n\n", b.Gate)
-			writeFenced(&s, b.Output)
-		}
-		if b.AgentFailure != "" {
-			s.WriteString("\nThe agent call itself failed (no gate ran):\n\n")
-			writeFenced(&s, b.AgentFailure)
-		}
-		if b.Stash.Commit != "" {
-			fmt.Fprintf(&s, "\nA stash was made during the run (by the agent: implloop never stashes): `stash@{0}`, %q (commit %.12s). "+
-				"`git stash show -p stash@{0}` shows what it put away; `git stash pop` brings it back into the tree, "+
-				"`git stash drop` throws it away.", b.Stash.Subject, b.Stash.Commit)
-			if len(b.Lost) > 0 {
-				// Both write the same files: pop refuses ("already
-				// exists, no checkout") once restore has written them.
-				s.WriteString(" It may hold the lost files listed above: bring those back one way, not both " +
-					"(`git stash pop` refuses to write over a file `implloop restore` brought back; " +
-					"after the restore, `git stash show --include-untracked stash@{0}` says what else it holds).")
-			}
-			s.WriteString("\n")
-		}
-		if b.Sandbox != "" && refusedWrite(b.AgentFailure+b.Output) {
-			fmt.Fprintf(&s, "\nThe agent ran sandboxed (%s): a write it was refused (\"Read-only file system\", \"Operation not permitted\") "+
-				"was outside what the sandbox lets it write. Change the task so its work stays in the tree, or allow the path "+
-				"(`implloop resume --sandbox-allow PATH`); see \"Sandbox\" in docs/agents.md.\n", b.Sandbox)
+			// Both write the same files: pop refuses ("already
+			// exists, no checkout") once restore has written them.
+			s.WriteString(" It may hold the lost files listed above: bring those back one way, not both " +
+				"(`git stash pop` refuses to write over a file `implloop restore` brought back; " +
+				"after the restore, `git stash show --include-untracked stash@{0}` says what else it holds).")
 		}
 		s.WriteString("\n")
 	}
+	if b.Sandbox != "" && refusedWrite(b.AgentFailure+b.Output) {
+		fmt.Fprintf(s, "\nThe agent ran sandboxed (%s): a write it was refused (\"Read-only file system\", \"Operation not permitted\") "+
+			"was outside what the sandbox lets it write. Change the task so its work stays in the tree, or allow the path "+
+			"(`implloop resume --sandbox-allow PATH`); see \"Sandbox\" in docs/agents.md.\n", b.Sandbox)
+	}
+	s.WriteString("\n")
+}
+
+// writeRepair writes to s the numbered steps that repair blocks: bring
+// lost files back, fix the cause, optionally start a task over, commit,
+// remove BLOCKED.md, and resume (or start again, the journal gone).
+func writeRepair(s *strings.Builder, blocks []blockInfo) {
+	first := blocks[0]
 	s.WriteString("## Repair\n\n")
 	n := 1
 	step := func(format string, args ...any) {
-		fmt.Fprintf(&s, "%d. "+format+"\n", append([]any{n}, args...)...)
+		fmt.Fprintf(s, "%d. "+format+"\n", append([]any{n}, args...)...)
 		n++
 	}
 	gone := false
@@ -183,7 +201,6 @@ func blockedText(blocks []blockInfo) string {
 	} else {
 		step("Resume: `implloop resume --run %s`. Unchanged tasks replay from the journal; %s.", first.RunID, onResume(blocks))
 	}
-	return s.String()
 }
 
 // lostNote is what BLOCKED.md says of a lost path that was not a file of

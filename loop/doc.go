@@ -58,4 +58,23 @@
 // unit's identity, why a unit runs live, in words made in one place), so
 // the plan says what the run will do by construction; the planner's pass
 // records what it plans, the runner's what happened.
+//
+// # Replay or live
+//
+// One function decides, for a unit, whether it replays, replays as a
+// failure its chain went on from, takes a call made ahead, replays across
+// runs, or runs live, and why (decide, decide.go); one decides the same
+// for a gate (decideGate). The planner, the runner, --jobs (which calls
+// are made ahead) and, through what they journal, explain and the report
+// all ask them, as go-task's callers all ask its fingerprinter.
+//
+// # The engine's state, and the inspector
+//
+// The engine's state is in parts, each with its own job and file: what a
+// resume found and planned (resumeState), what the run saw so far
+// (tally), who makes the calls and what they cost (agents), the trust
+// rule's answers (trustState), the calls made ahead under --jobs (waves,
+// parallel.go). Commands do not read the journal themselves: they open
+// an [Inspector] (inspect.go) and ask it for the read-only views they
+// print (explain, blame, a task's effect and log, the report, restores).
 package loop

@@ -34,11 +34,11 @@ var ErrNoEffect = errors.New("no boundary after the task in this run")
 // ErrLegacyBoundary is a run journaled before boundaries were commits.
 var ErrLegacyBoundary = errors.New("the run was journaled before boundaries were commits")
 
-// TaskEffect is task taskID's effect in run runID, read from the journal
+// taskEffect is task taskID's effect in run runID, read from the journal
 // and the boundary commits (read-only). When the task ran more than once
 // in the run (interrupted, then guarded), the last boundary after it
 // counts.
-func TaskEffect(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID string) (*Effect, error) {
+func taskEffect(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID string) (*Effect, error) {
 	from, to, err := taskBoundaries(j, runID, taskID)
 	if err != nil {
 		return nil, err
@@ -53,9 +53,9 @@ func TaskEffect(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID s
 	return &Effect{RunID: runID, TaskID: taskID, From: from.Commit, To: to.Commit, Changes: changes}, nil
 }
 
-// TaskDiff is task taskID's effect in run runID as git prints it: a
+// taskDiff is task taskID's effect in run runID as git prints it: a
 // diffstat, a patch, or both (read-only).
-func TaskDiff(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID string, opts boundary.DiffOptions) ([]byte, error) {
+func taskDiff(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID string, opts boundary.DiffOptions) ([]byte, error) {
 	from, to, err := taskBoundaries(j, runID, taskID)
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ type NotLostError struct{ Run, Path string }
 
 func (e *NotLostError) Error() string { return fmt.Sprintf("run %s lost no path %q", e.Run, e.Path) }
 
-// LostContent is the content the discard guard saw lost in run runID, read
+// lostContent is the content the discard guard saw lost in run runID, read
 // from the verdicts journaled with its boundaries: only task taskID's when
 // it is not "", only paths (repo-relative) when any are given, each of
 // which must have been lost (else a *NotLostError). The newest loss of a
@@ -106,7 +106,7 @@ func (e *NotLostError) Error() string { return fmt.Sprintf("run %s lost no path 
 // Content lost in a run the trust rule does not trust (pulled, not signed
 // by an allowed signer) is never handed out to be written: an
 // *UntrustedError.
-func LostContent(j *cache.Journal, runID, taskID string, paths []string) ([]boundary.LostContent, error) {
+func lostContent(j *cache.Journal, runID, taskID string, paths []string) ([]boundary.LostContent, error) {
 	if t, err := travel.TrustOfRun(j, runID); err != nil {
 		return nil, err
 	} else if !t.Trusted {
@@ -150,14 +150,14 @@ func LostContent(j *cache.Journal, runID, taskID string, paths []string) ([]boun
 	return lost, nil
 }
 
-// TaskBefore is what writing the tree back to how it was before task
+// taskBefore is what writing the tree back to how it was before task
 // taskID of run runID takes (restore --before): for each path the task
 // changed, its content before the task as the content to write (absent: a
 // file the task added, to remove), and its content after the task as the
 // base a path may be overwritten from safely. A rename comes back as its
 // two paths. Only paths when any are given (repo-relative), each of which
 // the task must have changed (else a *NotChangedError). Read-only.
-func TaskBefore(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID string, paths []string) ([]boundary.LostContent, error) {
+func taskBefore(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID string, paths []string) ([]boundary.LostContent, error) {
 	// The content before a task is that run's boundary too: written only
 	// from a run the trust rule trusts (see LostContent).
 	if t, err := travel.TrustOfRun(j, runID); err != nil {
@@ -165,7 +165,7 @@ func TaskBefore(ctx context.Context, j *cache.Journal, repoRoot, runID, taskID s
 	} else if !t.Trusted {
 		return nil, &UntrustedError{Run: runID, Trust: t}
 	}
-	eff, err := TaskEffect(ctx, j, repoRoot, runID, taskID)
+	eff, err := taskEffect(ctx, j, repoRoot, runID, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -211,11 +211,11 @@ func (e *NotChangedError) Error() string {
 	return fmt.Sprintf("task %s of run %s did not change %q", e.Task, e.Run, e.Path)
 }
 
-// WorkRun is the run whose boundaries hold task taskID's work, for a task
+// workRun is the run whose boundaries hold task taskID's work, for a task
 // that replayed in run runID (and so took no boundary of its own there):
 // the run that made the call its last replayed unit stands in for. ok is
 // false when the task has no replayed unit in runID.
-func WorkRun(j *cache.Journal, runID, taskID string) (string, bool, error) {
+func workRun(j *cache.Journal, runID, taskID string) (string, bool, error) {
 	units, err := j.Units(runID)
 	if err != nil {
 		return "", false, err

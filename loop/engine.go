@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/implloop/implloop/agent"
@@ -25,7 +24,6 @@ import (
 	"github.com/implloop/implloop/report"
 	"github.com/implloop/implloop/sandbox"
 	"github.com/implloop/implloop/travel"
-	"github.com/implloop/implloop/treewatch"
 	"github.com/implloop/implloop/unit"
 )
 
@@ -129,6 +127,12 @@ var ErrBlockedFile = errors.New(BlockedFile + " exists")
 // BLOCKED.md says how to resume.
 var ErrStoppedFile = fmt.Errorf("%w, from a run that stopped", ErrBlockedFile)
 
+// engine is one run (or resume, or dry run) as it goes: what it was
+// given and the plan, the journal and the lineage it replays from, the
+// last boundary, and, in parts each with its own file, what the resume
+// found and planned (resumeState), what the run saw so far (tally), who
+// makes the calls and what they cost (agents), the trust rule's answers
+// (trustState) and the calls made ahead under --jobs (waves).
 type engine struct {
 	o       Options
 	s       Settings
@@ -137,90 +141,82 @@ type engine struct {
 	sel     *extractor.Selection
 	runID   string
 	lineage *lineage // what earlier runs journaled: where replays come from (lineage.go)
-	ag      agent.Agent
-	norm    identity.Env
 	prev    boundary.Snapshot
 	run     *pass           // the run's own pass: what its tasks came to (resume.go)
 	here    map[string]bool // task id -> in range and not skipped (runsHere)
 	obs     Observer
-	lock    *Lock // the work tree's; its descriptor goes to every agent and gate
+	lock    *Lock          // the work tree's; its descriptor goes to every agent and gate
+	keep    *boundary.Keep // what boundaries keep beside their trees (keepSettings)
+	gather  fanIn          // the workers' results this run replayed (fanin.go)
 
-	box *sandbox.Sandbox // --sandbox: wraps every agent call (nil: none)
+	resumeState
+	tally
+	agents
+	trustState
+	waves
+	treeWatch
+}
 
-	// The work tree's watch (watchtree.go): nil without one; watchBase
-	// the commit of the boundary taken after its last sync.
-	watch        *treewatch.Watcher
-	watchState   string
-	watchBase    string
-	watchSkipped bool
-
-	sawLive      bool                        // a unit was dispatched
-	sawLiveGate  bool                        // a gate ran live
-	sawNewSkip   bool                        // a task checked in the plan since the parent ran it was skipped
-	status       map[string]cache.TaskStatus // task id -> how it ended in this run (resume.go: heldBy reads it)
-	blockedWrote bool
-	blocks       []blockInfo // what BLOCKED.md explains, in order
-
-	keep       *boundary.Keep    // what boundaries keep beside their trees (keepSettings)
-	ticked     map[string]string // task id -> the run an agent ticked its box in (ticks.go)
-	boundaries int               // boundaries journaled in this run so far
-	liveGates  int               // gates run live in this run so far
-	held       *[]Event          // events of a replay batch not yet committed
-	replay     map[string]bool   // task id -> the resume plan replays it (runTasks; built once)
-
+// resumeState is what a resume found before it ran and what it planned
+// (resume.go, work.go, ticks.go).
+type resumeState struct {
 	// resumeBlocked: the resume's first comparison found discards of a
 	// task the parent never finished; no task runs (boundaries.go).
 	resumeBlocked bool
-	// journalGone: why the run stopped after a task took the journal away
-	// (vanished.go); "" while it is in place.
-	journalGone string
 	// work is what a resume found in the tree before it planned (work.go).
 	work       *workCheck
 	sawRestore bool                   // a task's work was written back from the boundaries
 	planned    map[string]PlannedTask // the resume plan, by task id
+	replay     map[string]bool        // task id -> the resume plan replays it (runTasks; built once)
+	held       *[]Event               // events of a replay batch not yet committed
+	ticked     map[string]string      // task id -> the run an agent ticked its box in (ticks.go)
+}
 
-	// --jobs (parallel.go): the calls made ahead, by unit identity; where
-	// the current wave ends; each task's latest wait (extractor.LatestWait).
-	early       map[string]*early
-	aheadSince  map[string]time.Time  // task id -> when its call made ahead started
-	inFlight    sync.WaitGroup        // the calls made ahead still running
-	wtMu        sync.Mutex            // git worktree add/remove, one at a time (they read each other's files)
-	jmu         sync.Mutex            // a replay batch's transaction, or a call made ahead journaled (journalCall)
-	settled     map[string]*early     // task id -> its call made ahead, taken at its turn (attribute.go)
-	settledRefs [][2]string           // refs of calls made ahead settled, to delete (endWaves)
-	takenAt     time.Time             // when the latest boundary was begun
-	prevAt      time.Time             // and the one before it
-	carried     map[string]*lostAhead // task id -> discards seen at an earlier turn, its by content (attribute.go)
-	pool        chan worker           // --jobs: a ticket per worker, with its worktree once made
-	workers     int                   // worktrees made (under wtMu)
-	worktrees   string                // where this run's task worktrees go
-	waveEnd     int
-	latest      []int
-
-	// Trust (trust.go): the trust rule's answer per run, asked once; the
-	// runs that resumed each run (acrossPaths); per task, the note of a
-	// replay across runs declined because its run is not trusted.
-	trusts   map[string]travel.Trust
-	kids     map[string][]string
-	declined map[string]string
-
+// tally is what the run saw so far, for its verdict, its report and
+// BLOCKED.md.
+type tally struct {
+	sawLive      bool                        // a unit was dispatched
+	sawLiveGate  bool                        // a gate ran live
+	sawNewSkip   bool                        // a task checked in the plan since the parent ran it was skipped
+	boundaries   int                         // boundaries journaled in this run so far
+	liveGates    int                         // gates run live in this run so far
+	status       map[string]cache.TaskStatus // task id -> how it ended in this run (resume.go: heldBy reads it)
+	blockedWrote bool
+	blocks       []blockInfo // what BLOCKED.md explains, in order
 	// stash is the newest stash entry when the run started, or as the
 	// last block named it (blocked.go).
 	stash boundary.Stash
+	// journalGone: why the run stopped after a task took the journal away
+	// (vanished.go); "" while it is in place.
+	journalGone string
+}
 
-	// Unattended runs: the chain of agents that take a call on a limit
-	// (limits.go) and the time waited for limits; what live calls spent
-	// (budget.go); why the run stopped though no task failed (nil: it
-	// did not); concerns about a task's calls (figures.go), by task id.
+// agents is who makes the run's calls and what they cost: the run's
+// agent and the environment its identities are normalised with, the
+// sandbox every call runs in (nil: none); for unattended runs the chain
+// of agents that take a call on a limit (limits.go) and the time waited
+// for limits; what live calls spent (budget.go); why the run stopped
+// though no task failed (nil: it did not); concerns about a task's calls
+// (figures.go), by task id.
+type agents struct {
+	ag           agent.Agent
+	norm         identity.Env
+	box          *sandbox.Sandbox
 	chain        []*member
 	waited       time.Duration
 	spent        spend
 	taskSpent    map[string]*spend
 	stopped      *runStop
 	callConcerns map[string][]string
+}
 
-	// gather: the workers' results this run replayed (fanin.go).
-	gather fanIn
+// trustState is the trust rule's answer per run, asked once (trust.go);
+// the runs that resumed each run (acrossPaths); per task, the note of a
+// replay across runs declined because its run is not trusted.
+type trustState struct {
+	trusts   map[string]travel.Trust
+	kids     map[string][]string
+	declined map[string]string
 }
 
 // newEngine is an engine for o before its plan is read: o's clock and
@@ -254,7 +250,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 		return e.dryRun(ctx)
 	}
 	inputs := inputsDigest(e.sel, e.s)
-	if o.Parent != "" && !o.Reverify && !o.Full {
+	if o.Parent != "" && e.gatesStand() && !o.Full {
 		if out := e.upToDate(ctx, inputs); out != nil {
 			return out, nil
 		}
@@ -269,16 +265,11 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	if err != nil {
 		return nil, err
 	}
-	lock, err := acquireLock(dirs.Lock, e.runID, start)
-	if locked := (*LockedError)(nil); errors.As(err, &locked) {
-		locked.Path = dirs.Shown(locked.Path)
-	}
+	lock, err := e.takeLock(dirs, start)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Release()
-	lock.shown = dirs.Shown(lock.path)
-	e.lock = lock
 	// While the run runs, what its agents and gates leave behind comes
 	// to it, not to init, and dies when their call ends (procgroup.Sweep).
 	release, _ := procgroup.Subreaper()
@@ -304,48 +295,73 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	}
 
 	out = &Outcome{RunID: e.runID, ParentID: o.Parent}
-	if err := e.beginRun(out, start, inputs, dirs); err != nil {
+	if err := e.openRun(ctx, out, start, inputs, dirs); err != nil {
 		return nil, err
 	}
-	// B0, and on a resume what happened between the runs (information
-	// only), taken before the resume plans: whether a replayed task's work
-	// is still in the tree, and whether a replayed gate may stand, depend
-	// on the tree (work.go).
-	if err := e.firstBoundary(ctx); err != nil {
-		return nil, err
-	}
-	// The stash as the run found it: a block names a stash made since
-	// (an agent's `git stash`), which holds the work it put away.
-	e.stash, _ = boundary.StashTop(ctx, o.RepoRoot)
-	if o.Parent != "" {
-		e.agentTicks(ctx)
-		if err := e.planResume(ctx, out); err != nil {
-			return nil, err
-		}
-	}
-
-	defer e.endWaves(ctx)
 	interrupted, err := e.runAll(ctx, out.Plan)
+	// Every call made ahead is waited for, and the task worktrees go,
+	// once: whether the run ended, failed or was interrupted.
+	e.endWaves(ctx)
 	if err != nil {
 		return nil, err
 	}
-	e.endWaves(ctx)
 	// Each call's leftovers were killed when it ended (procgroup.Sweep);
 	// whatever else carries the run's id goes before the verdict.
 	procgroup.Sweep([]string{agent.EnvRunID + "=" + e.runID})
 	if interrupted {
-		out.Interrupted = true
-		// Marks the running unit and the running task rows interrupted.
-		_, _ = e.j.InterruptRunning(e.runID)
-		// The interrupted task's discards are checked now, not never.
-		if err := e.guardInterrupted(ctx); err != nil {
-			e.emit(Event{Type: EvConcern, Message: "the guard could not check the interrupted task: " + err.Error()})
-		}
+		e.settleInterrupt(ctx, out)
 	}
 	if err := e.finishRun(ctx, out); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// takeLock takes the work tree's lock for the run begun at start; its
+// path, and a holder's, as the user knows them (dirs.Shown).
+func (e *engine) takeLock(dirs cache.Dirs, start time.Time) (*Lock, error) {
+	lock, err := acquireLock(dirs.Lock, e.runID, start)
+	if locked := (*LockedError)(nil); errors.As(err, &locked) {
+		locked.Path = dirs.Shown(locked.Path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	lock.shown = dirs.Shown(lock.path)
+	e.lock = lock
+	return lock, nil
+}
+
+// openRun journals the run begun at start (beginRun) and takes what it
+// starts from: B0, and on a resume what happened between the runs
+// (information only), taken before the resume plans (whether a replayed
+// task's work is still in the tree, and whether a replayed gate may
+// stand, depend on the tree: work.go); the stash as the run found it (a
+// block names a stash made since, an agent's `git stash`, which holds
+// the work it put away); then a resume's ticks and plan.
+func (e *engine) openRun(ctx context.Context, out *Outcome, start time.Time, inputs string, dirs cache.Dirs) error {
+	if err := e.beginRun(out, start, inputs, dirs); err != nil {
+		return err
+	}
+	if err := e.firstBoundary(ctx); err != nil {
+		return err
+	}
+	e.stash, _ = boundary.StashTop(ctx, e.o.RepoRoot)
+	if e.o.Parent == "" {
+		return nil
+	}
+	e.agentTicks(ctx)
+	return e.planResume(ctx, out)
+}
+
+// settleInterrupt marks the running unit and the running task rows
+// interrupted, and checks the interrupted task's discards now, not never.
+func (e *engine) settleInterrupt(ctx context.Context, out *Outcome) {
+	out.Interrupted = true
+	_, _ = e.j.InterruptRunning(e.runID)
+	if err := e.guardInterrupted(ctx); err != nil {
+		e.emit(Event{Type: EvConcern, Message: "the guard could not check the interrupted task: " + err.Error()})
+	}
 }
 
 // readPlan checks the settings and that no BLOCKED.md waits (a dry run
@@ -571,7 +587,7 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		// interrupt, for a little while; without it the run still ends
 		// as it did.
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), htmlReportTimeout)
-		if out.HTMLPath, err = WriteHTMLReport(hctx, e.j, e.j.Root(), rep); err != nil {
+		if out.HTMLPath, err = writeHTMLReport(hctx, e.j, e.j.Root(), rep); err != nil {
 			e.emit(Event{Type: EvConcern, Message: "report.html was not written: " + err.Error()})
 		}
 		cancel()

@@ -71,12 +71,12 @@ type TaskExplanation struct {
 	Restored bytepath.List `json:"restored,omitempty"`
 }
 
-// Explain explains run's units (only task taskID's when it is not ""):
+// explainRun explains run's units (only task taskID's when it is not ""):
 // the loop's own words, journaled when it decided, first; a field-by-field
 // diff of the identity preimage against the closest journaled unit of the
 // same task, role and attempt in the parent's lineage adds the fields.
 // Read-only.
-func Explain(j *cache.Journal, run *cache.Run, taskID string) (*Explanation, error) {
+func explainRun(j *cache.Journal, run *cache.Run, taskID string) (*Explanation, error) {
 	x := &Explanation{Run: run.ID, Parent: run.ParentID}
 	var lineage []string
 	if run.ParentID != "" {

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Explain on real runs: a fresh run's units never ran before; a resume
+// explainRun on real runs: a fresh run's units never ran before; a resume
 // after an edit of task 2 replays tasks 1 and 3 from the parent and says,
 // in the loop's words, why task 2 ran live and which preimage field
 // changed.
@@ -20,7 +20,7 @@ func TestExplain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := Explain(j, run, "")
+	fresh, err := explainRun(j, run, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestExplain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := Explain(j, run, "")
+	x, err := explainRun(j, run, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestExplain(t *testing.T) {
 			}
 		}
 	}
-	only, err := Explain(j, run, "2")
+	only, err := explainRun(j, run, "2")
 	if err != nil || len(only.Units) != 1 || only.Units[0].Task != "2" {
 		t.Errorf("task 2 only: %+v %v", only, err)
 	}

@@ -19,7 +19,7 @@ import (
 // every Lost entry of the run's journaled verdicts, written back.
 func restoreRun(t *testing.T, repo, run, task string) []string {
 	t.Helper()
-	lost, err := LostContent(openJournal(t, repo), run, task, nil)
+	lost, err := lostContent(openJournal(t, repo), run, task, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ esac`)
 	}
 }
 
-// LostContent reads what a run lost from its journaled verdicts: per
+// lostContent reads what a run lost from its journaled verdicts: per
 // task, per path, and a path asked for that was not lost is an error
 // that names it.
 func TestLostContent(t *testing.T) {
@@ -128,13 +128,13 @@ func TestLostContent(t *testing.T) {
 		{task: "1", want: ""},
 		{paths: []string{"b.txt"}, want: "b.txt"},
 	} {
-		lost, err := LostContent(j, out.RunID, tt.task, tt.paths)
+		lost, err := lostContent(j, out.RunID, tt.task, tt.paths)
 		if err != nil || paths(lost) != tt.want {
 			t.Errorf("task %q paths %q: lost %q, %v; want %q", tt.task, tt.paths, paths(lost), err, tt.want)
 		}
 	}
 	var notLost *NotLostError
-	if _, err := LostContent(j, out.RunID, "1", []string{"a.txt"}); !errors.As(err, &notLost) || notLost.Path != "a.txt" {
+	if _, err := lostContent(j, out.RunID, "1", []string{"a.txt"}); !errors.As(err, &notLost) || notLost.Path != "a.txt" {
 		t.Errorf("a path task 1 did not lose: %v, want a *NotLostError for a.txt", err)
 	}
 }

@@ -24,9 +24,9 @@ func (p PlannedTask) Explained() bool {
 	return p.Action == ActionRestore || p.Action == ActionGate || (p.Action == ActionReplay && len(p.Reasons) > 0)
 }
 
-// WriteHTMLReport writes rep's report.html beside its report.md and
+// writeHTMLReport writes rep's report.html beside its report.md and
 // report.json (see reportExtras) and returns its path.
-func WriteHTMLReport(ctx context.Context, j *cache.Journal, repoRoot string, rep *report.Report) (string, error) {
+func writeHTMLReport(ctx context.Context, j *cache.Journal, repoRoot string, rep *report.Report) (string, error) {
 	x, err := reportExtras(ctx, j, repoRoot, rep.RunID)
 	if err != nil {
 		return "", err

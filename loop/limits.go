@@ -122,6 +122,22 @@ func (e *engine) findDone(t extractor.Task, facts unit.Facts, u unit.Unit) (*cac
 	return nil, false, nil
 }
 
+// identitiesOf are the identities unit u (of attempt facts) of task t
+// has as each member of the chain would make it: u's own first, then the
+// fallbacks', in the chain's order (findDone's candidates).
+func (e *engine) identitiesOf(t extractor.Task, facts unit.Facts, u unit.Unit) ([]string, error) {
+	ids := []string{u.Identity}
+	chain := e.members()
+	for i := 1; i < len(chain); i++ {
+		v, err := e.unitFor(t, chain[i], facts, u)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, v.Identity)
+	}
+	return ids, nil
+}
+
 // unitParamsFor are the run parameters of task t's units as chain member
 // m makes them: the run's own, with m's agent and model.
 func (e *engine) unitParamsFor(t extractor.Task, m *member) unit.Params {

@@ -45,6 +45,28 @@ import (
 // (adoptAhead) instead of calling the agent again, its work merged into
 // the tree as the turn would have merged it.
 
+// waves is what a run keeps of its calls made ahead (--jobs): the calls,
+// by unit identity; where the current wave ends; each task's latest
+// wait (extractor.LatestWait); the workers and their worktrees; and what
+// settling them at their turns leaves to do.
+type waves struct {
+	early       map[string]*early
+	aheadSince  map[string]time.Time  // task id -> when its call made ahead started
+	inFlight    sync.WaitGroup        // the calls made ahead still running
+	wtMu        sync.Mutex            // git worktree add/remove, one at a time (they read each other's files)
+	jmu         sync.Mutex            // a replay batch's transaction, or a call made ahead journaled (journalCall)
+	settled     map[string]*early     // task id -> its call made ahead, taken at its turn (attribute.go)
+	settledRefs [][2]string           // refs of calls made ahead settled, to delete (endWaves)
+	takenAt     time.Time             // when the latest boundary was begun
+	prevAt      time.Time             // and the one before it
+	carried     map[string]*lostAhead // task id -> discards seen at an earlier turn, its by content (attribute.go)
+	pool        chan worker           // a ticket per worker, with its worktree once made
+	workers     int                   // worktrees made (under wtMu)
+	worktrees   string                // where this run's task worktrees go
+	waveEnd     int
+	latest      []int
+}
+
 // early is a call made ahead, in a worktree: its fields are set by the
 // goroutine that makes it, before done is closed.
 type early struct {
@@ -96,100 +118,126 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 			return err
 		}
 	}
-	type job struct {
-		i int // the task's index
-		t extractor.Task
-		u unit.Unit
-	}
-	var jobs []job
-	tree := e.prev.Tree // before the next task of the wave, while certain
-	for k := i; k < end; k++ {
-		t := e.sel.Tasks[k]
-		units, facts, ok, err := e.firstLiveUnits(t)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			if !e.skips(t) {
-				tree = "" // it replays or waits: what it leaves is not certain
-			}
-			continue
-		}
-		// A task that will replay across runs at its turn is not called
-		// ahead (acrossruns.go): the tree it starts from there is known
-		// while every task before it in the wave replays across runs.
-		// Their gates are taken to leave the tree as they did in that
-		// run (as the plan takes them): one that does not only makes a
-		// task after it run live at its turn instead of ahead, whereas
-		// a call made ahead would pay for a task the run replays.
-		if a, across := e.acrossMatch(t, facts, units, tree, nil); across {
-			tree = a.to.Tree
-			continue
-		}
-		tree = ""
-		if e.gatherable(units) {
-			continue // a worker's result, merged in at its turn (fanin.go)
-		}
-		jobs = append(jobs, job{k, t, units[0]})
-	}
-	if len(jobs) < 2 || e.prev.Commit == "" {
-		return nil
+	jobs, err := e.waveJobs(i, end)
+	if err != nil || len(jobs) < 2 || e.prev.Commit == "" {
+		return err
 	}
 	dir, err := boundary.WorktreeDir(ctx, e.o.RepoRoot, e.runID)
 	if err != nil {
 		return err
 	}
+	e.readyWaves(dir)
+	e.journalAhead()
+	for _, jb := range jobs {
+		e.callInWorktree(ctx, dir, jb)
+	}
+	return nil
+}
+
+// waveJob is a call a wave makes ahead: the first live unit of the task
+// at index i.
+type waveJob struct {
+	i int
+	t extractor.Task
+	u unit.Unit
+}
+
+// waveJobs are the calls made ahead for the wave of tasks i to end: the
+// first unit of each task that decide says runs live, from the tree
+// before it while that is certain.
+func (e *engine) waveJobs(i, end int) ([]waveJob, error) {
+	var jobs []waveJob
+	tree := e.prev.Tree // before the next task of the wave, while certain
+	for k := i; k < end; k++ {
+		t := e.sel.Tasks[k]
+		units, d, err := e.firstDecided(t, tree)
+		if err != nil {
+			return nil, err
+		}
+		switch d.choice {
+		case choiceLive:
+			tree = ""
+			if e.gatherable(units) {
+				continue // a worker's result, merged in at its turn (fanin.go)
+			}
+			jobs = append(jobs, waveJob{k, t, units[0]})
+		case choiceAcross:
+			// A task that will replay across runs at its turn is not
+			// called ahead (acrossruns.go): the tree it starts from there
+			// is known while every task before it in the wave replays
+			// across runs. Their gates are taken to leave the tree as
+			// they did in that run (as the plan takes them): one that
+			// does not only makes a task after it run live at its turn
+			// instead of ahead, whereas a call made ahead would pay for a
+			// task the run replays.
+			tree = d.across.to.Tree
+		default:
+			if !e.skips(t) {
+				tree = "" // it replays or waits: what it leaves is not certain
+			}
+		}
+	}
+	return jobs, nil
+}
+
+// readyWaves readies the run for its first wave: where its worktrees go
+// (dir), the maps of calls made ahead, one ticket per job in the pool (no
+// path until its worktree is made), and an observer the goroutines may
+// emit to (emitAhead).
+func (e *engine) readyWaves(dir string) {
 	e.worktrees = dir
 	if e.early == nil {
 		e.early, e.aheadSince = map[string]*early{}, map[string]time.Time{}
 	}
 	if e.pool == nil {
-		// One ticket per job: no path until its worktree is made.
 		e.pool = make(chan worker, e.s.Jobs)
 		for range e.s.Jobs {
 			e.pool <- worker{}
 		}
 	}
 	if _, ok := e.obs.(*waveObserver); !ok {
-		e.obs = &waveObserver{obs: e.obs} // the goroutines emit too (emitAhead)
+		e.obs = &waveObserver{obs: e.obs}
 	}
-	e.journalAhead()
-	j, base := e.j, e.prev.Commit // the goroutines only write blobs and files
-	for _, jb := range jobs {
-		r := &early{done: make(chan struct{}), u: jb.u, base: base}
-		e.early[jb.u.Identity] = r
-		e.aheadSince[jb.t.ID] = e.now()
-		e.inFlight.Add(1)
-		go func() {
-			defer e.inFlight.Done()
-			defer close(r.done)
-			w := <-e.pool
-			defer func() { e.pool <- w }()
-			w.path, r.err = e.worktreeAt(ctx, dir, w, base)
+}
+
+// callInWorktree starts job jb's call in its own goroutine, in a
+// worker's worktree under dir checked out at the current boundary; the
+// task's turn waits for it (takeEarly). The goroutine only writes blobs
+// and files of the journal.
+func (e *engine) callInWorktree(ctx context.Context, dir string, jb waveJob) {
+	j, base := e.j, e.prev.Commit
+	r := &early{done: make(chan struct{}), u: jb.u, base: base}
+	e.early[jb.u.Identity] = r
+	e.aheadSince[jb.t.ID] = e.now()
+	e.inFlight.Add(1)
+	go func() {
+		defer e.inFlight.Done()
+		defer close(r.done)
+		w := <-e.pool
+		defer func() { e.pool <- w }()
+		w.path, r.err = e.worktreeAt(ctx, dir, w, base)
+		if r.err == nil {
+			ev := Event{Type: EvAhead, Status: "running", Task: jb.t.ID, Title: jb.t.Title, Index: jb.i + 1, Count: len(e.sel.Tasks),
+				Unit: jb.u.ID, Attempt: jb.u.Attempt, Worktree: e.relWorktree(w.path)}
+			e.emitAhead(ev)
+			t0 := e.now()
+			r.err = e.callAhead(ctx, j, w.path, jb.t, r)
 			if r.err == nil {
-				ev := Event{Type: EvAhead, Status: "running", Task: jb.t.ID, Title: jb.t.Title, Index: jb.i + 1, Count: len(e.sel.Tasks),
-					Unit: jb.u.ID, Attempt: jb.u.Attempt, Worktree: e.relWorktree(w.path)}
-				e.emitAhead(ev)
-				t0 := e.now()
-				r.err = e.callAhead(ctx, j, w.path, jb.t, r)
-				if r.err == nil {
-					e.journalCall(ctx, j, r)
-				}
-				ev.Status, ev.Millis = "returned", e.now().Sub(t0).Milliseconds()
-				if r.err != nil {
-					ev.Message = r.err.Error()
-				}
-				e.emitAhead(ev)
+				e.journalCall(ctx, j, r)
 			}
-			// Its tree read, everything it made is in its index: the next
-			// reset needs to touch only what differs (ResetWorktree).
-			w.tree = ""
-			if r.err == nil {
-				w.tree = r.tree
+			ev.Status, ev.Millis = "returned", e.now().Sub(t0).Milliseconds()
+			if r.err != nil {
+				ev.Message = r.err.Error()
 			}
-		}()
-	}
-	return nil
+			e.emitAhead(ev)
+		}
+		// Its tree read, everything it made is in its index: the next
+		// reset needs to touch only what differs (ResetWorktree).
+		w.tree = ""
+		if r.err == nil {
+			w.tree = r.tree
+		}
+	}()
 }
 
 // waveObserver is the run's observer once calls are made ahead: it hands
@@ -294,38 +342,30 @@ func (e *engine) aheadPendingAfter(i int) bool {
 	return false
 }
 
-// firstLiveUnits is the attempt task t would dispatch live first at its
-// turn (its units and the facts they were made from), when that is known
-// now: a task that runs (not skipped, not held),
-// starts a fresh attempt chain (not a recheck), and whose first unit has
-// no completed twin in the lineage.
-func (e *engine) firstLiveUnits(t extractor.Task) ([]unit.Unit, unit.Facts, bool, error) {
+// firstDecided is what the first unit task t would run at its turn comes
+// to (decide, from the tree before it: "" when not certain), with the
+// attempt's units, when that is known now: a task that runs (not
+// skipped, not held), planned live, and starts a fresh attempt chain (not
+// a recheck). Otherwise the choice is a replay: nothing to call ahead.
+func (e *engine) firstDecided(t extractor.Task, tree string) ([]unit.Unit, decision, error) {
+	none := decision{choice: choiceReplay}
 	if e.skips(t) || e.heldBy(t) != "" {
-		return nil, unit.Facts{}, false, nil
+		return nil, none, nil
 	}
 	if p, ok := e.planned[t.ID]; ok && p.Action != ActionLive {
-		return nil, unit.Facts{}, false, nil
+		return nil, none, nil
 	}
 	st, err := e.run.startOf(t)
 	if err != nil || st.kind != startChain {
-		return nil, unit.Facts{}, false, err
+		return nil, none, err
 	}
 	facts := unit.Facts{Attempt: st.attempt, GateFeedback: st.feedback, Artifacts: e.run.artifacts(t)}
 	units, err := unit.WorkList(t, e.unitParams(t), facts)
 	if err != nil || len(units) == 0 {
-		return nil, unit.Facts{}, false, err
+		return nil, none, err
 	}
-	u := units[0]
-	if _, found, err := e.findDone(t, facts, u); err != nil || found && !e.work.mustRun(t.ID) {
-		return nil, unit.Facts{}, false, err
-	}
-	if _, ok := e.lineage.aheadCall(u.Identity); ok {
-		return nil, unit.Facts{}, false, nil // made ahead by the lineage: taken at its turn (adoptAhead)
-	}
-	if _, _, chained := e.failedChain(t, u); chained {
-		return nil, unit.Facts{}, false, nil
-	}
-	return units, facts, true, nil
+	d, err := e.run.decide(t, facts, units, 0, decideAt{tree: tree, quiet: true})
+	return units, d, err
 }
 
 // worker is one of --jobs workers: its worktree ("" before its first
@@ -489,8 +529,11 @@ func (e *engine) takeEarly(u unit.Unit) (*early, error) {
 // mergeEarly brings what a call made ahead did in its worktree into the
 // main work tree: "" when it merged, else why not (a failed attempt).
 func (e *engine) mergeEarly(ctx context.Context, r *early) (string, error) {
-	if r.treeErr != nil || r.tree == "" {
+	switch {
+	case r.treeErr != nil:
 		return fmt.Sprintf("its work in its worktree could not be read: %v", r.treeErr), nil
+	case r.tree == "":
+		return "its work in its worktree was not read", nil
 	}
 	m, err := boundary.MergeInto(ctx, e.o.RepoRoot, r.base, e.prev.Commit, r.tree)
 	switch {

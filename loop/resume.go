@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/implloop/implloop/cache"
@@ -70,6 +71,13 @@ func (p *pass) startOf(t extractor.Task) (taskStart, error) {
 	st := e.lineage.chainStartOf(t.ID)
 	switch {
 	case st.blocked && gateCmd != "":
+		if again, err := p.guardBlockedAndChanged(t); err != nil || again {
+			// Its gate passed when it blocked: a recheck passes again and
+			// says nothing of the edit. As any task whose inputs changed,
+			// it runs (decide says why).
+			return taskStart{kind: startChain, attempt: 1,
+				reasons: []string{"was blocked by the guard, and the task changed since: it starts over"}}, err
+		}
 		return taskStart{kind: startRecheck, attempt: e.lineage.lastAttempt(t.ID),
 			reasons: []string{"was blocked: its gate runs first; new attempts only if it still fails"}}, nil
 	case st.blocked:
@@ -103,7 +111,7 @@ func (p *pass) startOf(t extractor.Task) (taskStart, error) {
 				reasons: []string{"fixed outside the loop before, but the task changed since: it starts over"}}, nil
 		}
 	}
-	if e.gateReplayable(g, gateCmd) || gateCmd == "" {
+	if stands, _ := e.gateStands(&g, gateCmd); stands || gateCmd == "" {
 		if g.Passed {
 			return taskStart{kind: startFixed, carry: &g,
 				reasons: []string{"fixed outside the loop before: its gate passed, no agent call"}}, nil
@@ -126,17 +134,28 @@ func (p *pass) standIn(t extractor.Task, attempt int, feedback string) (string, 
 	return units[len(units)-1].Identity, nil
 }
 
-// gateReplayable reports whether journaled gate g may stand in for running
-// the task's gate cmd now: not with --reverify, and only for the same
-// command (a changed --verify or verify block asks another question). A
-// carried-over agent failure has no command to re-run and always replays.
-func (e *engine) gateReplayable(g cache.Gate, cmd string) bool {
-	if g.Command == agentGate {
-		return true
+// guardBlockedAndChanged reports whether task t, blocked where it last
+// ran, was blocked by the guard (its last gate passed: it discarded
+// work) and its inputs changed since: the identity its first attempt's
+// unit has now, as any agent or model of the chain makes it, is not that
+// of the closest first attempt the lineage journaled. False when the
+// lineage journaled no first attempt of it, nothing to compare with.
+func (p *pass) guardBlockedAndChanged(t extractor.Task) (bool, error) {
+	e := p.e
+	if g, ok, err := e.lineage.lastGate(t.ID); err != nil || !ok || !g.Passed {
+		return false, err
 	}
-	// A gate's verdict is about the tree it judged: once the tree's
-	// content differs from the parent's last boundary, it is asked again.
-	return !e.o.Reverify && g.Command == cmd && !e.work.treeChanged()
+	facts := unit.Facts{Attempt: 1, Artifacts: p.artifacts(t)}
+	units, err := unit.WorkList(t, e.unitParams(t), facts)
+	if err != nil || len(units) == 0 {
+		return false, err
+	}
+	c, found, err := e.lineage.closestUnit(t.ID, units[0].Role, 1)
+	if err != nil || !found || c.Attempt != 1 {
+		return false, err
+	}
+	ids, err := e.identitiesOf(t, facts, units[0])
+	return err == nil && !slices.Contains(ids, c.Identity), err
 }
 
 // errNeedsLive aborts a replay batch: the task turned out to need a live
@@ -165,7 +184,7 @@ func (e *engine) runTasks(ctx context.Context, i int, planned []PlannedTask) (in
 		e.replay = make(map[string]bool, len(planned))
 		// Batches only help when nothing runs live: not with
 		// --reverify, nor when the tree changed (replayed gates run).
-		if !e.o.Reverify && !e.work.treeChanged() {
+		if e.gatesStand() {
 			for _, p := range planned {
 				e.replay[p.Task] = p.Action == ActionReplay
 			}

@@ -116,7 +116,10 @@ func (pl *planner) plan() ([]PlannedTask, error) {
 	return out, nil
 }
 
-// chain plans task t's chain of attempts from attempt, with feedback.
+// chain plans task t's chain of attempts from attempt, with feedback:
+// each attempt's units as decide says, then its gate as decideGate says,
+// up to the first unit or gate that would run live, or the gate that
+// passes.
 func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback string) error {
 	e := pl.e
 	// Artifacts of dependencies are only known once they ran in this run;
@@ -128,112 +131,80 @@ func (pl *planner) chain(t extractor.Task, p *PlannedTask, attempt int, feedback
 			return err
 		}
 		var hit *cache.Unit
-		var failedFeedback *string // the chain replays a failure here
-		for i, u := range units {
-			h, ok, err := e.findDone(t, facts, u) // nothing without a journal
+		var carried *cache.Gate // the chain replays a failure here
+		for i := 0; i < len(units) && carried == nil; i++ {
+			d, err := pl.decide(t, facts, units, i, decideAt{tree: pl.tree})
 			if err != nil {
 				return err
 			}
-			if !ok {
-				if f, g, fok := e.failedChain(t, u); fok {
-					hit, failedFeedback = f, &g.Feedback
-					break
-				}
-				if _, ok := e.lineage.aheadCall(u.Identity); ok {
-					// Made ahead by the lineage: taken at its turn.
-					p.Action = ActionLive
-					p.Reasons = e.liveWhy(pl.pass, t, u, pl.tree)
-					pl.art[t.ID] = units[len(units)-1].Identity
-					pl.live[t.ID] = true
-					return nil
-				}
-				if a, ok := pl.acrossAt(t, i, facts, units); ok {
-					p.Action, p.From = ActionAcross, a.origin.ID
-					p.Reasons = []string{acrossReason(e, a)}
-					if pl.gated != "" {
-						p.Reasons = append(p.Reasons, "if the gate of task "+pl.gated+" leaves the tree as it did in that run")
-					}
-					pl.art[t.ID], pl.tree = a.final(), a.to.Tree
-					if e.gateCommand(t) != "" {
-						p.Reasons = append(p.Reasons, "its gate runs live")
-						pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
-						// That run's boundary after the task was taken
-						// after its gate: this gate is taken to leave
-						// the tree as that one did, as the run's waves
-						// take it.
-						pl.gated = cmp.Or(pl.gated, t.ID)
-					}
-					return nil
-				}
-				p.Action = ActionLive
-				p.Reasons = e.liveWhy(pl.pass, t, u, pl.tree)
-				if len(p.Reasons) == 0 {
-					p.Reasons = []string{"never ran"}
-				}
-				pl.art[t.ID] = units[len(units)-1].Identity
-				pl.live[t.ID] = true
+			switch d.choice {
+			case choiceReplay:
+				hit = d.hit
+				pl.art[t.ID] = d.hit.Identity
+			case choiceReplayFailure:
+				hit, carried = d.hit, &d.gate
+			case choiceAcross:
+				pl.planAcross(t, p, d.across)
+				return nil
+			default:
+				pl.planLive(t, p, units, d.reasons)
 				return nil
 			}
-			hit = h
-			pl.art[t.ID] = h.Identity
 		}
 		if hit == nil {
 			p.Action = ActionLive
 			return nil
 		}
-		if failedFeedback != nil {
-			attempt++
-			feedback = *failedFeedback
+		if carried != nil {
+			attempt, feedback = attempt+1, carried.Feedback
 			continue
 		}
-		p.Action = ActionReplay
-		p.From = hit.RunID
-		if hit.ReplayedFromRun != "" {
-			p.From = hit.ReplayedFromRun
-		}
-		gateCmd := e.gateCommand(t)
-		if e.o.Reverify {
-			p.Reasons = []string{"--reverify: its gate runs live"}
-			if gateCmd != "" {
-				pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
-			}
-			return nil
-		}
-		if gateCmd == "" {
-			return nil
-		}
-		g, ok := e.lineage.journaledGate(hit.RunID, t.ID, attempt)
+		p.Action, p.From = ActionReplay, cmp.Or(hit.ReplayedFromRun, hit.RunID)
+		g := pl.decideGate(t, attempt, hit)
 		switch {
-		case !ok:
-			p.Reasons = []string{"its gate never finished: the gate runs live"}
+		case g.choice == gateNone:
+			return nil
+		case g.choice == gateLive:
+			p.Reasons = []string{g.why}
 			pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
 			return nil
-		case !e.gateReplayable(g, gateCmd) && e.work.treeChanged() && g.Command == gateCmd:
-			p.Reasons = []string{e.work.changedReason()}
-			pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
-			return nil
-		case !e.gateReplayable(g, gateCmd):
-			p.Reasons = []string{"its gate command changed: the gate runs live"}
-			pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
+		case g.g.Passed:
 			return nil
 		}
-		if g.Passed {
-			return nil
-		}
-		attempt++
-		feedback = g.Feedback
+		attempt, feedback = attempt+1, g.g.Feedback
 	}
 	return errors.New("plan: attempt chain too long")
 }
 
-// acrossAt is the run task t replays across runs from, planned at its
-// attempt's unit i (facts, units): only its first attempt's first unit,
-// from the tree before the task, while it is certain.
-func (pl *planner) acrossAt(t extractor.Task, i int, facts unit.Facts, units []unit.Unit) (*acrossRun, bool) {
-	if i != 0 {
-		return nil, false
+// planLive plans task t live from the attempt of units (a call, or a call
+// made ahead taken at its turn), for reasons: its artifact is taken to be
+// its last unit's, as if its gate passed on that attempt.
+func (pl *planner) planLive(t extractor.Task, p *PlannedTask, units []unit.Unit, reasons []string) {
+	p.Action, p.Reasons = ActionLive, reasons
+	if len(p.Reasons) == 0 {
+		p.Reasons = []string{"never ran"}
 	}
-	return pl.e.acrossMatch(t, facts, units, pl.tree, nil)
+	pl.art[t.ID] = units[len(units)-1].Identity
+	pl.live[t.ID] = true
+}
+
+// planAcross plans task t to replay across runs from chain a: the tree
+// after it is the one that run's task left, its gate (if any) runs live.
+func (pl *planner) planAcross(t extractor.Task, p *PlannedTask, a *acrossRun) {
+	p.Action, p.From = ActionAcross, a.origin.ID
+	p.Reasons = []string{acrossReason(pl.e, a)}
+	if pl.gated != "" {
+		p.Reasons = append(p.Reasons, "if the gate of task "+pl.gated+" leaves the tree as it did in that run")
+	}
+	pl.art[t.ID], pl.tree = a.final(), a.to.Tree
+	if pl.e.gateCommand(t) != "" {
+		p.Reasons = append(p.Reasons, "its gate runs live")
+		pl.mayChange[t.ID] = "the gate of dependency " + t.ID + " runs live"
+		// That run's boundary after the task was taken after its gate:
+		// this gate is taken to leave the tree as that one did, as the
+		// run's waves take it.
+		pl.gated = cmp.Or(pl.gated, t.ID)
+	}
 }
 
 // acrossReason is why a task is planned across runs (chain a): whose

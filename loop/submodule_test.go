@@ -64,7 +64,7 @@ esac`)
 	if !strings.Contains(blocked, "- `sub/new.txt` (uncommitted work in the submodule `sub`") {
 		t.Errorf("BLOCKED.md does not name the submodule:\n%s", blocked)
 	}
-	lost, err := LostContent(openJournal(t, repo), out.RunID, "2", nil)
+	lost, err := lostContent(openJournal(t, repo), out.RunID, "2", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,44 +71,68 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 	if err := e.startTask(ctx, idx, t, ts); err != nil {
 		return taskResult{}, err
 	}
-	gateCmd := e.gateCommand(t)
-
-	// A task that ended blocked is never replayed as blocked: its gate runs
-	// first, since the user may have fixed it by hand. A task whose last
-	// run began with such a recheck begins with it here too, while it is
-	// the task that was fixed (resume.go, startOf: the plan starts the same).
-	fixedOutside := func(note string) (taskResult, error) {
+	op, err := e.openChain(ctx, t, ts)
+	if err != nil {
+		return taskResult{}, err
+	}
+	if op.fixed {
+		// Done with no agent call: fixed outside the loop.
 		ts.row.Attempts = 0
-		if note != "" {
-			ts.row.Concerns = append(ts.row.Concerns, note)
+		if op.note != "" {
+			ts.row.Concerns = append(ts.row.Concerns, op.note)
 		}
 		return e.afterTask(ctx, idx, t, ts, cache.TaskDone, "")
 	}
+	return e.attempts(ctx, idx, t, ts, op.attempt, op.feedback)
+}
+
+// opening is how a task's chain of attempts begins in this run: done
+// with no agent call (fixed, with a note for its row), or from attempt
+// with feedback.
+type opening struct {
+	fixed    bool
+	note     string
+	attempt  int
+	feedback string
+}
+
+// openChain begins task t's chain of attempts as startOf says. A task
+// that ended blocked is never replayed as blocked: its gate runs first,
+// since the user may have fixed it by hand. A task whose last run began
+// with such a recheck begins with it here too, while it is the task that
+// was fixed (resume.go, startOf: the plan starts the same).
+func (e *engine) openChain(ctx context.Context, t extractor.Task, ts *taskState) (opening, error) {
 	st, err := e.run.startOf(t)
 	if err != nil {
-		return taskResult{}, err
+		return opening{}, err
 	}
 	if st.carry != nil {
 		e.carryGate(t, *st.carry)
 	}
-	attempt, feedback := st.attempt, st.feedback
 	switch st.kind {
 	case startFixed:
-		return fixedOutside("")
+		return opening{fixed: true}, nil
 	case startRecheck:
-		g, err := e.liveGate(ctx, t, st.attempt, gateCmd, true)
+		g, err := e.liveGate(ctx, t, st.attempt, e.gateCommand(t), true)
 		if err != nil {
-			return taskResult{}, err
+			return opening{}, err
 		}
 		if g.Passed {
-			return fixedOutside("fixed outside the loop: the gate passes now, no agent call")
+			return opening{fixed: true, note: "fixed outside the loop: the gate passes now, no agent call"}, nil
 		}
-		attempt, feedback = st.attempt+1, g.Feedback()
 		ts.retryWhy = "after its gate, run first, failed again"
+		return opening{attempt: st.attempt + 1, feedback: g.Feedback()}, nil
 	}
+	return opening{attempt: st.attempt, feedback: st.feedback}, nil
+}
 
+// attempts runs task t's attempts from attempt (with feedback) until its
+// gate passes, the live attempts run out (it is blocked), or a cap or a
+// limit stops the run.
+func (e *engine) attempts(ctx context.Context, idx int, t extractor.Task, ts *taskState, attempt int, feedback string) (taskResult, error) {
+	gateCmd := e.gateCommand(t)
 	liveAttempts := 0
-	for {
+	for ; ; attempt++ {
 		facts := unit.Facts{Attempt: attempt, GateFeedback: feedback, Artifacts: e.run.artifacts(t)}
 		units, err := unit.WorkList(t, e.unitParams(t), facts)
 		if err != nil {
@@ -152,16 +176,7 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 			}
 		}
 		if liveAttempts >= e.s.MaxAttempts {
-			reason := fmt.Sprintf("the gate failed on %d attempt(s)", ts.row.Attempts)
-			if sum := GateSummary(feedback); sum != "" {
-				reason += ": " + sum
-			}
-			if a.failure != "" {
-				reason = fmt.Sprintf("the agent failed on %d attempt(s): %s", ts.row.Attempts, firstLine(a.failure))
-				ts.agentFailure = a.failure
-				return e.afterTask(ctx, idx, t, ts, cache.TaskBlocked, reason)
-			}
-			return e.afterTask(ctx, idx, t, ts, cache.TaskBlocked, reason, feedback)
+			return e.outOfAttempts(ctx, idx, t, ts, a, feedback)
 		}
 		ts.retryWhy = "after a failed gate"
 		if a.failure != "" {
@@ -170,8 +185,22 @@ func (e *engine) runTask(ctx context.Context, idx int, t extractor.Task) (taskRe
 		if a.conflict {
 			ts.retryWhy = "after its work, done elsewhere, conflicted with the tasks merged before it"
 		}
-		attempt++
 	}
+}
+
+// outOfAttempts blocks task t, whose live attempts ran out: the last
+// one's agent failure, or its gate's feedback, says why.
+func (e *engine) outOfAttempts(ctx context.Context, idx int, t extractor.Task, ts *taskState, a attemptRun, feedback string) (taskResult, error) {
+	if a.failure != "" {
+		reason := fmt.Sprintf("the agent failed on %d attempt(s): %s", ts.row.Attempts, firstLine(a.failure))
+		ts.agentFailure = a.failure
+		return e.afterTask(ctx, idx, t, ts, cache.TaskBlocked, reason)
+	}
+	reason := fmt.Sprintf("the gate failed on %d attempt(s)", ts.row.Attempts)
+	if sum := GateSummary(feedback); sum != "" {
+		reason += ": " + sum
+	}
+	return e.afterTask(ctx, idx, t, ts, cache.TaskBlocked, reason, feedback)
 }
 
 // stopTask ends task t where the run stops though nothing failed
@@ -264,69 +293,46 @@ type attemptRun struct {
 	conflict    bool        // its work, done by another run, did not merge (failure says where)
 }
 
-// runAttempt runs the units of one attempt (facts) in order: the
-// attempt of another run's chain it replays across runs, or each unit
-// replays when its identity completed in the lineage (or as a failure the
-// chain went on from), else it is dispatched live; a failed call ends the
-// attempt.
+// runAttempt runs the units of one attempt (facts) in order, each as
+// decide says: the attempt of another run's chain it replays across
+// runs, a replay of a unit the lineage journaled (or of a failure the
+// chain went on from), or a live dispatch (a call made ahead taken at
+// its turn among them); a failed call ends the attempt.
 func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *taskState, facts unit.Facts, units []unit.Unit) (attemptRun, error) {
-	attempt := facts.Attempt
-	calledAhead := len(units) > 0 && e.early[units[0].Identity] != nil // with its wave (--jobs): that call stands
-	if len(units) > 0 && !calledAhead {
-		_, calledAhead = e.lineage.aheadCall(units[0].Identity) // by the run this one resumes: it stands too
-	}
-	if attempt == 1 && !calledAhead && ts.across == nil {
-		ts.across, _ = e.acrossRuns(ctx, t, facts, units)
-		if d, ok := e.declined[t.ID]; ok && ts.across == nil {
-			// Said once, in the report too: a replay the trust rule
-			// declined is why this task costs agent calls.
-			note := "not replayed: " + d
-			ts.row.Concerns = append(ts.row.Concerns, note)
-			e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
-		}
-	}
-	if ac := ts.across; ac != nil && attempt <= len(ac.attempts) {
-		return e.replayAcross(ctx, t, ts, attempt, units, ac)
+	if ac := ts.across; ac != nil && facts.Attempt <= len(ac.attempts) {
+		return e.replayAcross(ctx, t, ts, facts.Attempt, units, ac)
 	}
 	a := attemptRun{allReplayed: true}
-	for _, u := range units {
-		h, ok, err := e.findDone(t, facts, u)
+	for i, u := range units {
+		d, err := e.run.decide(t, facts, units, i, decideAt{tree: e.prev.Tree, accept: e.acrossWork(ctx), merge: ctx})
 		if err != nil {
 			return a, err
 		}
-		if ok && e.work.mustRun(t.ID) {
-			ok = false // its work is gone and --rerun-lost: the agent does it again
+		if facts.Attempt == 1 && i == 0 && d.choice == choiceLive {
+			e.sayDeclined(t, ts)
 		}
-		if ok {
-			if _, err := e.j.AddReplayedUnit(e.runID, u.ID, h); err != nil {
+		switch d.choice {
+		case choiceAcross:
+			ts.across = d.across
+			return e.replayAcross(ctx, t, ts, facts.Attempt, units, d.across)
+		case choiceReplay:
+			if err := e.replayUnit(t, ts, u, d.hit, false); err != nil {
 				return a, err
 			}
-			ts.replayed++
-			a.hit = h
-			from := h.RunID + ":" + h.UnitID
-			if h.ReplayedFromRun != "" {
-				from = h.ReplayedFromRun + ":" + h.ReplayedFromUnit
-			}
-			e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
-				Source: "replayed", From: from, TokensIn: h.TokensIn, TokensOut: h.TokensOut, CostUSD: h.CostUSD})
-			a.final = h.Identity // u's, or a fallback's that took the call
+			a.hit = d.hit
+			a.final = d.hit.Identity // u's, or a fallback's that took the call
 			continue
-		}
-		if f, g, ok := e.failedChain(t, u); ok {
-			// The attempt chain went on after this failure: it
-			// replays as that failure, and the next attempt as
-			// what followed it.
-			if _, err := e.j.AddReplayedUnit(e.runID, u.ID, f); err != nil {
+		case choiceReplayFailure:
+			// The attempt chain went on after this failure: it replays
+			// as that failure, and the next attempt as what followed it.
+			if err := e.replayUnit(t, ts, u, d.hit, true); err != nil {
 				return a, err
 			}
-			ts.replayed++
-			e.emit(Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: attempt,
-				Source: "replayed", From: f.RunID + ":" + f.UnitID, Message: "failed: " + firstLine(f.Error)})
-			a.carried, a.failure = &g, g.Feedback
-			break
+			a.carried, a.failure = &d.gate, d.gate.Feedback
+			return a, nil
 		}
 		a.allReplayed = false
-		reasons := e.liveWhy(e.run, t, u, e.prev.Tree)
+		reasons := d.reasons
 		if ts.retryWhy != "" && u.Attempt > 1 && (len(reasons) == 0 || len(reasons) == 1 && reasons[0] == "never ran") {
 			// "never ran" is true of the attempt, and says nothing: the
 			// one before it failed.
@@ -348,9 +354,40 @@ func (e *engine) runAttempt(ctx context.Context, idx int, t extractor.Task, ts *
 	return a, nil
 }
 
+// sayDeclined notes, once, in the task's row and as a concern, a replay
+// across runs the trust rule declined: why this task costs agent calls.
+func (e *engine) sayDeclined(t extractor.Task, ts *taskState) {
+	if d, ok := e.declined[t.ID]; ok {
+		note := "not replayed: " + d
+		ts.row.Concerns = append(ts.row.Concerns, note)
+		e.emit(Event{Type: EvConcern, Task: t.ID, Message: note})
+	}
+}
+
+// replayUnit journals unit u of task t as a replay of h (a completed
+// unit, or failed: a failure the chain went on from) and says so.
+func (e *engine) replayUnit(t extractor.Task, ts *taskState, u unit.Unit, h *cache.Unit, failed bool) error {
+	if _, err := e.j.AddReplayedUnit(e.runID, u.ID, h); err != nil {
+		return err
+	}
+	ts.replayed++
+	ev := Event{Type: EvUnitReplayed, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "replayed"}
+	if failed {
+		ev.From, ev.Message = h.RunID+":"+h.UnitID, "failed: "+firstLine(h.Error)
+	} else {
+		ev.From = h.RunID + ":" + h.UnitID
+		if h.ReplayedFromRun != "" {
+			ev.From = h.ReplayedFromRun + ":" + h.ReplayedFromUnit
+		}
+		ev.TokensIn, ev.TokensOut, ev.CostUSD = h.TokensIn, h.TokensOut, h.CostUSD
+	}
+	e.emit(ev)
+	return nil
+}
+
 // judge says whether attempt a passed and, if not, its feedback: a failed
-// call's failure, a replayed gate's verdict, or the gate run now (none: it
-// passed).
+// call's failure, a replayed gate's verdict (decideGate), or the gate run
+// now (none: it passed).
 func (e *engine) judge(ctx context.Context, t extractor.Task, attempt int, gateCmd string, a attemptRun) (bool, string, error) {
 	switch {
 	case a.carried != nil:
@@ -359,9 +396,15 @@ func (e *engine) judge(ctx context.Context, t extractor.Task, attempt int, gateC
 	case a.failure != "":
 		e.recordGate(t, attempt, cache.Gate{Command: agentGate, Passed: false, ExitCode: -1, Feedback: a.failure})
 		return false, a.failure, nil
-	case a.allReplayed && a.hit != nil && !e.o.Reverify && !a.crossed && e.replayGate(t, attempt, a.hit):
-		g, _ := e.lineage.journaledGate(a.hit.RunID, t.ID, attempt)
-		return g.Passed, g.Feedback, nil
+	case a.allReplayed && a.hit != nil && !a.crossed:
+		d := e.run.decideGate(t, attempt, a.hit)
+		switch d.choice {
+		case gateReplay:
+			e.carryGate(t, d.g)
+			return d.g.Passed, d.g.Feedback, nil
+		case gateNone:
+			return true, "", nil
+		}
 	case gateCmd == "":
 		return true, "", nil
 	}
@@ -400,21 +443,6 @@ func (e *engine) failedChain(t extractor.Task, u unit.Unit) (*cache.Unit, cache.
 		return nil, cache.Gate{}, false
 	}
 	return f, g, true
-}
-
-// replayGate carries the gate journaled after the replayed unit over into
-// this run. It reports false when there is none (the original run stopped
-// before its gate finished), in which case the gate runs live.
-func (e *engine) replayGate(t extractor.Task, attempt int, hit *cache.Unit) bool {
-	if e.work != nil && e.work.freshGate[t.ID] {
-		return false // its work was found gone and written back: ask again
-	}
-	g, ok := e.lineage.journaledGate(hit.RunID, t.ID, attempt)
-	if !ok || !e.gateReplayable(g, e.gateCommand(t)) {
-		return false
-	}
-	e.carryGate(t, g)
-	return true
 }
 
 // carryGate journals gate g, from an earlier run, as this run's (replayed).
@@ -528,66 +556,102 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if e.held != nil {
 		return "", "", errNeedsLive
 	}
-	canon, err := identity.Canonical(u.Preimage)
-	if err != nil {
+	lc := &liveCall{t: t, u: u, facts: facts}
+	var err error
+	if lc.canon, err = identity.Canonical(u.Preimage); err != nil {
 		return "", "", err
 	}
+	if lc.ahead, err = e.takeAhead(ctx, t, u); err != nil {
+		return "", "", err
+	}
+	if err := e.startLive(lc, idx, reasons); err != nil {
+		return "", "", err
+	}
+	if err := e.firstCall(ctx, lc); err != nil {
+		return "", "", err
+	}
+	if err := e.callPastLimits(ctx, lc); err != nil {
+		return "", "", err
+	}
+	return e.finishLive(ctx, lc)
+}
+
+// liveCall is one unit dispatch runs live, as it goes through its steps:
+// who makes the call (m) under which identity (u, canon: a fallback's
+// once one takes it), the call made ahead it takes instead (nil: none),
+// its prompt files ("" while a call made ahead needed none), when it
+// started, and what the call returned (c), with what calls stopped by a
+// limit reported (limited) and why a call made ahead's work could not be
+// merged (mergeFailure).
+type liveCall struct {
+	t                   extractor.Task
+	u                   unit.Unit
+	facts               unit.Facts
+	canon               []byte
+	m                   *member
+	ahead               *early
+	ctxFile, promptFile string
+	started             time.Time
+	c                   agentCall
+	limited             agent.Result
+	mergeFailure        string
+}
+
+// takeAhead is the call made ahead for unit u of task t, if any: this
+// run's, made with its wave (waited for), else one a run this one resumes
+// made and never reached the turn of: taken, not made again. It is noted
+// as the task's, should a discard be seen (attribute.go).
+func (e *engine) takeAhead(ctx context.Context, t extractor.Task, u unit.Unit) (*early, error) {
 	stopBeat := e.beat(ctx, t, u.Attempt, "agent call (made ahead, in its worktree)", nil, time.Time{})
 	ahead, err := e.takeEarly(u)
 	stopBeat()
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
 	if ahead == nil {
-		// Made ahead by a run this one resumes, which stopped before
-		// this turn: taken, not made again.
 		if ahead, err = e.adoptAhead(ctx, u); err != nil {
-			return "", "", err
+			return nil, err
 		}
 	}
 	if ahead != nil {
 		if e.settled == nil {
 			e.settled = map[string]*early{}
 		}
-		e.settled[t.ID] = ahead // what its work was, should a discard be seen (attribute.go)
+		e.settled[t.ID] = ahead
 	}
-	var ctxFile, promptFile, promptHash string
-	if ahead == nil {
-		if ctxFile, promptFile, promptHash, err = unitFiles(e.j, e.runID, u); err != nil {
-			return "", "", err
+	return ahead, nil
+}
+
+// startLive journals lc's unit running and says so. Who makes the call:
+// the first of the chain whose limit (if it hit one earlier in the run)
+// has lifted; a call made ahead was made by the run's own agent.
+func (e *engine) startLive(lc *liveCall, idx int, reasons []string) error {
+	var promptHash string
+	var err error
+	if lc.ahead == nil {
+		if lc.ctxFile, lc.promptFile, promptHash, err = unitFiles(e.j, e.runID, lc.u); err != nil {
+			return err
 		}
+		lc.started, lc.m = e.now(), e.firstFree()
 	} else {
-		promptHash = ahead.prompt
+		promptHash, lc.started, lc.m = lc.ahead.prompt, lc.ahead.started, e.chain[0]
 	}
-	started := e.now()
-	if ahead != nil {
-		started = ahead.started
-	}
-	// Who makes the call: the first of the chain whose limit (if it hit
-	// one earlier in the run) has lifted. A call made ahead was made by
-	// the run's own agent.
-	m := e.chain[0]
-	if ahead == nil {
-		m = e.firstFree()
-	}
-	if m != e.chain[0] {
-		if u, err = e.unitFor(t, m, facts, u); err != nil {
-			return "", "", err
-		}
-		if canon, err = identity.Canonical(u.Preimage); err != nil {
-			return "", "", err
+	if lc.m != e.chain[0] {
+		if err := e.callAs(lc, lc.m); err != nil {
+			return err
 		}
 	}
+	t, u := lc.t, lc.u
 	if err := e.j.StartUnit(cache.Unit{RunID: e.runID, UnitID: u.ID, TaskID: t.ID, Role: u.Role, Attempt: u.Attempt,
-		Identity: u.Identity, Preimage: canon, Prompt: promptHash, StartedAt: started}); err != nil {
-		return "", "", err
+		Identity: u.Identity, Preimage: lc.canon, Prompt: promptHash, StartedAt: lc.started}); err != nil {
+		return err
 	}
 	ev := Event{Type: EvUnitStarted, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live", Reasons: reasons, Index: idx + 1, Count: len(e.sel.Tasks),
 		Sandbox: e.s.SandboxTool}
-	if m != e.chain[0] {
-		ev.Agent, ev.Model = m.agent, m.model
+	if lc.m != e.chain[0] {
+		ev.Agent, ev.Model = lc.m.agent, lc.m.model
 	}
-	switch {
+	switch ahead := lc.ahead; {
 	case ahead != nil && ahead.adopted:
 		ev.Message = "no agent call: its result and work taken from run " + ahead.staged.RunID + "'s journal"
 	case ahead != nil:
@@ -597,125 +661,175 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 		}
 	}
 	e.emit(ev)
+	return nil
+}
 
-	var c agentCall
-	var mergeFailure string
-	if ahead != nil {
-		c = ahead.call
-		if c.runErr != nil && ctx.Err() != nil {
-			_ = e.j.MarkInterrupted(e.runID, u.ID, c.stdout, c.stderr)
-			return "", "", context.Canceled
-		}
-		if c.res.Limit == nil {
-			if mergeFailure, err = e.mergeEarly(ctx, ahead); err != nil {
-				return "", "", err
-			}
-		}
-	} else if c, err = e.callMember(ctx, t, u, m, ctxFile, promptFile); err != nil {
-		return "", "", err
+// callAs makes chain member m the one who makes lc's call: the unit as m
+// makes it (its identity and preimage).
+func (e *engine) callAs(lc *liveCall, m *member) error {
+	u, err := e.unitFor(lc.t, m, lc.facts, lc.u)
+	if err != nil {
+		return err
 	}
-	// Interrupted only when the call was cut short: an agent that had
-	// already exited when the signal came has a result, which is
-	// journaled (durable) before the run stops.
-	if c.runErr != nil && ctx.Err() != nil {
-		_ = e.j.MarkInterrupted(e.runID, u.ID, c.stdout, c.stderr)
-		return "", "", context.Canceled
+	canon, err := identity.Canonical(u.Preimage)
+	if err != nil {
+		return err
 	}
-	// Limits: the call is made again, by a fallback or after a wait. What
-	// the limited calls spent counts (a usage limit may come after paid
-	// work), added to the unit's figures.
-	var limited agent.Result
-	for c.runErr == nil && c.res.Limit != nil {
-		e.sane(t, &c.res)
-		e.count(t, c.res)
-		addFigures(&limited, c.res)
-		next, err := e.afterLimit(ctx, t, u, m, c.res.Limit)
+	lc.u, lc.canon, lc.m = u, canon, m
+	return nil
+}
+
+// firstCall makes lc's call, or takes the call made ahead: its work is
+// merged into the work tree now (unless it hit a limit: it is made
+// again).
+func (e *engine) firstCall(ctx context.Context, lc *liveCall) error {
+	if lc.ahead == nil {
+		var err error
+		if lc.c, err = e.callMember(ctx, lc.t, lc.u, lc.m, lc.ctxFile, lc.promptFile); err != nil {
+			return err
+		}
+		return e.cutShort(ctx, lc)
+	}
+	lc.c = lc.ahead.call
+	if err := e.cutShort(ctx, lc); err != nil {
+		return err
+	}
+	if lc.c.res.Limit == nil {
+		// A call that returned by itself is merged even as the run is
+		// interrupted: its work is paid for, and is journaled with it
+		// before the run stops, as a call in the work tree's is.
+		var err error
+		if lc.mergeFailure, err = e.mergeEarly(context.WithoutCancel(ctx), lc.ahead); err != nil {
+			return err
+		}
+	}
+	return e.cutShort(ctx, lc)
+}
+
+// cutShort journals lc's unit interrupted, and says the run is, when its
+// call was cut short by the interrupt: an agent that had already exited
+// when the signal came has a result, which is journaled (durable) before
+// the run stops.
+func (e *engine) cutShort(ctx context.Context, lc *liveCall) error {
+	if lc.c.runErr != nil && ctx.Err() != nil {
+		_ = e.j.MarkInterrupted(e.runID, lc.u.ID, lc.c.stdout, lc.c.stderr)
+		return context.Canceled
+	}
+	return nil
+}
+
+// callPastLimits makes lc's call again while it hits a limit, by a
+// fallback or after a wait (limits.go). What the limited calls spent
+// counts (a usage limit may come after paid work), added to the unit's
+// figures.
+func (e *engine) callPastLimits(ctx context.Context, lc *liveCall) error {
+	t := lc.t
+	for lc.c.runErr == nil && lc.c.res.Limit != nil {
+		e.sane(t, &lc.c.res)
+		e.count(t, lc.c.res)
+		addFigures(&lc.limited, lc.c.res)
+		next, err := e.afterLimit(ctx, t, lc.u, lc.m, lc.c.res.Limit)
 		if err != nil {
-			o := cache.Outcome{Status: cache.UnitInterrupted, Stdout: c.stdout, Stderr: c.stderr,
-				TokensIn: limited.InputTokens, TokensOut: limited.OutputTokens, CacheRead: limited.CacheRead, CacheWrite: limited.CacheWrite,
-				CostUSD: limited.CostUSD, ExitCode: c.res.ExitCode, Error: "stopped: " + firstLine(c.res.Limit.Message), FinishedAt: e.now()}
-			if ferr := e.j.FinishUnit(e.runID, u.ID, o); ferr != nil {
-				return "", "", ferr
-			}
-			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
-				return "", "", context.Canceled
-			}
-			return "", "", err
+			return e.stopAtLimit(ctx, lc, err)
 		}
-		if next != m {
-			if u, err = e.unitFor(t, next, facts, u); err != nil {
-				return "", "", err
+		if next != lc.m {
+			if err := e.callAs(lc, next); err != nil {
+				return err
 			}
-			if canon, err = identity.Canonical(u.Preimage); err != nil {
-				return "", "", err
-			}
-			if err := e.j.RetargetUnit(e.runID, u.ID, u.Identity, canon); err != nil {
-				return "", "", err
-			}
-			m = next
-		}
-		if ctxFile == "" { // the call made ahead: its files are where unitFiles puts them
-			if ctxFile, promptFile, _, err = unitFiles(e.j, e.runID, u); err != nil {
-				return "", "", err
+			if err := e.j.RetargetUnit(e.runID, lc.u.ID, lc.u.Identity, lc.canon); err != nil {
+				return err
 			}
 		}
-		if c, err = e.callMember(ctx, t, u, m, ctxFile, promptFile); err != nil {
-			return "", "", err
+		if lc.ctxFile == "" { // the call made ahead: its files are where unitFiles puts them
+			if lc.ctxFile, lc.promptFile, _, err = unitFiles(e.j, e.runID, lc.u); err != nil {
+				return err
+			}
 		}
-		if c.runErr != nil && ctx.Err() != nil {
-			_ = e.j.MarkInterrupted(e.runID, u.ID, c.stdout, c.stderr)
-			return "", "", context.Canceled
+		if lc.c, err = e.callMember(ctx, t, lc.u, lc.m, lc.ctxFile, lc.promptFile); err != nil {
+			return err
+		}
+		if err := e.cutShort(ctx, lc); err != nil {
+			return err
 		}
 	}
-	res, runErr, outHash, errHash := c.res, c.runErr, c.stdout, c.stderr
+	return nil
+}
+
+// stopAtLimit journals lc's unit interrupted, with what its limited calls
+// spent, when the run stops at a limit instead of waiting (err, from
+// afterLimit): context.Canceled when it was interrupted meanwhile.
+func (e *engine) stopAtLimit(ctx context.Context, lc *liveCall, err error) error {
+	c, limited := lc.c, lc.limited
+	o := cache.Outcome{Status: cache.UnitInterrupted, Stdout: c.stdout, Stderr: c.stderr,
+		TokensIn: limited.InputTokens, TokensOut: limited.OutputTokens, CacheRead: limited.CacheRead, CacheWrite: limited.CacheWrite,
+		CostUSD: limited.CostUSD, ExitCode: c.res.ExitCode, Error: "stopped: " + firstLine(c.res.Limit.Message), FinishedAt: e.now()}
+	if ferr := e.j.FinishUnit(e.runID, lc.u.ID, o); ferr != nil {
+		return ferr
+	}
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		return context.Canceled
+	}
+	return err
+}
+
+// finishLive journals lc's unit completed or failed, with its figures,
+// settles the call made ahead it took, and says so: the failure ("" when
+// the call completed) and the identity of whoever made the call.
+func (e *engine) finishLive(ctx context.Context, lc *liveCall) (string, string, error) {
+	t, u, c := lc.t, lc.u, lc.c
+	res := c.res
 	e.sane(t, &res)
 	e.count(t, res)
-	m.backoff = 0
-	addFigures(&res, limited)
+	lc.m.backoff = 0
+	addFigures(&res, lc.limited)
 	resJSON, _ := json.Marshal(res)
 	resHash, err := e.j.PutBlob(resJSON)
 	if err != nil {
 		return "", "", err
 	}
-	o := cache.Outcome{Status: cache.UnitCompleted, Stdout: outHash, Stderr: errHash, Result: resHash,
+	o := cache.Outcome{Status: cache.UnitCompleted, Stdout: c.stdout, Stderr: c.stderr, Result: resHash,
 		TokensIn: res.InputTokens, TokensOut: res.OutputTokens, CacheRead: res.CacheRead, CacheWrite: res.CacheWrite,
 		CostUSD: res.CostUSD, ExitCode: res.ExitCode, FinishedAt: e.now()}
-	failure := ""
-	switch {
-	case runErr != nil && res.TimedOut:
-		failure = fmt.Sprintf("the agent was killed after the %s timeout", time.Duration(e.s.Timeout))
-	case runErr != nil:
-		failure = "the agent could not run: " + runErr.Error()
-	case res.ExitCode != 0 && res.Error != "":
-		// The error the agent reported says it better than stderr.
-		failure = fmt.Sprintf("the agent exited with status %d: %s", res.ExitCode, res.Error)
-	case res.ExitCode != 0:
-		failure = fmt.Sprintf("the agent exited with status %d%s", res.ExitCode, e.stderrTail(errHash))
-	case res.IsError:
-		failure = "the agent reported an error: " + firstLine(cmp.Or(res.Error, res.Text))
-	case mergeFailure != "":
-		failure = mergeFailure
-	}
+	failure := cmp.Or(e.callFailure(res, c.runErr, c.stderr), lc.mergeFailure)
 	if failure != "" {
 		o.Status, o.Error = cache.UnitFailed, failure
 	}
-	if ahead != nil && c.res.Limit == nil && limited == (agent.Result{}) {
-		o.FinishedAt = ahead.finished
+	if lc.ahead != nil && c.res.Limit == nil && lc.limited == (agent.Result{}) {
+		o.FinishedAt = lc.ahead.finished
 	}
-	if err := e.settleAhead(ctx, ahead, u.ID, o); err != nil {
+	if err := e.settleAhead(ctx, lc.ahead, u.ID, o); err != nil {
 		return "", "", err
 	}
 	fin := Event{Type: EvUnitFinished, Task: t.ID, Unit: u.ID, Identity: u.Identity, Attempt: u.Attempt, Source: "live",
 		Status: string(o.Status), ExitCode: intp(res.ExitCode), TokensIn: res.InputTokens, TokensOut: res.OutputTokens,
-		CostUSD: res.CostUSD, Millis: o.FinishedAt.Sub(started).Milliseconds(), Message: firstLine(failure)}
-	if m != e.chain[0] {
-		fin.Agent, fin.Model = m.agent, m.model
+		CostUSD: res.CostUSD, Millis: o.FinishedAt.Sub(lc.started).Milliseconds(), Message: firstLine(failure)}
+	if lc.m != e.chain[0] {
+		fin.Agent, fin.Model = lc.m.agent, lc.m.model
 	}
 	e.emit(fin)
 	if ctx.Err() != nil {
 		return failure, u.Identity, context.Canceled
 	}
 	return failure, u.Identity, nil
+}
+
+// callFailure is why a call that returned res (runErr: it could not run)
+// failed, "" when it completed; errHash is its stderr's blob.
+func (e *engine) callFailure(res agent.Result, runErr error, errHash string) string {
+	switch {
+	case runErr != nil && res.TimedOut:
+		return fmt.Sprintf("the agent was killed after the %s timeout", time.Duration(e.s.Timeout))
+	case runErr != nil:
+		return "the agent could not run: " + runErr.Error()
+	case res.ExitCode != 0 && res.Error != "":
+		// The error the agent reported says it better than stderr.
+		return fmt.Sprintf("the agent exited with status %d: %s", res.ExitCode, res.Error)
+	case res.ExitCode != 0:
+		return fmt.Sprintf("the agent exited with status %d%s", res.ExitCode, e.stderrTail(errHash))
+	case res.IsError:
+		return "the agent reported an error: " + firstLine(cmp.Or(res.Error, res.Text))
+	}
+	return ""
 }
 
 // firstFree is the first member of the chain not waiting for a limit to
@@ -952,6 +1066,32 @@ func depReason(task string, live, planning bool) string {
 	return "dependency " + task + " changed"
 }
 
+// block records task t blocked for reason after boundary verdict v: in
+// its row, in BLOCKED.md (which, with --on-blocked continue, explains
+// every block), naming a stash made since the last block and the gate's
+// output (gateOutput[0], when its gate failed), and as an event.
+func (e *engine) block(ctx context.Context, t extractor.Task, ts *taskState, reason string, v guardResult, gateOutput ...string) error {
+	ts.row.BlockReason = reason
+	b := blockInfo{RunID: e.runID, PlanPath: e.s.Plan, TaskID: t.ID, Title: t.Title, Attempts: ts.row.Attempts,
+		Reason: reason, Lost: v.lost, LostKinds: v.kinds}
+	if len(gateOutput) > 0 {
+		b.Gate, b.Output = e.gateCommand(t), gateOutput[0]
+	}
+	b.AgentFailure = ts.agentFailure
+	b.NoGate = e.gateCommand(t) == ""
+	if top, err := boundary.StashTop(ctx, e.o.RepoRoot); err == nil && top.Commit != "" && top.Commit != e.stash.Commit {
+		b.Stash, e.stash = top, top
+	}
+	b.Sandbox = e.s.SandboxTool
+	e.blocks = append(e.blocks, b)
+	if err := writeBlocked(e.o.RepoRoot, e.blocks); err != nil {
+		return err
+	}
+	e.blockedWrote = true
+	e.emit(Event{Type: EvBlocked, Task: t.ID, Title: t.Title, Message: reason, Paths: v.lost})
+	return nil
+}
+
 // afterTask takes the boundary after the task, runs the guard, writes the
 // task's row and, on a block, BLOCKED.md.
 func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *taskState,
@@ -1013,25 +1153,9 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 		e.emit(Event{Type: EvConcern, Task: t.ID, Message: c})
 	}
 	if status == cache.TaskBlocked {
-		ts.row.BlockReason = reason
-		b := blockInfo{RunID: e.runID, PlanPath: e.s.Plan, TaskID: t.ID, Title: t.Title, Attempts: ts.row.Attempts,
-			Reason: reason, Lost: v.lost, LostKinds: v.kinds}
-		if len(gateOutput) > 0 {
-			b.Gate, b.Output = e.gateCommand(t), gateOutput[0]
-		}
-		b.AgentFailure = ts.agentFailure
-		b.NoGate = e.gateCommand(t) == ""
-		if top, err := boundary.StashTop(ctx, e.o.RepoRoot); err == nil && top.Commit != "" && top.Commit != e.stash.Commit {
-			b.Stash, e.stash = top, top
-		}
-		b.Sandbox = e.s.SandboxTool
-		// With --on-blocked continue, BLOCKED.md explains every block.
-		e.blocks = append(e.blocks, b)
-		if err := writeBlocked(e.o.RepoRoot, e.blocks); err != nil {
+		if err := e.block(ctx, t, ts, reason, v, gateOutput...); err != nil {
 			return taskResult{}, err
 		}
-		e.blockedWrote = true
-		e.emit(Event{Type: EvBlocked, Task: t.ID, Title: t.Title, Message: reason, Paths: v.lost})
 	}
 	return e.finishTask(idx, t, ts, status)
 }

@@ -65,9 +65,9 @@ const (
 	TailBytes = 8 << 10
 )
 
-// TaskLogOf reads task taskID's attempts in run runID from the journal and
+// taskLogOf reads task taskID's attempts in run runID from the journal and
 // its blobs (read-only). ok is false when the run has no such task.
-func TaskLogOf(j *cache.Journal, runID, taskID string) (log *TaskLog, ok bool, err error) {
+func taskLogOf(j *cache.Journal, runID, taskID string) (log *TaskLog, ok bool, err error) {
 	logs, err := taskLogs(j, runID, taskID, true)
 	if err != nil {
 		return nil, false, err
@@ -113,47 +113,15 @@ func taskLogs(j *cache.Journal, runID, taskID string, allGates bool) (map[string
 		return a
 	}
 	for _, u := range units {
-		if logs[u.TaskID] == nil {
-			continue
+		if logs[u.TaskID] != nil {
+			unitLog(j, attempt(u.TaskID, u.Attempt), u)
 		}
-		a := attempt(u.TaskID, u.Attempt)
-		a.Source, a.Status, a.ExitCode, a.Error = "live", string(u.Status), u.ExitCode, u.Error
-		if u.Replayed() {
-			a.Source, a.ReplayedFrom = "replayed", u.ReplayedFromRun+":"+u.ReplayedFromUnit
-		}
-		if b, err := j.ReadBlob(u.Result); err == nil && u.Result != "" {
-			var res struct {
-				Text  string
-				Error string
-			}
-			if json.Unmarshal(b, &res) == nil {
-				a.FinalMessage = strings.TrimSpace(res.Text)
-			}
-		}
-		a.StdoutTail = blobTail(j, u.Stdout)
-		a.StderrTail = blobTail(j, u.Stderr)
 	}
 	for _, g := range gates {
 		if logs[g.TaskID] == nil || g.Command == agentGate {
 			continue // an agent failure: the call's Error says it
 		}
-		gl := &GateLog{Command: g.Command, Passed: g.Passed, ExitCode: g.ExitCode, Replayed: g.Replayed}
-		if allGates || !g.Passed {
-			b, err := j.ReadBlob(g.Output)
-			switch {
-			case err == nil && g.Output != "":
-				gl.Output = string(b)
-			default:
-				gl.Output, gl.OutputMissing = g.Feedback, true
-			}
-		}
-		if !g.Passed {
-			gl.Summary = GateSummary(gl.Output)
-			if gl.Summary == "" {
-				gl.Summary = GateSummary(g.Feedback)
-			}
-		}
-		attempt(g.TaskID, g.Attempt).Gate = gl
+		attempt(g.TaskID, g.Attempt).Gate = gateLog(j, g, allGates)
 	}
 	for id, byAttempt := range at {
 		l := logs[id]
@@ -163,6 +131,48 @@ func taskLogs(j *cache.Journal, runID, taskID string, allGates bool) (map[string
 		sort.Slice(l.Attempts, func(i, k int) bool { return l.Attempts[i].Attempt < l.Attempts[k].Attempt })
 	}
 	return logs, nil
+}
+
+// unitLog fills attempt log a with what unit u said: how it ended, the
+// agent's final message, the tails of its stdout and stderr.
+func unitLog(j *cache.Journal, a *AttemptLog, u cache.Unit) {
+	a.Source, a.Status, a.ExitCode, a.Error = "live", string(u.Status), u.ExitCode, u.Error
+	if u.Replayed() {
+		a.Source, a.ReplayedFrom = "replayed", u.ReplayedFromRun+":"+u.ReplayedFromUnit
+	}
+	if b, err := j.ReadBlob(u.Result); err == nil && u.Result != "" {
+		var res struct {
+			Text  string
+			Error string
+		}
+		if json.Unmarshal(b, &res) == nil {
+			a.FinalMessage = strings.TrimSpace(res.Text)
+		}
+	}
+	a.StdoutTail = blobTail(j, u.Stdout)
+	a.StderrTail = blobTail(j, u.Stderr)
+}
+
+// gateLog is gate g's log: its whole output when it failed (or allGates),
+// else what its feedback kept, and a failed gate's summary.
+func gateLog(j *cache.Journal, g cache.Gate, allGates bool) *GateLog {
+	gl := &GateLog{Command: g.Command, Passed: g.Passed, ExitCode: g.ExitCode, Replayed: g.Replayed}
+	if allGates || !g.Passed {
+		b, err := j.ReadBlob(g.Output)
+		switch {
+		case err == nil && g.Output != "":
+			gl.Output = string(b)
+		default:
+			gl.Output, gl.OutputMissing = g.Feedback, true
+		}
+	}
+	if !g.Passed {
+		gl.Summary = GateSummary(gl.Output)
+		if gl.Summary == "" {
+			gl.Summary = GateSummary(g.Feedback)
+		}
+	}
+	return gl
 }
 
 // blobTail is the end of blob h as text: its last TailLines lines, at most

@@ -116,10 +116,10 @@ func (e *UntrustedError) Error() string {
 	return fmt.Sprintf("run %s is %s: its content is not written into this tree", e.Run, e.Trust.String())
 }
 
-// PulledTrust is the trust rule's answer for every pulled run of j, by
+// pulledTrust is the trust rule's answer for every pulled run of j, by
 // run id (a run made here is not in it): what `runs` and `show` mark.
 // Read-only.
-func PulledTrust(j *cache.Journal) (map[string]travel.Trust, error) {
+func pulledTrust(j *cache.Journal) (map[string]travel.Trust, error) {
 	ps, err := j.PulledRuns()
 	if err != nil {
 		return nil, err

@@ -24,6 +24,16 @@ import (
 // turns the watch off. The watch's state is in <git-dir>/implloop/watch
 // (for `implloop status --json`), removed when the run ends.
 
+// treeWatch is the engine's part that holds the work tree's watch: nil
+// without one; watchBase the commit of the boundary taken after its last
+// sync.
+type treeWatch struct {
+	watch        *treewatch.Watcher
+	watchState   string
+	watchBase    string
+	watchSkipped bool
+}
+
 // watchFile is the watch's state file in the work tree's state directory.
 const watchFile = "watch"
 

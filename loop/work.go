@@ -105,38 +105,9 @@ func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
 	if !w.treeChanged() && len(discarded) == 0 {
 		return nil
 	}
-	type job struct {
-		at       int
-		from, to string
-		// discarded: what the guard saw the task throw away there; that
-		// is not its work, and putting it back is the user's repair.
-		discarded map[string]bool
-	}
-	var jobs []job
-	for i, p := range planned {
-		if p.Action != ActionReplay || p.From == "" {
-			continue
-		}
-		from, to, err := taskBoundaries(e.j, p.From, p.Task)
-		if err != nil {
-			continue // no effect of its own recorded (or before commits): nothing to check
-		}
-		jobs = append(jobs, job{at: i, from: from.Commit, to: to.Commit, discarded: discardedBy(to)})
-	}
-	pairs := make([][2]string, len(jobs), 2*len(jobs))
-	for i, jb := range jobs {
-		pairs[i] = [2]string{jb.from, jb.to}
-	}
-	if len(discarded) > 0 {
-		// Where the parent left each task's paths: its last boundary
-		// against the boundary after the task.
-		for _, jb := range jobs {
-			pairs = append(pairs, [2]string{jb.to, last})
-		}
-	}
-	effects, err := boundary.Effects(ctx, e.o.RepoRoot, pairs)
+	jobs, effects, err := e.replayedEffects(ctx, planned, len(discarded) > 0, last)
 	if err != nil {
-		return fmt.Errorf("reading the effects of replayed tasks: %w", err)
+		return err
 	}
 	now := make(map[string]boundary.Blob, len(w.changed))
 	for p, b := range w.changed {
@@ -150,51 +121,117 @@ func (e *engine) checkWork(ctx context.Context, planned []PlannedTask) error {
 		}
 		lost := lostWork(effects[i], cur, jb.discarded)
 		p := &planned[jb.at]
-		inLineage := false
-		for _, l := range lost {
-			if _, ok := w.changed[l.Path]; !ok {
-				inLineage = true
-			}
-		}
-		if stale || inLineage {
-			stale = true
-			if w.freshGate == nil {
-				w.freshGate = map[string]bool{}
-			}
-			if e.gatedTask(p.Task) && !w.freshGate[p.Task] {
-				w.freshGate[p.Task] = true
-				if !w.treeChanged() {
-					p.Reasons = append(p.Reasons, "work discarded in run "+w.parent+"'s lineage is written back: its gate runs live")
-				}
-			}
+		stale = w.lostInLineage(lost) || stale
+		if stale {
+			e.freshGate(p)
 		}
 		if len(lost) == 0 {
 			continue
 		}
-		var paths []string
 		for _, l := range lost {
-			paths = append(paths, l.Path)
 			now[l.Path] = l.Lost
 		}
-		if e.o.RerunLost {
-			p.Action, p.From = ActionLive, ""
-			p.Paths = paths
-			p.Reasons = []string{"its work is no longer in the tree: " + shownPaths(paths) + "; --rerun-lost: it runs again"}
-			if w.rerun == nil {
-				w.rerun = map[string][]string{}
-			}
-			w.rerun[p.Task] = paths
-			continue
-		}
-		p.Action = ActionRestore
-		p.Paths = paths
-		p.Reasons = append([]string{"its work is no longer in the tree: " + shownPaths(paths) + "; written back from run " + p.From + "'s boundaries"}, p.Reasons...)
-		if w.restores == nil {
-			w.restores = map[string][]boundary.LostContent{}
-		}
-		w.restores[p.Task] = lost
+		e.planLost(p, lost)
 	}
 	return nil
+}
+
+// workJob is a replayed task whose work checkWork looks for: planned[at],
+// its boundaries before and after in the run it replays from, and what
+// the guard saw it throw away there (not its work: putting it back is
+// the user's repair).
+type workJob struct {
+	at        int
+	from, to  string
+	discarded map[string]bool
+}
+
+// replayedEffects are the tasks planned to replay from a run with an
+// effect of their own recorded, with their effects there; and, when work
+// was discarded in the lineage (withLast), after them where the parent
+// left each task's paths: its last boundary last against the boundary
+// after the task.
+func (e *engine) replayedEffects(ctx context.Context, planned []PlannedTask, withLast bool, last string) ([]workJob, [][]boundary.Change, error) {
+	var jobs []workJob
+	for i, p := range planned {
+		if p.Action != ActionReplay || p.From == "" {
+			continue
+		}
+		from, to, err := taskBoundaries(e.j, p.From, p.Task)
+		if err != nil {
+			continue // no effect of its own recorded (or before commits): nothing to check
+		}
+		jobs = append(jobs, workJob{at: i, from: from.Commit, to: to.Commit, discarded: discardedBy(to)})
+	}
+	pairs := make([][2]string, len(jobs), 2*len(jobs))
+	for i, jb := range jobs {
+		pairs[i] = [2]string{jb.from, jb.to}
+	}
+	if withLast {
+		for _, jb := range jobs {
+			pairs = append(pairs, [2]string{jb.to, last})
+		}
+	}
+	effects, err := boundary.Effects(ctx, e.o.RepoRoot, pairs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the effects of replayed tasks: %w", err)
+	}
+	return jobs, effects, nil
+}
+
+// lostInLineage reports whether a path of lost is one the tree did not
+// change since the parent's last boundary: work discarded inside the
+// lineage, written back.
+func (w *workCheck) lostInLineage(lost []boundary.LostContent) bool {
+	for _, l := range lost {
+		if _, ok := w.changed[l.Path]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// freshGate has the gate of planned task p run live (once): work
+// discarded in the lineage is written back before it, so the tree its
+// journaled gate judged is no more.
+func (e *engine) freshGate(p *PlannedTask) {
+	w := e.work
+	if w.freshGate == nil {
+		w.freshGate = map[string]bool{}
+	}
+	if e.gatedTask(p.Task) && !w.freshGate[p.Task] {
+		w.freshGate[p.Task] = true
+		if !w.treeChanged() {
+			p.Reasons = append(p.Reasons, "work discarded in run "+w.parent+"'s lineage is written back: its gate runs live")
+		}
+	}
+}
+
+// planLost plans replayed task p, whose work lost is no longer in the
+// tree: written back from its run's boundaries (a restore), or with
+// --rerun-lost run live again.
+func (e *engine) planLost(p *PlannedTask, lost []boundary.LostContent) {
+	w := e.work
+	var paths []string
+	for _, l := range lost {
+		paths = append(paths, l.Path)
+	}
+	p.Paths = paths
+	if e.o.RerunLost {
+		p.Action, p.From = ActionLive, ""
+		p.Reasons = []string{"its work is no longer in the tree: " + shownPaths(paths) + "; --rerun-lost: it runs again"}
+		if w.rerun == nil {
+			w.rerun = map[string][]string{}
+		}
+		w.rerun[p.Task] = paths
+		return
+	}
+	p.Action = ActionRestore
+	p.Reasons = append([]string{"its work is no longer in the tree: " + shownPaths(paths) + "; written back from run " + p.From + "'s boundaries"}, p.Reasons...)
+	if w.restores == nil {
+		w.restores = map[string][]boundary.LostContent{}
+	}
+	w.restores[p.Task] = lost
 }
 
 // gatedTask reports whether task id of the selection has a gate.
@@ -220,7 +257,7 @@ func (e *engine) lineageDiscards() (map[string]bool, string) {
 	}
 	var out map[string]bool
 	for _, run := range e.lineage.runs {
-		lost, err := LostContent(e.j, run, "", nil)
+		lost, err := lostContent(e.j, run, "", nil)
 		if err != nil {
 			continue
 		}

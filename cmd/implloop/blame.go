@@ -83,7 +83,7 @@ func blameRun(ctx context.Context, o *blameOptions) error {
 		return errorf("'git blame "+o.path+"' says who wrote it; 'implloop blame FILE' is for the files tasks write",
 			"blame %s: it is run %s's plan, which implloop keeps beside its boundaries, not in them: no task wrote it", o.path, run.ID)
 	}
-	bl, err := loop.Blame(ctx, j, root, run.ID, path, o.from, o.to)
+	bl, err := j.Blame(ctx, run.ID, path, o.from, o.to)
 	if errors.Is(err, loop.ErrNoBoundaryCommits) {
 		return errorf("blame works on runs started by this implloop or later", "run %s has no boundary commits to blame from", run.ID)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/boundary"
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/words"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
@@ -107,30 +106,60 @@ func checkRun(o *checkOptions) error {
 	if err != nil {
 		return err
 	}
-	globs = append(globs, o.globs...)
-	w := o.io.ErrOut
-	var out checkJSON
+	c := &checker{o: o, root: root, w: o.io.ErrOut, globs: append(globs, o.globs...)}
 	if o.asJSON {
-		w = io.Discard
+		c.w = io.Discard
 	}
-	refuse := func(hint, format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		out.Refused = append(out.Refused, checkRefusal{Message: msg, Hint: hint})
-		fmt.Fprintf(w, "implloop: error: %s\n", msg)
-		if hint != "" {
-			fmt.Fprintf(w, "implloop: hint: %s\n", hint)
+	c.stagedState(changes)
+	if err := c.stagedPlans(changes); err != nil {
+		return err
+	}
+	if o.asJSON {
+		if err := c.printJSON(); err != nil {
+			return err
 		}
 	}
+	if n := len(c.out.Refused); n > 0 {
+		fmt.Fprintf(c.w, "implloop: check: %s refused\n", words.Count(n, "staged change"))
+		return exitWith(exitError)
+	}
+	return nil
+}
 
+// checker is one `implloop check`: what it was asked, the repository,
+// the globs that name plans (git config implloop.planGlobs, then
+// --plan), where its messages go (stderr; nowhere with --json) and its
+// answer.
+type checker struct {
+	o     *checkOptions
+	root  string
+	globs []string
+	w     io.Writer
+	out   checkJSON
+}
+
+// refuse refuses the commit: an error and its hint.
+func (c *checker) refuse(hint, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	c.out.Refused = append(c.out.Refused, checkRefusal{Message: msg, Hint: hint})
+	fmt.Fprintf(c.w, "implloop: error: %s\n", msg)
+	if hint != "" {
+		fmt.Fprintf(c.w, "implloop: hint: %s\n", hint)
+	}
+}
+
+// stagedState refuses implloop's own state staged: BLOCKED.md, or the
+// journal where an older implloop kept it.
+func (c *checker) stagedState(changes []boundary.StagedChange) {
 	var state []string
-	for _, c := range changes {
+	for _, ch := range changes {
 		switch {
-		case c.Status == "D":
-		case c.Path == loop.BlockedFile:
-			refuse("git rm --cached "+loop.BlockedFile+" (it explains a blocked run; it is not part of your project)",
+		case ch.Status == "D":
+		case ch.Path == loop.BlockedFile:
+			c.refuse("git rm --cached "+loop.BlockedFile+" (it explains a blocked run; it is not part of your project)",
 				"%s is staged: a blocked run's repair note must not be committed", loop.BlockedFile)
-		case strings.HasPrefix(c.Path, cache.LegacyDir+"/"):
-			state = append(state, c.Path)
+		case strings.HasPrefix(ch.Path, loop.JournalLegacyDir+"/"):
+			state = append(state, ch.Path)
 		}
 	}
 	if len(state) > 0 {
@@ -139,70 +168,73 @@ func checkRun(o *checkOptions) error {
 		if len(shown) > 3 {
 			shown, more = shown[:3], fmt.Sprintf(" and %d more", len(state)-3)
 		}
-		refuse("git rm -r --cached "+cache.LegacyDir+" (the next 'implloop run' or 'resume' moves it into .git/implloop/)",
-			"%s is staged: implloop's journal must not be committed (%s%s)", cache.LegacyDir+"/", strings.Join(shown, ", "), more)
+		c.refuse("git rm -r --cached "+loop.JournalLegacyDir+" (the next 'implloop run' or 'resume' moves it into .git/implloop/)",
+			"%s is staged: implloop's journal must not be committed (%s%s)", loop.JournalLegacyDir+"/", strings.Join(shown, ", "), more)
 	}
+}
 
-	latest, err := loop.LatestRunsByPlan(root)
+// stagedPlans lints the staged plans (journaled ones, those --plan names,
+// and by default files named like a plan that have tasks), refusing one
+// with errors, and warns of what a journaled plan's edit does to its
+// resume.
+func (c *checker) stagedPlans(changes []boundary.StagedChange) error {
+	latest, err := loop.LatestRunsByPlan(c.root)
 	if err != nil {
 		return errorf("", "%s", err)
 	}
-	for _, c := range changes {
-		if c.Status == "D" {
+	for _, ch := range changes {
+		if ch.Status == "D" {
 			continue
 		}
-		run, journaled := latest[c.Path]
-		named := matchesAny(globs, c.Path)
-		byDefault := !journaled && !named && matchesAny(defaultPlanGlobs, c.Path)
+		run, journaled := latest[ch.Path]
+		named := matchesAny(c.globs, ch.Path)
+		byDefault := !journaled && !named && matchesAny(defaultPlanGlobs, ch.Path)
 		if !journaled && !named && !byDefault {
 			continue
 		}
-		src, err := boundary.StagedContent(o.ctx, root, c.Path)
+		src, err := boundary.StagedContent(c.o.ctx, c.root, ch.Path)
 		if err != nil {
-			return errorf("", "read the staged %s: %w", c.Path, err)
+			return errorf("", "read the staged %s: %w", ch.Path, err)
 		}
-		p, diags := plan.Parse(c.Path, src)
+		p, diags := plan.Parse(ch.Path, src)
 		if byDefault && (p == nil || len(p.Tasks) == 0) {
 			continue // named like a plan, but none: a note, a design
 		}
-		linted := checkPlanJSON{Path: c.Path, Diagnostics: diags}
+		linted := checkPlanJSON{Path: ch.Path, Diagnostics: diags}
 		if linted.Diagnostics == nil {
 			linted.Diagnostics = []plan.Diagnostic{}
 		}
-		out.Plans = append(out.Plans, linted)
-		if !o.asJSON {
-			printDiagnostics(o.io.Out, diags)
+		c.out.Plans = append(c.out.Plans, linted)
+		if !c.o.asJSON {
+			printDiagnostics(c.o.io.Out, diags)
 		}
 		if plan.HasErrors(diags) {
 			n := len(plan.Errors(diags))
-			refuse("fix the plan ('implloop lint "+c.Path+"' shows the same), then git add it again",
-				"the staged %s has %s", c.Path, words.Count(n, "error"))
+			c.refuse("fix the plan ('implloop lint "+ch.Path+"' shows the same), then git add it again",
+				"the staged %s has %s", ch.Path, words.Count(n, "error"))
 			continue
 		}
 		if journaled {
-			out.Warnings = append(out.Warnings, warnResume(w, root, c.Path, run, src, p.SHA256)...)
+			c.out.Warnings = append(c.out.Warnings, warnResume(c.w, c.root, ch.Path, run, src, p.SHA256)...)
 		}
-	}
-	if o.asJSON {
-		out.OK = len(out.Refused) == 0
-		if out.Refused == nil {
-			out.Refused = []checkRefusal{}
-		}
-		if out.Plans == nil {
-			out.Plans = []checkPlanJSON{}
-		}
-		enc := json.NewEncoder(o.io.Out)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
-	}
-	if n := len(out.Refused); n > 0 {
-		fmt.Fprintf(w, "implloop: check: %s refused\n", words.Count(n, "staged change"))
-		return exitWith(exitError)
 	}
 	return nil
+}
+
+// printJSON prints check --json's answer.
+func (c *checker) printJSON() error {
+	out := c.out
+	out.OK = len(out.Refused) == 0
+	if out.Refused == nil {
+		out.Refused = []checkRefusal{}
+	}
+	if out.Plans == nil {
+		out.Plans = []checkPlanJSON{}
+	}
+	enc := json.NewEncoder(c.o.io.Out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
 
 // checkJSON is check --json's answer.
@@ -312,7 +344,7 @@ var unfinished = map[string]bool{"PARTIAL": true, "BLOCKED": true, "INTERRUPTED"
 // warnResume warns when the staged plan src (its sha256 sum, as plan.Parse
 // gives it) changes what a resume of run would do: the tasks that would
 // run live, or have their gate re-run.
-func warnResume(w io.Writer, root, planPath string, run cache.Run, src []byte, sum string) []string {
+func warnResume(w io.Writer, root, planPath string, run loop.RunRecord, src []byte, sum string) []string {
 	if !unfinished[run.Verdict] {
 		return nil
 	}

@@ -2,8 +2,9 @@ package main
 
 // The helpers every command shares: finding the repository, opening the
 // journal and resolving a run in it, and turning the loop's errors into
-// messages with hints. Commands open the journal only through these, then
-// hand it to a library function (loop, report).
+// messages with hints. Commands open the journal only through these, as a
+// loop.Inspector, and ask it for what they print (or hand its journal to
+// a library that writes: travel).
 
 import (
 	"context"
@@ -14,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/implloop/implloop/agent"
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/loop"
@@ -23,40 +23,40 @@ import (
 
 // openRun opens the journal read-only and resolves RUN, args[0] (default:
 // the latest run).
-func openRun(io *ioStreams, args []string) (*cache.Journal, *cache.Run, error) {
+func openRun(io *ioStreams, args []string) (*loop.Inspector, *loop.RunRecord, error) {
 	ref := ""
 	if len(args) > 0 {
 		ref = args[0]
 	}
-	_, j, run, err := openRunIn(io, ref, cache.OpenReadOnly)
-	return j, run, err
+	_, in, run, err := openRunIn(io, ref, loop.Inspect)
+	return in, run, err
 }
 
 // openRunRoot is openRun of ref for a command that also needs the
 // repository's root (to read the tree, or to make a path repo-relative).
-func openRunRoot(io *ioStreams, ref string) (root string, j *cache.Journal, run *cache.Run, err error) {
-	return openRunIn(io, ref, cache.OpenReadOnly)
+func openRunRoot(io *ioStreams, ref string) (root string, in *loop.Inspector, run *loop.RunRecord, err error) {
+	return openRunIn(io, ref, loop.Inspect)
 }
 
 // openRunIn finds the repository, opens its journal with open and
 // resolves ref in it. A writing command (resume) opens it with
-// openUpgrading, which upgrades an older schema that the read-only opener
-// refuses.
-func openRunIn(io *ioStreams, ref string, open func(root string) (*cache.Journal, error)) (string, *cache.Journal, *cache.Run, error) {
+// loop.InspectUpgrading, which upgrades an older schema that the
+// read-only opener refuses.
+func openRunIn(io *ioStreams, ref string, open func(root string) (*loop.Inspector, error)) (string, *loop.Inspector, *loop.RunRecord, error) {
 	root, err := repoRoot(io.workingDir)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	j, err := open(root)
+	in, err := open(root)
 	if err != nil {
 		return "", nil, nil, loopError(err)
 	}
-	run, err := resolveRun(j, ref)
+	run, err := in.ResolveRun(ref)
 	if err != nil {
-		j.Close()
+		in.Close()
 		return "", nil, nil, loopError(err)
 	}
-	return root, j, run, nil
+	return root, in, run, nil
 }
 
 // loopError adds hints to the loop's errors.
@@ -106,11 +106,11 @@ func loopError(err error) error {
 	case errors.As(err, &checkErr):
 		// The hint in its own line, not in the message's parentheses.
 		return errorf(checkErr.Hint, "agent %s: %s", checkErr.Agent, checkErr.Msg)
-	case errors.Is(err, cache.ErrNotRepository):
+	case errors.Is(err, loop.ErrNotRepository):
 		return errorf("run implloop inside a git repository (git init, then commit your starting point)", "%s", err)
-	case errors.Is(err, cache.ErrNoJournal):
+	case errors.Is(err, loop.ErrNoJournal):
 		return errorf("start with 'implloop run PLAN'", "no implloop journal in this repository")
-	case errors.Is(err, cache.ErrNotFound):
+	case errors.Is(err, loop.ErrNotFound):
 		return errorf("list runs with 'implloop runs'", "%s", err)
 	}
 	return err
@@ -126,17 +126,6 @@ func repoRoot(dir string) (string, error) {
 		return "", errorf("run implloop inside a git repository (git init, then commit your starting point)", "%s is not inside a git repository", dir)
 	}
 	return top, nil
-}
-
-// openUpgrading opens the journal read-only, unless an older implloop
-// wrote it: a resume writes, so it upgrades the schema (cache.Open) rather
-// than refuse to read it.
-func openUpgrading(root string) (*cache.Journal, error) {
-	j, err := cache.OpenReadOnly(root)
-	if errors.Is(err, cache.ErrOlderSchema) {
-		return cache.Open(root)
-	}
-	return j, err
 }
 
 // journalPlanPath is plan path p (relative to the working directory wd) the
@@ -162,32 +151,6 @@ func journalPlanPath(root, wd, p string) string {
 		return p
 	}
 	return rel
-}
-
-// openReadOnly opens the journal read-only whatever its schema's age (a
-// dry run writes nothing, not even an upgrade).
-func openReadOnly(root string) (*cache.Journal, error) { return cache.OpenReadOnly(root) }
-
-// openJournalRW opens the journal for writing (creating it, upgrading an
-// older schema): for pull, which imports runs into it.
-func openJournalRW(root string) (*cache.Journal, error) { return cache.Open(root) }
-
-// openJournalRO opens the journal read-only; nil when nothing has run yet.
-func openJournalRO(root string) (*cache.Journal, error) {
-	j, err := cache.OpenReadOnly(root)
-	if errors.Is(err, cache.ErrNoJournal) {
-		return nil, nil
-	}
-	return j, err
-}
-
-// resolveRun resolves ref as every command does: an id or a unique
-// prefix, "" for the latest run.
-func resolveRun(j *cache.Journal, ref string) (*cache.Run, error) {
-	if ref == "" {
-		return j.LatestRun("")
-	}
-	return j.ResolveRun(ref)
 }
 
 // gitToplevel is the root of the git worktree around dir.

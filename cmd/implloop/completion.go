@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
 	"github.com/implloop/implloop/settings"
@@ -16,7 +15,7 @@ import (
 // script; on Tab the script runs `implloop __complete ARGS... PARTIAL`,
 // which parses the line as typed and calls the functions below. They run
 // at every keystroke in any directory, so they only read: the journal
-// through cache.OpenReadOnly (no journal, no candidates: it is never
+// through loop.InspectIfAny (no journal, no candidates: it is never
 // created), plans from disk. Any error means no candidates, never a
 // message, since the shell would show it in the middle of the line.
 
@@ -66,7 +65,7 @@ func completeRunTasks(io *ioStreams, runRef func(cmd *cobra.Command, args []stri
 			return nil, noFiles
 		}
 		defer j.Close()
-		run, err := resolveRun(j, runRef(cmd, args))
+		run, err := j.ResolveRun(runRef(cmd, args))
 		if err != nil {
 			return nil, noFiles
 		}
@@ -129,7 +128,7 @@ func completeResumePlan(io *ioStreams) func(cmd *cobra.Command, args []string) s
 		}
 		defer j.Close()
 		ref, _ := cmd.Flags().GetString("run")
-		run, err := resolveRun(j, ref)
+		run, err := j.ResolveRun(ref)
 		if err != nil {
 			return ""
 		}
@@ -190,12 +189,12 @@ func completeFixed(values ...string) cobra.CompletionFunc {
 
 // completionJournal opens the journal of the repository around the working
 // directory read-only; nil when there is none (or no repository).
-func completionJournal(io *ioStreams) *cache.Journal {
+func completionJournal(io *ioStreams) *loop.Inspector {
 	root, err := repoRoot(io.workingDir)
 	if err != nil {
 		return nil
 	}
-	j, err := openJournalRO(root)
+	j, err := loop.InspectIfAny(root)
 	if err != nil {
 		return nil
 	}

@@ -60,14 +60,14 @@ Read-only: it writes nothing.
 	return cmd
 }
 
-// explainRun prints loop.Explain of the run.
+// explainRun prints the inspector's Explain of the run.
 func explainRun(o *explainOptions) error {
 	j, run, err := openRun(o.io, []string{o.run})
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	x, err := loop.Explain(j, run, o.task)
+	x, err := j.Explain(run, o.task)
 	if err != nil {
 		return err
 	}

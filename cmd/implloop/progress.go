@@ -221,9 +221,49 @@ func (p *progress) Event(e loop.Event) {
 // stay (a task's summary, restores, concerns, blocks); with --json, only
 // the run-level ones (the events say the rest on stdout).
 func (p *progress) plain(e loop.Event) {
-	w := p.io.ErrOut
 	lines := !p.live && !p.json // the live block or the events show the rest
 	stays := !p.json
+	switch e.Type {
+	case loop.EvRunStarted, loop.EvJournalMoved, loop.EvWarning, loop.EvResumePlan, loop.EvBoundary:
+		p.runEvent(e)
+	case loop.EvAhead:
+		p.aheadEvent(e, lines)
+	case loop.EvTaskStarted:
+		p.task = &taskLine{id: e.Task, title: e.Title, index: e.Index, n: e.Count, start: p.now(), source: "…", note: e.Message}
+		p.dropAhead(e.Task, true)
+		if lines {
+			fmt.Fprintf(p.io.ErrOut, "[%d/%d] task %s: %s\n", e.Index, e.Count, e.Task, e.Title)
+		}
+	case loop.EvLimit, loop.EvFallback, loop.EvWait, loop.EvStopped:
+		p.limitEvent(e, lines, stays)
+	case loop.EvHeartbeat:
+		if !p.live {
+			p.heartbeatLine(e)
+		}
+	case loop.EvUnitStarted:
+		p.unitStarted(e, lines)
+	case loop.EvUnitReplayed, loop.EvUnitFinished:
+		p.unitEnded(e, lines)
+	case loop.EvGate:
+		p.gateEvent(e, lines)
+	case loop.EvRestored, loop.EvConcern, loop.EvBlocked:
+		if stays {
+			p.noteLine(e)
+		}
+	case loop.EvTaskFinished:
+		p.task = nil
+		p.dropAhead(e.Task, false)
+		if stays {
+			p.taskFinished(e)
+		}
+	}
+}
+
+// runEvent prints what the run says of itself: that it started (and
+// runs sandboxed), its journal moved, a warning, the resume plan, a
+// boundary's message.
+func (p *progress) runEvent(e loop.Event) {
+	w := p.io.ErrOut
 	switch e.Type {
 	case loop.EvRunStarted:
 		parent := ""
@@ -244,41 +284,40 @@ func (p *progress) plain(e loop.Event) {
 		if e.Message != "" && e.Task == "" {
 			fmt.Fprintf(w, "implloop: %s\n", e.Message)
 		}
-	case loop.EvAhead:
-		p.aheadEvent(e, lines)
-	case loop.EvTaskStarted:
-		p.task = &taskLine{id: e.Task, title: e.Title, index: e.Index, n: e.Count, start: p.now(), source: "…", note: e.Message}
-		p.dropAhead(e.Task, true)
-		if lines {
-			fmt.Fprintf(w, "[%d/%d] task %s: %s\n", e.Index, e.Count, e.Task, e.Title)
-		}
-	case loop.EvLimit, loop.EvFallback, loop.EvWait, loop.EvStopped:
-		p.limitEvent(e, lines, stays)
-	case loop.EvHeartbeat:
-		if !p.live {
-			p.heartbeatLine(e)
-		}
-	case loop.EvUnitStarted:
-		p.dropAhead(e.Task, true) // its call made ahead is back: the task line shows it now
-		if p.task != nil {
-			p.task.attempt, p.task.source = e.Attempt, "live"
-			p.task.note = strings.Join(e.Reasons, ", ")
-			p.task.until = time.Time{}
-		}
-		if lines {
-			why := ""
-			if len(e.Reasons) > 0 {
-				why = " (" + strings.Join(e.Reasons, ", ") + ")"
-			}
-			if e.Message != "" { // ran ahead with its wave (--jobs)
-				why += "; " + e.Message
-			}
-			if e.Sandbox != "" {
-				why = ", sandboxed" + why
-			}
-			fmt.Fprintf(w, "  attempt %d: live%s\n", e.Attempt, why)
-		}
-	case loop.EvUnitReplayed:
+	}
+}
+
+// unitStarted follows a unit dispatched live: the task line shows it
+// (its call made ahead is back), and the plain line says why it runs.
+func (p *progress) unitStarted(e loop.Event, lines bool) {
+	p.dropAhead(e.Task, true)
+	if p.task != nil {
+		p.task.attempt, p.task.source = e.Attempt, "live"
+		p.task.note = strings.Join(e.Reasons, ", ")
+		p.task.until = time.Time{}
+	}
+	if !lines {
+		return
+	}
+	why := ""
+	if len(e.Reasons) > 0 {
+		why = " (" + strings.Join(e.Reasons, ", ") + ")"
+	}
+	if e.Message != "" { // ran ahead with its wave (--jobs)
+		why += "; " + e.Message
+	}
+	if e.Sandbox != "" {
+		why = ", sandboxed" + why
+	}
+	fmt.Fprintf(p.io.ErrOut, "  attempt %d: live%s\n", e.Attempt, why)
+}
+
+// unitEnded follows a unit replayed, or a live one that finished: a
+// failed call says so.
+func (p *progress) unitEnded(e loop.Event, lines bool) {
+	w := p.io.ErrOut
+	switch {
+	case e.Type == loop.EvUnitReplayed:
 		if p.task != nil {
 			p.task.attempt, p.task.source = e.Attempt, "replayed"
 		}
@@ -290,54 +329,56 @@ func (p *progress) plain(e loop.Event) {
 				fmt.Fprintf(w, "  agent failed (attempt %d, replayed): %s\n", e.Attempt, why)
 			}
 		}
-	case loop.EvUnitFinished:
-		if e.Status != "failed" {
-			// The gate, if the task has one, then the boundary and the guard.
-			p.note("checking the work")
-			break
-		}
+	case e.Status != "failed":
+		// The gate, if the task has one, then the boundary and the guard.
+		p.note("checking the work")
+	default:
 		p.note("agent failed")
 		if lines {
 			fmt.Fprintf(w, "  agent failed (attempt %d): %s\n", e.Attempt, e.Message)
 		}
-	case loop.EvGate:
-		if e.Passed != nil && !*e.Passed {
-			p.note("gate failed")
-			if lines {
-				msg := e.Message
-				if msg == "" && e.ExitCode != nil {
-					msg = fmt.Sprintf("exit status %d", *e.ExitCode)
-				}
-				how := "" // a journaled verdict carried over: no gate ran now
-				if e.Source == "replayed" {
-					how = ", replayed"
-				}
-				fmt.Fprintf(w, "  gate failed (attempt %d%s): %s\n", e.Attempt, how, msg)
-			}
-		}
-	case loop.EvRestored, loop.EvConcern, loop.EvBlocked:
-		if stays && e.Type == loop.EvRestored && strings.HasPrefix(e.Message, report.ReplayedNotePrefix) {
-			// A replay across runs: an ordinary line, not a concern.
-			fmt.Fprintf(w, "  %s\n", e.Message)
-			break
-		}
-		if stays {
-			label := map[string]string{loop.EvRestored: "restored", loop.EvConcern: "concern", loop.EvBlocked: "BLOCKED"}[e.Type]
-			fmt.Fprintf(w, "  %s: task %s: %s\n", label, e.Task, e.Message)
-		}
-	case loop.EvTaskFinished:
-		p.task = nil
-		p.dropAhead(e.Task, false)
-		if !stays {
-			break
-		}
-		mark := map[string]string{"done": "✓", "blocked": "✗", "skipped": "-", "interrupted": "!"}[e.Status]
-		if mark == "" {
-			mark = "·"
-		}
-		fmt.Fprintf(w, "%s [%d/%d] task %s %s: %s, %s, %d attempt(s), %s\n", mark, e.Index, e.Count, e.Task,
-			clipTitle(e.Title), e.Status, e.Source, e.Attempt, (time.Duration(e.Millis) * time.Millisecond).Round(time.Millisecond))
 	}
+}
+
+// gateEvent follows a gate: a failed one says so, and how it failed.
+func (p *progress) gateEvent(e loop.Event, lines bool) {
+	if e.Passed == nil || *e.Passed {
+		return
+	}
+	p.note("gate failed")
+	if !lines {
+		return
+	}
+	msg := e.Message
+	if msg == "" && e.ExitCode != nil {
+		msg = fmt.Sprintf("exit status %d", *e.ExitCode)
+	}
+	how := "" // a journaled verdict carried over: no gate ran now
+	if e.Source == "replayed" {
+		how = ", replayed"
+	}
+	fmt.Fprintf(p.io.ErrOut, "  gate failed (attempt %d%s): %s\n", e.Attempt, how, msg)
+}
+
+// noteLine prints a line that stays: a restore, a concern, a block; a
+// replay across runs is an ordinary line, not a concern.
+func (p *progress) noteLine(e loop.Event) {
+	if e.Type == loop.EvRestored && strings.HasPrefix(e.Message, report.ReplayedNotePrefix) {
+		fmt.Fprintf(p.io.ErrOut, "  %s\n", e.Message)
+		return
+	}
+	label := map[string]string{loop.EvRestored: "restored", loop.EvConcern: "concern", loop.EvBlocked: "BLOCKED"}[e.Type]
+	fmt.Fprintf(p.io.ErrOut, "  %s: task %s: %s\n", label, e.Task, e.Message)
+}
+
+// taskFinished prints a task's summary line.
+func (p *progress) taskFinished(e loop.Event) {
+	mark := map[string]string{"done": "✓", "blocked": "✗", "skipped": "-", "interrupted": "!"}[e.Status]
+	if mark == "" {
+		mark = "·"
+	}
+	fmt.Fprintf(p.io.ErrOut, "%s [%d/%d] task %s %s: %s, %s, %d attempt(s), %s\n", mark, e.Index, e.Count, e.Task,
+		clipTitle(e.Title), e.Status, e.Source, e.Attempt, (time.Duration(e.Millis) * time.Millisecond).Round(time.Millisecond))
 }
 
 // limitEvent follows the limits a call hits (limits.go): the limit, a

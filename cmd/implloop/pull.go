@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/implloop/implloop/loop"
 	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/travel"
 )
 
@@ -180,7 +180,7 @@ func pullRun(ctx context.Context, o *pullOptions) error {
 	// the pull's CPU. This process does nothing else: it collects less
 	// often, at the cost of memory for the length of the pull.
 	debug.SetGCPercent(pullGCPercent)
-	res, err := travel.Pull(ctx, root, o.remote, func() (*cache.Journal, error) { return openJournalRW(root) }, travel.WithLimits(limits), travel.SkipRefused())
+	res, err := travel.Pull(ctx, root, o.remote, loop.JournalOpener(root), travel.WithLimits(limits), travel.SkipRefused())
 	if err != nil {
 		return travelError(err, o.remote)
 	}
@@ -282,7 +282,7 @@ func travelError(err error, remote string) error {
 		return errorf(hint, "%s", err)
 	case errors.Is(err, travel.ErrNewerFormat):
 		return errorf("upgrade implloop to pull these runs; nothing was imported", "%s", err)
-	case errors.Is(err, cache.ErrNewerSchema):
+	case errors.Is(err, loop.ErrNewerSchema):
 		return errorf("upgrade implloop: the journal here was written by a newer one", "%s", err)
 	case errors.Is(err, travel.ErrUnfinished):
 		return errorf("let it finish, or resume it ('implloop resume --run ID'), then push", "%s: it has no records yet", err)

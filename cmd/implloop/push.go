@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/implloop/implloop/loop"
 	"io"
 	"strings"
 
@@ -104,18 +105,18 @@ func pushRun(ctx context.Context, o *pushOptions) error {
 	if err != nil {
 		return err
 	}
-	open := openUpgrading
+	open := loop.InspectUpgrading
 	if o.dryRun {
-		open = openReadOnly
+		open = loop.Inspect // a dry run writes nothing, not even an upgrade
 	}
-	j, err := open(root)
+	in, err := open(root)
 	if err != nil {
 		return travelError(err, "")
 	}
-	defer j.Close()
+	defer in.Close()
 	po := travel.PushOptions{Remote: o.remote, NoTranscripts: o.noTranscripts}
 	if o.runRef != "" {
-		r, err := j.ResolveRun(o.runRef)
+		r, err := in.ResolveRun(o.runRef)
 		if err != nil {
 			return loopError(err)
 		}
@@ -127,7 +128,7 @@ func pushRun(ctx context.Context, o *pushOptions) error {
 			return usagef("name the remote ('implloop push origin'), or pass --yes; 'implloop push --dry-run' says what would go",
 				"push without a remote asks first, and there is no terminal to ask at")
 		}
-		plan, err := travel.PlanPush(ctx, j, po)
+		plan, err := travel.PlanPush(ctx, in.Journal(), po)
 		if err != nil {
 			return travelError(err, o.remote)
 		}
@@ -143,10 +144,16 @@ func pushRun(ctx context.Context, o *pushOptions) error {
 			return nil
 		}
 	}
-	res, err := travel.Push(ctx, j, po)
+	res, err := travel.Push(ctx, in.Journal(), po)
 	if err != nil {
 		return travelError(err, o.remote)
 	}
+	return printPushed(o, res)
+}
+
+// printPushed says what a push sent (res): as JSON with --json, else a
+// line per run not ended and a summary line.
+func printPushed(o *pushOptions, res *travel.PushResult) error {
 	if o.asJSON {
 		return o.printJSON(struct {
 			Remote      string   `json:"remote"`

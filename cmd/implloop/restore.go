@@ -118,27 +118,7 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 	for _, a := range o.paths {
 		paths = append(paths, journalPlanPath(root, o.io.workingDir, a))
 	}
-	var lost []boundary.LostContent
-	var untrusted *loop.UntrustedError
-	if o.before {
-		lost, err = loop.TaskBefore(ctx, j, root, run.ID, o.task, paths)
-		var notChanged *loop.NotChangedError
-		switch {
-		case errors.As(err, &notChanged):
-			return errorf("run 'implloop show "+run.ID+" --task "+o.task+"' for the paths it changed", "%s", err)
-		case errors.Is(err, loop.ErrNoEffect):
-			return errorf("run 'implloop show "+run.ID+"' for its tasks", "task %s made no change of its own in run %s: nothing to undo", o.task, run.ID)
-		}
-	} else {
-		lost, err = loop.LostContent(j, run.ID, o.task, paths)
-		var notLost *loop.NotLostError
-		if errors.As(err, &notLost) {
-			return errorf("run 'implloop show "+run.ID+"' for the lost paths", "%s", err)
-		}
-	}
-	if errors.As(err, &untrusted) {
-		return errorf("it stays readable ('implloop show "+run.ID+"'); to restore from it, pull it signed by a key in your allowed signers (docs/journal.md, Trust)", "%s", err)
-	}
+	lost, err := toRestore(ctx, o, j, run.ID, paths)
 	if err != nil {
 		return err
 	}
@@ -163,10 +143,54 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 			return err
 		}
 	}
-	for _, r := range results {
-		if o.asJSON {
-			break
+	if !o.asJSON {
+		printRestored(o, results)
+	}
+	if o.dryRun && !o.asJSON {
+		fmt.Fprintln(o.io.ErrOut, "implloop: dry run: nothing was written")
+	}
+	if rerr != nil {
+		if errors.Is(rerr, boundary.ErrRefused) {
+			return errorf("look at the path first; --force overwrites it with the lost content", "%s", rerr)
 		}
+		return rerr
+	}
+	return nil
+}
+
+// toRestore is what restore writes back from run runID: what task o.task
+// changed (--before: the paths as they were before it), else what the
+// run lost; only paths, when given.
+func toRestore(ctx context.Context, o *restoreOptions, j *loop.Inspector, runID string, paths []string) ([]boundary.LostContent, error) {
+	var lost []boundary.LostContent
+	var err error
+	if o.before {
+		lost, err = j.TaskBefore(ctx, runID, o.task, paths)
+		var notChanged *loop.NotChangedError
+		switch {
+		case errors.As(err, &notChanged):
+			return nil, errorf("run 'implloop show "+runID+" --task "+o.task+"' for the paths it changed", "%s", err)
+		case errors.Is(err, loop.ErrNoEffect):
+			return nil, errorf("run 'implloop show "+runID+"' for its tasks", "task %s made no change of its own in run %s: nothing to undo", o.task, runID)
+		}
+	} else {
+		lost, err = j.LostContent(runID, o.task, paths)
+		var notLost *loop.NotLostError
+		if errors.As(err, &notLost) {
+			return nil, errorf("run 'implloop show "+runID+"' for the lost paths", "%s", err)
+		}
+	}
+	var untrusted *loop.UntrustedError
+	if errors.As(err, &untrusted) {
+		return nil, errorf("it stays readable ('implloop show "+runID+"'); to restore from it, pull it signed by a key in your allowed signers (docs/journal.md, Trust)", "%s", err)
+	}
+	return lost, err
+}
+
+// printRestored prints a line per path restore wrote, removed or left
+// (with --dry-run: would).
+func printRestored(o *restoreOptions, results []boundary.RestoreResult) {
+	for _, r := range results {
 		action := string(r.Action)
 		if o.dryRun {
 			action = map[boundary.RestoreAction]string{boundary.RestoreWritten: "would restore", boundary.RestoreRemoved: "would remove"}[r.Action]
@@ -180,16 +204,6 @@ func restoreRun(ctx context.Context, o *restoreOptions) error {
 		}
 		fmt.Fprintln(o.io.Out, line)
 	}
-	if o.dryRun && !o.asJSON {
-		fmt.Fprintln(o.io.ErrOut, "implloop: dry run: nothing was written")
-	}
-	if rerr != nil {
-		if errors.Is(rerr, boundary.ErrRefused) {
-			return errorf("look at the path first; --force overwrites it with the lost content", "%s", rerr)
-		}
-		return rerr
-	}
-	return nil
 }
 
 // printRestoreJSON is restore --json's answer.

@@ -38,7 +38,9 @@ resume plan says per task replay or live, and why.
 Run settings default to the parent's (as recorded in the journal); flags
 given again override them, and settings in the plan's front matter follow
 the plan as it is now (unless a run of the lineage set them by flag). A task that ended blocked has its gate re-run
-first: if it passes now the task is done with no agent call. Replayed done
+first: if it passes now the task is done with no agent call (one the guard
+blocked, whose gate had passed, runs again instead when its text or another
+input changed since). Replayed done
 tasks keep their journaled gate result unless --reverify, or unless the
 tree's content changed since the parent's last boundary (then their gates
 run again).
@@ -94,7 +96,7 @@ remove it.
 // resumeRun resumes o.runRef with the parent's settings and the given flags
 // over them (loop.Inherit validates both).
 func resumeRun(ctx context.Context, o *resumeOptions) error {
-	root, j, parent, err := openRunIn(o.io, o.runRef, openUpgrading)
+	root, j, parent, err := openRunIn(o.io, o.runRef, loop.InspectUpgrading)
 	if err != nil {
 		return err
 	}

@@ -226,7 +226,14 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 		printPlan(io, out.Plan, f.json)
 		return nil
 	}
-	if !f.json {
+	return runOutcome(io, out, s.Plan, parent, f.json)
+}
+
+// runOutcome prints what became of a run (out) and exits with its
+// verdict: its report (unless --json), then why it is not DONE and what
+// to do next.
+func runOutcome(io *ioStreams, out *loop.Outcome, plan, parent string, asJSON bool) error {
+	if !asJSON {
 		if out.Report != nil {
 			fmt.Fprint(io.Out, renderReport(out))
 		}
@@ -261,7 +268,7 @@ func runLoop(ctx context.Context, io *ioStreams, s loop.Settings, parent string,
 	switch {
 	case out.JournalGone != "":
 		fmt.Fprintf(io.ErrOut, "implloop: %s: the runs it recorded are gone and cannot be resumed\n", out.JournalGone)
-		fmt.Fprintf(io.ErrOut, "implloop: see BLOCKED.md for the repair steps, then start again: implloop run %s\n", s.Plan)
+		fmt.Fprintf(io.ErrOut, "implloop: see BLOCKED.md for the repair steps, then start again: implloop run %s\n", plan)
 	case out.Stopped != "":
 		fmt.Fprintf(io.ErrOut, "implloop: stopped: %s\nimplloop: see BLOCKED.md for how to resume (implloop resume --run %s)\n", out.Stopped, out.RunID)
 	case out.Blocked:

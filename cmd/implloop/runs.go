@@ -3,11 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
+	"github.com/implloop/implloop/travel"
 	"github.com/spf13/cobra"
 )
 
@@ -43,7 +44,7 @@ func runsRun(o *runsOptions) error {
 	if err != nil {
 		return err
 	}
-	j, err := openJournalRO(root)
+	j, err := loop.InspectIfAny(root)
 	if err != nil {
 		return err
 	}
@@ -64,57 +65,78 @@ func runsRun(o *runsOptions) error {
 	if err != nil {
 		return err
 	}
-	pulled, err := loop.PulledTrust(j)
+	pulled, err := j.PulledTrust()
 	if err != nil {
 		return err
 	}
-	state := func(r cache.Run) (string, int) {
-		if pid, ok := running[r.ID]; ok && !r.Finished() {
-			return "RUNNING", pid
-		}
-		return runVerdict(r.Verdict, r.Finished()), 0
-	}
+	l := runsTable{runs: runs, running: running, pulled: pulled}
 	if o.asJSON {
-		type row struct {
-			ID         string     `json:"id"`
-			Parent     string     `json:"parent,omitempty"`
-			Plan       string     `json:"plan"`
-			Verdict    string     `json:"verdict"`
-			PID        int        `json:"pid,omitempty"` // while RUNNING
-			StartedAt  time.Time  `json:"started_at"`
-			FinishedAt *time.Time `json:"finished_at,omitempty"`
-			// Pulled runs only: whether the trust rule trusts it, and why.
-			Pulled  bool   `json:"pulled,omitempty"`
-			Trusted *bool  `json:"trusted,omitempty"`
-			Trust   string `json:"trust,omitempty"`
-		}
-		rows := []row{}
-		for _, r := range runs {
-			x := row{ID: r.ID, Parent: r.ParentID, Plan: r.PlanPath, StartedAt: r.StartedAt}
-			x.Verdict, x.PID = state(r)
-			if t, ok := pulled[r.ID]; ok {
-				trusted := t.Trusted
-				x.Pulled, x.Trusted, x.Trust = true, &trusted, t.String()
-			}
-			if r.Finished() {
-				f := r.FinishedAt
-				x.FinishedAt = &f
-			}
-			rows = append(rows, x)
-		}
-		enc := json.NewEncoder(o.io.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return l.printJSON(o.io.Out)
 	}
-	tw := tabwriter.NewWriter(o.io.Out, 0, 4, 2, ' ', 0)
-	// The origin column only once a run was pulled: until then every run
-	// is this machine's.
+	return l.printTable(o.io.Out)
+}
+
+// runsTable is what runs prints: the journaled runs, newest first; the
+// process of each running one (loop.Running); the trust rule's word on
+// each pulled one.
+type runsTable struct {
+	runs    []loop.RunRecord
+	running map[string]int
+	pulled  map[string]travel.Trust
+}
+
+// state is run r's verdict, RUNNING with its process while it runs.
+func (l runsTable) state(r loop.RunRecord) (string, int) {
+	if pid, ok := l.running[r.ID]; ok && !r.Finished() {
+		return "RUNNING", pid
+	}
+	return runVerdict(r.Verdict, r.Finished()), 0
+}
+
+// printJSON writes the runs as a JSON array.
+func (l runsTable) printJSON(w io.Writer) error {
+	type row struct {
+		ID         string     `json:"id"`
+		Parent     string     `json:"parent,omitempty"`
+		Plan       string     `json:"plan"`
+		Verdict    string     `json:"verdict"`
+		PID        int        `json:"pid,omitempty"` // while RUNNING
+		StartedAt  time.Time  `json:"started_at"`
+		FinishedAt *time.Time `json:"finished_at,omitempty"`
+		// Pulled runs only: whether the trust rule trusts it, and why.
+		Pulled  bool   `json:"pulled,omitempty"`
+		Trusted *bool  `json:"trusted,omitempty"`
+		Trust   string `json:"trust,omitempty"`
+	}
+	rows := []row{}
+	for _, r := range l.runs {
+		x := row{ID: r.ID, Parent: r.ParentID, Plan: r.PlanPath, StartedAt: r.StartedAt}
+		x.Verdict, x.PID = l.state(r)
+		if t, ok := l.pulled[r.ID]; ok {
+			trusted := t.Trusted
+			x.Pulled, x.Trusted, x.Trust = true, &trusted, t.String()
+		}
+		if r.Finished() {
+			f := r.FinishedAt
+			x.FinishedAt = &f
+		}
+		rows = append(rows, x)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rows)
+}
+
+// printTable writes the runs as a table; the origin column only once a
+// run was pulled: until then every run is this machine's.
+func (l runsTable) printTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	header := "RUN\tPARENT\tPLAN\tVERDICT\tSTARTED\tFINISHED"
-	if len(pulled) > 0 {
+	if len(l.pulled) > 0 {
 		header += "\tORIGIN"
 	}
 	fmt.Fprintln(tw, header)
-	for _, r := range runs {
+	for _, r := range l.runs {
 		fin := "-"
 		if r.Finished() {
 			fin = r.FinishedAt.Local().Format("2006-01-02 15:04:05")
@@ -123,15 +145,15 @@ func runsRun(o *runsOptions) error {
 		if parent == "" {
 			parent = "-"
 		}
-		verdict, pid := state(r)
+		verdict, pid := l.state(r)
 		if pid != 0 {
 			verdict = fmt.Sprintf("%s (pid %d)", verdict, pid)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", r.ID, parent, r.PlanPath, verdict,
 			r.StartedAt.Local().Format("2006-01-02 15:04:05"), fin)
-		if len(pulled) > 0 {
+		if len(l.pulled) > 0 {
 			origin := "here"
-			if t, ok := pulled[r.ID]; ok {
+			if t, ok := l.pulled[r.ID]; ok {
 				origin = "pulled, trusted (" + t.Who + ")"
 				if !t.Trusted {
 					origin = "pulled, NOT TRUSTED (" + t.Why + ")"

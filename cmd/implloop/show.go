@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/implloop/implloop/boundary"
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/report"
-	"github.com/implloop/implloop/travel"
 )
 
 func newShowCmd(io *ioStreams) *cobra.Command {
@@ -77,42 +74,7 @@ Read-only, except that --html writes report.html.
 			if asHTML && (taskID != "" || asJSON) {
 				return usagef("--html writes the whole run's page: drop --task and --json", "--html goes alone")
 			}
-			j, run, err := openRun(io, args)
-			if err != nil {
-				return err
-			}
-			defer j.Close()
-			if t, err := travel.TrustOfRun(j, run.ID); err == nil && !t.Trusted {
-				// Readable, and marked: its work never stands in here.
-				fmt.Fprintf(io.ErrOut, "implloop: run %s is %s: not trusted here (never replayed, restored or used to skip a gate unless resumed by name)\n", run.ID, t.String())
-			}
-			if taskID != "" && log {
-				return showLog(io, j, run, taskID, asJSON)
-			}
-			if taskID != "" {
-				return showEffect(cmd, io, j, run, taskID, asJSON, diff, stat)
-			}
-			rep, err := report.Build(j, run.ID)
-			if err != nil {
-				return err
-			}
-			if asHTML {
-				root, err := repoRoot(io.workingDir)
-				if err != nil {
-					return err
-				}
-				path, err := loop.WriteHTMLReport(cmd.Context(), j, root, rep)
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(io.Out, path)
-				return err
-			}
-			if asJSON {
-				_, err := io.Out.Write(report.JSON(rep))
-				return err
-			}
-			return report.Terminal(io.Out, rep)
+			return showRun(cmd, io, args, showOptions{asJSON, diff, stat, asHTML, log, taskID})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report (with --task: the task's effect) as JSON")
@@ -125,18 +87,57 @@ Read-only, except that --html writes report.html.
 	return cmd
 }
 
-// showEffect prints what task taskID did in run.
-func showEffect(cmd *cobra.Command, io *ioStreams, j *cache.Journal, run *cache.Run, taskID string, asJSON, diff, stat bool) error {
-	root, err := repoRoot(io.workingDir)
+// showOptions are what `show` was asked.
+type showOptions struct {
+	asJSON, diff, stat, asHTML, log bool
+	taskID                          string
+}
+
+// showRun prints run args[0] (default: the latest) as o asks: a task's
+// log or effect, the run's report page, or its report.
+func showRun(cmd *cobra.Command, io *ioStreams, args []string, o showOptions) error {
+	j, run, err := openRun(io, args)
 	if err != nil {
 		return err
 	}
+	defer j.Close()
+	if t, err := j.TrustOfRun(run.ID); err == nil && !t.Trusted {
+		// Readable, and marked: its work never stands in here.
+		fmt.Fprintf(io.ErrOut, "implloop: run %s is %s: not trusted here (never replayed, restored or used to skip a gate unless resumed by name)\n", run.ID, t.String())
+	}
+	if o.taskID != "" && o.log {
+		return showLog(io, j, run, o.taskID, o.asJSON)
+	}
+	if o.taskID != "" {
+		return showEffect(cmd, io, j, run, o.taskID, o.asJSON, o.diff, o.stat)
+	}
+	rep, err := j.Report(run.ID)
+	if err != nil {
+		return err
+	}
+	if o.asHTML {
+		path, err := j.WriteHTMLReport(cmd.Context(), rep)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(io.Out, path)
+		return err
+	}
+	if o.asJSON {
+		_, err := io.Out.Write(report.JSON(rep))
+		return err
+	}
+	return report.Terminal(io.Out, rep)
+}
+
+// showEffect prints what task taskID did in run.
+func showEffect(cmd *cobra.Command, io *ioStreams, j *loop.Inspector, run *loop.RunRecord, taskID string, asJSON, diff, stat bool) error {
 	tasks, err := j.Tasks(run.ID)
 	if err != nil {
 		return err
 	}
 	var ids []string
-	var row *cache.Task
+	var row *loop.TaskRecord
 	for i := range tasks {
 		ids = append(ids, tasks[i].TaskID)
 		if tasks[i].TaskID == taskID {
@@ -150,16 +151,16 @@ func showEffect(cmd *cobra.Command, io *ioStreams, j *cache.Journal, run *cache.
 	// A replayed task made no change of its own here: its work is in the
 	// run that did it, which is said (on stderr: the diff stays a diff).
 	workRun := run.ID
-	if row.Source == cache.SourceReplayed {
-		if from, ok, err := loop.WorkRun(j, run.ID, taskID); err == nil && ok {
-			if _, err := loop.TaskDiff(ctx, j, root, from, taskID, boundary.DiffOptions{Stat: true}); err == nil {
+	if row.Source == loop.SourceReplayed {
+		if from, ok, err := j.WorkRun(run.ID, taskID); err == nil && ok {
+			if _, err := j.TaskDiff(ctx, from, taskID, boundary.DiffOptions{Stat: true}); err == nil {
 				workRun = from
 				fmt.Fprintf(io.ErrOut, "implloop: task %s was replayed in run %s: its work was done in run %s, shown here\n", taskID, run.ID, from)
 			}
 		}
 	}
 	if asJSON {
-		eff, err := loop.TaskEffect(ctx, j, root, workRun, taskID)
+		eff, err := j.TaskEffect(ctx, workRun, taskID)
 		if err != nil {
 			return effectError(err, run, row)
 		}
@@ -176,7 +177,7 @@ func showEffect(cmd *cobra.Command, io *ioStreams, j *cache.Journal, run *cache.
 	if !diff {
 		stat = true
 	}
-	out, err := loop.TaskDiff(ctx, j, root, workRun, taskID, boundary.DiffOptions{Stat: stat, Patch: diff, Color: io.color()})
+	out, err := j.TaskDiff(ctx, workRun, taskID, boundary.DiffOptions{Stat: stat, Patch: diff, Color: io.color()})
 	if err != nil {
 		return effectError(err, run, row)
 	}
@@ -189,8 +190,8 @@ func showEffect(cmd *cobra.Command, io *ioStreams, j *cache.Journal, run *cache.
 }
 
 // showLog prints what task taskID's attempts said in run.
-func showLog(io *ioStreams, j *cache.Journal, run *cache.Run, taskID string, asJSON bool) error {
-	l, ok, err := loop.TaskLogOf(j, run.ID, taskID)
+func showLog(io *ioStreams, j *loop.Inspector, run *loop.RunRecord, taskID string, asJSON bool) error {
+	l, ok, err := j.TaskLog(run.ID, taskID)
 	if err != nil {
 		return err
 	}
@@ -209,14 +210,14 @@ func showLog(io *ioStreams, j *cache.Journal, run *cache.Run, taskID string, asJ
 	return err
 }
 
-func effectError(err error, run *cache.Run, row *cache.Task) error {
+func effectError(err error, run *loop.RunRecord, row *loop.TaskRecord) error {
 	switch {
 	case errors.Is(err, loop.ErrNoEffect):
 		why := "it took no boundary of its own in this run"
 		switch {
-		case row.Source == cache.SourceReplayed:
+		case row.Source == loop.SourceReplayed:
 			why = "it was replayed: its work was done in an earlier run ('implloop explain " + run.ID + "' names it)"
-		case slices.Contains([]cache.TaskStatus{cache.TaskSkipped, cache.TaskPending}, row.Status):
+		case row.Status == loop.TaskSkipped || row.Status == loop.TaskPending:
 			why = "it did not run (" + string(row.Status) + ")"
 		}
 		return errorf("show that task in the run that ran it live", "task %s made no change of its own in run %s: %s", row.TaskID, run.ID, why)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/implloop/implloop/loop"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/words"
 )
 
@@ -47,7 +47,7 @@ func versionOf(bi *debug.BuildInfo) versionInfo {
 		Version:       version,
 		Go:            runtime.Version(),
 		Platform:      runtime.GOOS + "/" + runtime.GOARCH,
-		JournalSchema: cache.SchemaVersion(),
+		JournalSchema: loop.JournalSchema(),
 	}
 	if bi == nil {
 		return v

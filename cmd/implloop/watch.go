@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/words"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/plan"
@@ -155,7 +154,7 @@ func watchRun(ctx context.Context, o *watchOptions) error {
 // the repo root), the run a resume would continue and its settings.
 type watchTarget struct {
 	root, rel string
-	parent    *cache.Run
+	parent    *loop.RunRecord
 	s         loop.Settings
 }
 
@@ -255,14 +254,14 @@ func (st *watchState) stop() (resume bool) {
 
 // watchParent is the run a resume would continue: ref, else the latest run
 // of the plan at rel.
-func watchParent(root, rel, ref string) (*cache.Run, error) {
+func watchParent(root, rel, ref string) (*loop.RunRecord, error) {
 	r, err := loop.RunToResume(root, rel, ref)
 	switch {
-	case errors.Is(err, cache.ErrNoJournal):
+	case errors.Is(err, loop.ErrNoJournal):
 		return nil, errorf("start with 'implloop run "+rel+"'; watch previews a resume of a journaled run", "no implloop journal in this repository")
-	case errors.Is(err, cache.ErrNotFound) && ref != "":
+	case errors.Is(err, loop.ErrNotFound) && ref != "":
 		return nil, errorf("list runs with 'implloop runs'", "%s", err)
-	case errors.Is(err, cache.ErrNotFound):
+	case errors.Is(err, loop.ErrNotFound):
 		return nil, errorf("start with 'implloop run "+rel+"', or name a run of another plan path with --run", "no run of %s in the journal", rel)
 	}
 	return r, err
@@ -303,7 +302,7 @@ func previewOf(ev watch.Event, s loop.Settings, root, parentID string) preview {
 }
 
 // renderWatch is one preview, as printed.
-func renderWatch(ev watch.Event, pv preview, parent *cache.Run, n int, redraw bool) string {
+func renderWatch(ev watch.Event, pv preview, parent *loop.RunRecord, n int, redraw bool) string {
 	var b strings.Builder
 	if redraw {
 		b.WriteString("\x1b[H\x1b[2J")

@@ -27,15 +27,8 @@ type workOptions struct {
 
 func newWorkCmd(io *ioStreams) *cobra.Command { return newWorkCmdWith(io, workRun) }
 
-// newWorkCmdWith takes the function that does the work, so a test can
-// check flag parsing alone.
-func newWorkCmdWith(io *ioStreams, runF func(context.Context, *workOptions) error) *cobra.Command {
-	f := &runFlags{wd: io.workingDir}
-	o := &workOptions{io: io, flags: f}
-	cmd := &cobra.Command{
-		Use:   "work PLAN",
-		Short: "Work on a plan with other workers, sharing it through a git remote",
-		Long: `Work runs one worker of a plan that several share through a git remote:
+// workLong is the help of `implloop work`, before its exit statuses.
+const workLong = `Work runs one worker of a plan that several share through a git remote:
 start N copies (a GitHub Actions matrix, a Kubernetes Indexed Job, any CI)
 in N clones at the same commit, and together they do the plan about N
 times faster. No scheduler and no server: the remote is the only shared
@@ -74,7 +67,17 @@ merging their work in plan order, and runs the gates on the merged tree.
 It gives the plan's verdict; a worker exits 0 once nothing is left to
 take, whatever its tasks ended, and lists the blocked ones.
 
-` + exitStatusHelp(longExits...),
+`
+
+// newWorkCmdWith takes the function that does the work, so a test can
+// check flag parsing alone.
+func newWorkCmdWith(io *ioStreams, runF func(context.Context, *workOptions) error) *cobra.Command {
+	f := &runFlags{wd: io.workingDir}
+	o := &workOptions{io: io, flags: f}
+	cmd := &cobra.Command{
+		Use:   "work PLAN",
+		Short: "Work on a plan with other workers, sharing it through a git remote",
+		Long:  workLong + exitStatusHelp(longExits...),
 		Example: `  # One worker; start as many as you have runners
   implloop work plan.md --remote origin --agent claude --verify "go test ./..."
 
