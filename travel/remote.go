@@ -819,7 +819,7 @@ func storeBlobs(ctx context.Context, dir string, j *cache.Journal, runs <-chan *
 			}
 			// All into one pack, gate output too: the HTML report
 			// copies a packed gate output beside itself to name it
-			// (loop.WriteHTMLReport). A file each cost more than the
+			// (loop.Inspector.WriteHTMLReport). A file each cost more than the
 			// whole pull besides.
 			err := batch.Add(hashes[i], r)
 			if errors.Is(err, cache.ErrBlobMismatch) {
