@@ -534,6 +534,7 @@ func (b *baseTree) files(d string) ([]string, error) {
 	return out, nil
 }
 
+// join is path name in directory dir ("" the top).
 func join(dir, name string) string {
 	if dir == "" {
 		return name

@@ -808,10 +808,7 @@ func (b *treeBuilder) node(n *tnode, dir, p string) *tnode {
 		return n
 	}
 	name, rest, _ := strings.Cut(p, "/")
-	child := name
-	if dir != "" {
-		child = dir + "/" + name
-	}
+	child := join(dir, name)
 	k := n.dirs[child]
 	if k == nil {
 		if n.dirs == nil {
@@ -833,19 +830,7 @@ func (b *treeBuilder) put(n *tnode, dir, p string, c Blob) {
 		n.files[name] = c
 		return
 	}
-	child := name
-	if dir != "" {
-		child = dir + "/" + name
-	}
-	k := n.dirs[child]
-	if k == nil {
-		if n.dirs == nil {
-			n.dirs = map[string]*tnode{}
-		}
-		k = &tnode{}
-		n.dirs[child] = k
-	}
-	b.put(k, child, rest, c)
+	b.put(b.node(n, dir, name), join(dir, name), rest, c)
 }
 
 // write writes the tree of n (directory dir) into the temporary object

@@ -95,17 +95,7 @@ type PushResult struct {
 
 // lsRemote is what the remote's refs/implloop/ refs point at.
 func lsRemote(ctx context.Context, dir, remote string) (map[string]string, error) {
-	out, err := git(ctx, dir, nil, nil, "ls-remote", remote, "refs/implloop/*")
-	if err != nil {
-		return nil, &RemoteError{Remote: remote, Op: "ls-remote", Err: err}
-	}
-	refs := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		if oid, ref, ok := strings.Cut(line, "\t"); ok {
-			refs[ref] = oid
-		}
-	}
-	return refs, nil
+	return RemoteRefs(ctx, dir, remote, "refs/implloop/*")
 }
 
 // pushRuns are the runs o asks to push, each with its lineage, oldest
