@@ -732,8 +732,12 @@ func (c *propCase) run() {
 	runIgnored := func(p string) bool {
 		return c.envRule && strings.HasSuffix(p, ".env") && !tracked[p] && !(before.disk[p].present() && !before.ignored[p])
 	}
+	// A path dirty at the earlier boundary and on disk then that the run's
+	// rules ignore (a committed local.env moved away by git mv, then
+	// written again) is one both boundaries keep beside their trees: its
+	// content counts.
 	now := func(p string) content {
-		if d, ok := after.disk[p]; ok && !runIgnored(p) {
+		if d, ok := after.disk[p]; ok && (!runIgnored(p) || before.dirty[p] != nil && before.disk[p].present()) {
 			return d
 		}
 		return content{}
@@ -746,7 +750,7 @@ func (c *propCase) run() {
 	// run's rules, whatever git's say now (a directory the agent's `*`
 	// ignores is listed as one by git status).
 	for p := range after.disk {
-		if !tracked[p] && now(p).present() && !strings.HasPrefix(p, "sub/") {
+		if !tracked[p] && !runIgnored(p) && now(p).present() && !strings.HasPrefix(p, "sub/") {
 			dirtyNow[p] = true
 		}
 	}
