@@ -1116,6 +1116,12 @@ func (e *engine) afterTask(ctx context.Context, idx int, t extractor.Task, ts *t
 			v.concerns = slices.DeleteFunc(v.concerns, func(c string) bool { return c == v.noChanges })
 		}
 	}
+	if v.noChanges != "" && status == cache.TaskPending && e.stopped != nil && e.stopped.kind == stopWait {
+		// The call hit a usage limit the run does not wait out: it did
+		// not complete, so that it changed nothing is no news (its
+		// "stopped:" concern says why).
+		v.concerns = slices.DeleteFunc(v.concerns, func(c string) bool { return c == v.noChanges })
+	}
 	ts.row.Concerns = append(ts.row.Concerns, v.concerns...)
 	if len(v.vanished) > 0 {
 		status = cache.TaskBlocked
