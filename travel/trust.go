@@ -46,7 +46,8 @@ type Trust struct {
 
 // String is the trust in one phrase: "made on this machine", "signed by
 // alice@example.com (SSH key ...), an allowed signer", "pulled from origin,
-// not signed (pushed by Mallory <m@example.com>)".
+// not signed; pushed by Mallory <m@example.com>, as their git says" (no
+// parentheses of its own: callers put it in theirs).
 func (t Trust) String() string {
 	switch {
 	case t.Local:
@@ -58,7 +59,7 @@ func (t Trust) String() string {
 	if t.Remote != "" {
 		s += " from " + t.Remote
 	}
-	return s + ", " + t.Why + " (" + t.Who + ")"
+	return s + ", " + t.Why + "; " + t.Who
 }
 
 // TrustOf is the trust rule (see the package's Trust section): p is how
@@ -84,7 +85,7 @@ func TrustOf(p *cache.Pulled) Trust {
 	case "U":
 		t.Who, t.Why = signer+"; "+pushed, "signed by a key that is not an allowed signer"
 	case "E":
-		t.Who, t.Why = pushed, "signed, but the signature cannot be checked here (no key or allowed signers file for it)"
+		t.Who, t.Why = pushed, "signed, but the signature cannot be checked here: no key or allowed signers file for it"
 	case "X":
 		t.Who, t.Why = signer, "signed with an expired signature"
 	case "Y":
