@@ -510,22 +510,12 @@ func (v *Verdict) nested(prev, cur boundary.Snapshot) {
 				if r.Outcome != Discarded {
 					continue
 				}
-				r.Path = pn.Path + "/" + r.Path
-				if r.Nested != "" {
-					r.Nested = pn.Path + "/" + r.Nested
-				} else {
-					r.Nested = pn.Path
-				}
+				r.Path, r.Nested = pn.Path+"/"+r.Path, below(pn.Path, r.Nested)
 				v.Paths = append(v.Paths, r)
 				v.Discarded++
 			}
 			for _, l := range nv.Lost {
-				l.Path = pn.Path + "/" + l.Path
-				if l.Repo != "" {
-					l.Repo = pn.Path + "/" + l.Repo
-				} else {
-					l.Repo = pn.Path
-				}
+				l.Path, l.Repo = pn.Path+"/"+l.Path, below(pn.Path, l.Repo)
 				v.Lost = append(v.Lost, l)
 			}
 			sort.SliceStable(v.Paths, func(i, j int) bool { return v.Paths[i].Path < v.Paths[j].Path })
@@ -803,4 +793,13 @@ func (r *PathResult) UnmarshalJSON(data []byte) error {
 
 func (r *PathResult) paths() []bytepath.Field {
 	return []bytepath.Field{{Name: "path", Path: &r.Path}, {Name: "moved_to", Path: &r.MovedTo}, {Name: "moved_from", Path: &r.MovedFrom}}
+}
+
+// below is nested repository inner ("" its top) of the repository at dir,
+// named from the one that holds dir.
+func below(dir, inner string) string {
+	if inner == "" {
+		return dir
+	}
+	return dir + "/" + inner
 }
