@@ -84,32 +84,7 @@ func FuzzStatusChanged(f *testing.F) {
 // same steps, one boundary each way.
 func TestPropertyAddChangedIsAddAll(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		base, err := os.MkdirTemp("", "boundary-addchanged-")
-		if err != nil {
-			rt.Fatal(err)
-		}
-		defer os.RemoveAll(base)
-		repos := []*testRepo{{t: rt, dir: filepath.Join(base, "fast")}, {t: rt, dir: filepath.Join(base, "full")}}
-		// each runs git with fixed dates, so that the two repositories'
-		// commits (and nested repositories' gitlinks) are the same.
-		each := func(args ...string) {
-			for _, r := range repos {
-				cmd := exec.Command("git", args...)
-				cmd.Dir = r.dir
-				cmd.Env = append(os.Environ(), "GIT_AUTHOR_DATE=1700000000 +0000", "GIT_COMMITTER_DATE=1700000000 +0000")
-				cmd.Run()
-			}
-		}
-		// fs applies one file-system change to both repositories.
-		fs := func(f func(root string)) {
-			for _, r := range repos {
-				f(r.dir)
-			}
-		}
-		for _, r := range repos {
-			os.MkdirAll(r.dir, 0o755)
-		}
-		each("init", "-q")
+		repos, each, fs := twinRepos(rt, "boundary-addchanged-", "fast", "full")
 		dirs := []string{"", "d", "d/e", "f", "sp ace", "ü"}
 		names := []string{"a.txt", "b.log", "c", "new\nline", "x.tmp", "keep.log"}
 		pathGen := rapid.Custom(func(t *rapid.T) string {
@@ -245,4 +220,36 @@ func lsTreeDiff(a *testRepo, treeA, treeB string, b *testRepo) string {
 		fmt.Fprintf(&out, "%s:\n%s", filepath.Base(x.r.dir), ls)
 	}
 	return out.String()
+}
+
+// twinRepos makes two empty repositories, a and b, under a temporary
+// directory removed when rt ends, for a property that takes the same steps
+// in both: each runs git in both with fixed dates (so that their commits,
+// and nested repositories' gitlinks, are the same), fs applies one
+// file-system change to both.
+func twinRepos(rt *rapid.T, prefix, a, b string) (repos []*testRepo, each func(args ...string), fs func(f func(root string))) {
+	base, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	rt.Cleanup(func() { os.RemoveAll(base) })
+	repos = []*testRepo{{t: rt, dir: filepath.Join(base, a)}, {t: rt, dir: filepath.Join(base, b)}}
+	each = func(args ...string) {
+		for _, r := range repos {
+			cmd := exec.Command("git", args...)
+			cmd.Dir = r.dir
+			cmd.Env = append(os.Environ(), "GIT_AUTHOR_DATE=1700000000 +0000", "GIT_COMMITTER_DATE=1700000000 +0000")
+			cmd.Run()
+		}
+	}
+	fs = func(f func(root string)) {
+		for _, r := range repos {
+			f(r.dir)
+		}
+	}
+	for _, r := range repos {
+		os.MkdirAll(r.dir, 0o755)
+	}
+	each("init", "-q")
+	return repos, each, fs
 }

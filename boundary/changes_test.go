@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -35,29 +34,7 @@ func TestPropertyWatchedBoundaryIsFullScan(t *testing.T) {
 	watched, taken := 0, 0
 	missed := map[string]int{}
 	rapid.Check(t, func(rt *rapid.T) {
-		base, err := os.MkdirTemp("", "boundary-watched-")
-		if err != nil {
-			rt.Fatal(err)
-		}
-		defer os.RemoveAll(base)
-		repos := []*testRepo{{t: rt, dir: filepath.Join(base, "watched")}, {t: rt, dir: filepath.Join(base, "full")}}
-		each := func(args ...string) {
-			for _, r := range repos {
-				cmd := exec.Command("git", args...)
-				cmd.Dir = r.dir
-				cmd.Env = append(os.Environ(), "GIT_AUTHOR_DATE=1700000000 +0000", "GIT_COMMITTER_DATE=1700000000 +0000")
-				cmd.Run()
-			}
-		}
-		fs := func(f func(root string)) {
-			for _, r := range repos {
-				f(r.dir)
-			}
-		}
-		for _, r := range repos {
-			os.MkdirAll(r.dir, 0o755)
-		}
-		each("init", "-q")
+		repos, each, fs := twinRepos(rt, "boundary-watched-", "watched", "full")
 		dirs := []string{"", "d", "d/e", "f", "sp ace", "ü", "d/e/g"}
 		names := []string{"a.txt", "b.log", "c", "new\nline", "x.tmp", "keep.log"}
 		pathGen := rapid.Custom(func(t *rapid.T) string {
@@ -77,7 +54,7 @@ func TestPropertyWatchedBoundaryIsFullScan(t *testing.T) {
 		each("add", "-A")
 		each("commit", "-q", "--allow-empty", "-m", "init")
 
-		cookies := filepath.Join(base, "cookies")
+		cookies := filepath.Join(filepath.Dir(repos[0].dir), "cookies")
 		var w *treewatch.Watcher
 		startWatch := func() {
 			var err error
