@@ -88,7 +88,7 @@ var pageSource string
 
 var (
 	pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-		"dur": dur, "lower": strings.ToLower, "stamp": stamp, "usd": usd, "commas": commas, "tokens": tokens, "cost": costOf, "short": words.Short,
+		"dur": dur, "lower": strings.ToLower, "stamp": stamp, "usd": usd, "commas": words.Thousands, "tokens": tokens, "cost": costOf, "short": words.Short,
 	}).Parse(pageSource))
 	diffTmpl = pageTmpl.Lookup("diff")
 )

@@ -297,7 +297,7 @@ func tokens(s Spend, n int64) string {
 	case s.TokensReported == 0:
 		return "not reported"
 	}
-	return commas(n)
+	return words.Thousands(n)
 }
 
 // costOf is s's cost: "-" for no unit, "not reported" when no unit's
@@ -317,7 +317,7 @@ func costOf(s Spend) string {
 func spendLine(s Spend) string {
 	tok := "tokens not reported"
 	if s.TokensReported > 0 {
-		tok = commas(s.TokensIn) + " tokens in, " + commas(s.TokensOut) + " out"
+		tok = words.Thousands(s.TokensIn) + " tokens in, " + words.Thousands(s.TokensOut) + " out"
 		if s.TokensReported < s.Units {
 			tok += fmt.Sprintf(" (reported by %d of %d calls)", s.TokensReported, s.Units)
 		}
@@ -333,8 +333,6 @@ func spendLine(s Spend) string {
 }
 
 func usd(c float64) string { return fmt.Sprintf("$%.4f", c) }
-
-func commas(n int64) string { return words.Thousands(n) }
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
