@@ -157,6 +157,14 @@ func refValue(ctx context.Context, dir, ref string) (string, error) {
 // refs/implloop/records/<run> at them, unless it exists already (records
 // are written once, when the run ends). It returns the records commit.
 func Write(ctx context.Context, j *cache.Journal, runID string) (string, error) {
+	return write(ctx, j, runID, false)
+}
+
+// write is Write, the records commits signed when sign is set (a push
+// that signs the records of a run whose records were not written when it
+// ended: a worker's, loop.Options.DeferRecords), so that they are written
+// once, not written and then signed again.
+func write(ctx context.Context, j *cache.Journal, runID string, sign bool) (string, error) {
 	dir := j.Root()
 	if !runid.RefSafe(runID) {
 		return "", fmt.Errorf("records of %s: the run id cannot be a ref name", runID)
@@ -194,15 +202,26 @@ func Write(ctx context.Context, j *cache.Journal, runID string) (string, error) 
 	if n := len(rec.Boundaries); n > 0 && rec.Boundaries[n-1].Commit != "" {
 		parents = []string{"-p", rec.Boundaries[n-1].Commit}
 	}
-	msg := fmt.Sprintf("implloop records of run %s, without transcripts\n\nImplloop-Run: %s\nImplloop-Records: %d\n%s\n", runID, runID, Format, liteTrailer)
-	liteCommit, err := git(ctx, dir, []byte(msg), env, append(append([]string{"commit-tree", "--no-gpg-sign", lite}, parents...), "-F", "-")...)
-	if err != nil {
-		return "", fmt.Errorf("records of %s: %w", runID, err)
+	commit := func(tree, msg string, parents []string) (string, error) {
+		flag := "--no-gpg-sign"
+		if sign {
+			flag = "-S"
+		}
+		c, err := git(ctx, dir, []byte(msg), env, append(append([]string{"commit-tree", flag, tree}, parents...), "-F", "-")...)
+		if err != nil && sign {
+			return "", &SignError{Run: runID, Err: err}
+		} else if err != nil {
+			return "", fmt.Errorf("records of %s: %w", runID, err)
+		}
+		return c, nil
 	}
-	msg = fmt.Sprintf("implloop records of run %s\n\nImplloop-Run: %s\nImplloop-Records: %d\n", runID, runID, Format)
-	fullCommit, err := git(ctx, dir, []byte(msg), env, "commit-tree", "--no-gpg-sign", full, "-p", liteCommit, "-F", "-")
+	liteCommit, err := commit(lite, fmt.Sprintf("implloop records of run %s, without transcripts\n\nImplloop-Run: %s\nImplloop-Records: %d\n%s\n", runID, runID, Format, liteTrailer), parents)
 	if err != nil {
-		return "", fmt.Errorf("records of %s: %w", runID, err)
+		return "", err
+	}
+	fullCommit, err := commit(full, fmt.Sprintf("implloop records of run %s\n\nImplloop-Run: %s\nImplloop-Records: %d\n", runID, runID, Format), []string{"-p", liteCommit})
+	if err != nil {
+		return "", err
 	}
 	if _, err := git(ctx, dir, nil, nil, "update-ref", "-m", "implloop: records of "+runID, ref, fullCommit, ""); err != nil {
 		return "", fmt.Errorf("records of %s: %w", runID, err)

@@ -195,14 +195,16 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	var refspecs []string
 	sealed := map[string]string{} // run made here -> the records commit pushed, signed
 	for _, r := range runs {
-		if _, err := Write(ctx, j, r.ID); err != nil {
-			return nil, err
-		}
-		full, bounds, err := runRefs(ctx, dir, r.ID)
+		_, isPulled := pulled[r.ID]
+		full, err := write(ctx, j, r.ID, sign && !isPulled)
 		if err != nil {
 			return nil, err
 		}
-		if _, isPulled := pulled[r.ID]; sign && !isPulled {
+		bounds, err := refValue(ctx, dir, boundary.RunRef(r.ID))
+		if err != nil {
+			return nil, err
+		}
+		if sign && !isPulled {
 			if full, err = signRecords(ctx, dir, r.ID, full); err != nil {
 				return nil, err
 			}
@@ -233,7 +235,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		}
 		if raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", records); err == nil && hasSignature([]byte(raw)) {
 			res.Signed = append(res.Signed, r.ID)
-			if _, isPulled := pulled[r.ID]; sign && !isPulled {
+			if sign && !isPulled {
 				sealed[r.ID] = records
 			}
 		}

@@ -356,6 +356,68 @@ func TestReplaceRefsAreOff(t *testing.T) {
 	}
 }
 
+// A run whose records were left to its push (a worker's run:
+// loop.Options.DeferRecords) has them written by the push, signed as
+// they are written: both records commits signed, the ref set once (not
+// written and then signed again), and a clone that allows the key
+// trusts the run.
+func TestPushWritesDeferredRecordsSigned(t *testing.T) {
+	t.Parallel()
+	alice := sshKey(t, "alice")
+	tools := t.TempDir()
+	agentPath := filepath.Join(tools, "agent.sh")
+	if err := os.WriteFile(agentPath, []byte(agentScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := gittest.New(t)
+	r.Write("plan.md", plan)
+	r.Git("add", "plan.md")
+	r.Git("commit", "-q", "-m", "start")
+	r.Git("config", "gpg.format", "ssh")
+	r.Git("config", "user.signingKey", alice+".pub")
+	r.Git("config", "implloop.signRuns", "true")
+	s := loop.DefaultSettings()
+	s.Plan, s.AgentCmd, s.Verify = "plan.md", agentPath, "test -f out-$IMPLLOOP_TASK_ID.txt"
+	out, err := loop.Run(context.Background(), loop.Options{Settings: s, RepoRoot: r.Dir, DeferRecords: true})
+	if err != nil || out.Verdict != "DONE" {
+		t.Fatalf("run: %v", err)
+	}
+	ref := travel.RecordsRef(out.RunID)
+	if got := r.Git("for-each-ref", ref); got != "" {
+		t.Fatalf("records written when the run ended: %s", got)
+	}
+	bare := t.TempDir()
+	gittest.At(t, bare).Git("init", "-q", "--bare")
+	j, err := cache.Open(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	res, err := travel.Push(context.Background(), j, travel.PushOptions{Remote: bare, New: true})
+	if err != nil || len(res.Signed) != 1 {
+		t.Fatalf("push: %+v, %v", res, err)
+	}
+	for _, c := range []string{ref, ref + "^1"} {
+		if raw := r.Git("cat-file", "commit", c); !strings.Contains(raw, "\ngpgsig ") {
+			t.Errorf("%s is not signed:\n%s", c, raw)
+		}
+	}
+	// Written once: two records commits in the store, not four.
+	n := 0
+	for _, line := range strings.Split(r.Git("cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectname)"), "\n") {
+		if c, ok := strings.CutPrefix(line, "commit "); ok && strings.Contains(r.Git("cat-file", "commit", c), "implloop records of run "+out.RunID) {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d records commits of the run, want 2", n)
+	}
+	_, pres, err := pullInto(t, bare, nil, "gpg.ssh.allowedSignersFile", allowedSigners(t, map[string]string{"alice@example.com": alice}))
+	if err != nil || !pres.Trust[out.RunID].Trusted {
+		t.Fatalf("pull: %+v, %v", pres, err)
+	}
+}
+
 // gitIn runs git in r with stdin and returns its output.
 func gitIn(t *testing.T, r *gittest.Repo, stdin string, args ...string) string {
 	t.Helper()
