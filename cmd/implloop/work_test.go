@@ -456,6 +456,27 @@ func TestWorkPushRetried(t *testing.T) {
 	}
 }
 
+// A result is pushed while the worker goes on to its next task, but no
+// agent is called while that push is refused: with every result refused,
+// a worker with three tasks to take pays for one, gives up the claim it
+// took meanwhile untouched, and stops with the push's error.
+func TestWorkRefusedPushStopsBeforeNextCall(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(3))
+	hook := filepath.Join(f.dir, "srv", "shared.git", "hooks", "pre-receive")
+	must(t, os.WriteFile(hook, []byte("#!/bin/sh\nif grep -q refs/implloop/records/; then echo 'read-only for results' >&2; exit 1; fi\n"), 0o755))
+	w := f.start("w", nil)
+	if err := w.cmd.Wait(); err == nil {
+		t.Fatalf("the worker ended well:\n%s", w.err.String())
+	}
+	if calls := f.callLines(); len(calls) != 1 {
+		t.Fatalf("calls %v, want one\n%s", calls, w.err.String())
+	}
+	if claims := f.run(f.dir, "git", "ls-remote", f.url, "refs/implloop/claims/*"); claims != "" {
+		t.Fatalf("claims left on the remote: %q\n%s", claims, w.err.String())
+	}
+}
+
 // --max-cost caps what a worker spends over all its tasks, not per task
 // (each task is a run of its own): at $0.40 a task and --max-cost 1, it
 // stops after the third, and leaves the fourth to the others.
