@@ -418,6 +418,66 @@ func TestPushWritesDeferredRecordsSigned(t *testing.T) {
 	}
 }
 
+// A worker's push seals every run it pushed so far (PushOptions.Sealed):
+// its second push's seal names both runs, and a pull verifies them by it.
+func TestNewPushSealsEarlierRuns(t *testing.T) {
+	t.Parallel()
+	alice := sshKey(t, "alice")
+	r, first := ranRepo(t)
+	r.Git("config", "gpg.format", "ssh")
+	r.Git("config", "user.signingKey", alice+".pub")
+	r.Git("config", "implloop.signRuns", "true")
+	bare := t.TempDir()
+	gittest.At(t, bare).Git("init", "-q", "--bare")
+	j, err := cache.Open(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	push := func(run string, sealed map[string]string) *travel.PushResult {
+		res, err := travel.Push(context.Background(), j, travel.PushOptions{Remote: bare, Runs: []string{run}, New: true, Sealed: sealed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := push(first, nil)
+	if seals := gittest.At(t, bare).Git("for-each-ref", travel.SealRefPrefix); seals != "" {
+		t.Fatalf("a seal of one new run alone: %s", seals)
+	}
+	second := rerun(t, r)
+	push(second, res.Records)
+	seal := strings.TrimSpace(gittest.At(t, bare).Git("for-each-ref", "--format=%(objectname)", travel.SealRefPrefix))
+	if seal == "" || strings.Contains(seal, "\n") {
+		t.Fatalf("seals after the second push: %q", seal)
+	}
+	tree := gittest.At(t, bare).Git("ls-tree", seal)
+	if !strings.Contains(tree, first) || !strings.Contains(tree, second) {
+		t.Fatalf("the seal names:\n%s", tree)
+	}
+	_, pres, err := pullInto(t, bare, nil, "gpg.ssh.allowedSignersFile", allowedSigners(t, map[string]string{"alice@example.com": alice}))
+	if err != nil || !pres.Trust[first].Trusted || !pres.Trust[second].Trusted {
+		t.Fatalf("pull: %+v, %v", pres, err)
+	}
+}
+
+// rerun runs ranRepo's plan in r again, every task live (--fresh), and
+// returns the run.
+func rerun(t *testing.T, r *gittest.Repo) string {
+	t.Helper()
+	agentPath := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(agentPath, []byte(agentScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := loop.DefaultSettings()
+	s.Plan, s.AgentCmd, s.Verify = "plan.md", agentPath, "test -f out-$IMPLLOOP_TASK_ID.txt"
+	out, err := loop.Run(context.Background(), loop.Options{Settings: s, RepoRoot: r.Dir, Fresh: true})
+	if err != nil || out.Verdict != "DONE" {
+		t.Fatalf("run again: %v", err)
+	}
+	return out.RunID
+}
+
 // gitIn runs git in r with stdin and returns its output.
 func gitIn(t *testing.T, r *gittest.Repo, stdin string, args ...string) string {
 	t.Helper()

@@ -200,7 +200,11 @@ type worker struct {
 	// pending is the last task's result, pushed in the background while
 	// the worker goes on (nil: none).
 	pending *pendingPush
-	logMu   sync.Mutex // Options.Log is called by one goroutine at a time
+	// sealed are the runs this worker pushed, with the records commit
+	// each went as: every push seals them all again (one signature a
+	// worker for a pull to verify). Used by one push at a time.
+	sealed map[string]string
+	logMu  sync.Mutex // Options.Log is called by one goroutine at a time
 }
 
 type seenClaim struct {
@@ -957,10 +961,16 @@ func (w *worker) pushOnce(ctx context.Context, ref, run string, r *renewal) (pus
 		return false, false, nil
 	}
 	lease := r.current()
-	_, err = travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true,
+	res, err := travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true, Sealed: w.sealed,
 		With: []travel.RefUpdate{{Ref: ref, Records: run, Old: lease}}})
 	if err == nil {
 		r.landed = true
+		if slices.Contains(res.Signed, run) {
+			if w.sealed == nil {
+				w.sealed = map[string]string{}
+			}
+			w.sealed[run] = res.Records[run]
+		}
 		return true, false, nil
 	}
 	refs, lerr := w.refs.Refs(ctx, ref)
