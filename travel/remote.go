@@ -204,7 +204,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	sealed := map[string]string{} // run made here -> the records commit pushed, signed
 	for _, r := range runs {
 		_, isPulled := pulled[r.ID]
-		full, err := write(ctx, j, r.ID, sign && !isPulled)
+		full, signedNow, err := write(ctx, j, r.ID, sign && !isPulled)
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +212,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		if err != nil {
 			return nil, err
 		}
-		if sign && !isPulled {
+		if sign && !isPulled && !signedNow {
 			if full, err = signRecords(ctx, dir, r.ID, full); err != nil {
 				return nil, err
 			}
@@ -242,7 +242,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 				o.With[i].New = records
 			}
 		}
-		if raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", records); err == nil && hasSignature([]byte(raw)) {
+		if signedNow || isSigned(ctx, dir, records) {
 			res.Signed = append(res.Signed, r.ID)
 			if sign && !isPulled {
 				sealed[r.ID] = records
@@ -261,6 +261,12 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		return nil, err
 	}
 	return res, nil
+}
+
+// isSigned reports whether commit c carries a signature.
+func isSigned(ctx context.Context, dir, c string) bool {
+	raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", c)
+	return err == nil && hasSignature([]byte(raw))
 }
 
 // sendPush is Push's one `git push --atomic`: refspecs, the seal of the
