@@ -364,25 +364,12 @@ func TestReplaceRefsAreOff(t *testing.T) {
 func TestPushWritesDeferredRecordsSigned(t *testing.T) {
 	t.Parallel()
 	alice := sshKey(t, "alice")
-	tools := t.TempDir()
-	agentPath := filepath.Join(tools, "agent.sh")
-	if err := os.WriteFile(agentPath, []byte(agentScript), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r := gittest.New(t)
-	r.Write("plan.md", plan)
-	r.Git("add", "plan.md")
-	r.Git("commit", "-q", "-m", "start")
+	r := planRepo(t)
 	r.Git("config", "gpg.format", "ssh")
 	r.Git("config", "user.signingKey", alice+".pub")
 	r.Git("config", "implloop.signRuns", "true")
-	s := loop.DefaultSettings()
-	s.Plan, s.AgentCmd, s.Verify = "plan.md", agentPath, "test -f out-$IMPLLOOP_TASK_ID.txt"
-	out, err := loop.Run(context.Background(), loop.Options{Settings: s, RepoRoot: r.Dir, DeferRecords: true})
-	if err != nil || out.Verdict != "DONE" {
-		t.Fatalf("run: %v", err)
-	}
-	ref := travel.RecordsRef(out.RunID)
+	run := runPlan(t, r, func(o *loop.Options) { o.DeferRecords = true })
+	ref := travel.RecordsRef(run)
 	if got := r.Git("for-each-ref", ref); got != "" {
 		t.Fatalf("records written when the run ended: %s", got)
 	}
@@ -405,7 +392,7 @@ func TestPushWritesDeferredRecordsSigned(t *testing.T) {
 	// Written once: two records commits in the store, not four.
 	n := 0
 	for _, line := range strings.Split(r.Git("cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectname)"), "\n") {
-		if c, ok := strings.CutPrefix(line, "commit "); ok && strings.Contains(r.Git("cat-file", "commit", c), "implloop records of run "+out.RunID) {
+		if c, ok := strings.CutPrefix(line, "commit "); ok && strings.Contains(r.Git("cat-file", "commit", c), "implloop records of run "+run) {
 			n++
 		}
 	}
@@ -413,7 +400,7 @@ func TestPushWritesDeferredRecordsSigned(t *testing.T) {
 		t.Errorf("%d records commits of the run, want 2", n)
 	}
 	_, pres, err := pullInto(t, bare, nil, "gpg.ssh.allowedSignersFile", allowedSigners(t, map[string]string{"alice@example.com": alice}))
-	if err != nil || !pres.Trust[out.RunID].Trusted {
+	if err != nil || !pres.Trust[run].Trusted {
 		t.Fatalf("pull: %+v, %v", pres, err)
 	}
 }
@@ -445,7 +432,7 @@ func TestNewPushSealsEarlierRuns(t *testing.T) {
 	if seals := gittest.At(t, bare).Git("for-each-ref", travel.SealRefPrefix); seals != "" {
 		t.Fatalf("a seal of one new run alone: %s", seals)
 	}
-	second := rerun(t, r)
+	second := runPlan(t, r, func(o *loop.Options) { o.Fresh = true })
 	push(second, res.Records)
 	seal := strings.TrimSpace(gittest.At(t, bare).Git("for-each-ref", "--format=%(objectname)", travel.SealRefPrefix))
 	if seal == "" || strings.Contains(seal, "\n") {
@@ -459,23 +446,6 @@ func TestNewPushSealsEarlierRuns(t *testing.T) {
 	if err != nil || !pres.Trust[first].Trusted || !pres.Trust[second].Trusted {
 		t.Fatalf("pull: %+v, %v", pres, err)
 	}
-}
-
-// rerun runs ranRepo's plan in r again, every task live (--fresh), and
-// returns the run.
-func rerun(t *testing.T, r *gittest.Repo) string {
-	t.Helper()
-	agentPath := filepath.Join(t.TempDir(), "agent.sh")
-	if err := os.WriteFile(agentPath, []byte(agentScript), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	s := loop.DefaultSettings()
-	s.Plan, s.AgentCmd, s.Verify = "plan.md", agentPath, "test -f out-$IMPLLOOP_TASK_ID.txt"
-	out, err := loop.Run(context.Background(), loop.Options{Settings: s, RepoRoot: r.Dir, Fresh: true})
-	if err != nil || out.Verdict != "DONE" {
-		t.Fatalf("run again: %v", err)
-	}
-	return out.RunID
 }
 
 // gitIn runs git in r with stdin and returns its output.

@@ -138,6 +138,15 @@ func (f *fleet) run(dir, name string, args ...string) string {
 	return out.String()
 }
 
+// preReceive installs script as the shared repository's pre-receive
+// hook (what a server refuses), and returns its path.
+func (f *fleet) preReceive(script string) string {
+	f.t.Helper()
+	hook := filepath.Join(f.dir, "srv", "shared.git", "hooks", "pre-receive")
+	must(f.t, os.WriteFile(hook, []byte(script), 0o755))
+	return hook
+}
+
 func (f *fleet) clone(name string) string {
 	f.run(f.dir, "git", "clone", "-q", f.url, name)
 	return filepath.Join(f.dir, name)
@@ -441,8 +450,7 @@ func TestWorkBlockedTask(t *testing.T) {
 func TestWorkPushRetried(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(1))
-	hook := filepath.Join(f.dir, "srv", "shared.git", "hooks", "pre-receive")
-	must(t, os.WriteFile(hook, []byte("#!/bin/sh\nif grep -q refs/implloop/records/ && mkdir \"$0.once\" 2>/dev/null; then echo 'the server is busy' >&2; exit 1; fi\n"), 0o755))
+	f.preReceive("#!/bin/sh\nif grep -q refs/implloop/records/ && mkdir \"$0.once\" 2>/dev/null; then echo 'the server is busy' >&2; exit 1; fi\n")
 	w := f.start("w", nil)
 	f.wait(w)
 	if e := w.err.String(); !strings.Contains(e, "task T001: the push of run") || !strings.Contains(e, "trying again in 1s") || !strings.Contains(e, "task T001: pushed run") {
@@ -463,8 +471,7 @@ func TestWorkPushRetried(t *testing.T) {
 func TestWorkRefusedPushStopsBeforeNextCall(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(3))
-	hook := filepath.Join(f.dir, "srv", "shared.git", "hooks", "pre-receive")
-	must(t, os.WriteFile(hook, []byte("#!/bin/sh\nif grep -q refs/implloop/records/; then echo 'read-only for results' >&2; exit 1; fi\n"), 0o755))
+	f.preReceive("#!/bin/sh\nif grep -q refs/implloop/records/; then echo 'read-only for results' >&2; exit 1; fi\n")
 	w := f.start("w", nil)
 	if err := w.cmd.Wait(); err == nil {
 		t.Fatalf("the worker ended well:\n%s", w.err.String())
