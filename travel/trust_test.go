@@ -53,9 +53,7 @@ func allowedSigners(t *testing.T, lines map[string]string) string {
 func signingRepo(t *testing.T, key string) (r *gittest.Repo, run, bare string) {
 	t.Helper()
 	r, run = ranRepo(t)
-	r.Git("config", "gpg.format", "ssh")
-	r.Git("config", "user.signingKey", key+".pub")
-	r.Git("config", "implloop.signRuns", "true")
+	signWith(r, key)
 	bare = t.TempDir()
 	gittest.At(t, bare).Git("init", "-q", "--bare")
 	j, err := cache.OpenReadOnly(r.Dir)
@@ -71,6 +69,13 @@ func signingRepo(t *testing.T, key string) (r *gittest.Repo, run, bare string) {
 		t.Fatalf("pushed %v, signed %v", res.Runs, res.Signed)
 	}
 	return r, run, bare
+}
+
+// signWith makes r's git sign runs with the SSH key at key (sshKey).
+func signWith(r *gittest.Repo, key string) {
+	r.Git("config", "gpg.format", "ssh")
+	r.Git("config", "user.signingKey", key+".pub")
+	r.Git("config", "implloop.signRuns", "true")
 }
 
 // pullInto pulls bare into a new clone configured by config (git config
@@ -365,9 +370,7 @@ func TestPushWritesDeferredRecordsSigned(t *testing.T) {
 	t.Parallel()
 	alice := sshKey(t, "alice")
 	r := planRepo(t)
-	r.Git("config", "gpg.format", "ssh")
-	r.Git("config", "user.signingKey", alice+".pub")
-	r.Git("config", "implloop.signRuns", "true")
+	signWith(r, alice)
 	run := runPlan(t, r, func(o *loop.Options) { o.DeferRecords = true })
 	ref := travel.RecordsRef(run)
 	if got := r.Git("for-each-ref", ref); got != "" {
@@ -411,9 +414,7 @@ func TestNewPushSealsEarlierRuns(t *testing.T) {
 	t.Parallel()
 	alice := sshKey(t, "alice")
 	r, first := ranRepo(t)
-	r.Git("config", "gpg.format", "ssh")
-	r.Git("config", "user.signingKey", alice+".pub")
-	r.Git("config", "implloop.signRuns", "true")
+	signWith(r, alice)
 	bare := t.TempDir()
 	gittest.At(t, bare).Git("init", "-q", "--bare")
 	j, err := cache.Open(r.Dir)
