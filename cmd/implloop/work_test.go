@@ -616,8 +616,9 @@ func (t scriptT) Verbose() bool { return testing.Verbose() }
 // (x_ideal, at most 1.3 wanted), what each round of tasks cost over 2 s
 // (ms_overhead/task: on one machine the 8 workers share its cores), and
 // the protocol's own cost per task for one worker alone (ms_protocol/task:
-// look, claim, input, the run's boundaries and records, signing, push) on
-// a loopback remote (git daemon: the tests' smart HTTP server starts a CGI
+// look, claim, input, the run's boundaries and journal; the records,
+// signing and push of each result overlap the next task, the last one's
+// counts whole, as does the worker's start) on a loopback remote (git daemon: the tests' smart HTTP server starts a CGI
 // process per request, which a hosting service does not).
 func BenchmarkWorkers(b *testing.B) {
 	const workers, tasks, agent = 8, 32, 2 * time.Second
