@@ -653,12 +653,19 @@ func BenchmarkWorkers(b *testing.B) {
 
 		// The protocol alone: one worker, 8 tasks whose agent returns at
 		// once (its process and the gate's stay in): per task, the look,
-		// the claim, the run's boundaries and records, signing, the push.
-		g := newFleetOn(b, independentPlan(8), serveGitDaemon)
-		dir := g.clone("solo")
-		t1 := time.Now()
-		g.run(dir, "implloop", append([]string{"work", "plan.md", "--remote", "origin", "--id", "solo"}, g.agentFlags()...)...)
-		b.ReportMetric(float64(time.Since(t1).Milliseconds())/8, "ms_protocol/task")
+		// the claim, the run's boundaries and records, signing, the push;
+		// and what each task past the eighth adds (16 tasks), the worker's
+		// start and its last push left out.
+		solo := func(n int) time.Duration {
+			g := newFleetOn(b, independentPlan(n), serveGitDaemon)
+			dir := g.clone("solo")
+			t1 := time.Now()
+			g.run(dir, "implloop", append([]string{"work", "plan.md", "--remote", "origin", "--id", "solo"}, g.agentFlags()...)...)
+			return time.Since(t1)
+		}
+		eight, sixteen := solo(8), solo(16)
+		b.ReportMetric(float64(eight.Milliseconds())/8, "ms_protocol/task")
+		b.ReportMetric(float64((sixteen-eight).Milliseconds())/8, "ms_protocol_next/task")
 		b.StartTimer()
 	}
 }
