@@ -156,3 +156,59 @@ func isSignedCommit(t *testing.T, r *gittest.Repo, c string) bool {
 	t.Helper()
 	return strings.Contains(r.Git("cat-file", "commit", c), "\ngpgsig ")
 }
+
+// PushOptions.Sealed is taken as given: a run named there is sealed with
+// the pusher's key whoever made it. A run Alice made and signed, pulled
+// by Bob and passed in Sealed with a run of his own, goes out under Bob's
+// seal, and Carol, who allows Bob's key only, trusts Alice's run: a push
+// vouches for another's run. The worker passes only runs it pushed
+// itself, so this is latent; Push should leave pulled runs (and runs it
+// does not sign) out of a seal, as it does for Runs.
+func TestReviewAsyncSealedForeignRun(t *testing.T) {
+	t.Skip("latent bug: Push seals every run of PushOptions.Sealed, pulled ones too, vouching for another's run; see report")
+	t.Parallel()
+	ctx := context.Background()
+	alice, bob := sshKey(t, "alice"), sshKey(t, "bob")
+	a := planRepo(t)
+	signWith(a, alice)
+	foreign := runPlan(t, a, nil)
+	bare1 := t.TempDir()
+	gittest.At(t, bare1).Git("init", "-q", "--bare")
+	ja, err := cache.Open(a.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = travel.Push(ctx, ja, travel.PushOptions{Remote: bare1})
+	ja.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := planRepo(t)
+	signWith(b, bob)
+	if _, err := travel.Pull(ctx, b.Dir, bare1, func() (*cache.Journal, error) { return cache.Open(b.Dir) }); err != nil {
+		t.Fatal(err)
+	}
+	own := runPlan(t, b, func(o *loop.Options) { o.Fresh = true })
+	foreignRecords := strings.TrimSpace(b.Git("rev-parse", travel.RecordsRef(foreign)))
+	bare2 := t.TempDir()
+	gittest.At(t, bare2).Git("init", "-q", "--bare")
+	jb, err := cache.Open(b.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = travel.Push(ctx, jb, travel.PushOptions{Remote: bare2, Runs: []string{foreign, own}, New: true, Sealed: map[string]string{foreign: foreignRecords}})
+	jb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := pullInto(t, bare2, nil, "gpg.ssh.allowedSignersFile", allowedSigners(t, map[string]string{"bob@example.com": bob}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Trust[own].Trusted {
+		t.Fatalf("Bob's own run is not trusted: %+v", res.Trust[own])
+	}
+	if res.Trust[foreign].Trusted {
+		t.Fatalf("Alice's run, signed by a key Carol does not allow, is trusted by Bob's seal: %+v", res.Trust[foreign])
+	}
+}
