@@ -113,14 +113,14 @@ func (f *fleet) startGroup(name string, env []string, args ...string) *runningWo
 func TestAsyncReviewKilledWhilePushInFlight(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(3))
-	hook := f.preReceive(slowResultHook("3"))
-	k := f.startGroup("k", nil, "--lease", "2s")
+	hook := f.preReceive(slowResultHook("2"))
+	k := f.startGroup("k", nil, "--lease", "1s")
 	waitFile(t, hook+".inflight", k)
 	time.Sleep(300 * time.Millisecond) // the next task claimed meanwhile, as a rule
 	must(t, syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL))
 	_ = k.cmd.Wait()
-	w1 := f.start("w1", nil, "--lease", "2s")
-	w2 := f.start("w2", nil, "--lease", "2s")
+	w1 := f.start("w1", nil, "--lease", "1s")
+	w2 := f.start("w2", nil, "--lease", "1s")
 	f.wait(w1)
 	f.wait(w2)
 	logs := k.err.String() + "\n" + w1.err.String() + "\n" + w2.err.String()
@@ -149,7 +149,7 @@ func TestAsyncReviewKilledWhilePushInFlight(t *testing.T) {
 func TestAsyncReviewInterruptWhilePushInFlight(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(2))
-	hook := f.preReceive(slowResultHook("3"))
+	hook := f.preReceive(slowResultHook("2"))
 	w := f.start("w", nil)
 	waitFile(t, hook+".inflight", w)
 	time.Sleep(300 * time.Millisecond)
@@ -165,7 +165,7 @@ func TestAsyncReviewInterruptWhilePushInFlight(t *testing.T) {
 	if calls := f.callLines(); !slices.Equal(calls, []string{"T001"}) {
 		t.Fatalf("calls %v\n%s", calls, w.err.String())
 	}
-	time.Sleep(3 * time.Second) // the server's hook of the cut push ends
+	time.Sleep(2 * time.Second) // the server's hook of the cut push ends
 	if held := f.leaseClaims(); len(held) != 0 {
 		t.Fatalf("claims still held by the interrupted worker: %v\n%s", held, w.err.String())
 	}
@@ -177,13 +177,13 @@ func TestAsyncReviewInterruptWhilePushInFlight(t *testing.T) {
 }
 
 // --max-cost reached while the last result's push is in flight (every
-// push of a result takes a second): the worker stops taking tasks, but
+// push of a result takes half a second): the worker stops taking tasks, but
 // only once that push landed: its summary says every task it ran pushed,
 // and it holds no claim.
 func TestAsyncReviewMaxCostWithPushPending(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(4))
-	f.preReceive(everyResultSlowHook("1"))
+	f.preReceive(everyResultSlowHook("0.5"))
 	w := f.start("w", []string{"COST=0.4"}, "--max-cost", "1")
 	f.wait(w)
 	out := w.out.String()
@@ -210,7 +210,7 @@ func TestAsyncReviewChainWaitsForOwnPush(t *testing.T) {
 	plan := "# Plan\n\n## Task 1: first\n\nWrite out-1.txt.\n\n## Task 2: second\n\nDepends on: 1\n\nWrite out-2.txt.\n\n" +
 		"## Task 3: third\n\nDepends on: 2\n\nWrite out-3.txt.\n"
 	f := newFleet(t, plan)
-	f.preReceive(everyResultSlowHook("1"))
+	f.preReceive(everyResultSlowHook("0.5"))
 	w := f.start("w", []string{"CHAIN=1"})
 	f.wait(w)
 	if calls := f.callLines(); !slices.Equal(calls, []string{"1", "2", "3"}) {
