@@ -94,6 +94,13 @@ func TestReviewRenewalRacesNextClaim(t *testing.T) {
 	if strings.Count(records, "\n") != 3 {
 		t.Fatalf("records on the remote:\n%s", records)
 	}
+	// The case it is about: the next task claimed while the first
+	// result's push waits to be tried again.
+	all := " " + strings.Join(kinds, " ") + " "
+	failed, claimed, pushed := strings.Index(all, " push_failed:T1 "), strings.Index(all, " claimed:T2 "), strings.Index(all, " pushed:T1 ")
+	if failed < 0 || claimed < 0 || pushed < claimed {
+		t.Fatalf("events %v: T2 not claimed while T1's push was tried again", kinds)
+	}
 }
 
 // newLease is called by the renewals of the result being pushed in the
