@@ -257,10 +257,35 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	if len(refspecs) == 0 && len(o.With) == 0 {
 		return res, nil
 	}
+	if len(sealed) > 0 {
+		o.Sealed = sealedBefore(ctx, dir, o.Sealed, pulled)
+	}
 	if err := sendPush(ctx, dir, res.Remote, refspecs, sealed, o); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// sealedBefore is what of sealed (PushOptions.Sealed) a push that signs
+// may seal again: runs made here (never a pulled one: a push never
+// vouches for another's run) whose records ref holds the commit named.
+func sealedBefore(ctx context.Context, dir string, sealed map[string]string, pulled map[string]cache.Pulled) map[string]string {
+	if len(sealed) == 0 {
+		return nil
+	}
+	out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", RecordsRefPrefix)
+	if err != nil {
+		return nil
+	}
+	ok := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		c, ref, _ := strings.Cut(line, " ")
+		run, _ := strings.CutPrefix(ref, RecordsRefPrefix)
+		if _, isPulled := pulled[run]; sealed[run] == c && c != "" && !isPulled {
+			ok[run] = c
+		}
+	}
+	return ok
 }
 
 // isSigned reports whether commit c carries a signature.

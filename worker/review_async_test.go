@@ -110,7 +110,6 @@ func TestReviewRenewalRacesNextClaim(t *testing.T) {
 // a git process between two leases, and fork's lock orders them), so the
 // two calls are made here side by side, as they can be.
 func TestReviewNewLeaseConcurrent(t *testing.T) {
-	t.Skip("bug: worker.leases is incremented by a pending push's renewal goroutine and by the main goroutine's next claim without a lock (data race); see report")
 	r := gittest.New(t)
 	r.Write("a.txt", "a\n")
 	r.Commit("a")

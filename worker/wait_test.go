@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -27,5 +28,17 @@ func TestNextWait(t *testing.T) {
 	w = &worker{poll: 50 * ms}
 	if d := w.nextWait(a); d != 50*ms {
 		t.Fatalf("first wait %v under a 50ms poll period", d)
+	}
+}
+
+// A worker's seal names its run and at most sealWindow-1 it pushed
+// before, the newest.
+func TestSealNext(t *testing.T) {
+	var last []sealedRun
+	for i := range 100 {
+		last = sealNext(last, sealedRun{run: fmt.Sprint(i)})
+		if want := min(i+1, sealWindow-1); len(last) != want || last[len(last)-1].run != fmt.Sprint(i) || last[0].run != fmt.Sprint(i+1-want) {
+			t.Fatalf("after run %d: %d sealed again, from %s, want %d", i, len(last), last[0].run, want)
+		}
 	}
 }

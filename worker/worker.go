@@ -200,11 +200,15 @@ type worker struct {
 	// pending is the last task's result, pushed in the background while
 	// the worker goes on (nil: none).
 	pending *pendingPush
-	// sealed are the runs this worker pushed, with the records commit
-	// each went as: every push seals them all again (one signature a
-	// worker for a pull to verify). Used by one push at a time.
-	sealed map[string]string
+	// sealed are the last runs this worker pushed (sealWindow of them,
+	// oldest first), with the records commit each went as: every push
+	// seals them again (a signature for a pull to verify per window of
+	// a worker's runs, not per run). Used by one push at a time.
+	sealed []sealedRun
 	logMu  sync.Mutex // Options.Log is called by one goroutine at a time
+	// leaseMu guards leases and emptyTree: a pending push's renewals
+	// make leases while the worker claims its next task.
+	leaseMu sync.Mutex
 }
 
 type seenClaim struct {
@@ -458,7 +462,7 @@ const firstWait = 100 * time.Millisecond
 // moments of its last push, not a poll period later, and a worker that
 // waits for a long task costs the remote a look every poll period.
 func (w *worker) nextWait(claims map[string]claimState) time.Duration {
-	if maps.Equal(claims, w.looked) {
+	if w.wait > 0 && maps.Equal(claims, w.looked) {
 		w.wait = min(2*w.wait, w.poll)
 	} else {
 		w.wait = min(firstWait, w.poll)
@@ -778,7 +782,11 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 	if ti.untrusted {
 		tr.Redone = "its result (run " + ti.claim.run + ") " + ti.distrust
 	}
-	defer func() { w.sum.Tasks = append(w.sum.Tasks, tr) }()
+	defer func() {
+		if tr.Run != "" { // a run was made
+			w.sum.Tasks = append(w.sum.Tasks, tr)
+		}
+	}()
 	return w.run(ctx, t, ref, lease, input, arts, &tr)
 }
 
@@ -793,6 +801,13 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 	if err := w.checkout(ctx, commit); err != nil {
 		return err
 	}
+	// The lease is renewed while the task runs (and while the last
+	// result's push is waited for); losing it stops the task, whose
+	// result is then not pushed.
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &renewal{w: w, ref: ref, task: t.ID, value: lease, stop: make(chan struct{}), done: make(chan struct{})}
+	go r.loop(ctx, cancel)
 	if p := w.pending; p != nil {
 		// No agent is called while the last result's push is refused:
 		// its first try has ended by now, as a rule; when it failed, the
@@ -801,17 +816,17 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		<-p.tried
 		if p.failed.Load() {
 			if err := w.awaitPush(); err != nil {
-				_ = travel.CASPush(context.WithoutCancel(ctx), w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: lease})
+				r.end()
+				_ = w.release(ctx, ref, r)
 				return err
 			}
 		}
+		if r.isLost() {
+			r.end()
+			w.log(Event{Type: "lost", Task: t.ID, Message: "its lease was taken over before the task started"})
+			return nil
+		}
 	}
-	// The lease is renewed while the task runs; losing it stops the
-	// task, whose result is then not pushed.
-	tctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	r := &renewal{w: w, ref: ref, task: t.ID, value: lease, stop: make(chan struct{}), done: make(chan struct{})}
-	go r.loop(ctx, cancel)
 	out, runErr := loop.Run(tctx, loop.Options{
 		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: w.o.Observer,
 		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true, DeferRecords: true,
@@ -915,6 +930,21 @@ func (w *worker) awaitPush() error {
 	return p.err
 }
 
+// sealWindow is how many runs a worker's seal names at most (its run
+// and the last ones it pushed): a pull of a worker's k runs verifies
+// about k/sealWindow seals, and the seals on the remote grow with k, not
+// with k squared.
+const sealWindow = 32
+
+type sealedRun struct{ run, records string }
+
+// sealNext is what the next push seals again, once r was pushed after
+// those of last: the newest sealWindow-1 of them.
+func sealNext(last []sealedRun, r sealedRun) []sealedRun {
+	next := append(last, r)
+	return next[max(0, len(next)-(sealWindow-1)):]
+}
+
 // pushTries is how many times a worker tries to push a result while the
 // claim still holds its lease.
 const pushTries = 4
@@ -961,15 +991,16 @@ func (w *worker) pushOnce(ctx context.Context, ref, run string, r *renewal) (pus
 		return false, false, nil
 	}
 	lease := r.current()
-	res, err := travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true, Sealed: w.sealed,
+	sealed := map[string]string{}
+	for _, s := range w.sealed {
+		sealed[s.run] = s.records
+	}
+	res, err := travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true, Sealed: sealed,
 		With: []travel.RefUpdate{{Ref: ref, Records: run, Old: lease}}})
 	if err == nil {
 		r.landed = true
 		if slices.Contains(res.Signed, run) {
-			if w.sealed == nil {
-				w.sealed = map[string]string{}
-			}
-			w.sealed[run] = res.Records[run]
+			w.sealed = sealNext(w.sealed, sealedRun{run, res.Records[run]})
 		}
 		return true, false, nil
 	}
@@ -1093,6 +1124,8 @@ func (e *PushError) Error() string {
 func (e *PushError) Unwrap() error { return e.Err }
 
 func (w *worker) newLease(ctx context.Context, task string) (string, error) {
+	w.leaseMu.Lock()
+	defer w.leaseMu.Unlock()
 	w.leases++
 	if w.emptyTree == "" {
 		t, err := travel.EmptyTree(ctx, w.o.Root)
