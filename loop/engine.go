@@ -74,6 +74,12 @@ type Options struct {
 	// NoHTMLReport leaves report.html out (a worker's run: the fan-in
 	// writes the plan's).
 	NoHTMLReport bool
+	// DeferRecords leaves the run's records unwritten when it ends: the
+	// caller pushes the run at once, and the push writes them, signed
+	// when it signs (a worker's run), instead of writing them unsigned
+	// first and signing them again. A run whose records were never
+	// written has them written by its next push.
+	DeferRecords bool
 }
 
 // Outcome is what a run ended with.
@@ -593,7 +599,7 @@ func (e *engine) finishRun(ctx context.Context, out *Outcome) error {
 		cancel()
 	}
 	e.emit(Event{Type: EvRunFinished, Verdict: out.Verdict, Done: intp(dec.Done), Count: len(e.sel.Tasks), Message: out.ReportPath})
-	if e.journalGone == "" {
+	if e.journalGone == "" && !e.o.DeferRecords {
 		// The run's records, as git objects beside its boundaries: what
 		// `implloop push` sends. Written once, now that they are final.
 		// A failure is the caller's to say: run_finished stays the last

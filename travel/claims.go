@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,9 +93,42 @@ func pushError(remote string, err error) error {
 // RemoteRefs are the refs of remote that match patterns (ls-remote
 // patterns: "refs/implloop/claims/<plan>/*"), by name.
 func RemoteRefs(ctx context.Context, dir, remote string, patterns ...string) (map[string]string, error) {
-	out, err := git(ctx, dir, nil, nil, append([]string{"ls-remote", remote}, patterns...)...)
+	return (&Lister{dir: dir, remote: remote}).Refs(ctx, patterns...)
+}
+
+// Lister lists a remote's refs, as often as a worker looks, in the
+// protocol quickest for the remote's transport (NewLister).
+type Lister struct {
+	dir, remote string
+	pre         []string // git options before ls-remote
+}
+
+// NewLister is a Lister of remote (a name or a URL) from the repository
+// at dir, in the protocol quickest for it (protocolOf).
+func NewLister(ctx context.Context, dir, remote string) *Lister {
+	return &Lister{dir: dir, remote: remote, pre: protocolOf(ctx, dir, remote)}
+}
+
+// protocolOf are the git options that talk to remote quickest: over
+// git://, protocol version 1. git's version-2 client sends each request
+// in several small writes on a TCP socket without TCP_NODELAY, so that
+// each round trip waits out the server's delayed ACK (on loopback,
+// measured: 54 ms a listing, 6 ms in version 1, where the server speaks
+// first; a pull's fetch 230 ms, 145 ms). Other transports keep git's
+// default: there version 2 filters the refs on the server, which matters
+// on a host with many of them.
+func protocolOf(ctx context.Context, dir, remote string) []string {
+	if url, err := git(ctx, dir, nil, nil, "ls-remote", "--get-url", remote); err == nil && strings.HasPrefix(url, "git://") {
+		return []string{"-c", "protocol.version=1"}
+	}
+	return nil
+}
+
+// Refs are the refs of the remote that match patterns, by name.
+func (l *Lister) Refs(ctx context.Context, patterns ...string) (map[string]string, error) {
+	out, err := git(ctx, l.dir, nil, nil, slices.Concat(l.pre, []string{"ls-remote", l.remote}, patterns)...)
 	if err != nil {
-		return nil, &RemoteError{Remote: remote, Op: "ls-remote", Err: err}
+		return nil, &RemoteError{Remote: l.remote, Op: "ls-remote", Err: err}
 	}
 	refs := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {

@@ -37,6 +37,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/implloop/implloop/boundary"
@@ -157,31 +158,38 @@ func refValue(ctx context.Context, dir, ref string) (string, error) {
 // refs/implloop/records/<run> at them, unless it exists already (records
 // are written once, when the run ends). It returns the records commit.
 func Write(ctx context.Context, j *cache.Journal, runID string) (string, error) {
+	c, _, err := write(ctx, j, runID, false)
+	return c, err
+}
+
+// write is Write, the records commits signed when sign is set (a push
+// that signs the records of a run whose records were not written when it
+// ended: a worker's, loop.Options.DeferRecords), so that they are written
+// once, not written and then signed again. signed: it wrote them now,
+// signed.
+func write(ctx context.Context, j *cache.Journal, runID string, sign bool) (c string, signed bool, err error) {
 	dir := j.Root()
 	if !runid.RefSafe(runID) {
-		return "", fmt.Errorf("records of %s: the run id cannot be a ref name", runID)
+		return "", false, fmt.Errorf("records of %s: the run id cannot be a ref name", runID)
 	}
 	ref := RecordsRef(runID)
 	if c, err := refValue(ctx, dir, ref); err != nil || c != "" {
-		return c, err
+		return c, false, err
 	}
 	rec, err := j.Records(runID)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	tmp, err := os.MkdirTemp("", "implloop-records-")
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer os.RemoveAll(tmp)
-	lite, err := writeTree(ctx, dir, tmp, j, withoutTranscripts(rec), "lite")
+	trees, err := writeTrees(ctx, dir, tmp, j, withoutTranscripts(rec), rec)
 	if err != nil {
-		return "", fmt.Errorf("records of %s: %w", runID, err)
+		return "", false, fmt.Errorf("records of %s: %w", runID, err)
 	}
-	full, err := writeTree(ctx, dir, tmp, j, rec, "full")
-	if err != nil {
-		return "", fmt.Errorf("records of %s: %w", runID, err)
-	}
+	lite, full := trees[0], trees[1]
 	at := rec.Run.FinishedAt
 	if at.IsZero() {
 		at = rec.Run.StartedAt
@@ -194,20 +202,31 @@ func Write(ctx context.Context, j *cache.Journal, runID string) (string, error) 
 	if n := len(rec.Boundaries); n > 0 && rec.Boundaries[n-1].Commit != "" {
 		parents = []string{"-p", rec.Boundaries[n-1].Commit}
 	}
-	msg := fmt.Sprintf("implloop records of run %s, without transcripts\n\nImplloop-Run: %s\nImplloop-Records: %d\n%s\n", runID, runID, Format, liteTrailer)
-	liteCommit, err := git(ctx, dir, []byte(msg), env, append(append([]string{"commit-tree", "--no-gpg-sign", lite}, parents...), "-F", "-")...)
-	if err != nil {
-		return "", fmt.Errorf("records of %s: %w", runID, err)
+	commit := func(tree, msg string, parents []string) (string, error) {
+		flag := "--no-gpg-sign"
+		if sign {
+			flag = "-S"
+		}
+		c, err := git(ctx, dir, []byte(msg), env, append(append([]string{"commit-tree", flag, tree}, parents...), "-F", "-")...)
+		if err != nil && sign {
+			return "", &SignError{Run: runID, Err: err}
+		} else if err != nil {
+			return "", fmt.Errorf("records of %s: %w", runID, err)
+		}
+		return c, nil
 	}
-	msg = fmt.Sprintf("implloop records of run %s\n\nImplloop-Run: %s\nImplloop-Records: %d\n", runID, runID, Format)
-	fullCommit, err := git(ctx, dir, []byte(msg), env, "commit-tree", "--no-gpg-sign", full, "-p", liteCommit, "-F", "-")
+	liteCommit, err := commit(lite, fmt.Sprintf("implloop records of run %s, without transcripts\n\nImplloop-Run: %s\nImplloop-Records: %d\n%s\n", runID, runID, Format, liteTrailer), parents)
 	if err != nil {
-		return "", fmt.Errorf("records of %s: %w", runID, err)
+		return "", false, err
+	}
+	fullCommit, err := commit(full, fmt.Sprintf("implloop records of run %s\n\nImplloop-Run: %s\nImplloop-Records: %d\n", runID, runID, Format), []string{"-p", liteCommit})
+	if err != nil {
+		return "", false, err
 	}
 	if _, err := git(ctx, dir, nil, nil, "update-ref", "-m", "implloop: records of "+runID, ref, fullCommit, ""); err != nil {
-		return "", fmt.Errorf("records of %s: %w", runID, err)
+		return "", false, fmt.Errorf("records of %s: %w", runID, err)
 	}
-	return fullCommit, nil
+	return fullCommit, sign, nil
 }
 
 // recordsIdent is who the records commits say made them: the user as
@@ -227,64 +246,107 @@ func recordsIdent(ctx context.Context, dir string) (name, email string) {
 	return "implloop", "implloop@localhost"
 }
 
-// writeTree writes rec's files and blobs as git objects and returns the
-// tree. Files are staged under tmp/<name>.
-func writeTree(ctx context.Context, dir, tmp string, j *cache.Journal, rec *cache.Records, name string) (string, error) {
-	fs, err := files(rec)
-	if err != nil {
-		return "", err
+// writeTrees writes the files and blobs of each of recs as git objects
+// and returns their trees, in three git processes whatever their number:
+// one hash-object, one mktree of the blob directories, one of the roots.
+// Files are staged under tmp/<index>.
+func writeTrees(ctx context.Context, dir, tmp string, j *cache.Journal, recs ...*cache.Records) ([]string, error) {
+	type staged struct {
+		names []string // the files, then blobs (their hashes)
+		blobs []string
 	}
-	stage := filepath.Join(tmp, name)
-	if err := os.MkdirAll(stage, 0o755); err != nil {
-		return "", err
-	}
-	var names, paths []string
-	for n, b := range fs {
-		p := filepath.Join(stage, n)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			return "", err
-		}
-		names, paths = append(names, n), append(paths, p)
-	}
-	blobs := rec.Blobs()
-	for _, h := range blobs {
-		p, err := j.Blobs().Path(h)
+	var paths []string
+	st := make([]staged, len(recs))
+	for i, rec := range recs {
+		fs, err := files(rec)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		if _, err := os.Stat(p); err != nil {
-			// Not a file of its own (it came with a pull, in a pack):
-			// staged like the JSON files.
-			if p, err = stageBlob(j, h, stage); err != nil {
-				return "", err
+		stage := filepath.Join(tmp, strconv.Itoa(i))
+		if err := os.MkdirAll(stage, 0o755); err != nil {
+			return nil, err
+		}
+		for n, b := range fs {
+			p := filepath.Join(stage, n)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				return nil, err
 			}
+			st[i].names, paths = append(st[i].names, n), append(paths, p)
 		}
-		paths = append(paths, p)
+		st[i].blobs = rec.Blobs()
+		for _, h := range st[i].blobs {
+			p, err := j.Blobs().Path(h)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := os.Stat(p); err != nil {
+				// Not a file of its own (it came with a pull, in a pack):
+				// staged like the JSON files.
+				if p, err = stageBlob(j, h, stage); err != nil {
+					return nil, err
+				}
+			}
+			paths = append(paths, p)
+		}
 	}
 	out, err := git(ctx, dir, []byte(strings.Join(paths, "\n")+"\n"), nil, "hash-object", "-w", "--no-filters", "--stdin-paths")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	oids := strings.Split(out, "\n")
 	if len(oids) != len(paths) {
-		return "", fmt.Errorf("git hash-object wrote %d objects for %d files", len(oids), len(paths))
+		return nil, fmt.Errorf("git hash-object wrote %d objects for %d files", len(oids), len(paths))
 	}
-	var root bytes.Buffer
-	for i, n := range names {
-		fmt.Fprintf(&root, "100644 blob %s\t%s\x00", oids[i], n)
-	}
-	if len(blobs) > 0 {
-		var sub bytes.Buffer
-		for i, h := range blobs {
-			fmt.Fprintf(&sub, "100644 blob %s\t%s\x00", oids[len(names)+i], h)
+	// The blob directories (of the records that name blobs), then the
+	// roots, each batch one `git mktree --batch`.
+	var subs bytes.Buffer
+	var withBlobs []int
+	roots := make([]bytes.Buffer, len(recs))
+	k := 0
+	for i := range st {
+		for _, n := range st[i].names {
+			fmt.Fprintf(&roots[i], "100644 blob %s\t%s\x00", oids[k], n)
+			k++
 		}
-		t, err := git(ctx, dir, sub.Bytes(), nil, "mktree", "-z")
+		if len(st[i].blobs) == 0 {
+			continue
+		}
+		for _, h := range st[i].blobs {
+			fmt.Fprintf(&subs, "100644 blob %s\t%s\x00", oids[k], h)
+			k++
+		}
+		subs.WriteByte(0) // the end of a tree
+		withBlobs = append(withBlobs, i)
+	}
+	if len(withBlobs) > 0 {
+		t, err := mktrees(ctx, dir, subs.Bytes(), len(withBlobs))
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		fmt.Fprintf(&root, "040000 tree %s\t%s\x00", t, blobDir)
+		for n, i := range withBlobs {
+			fmt.Fprintf(&roots[i], "040000 tree %s\t%s\x00", t[n], blobDir)
+		}
 	}
-	return git(ctx, dir, root.Bytes(), nil, "mktree", "-z")
+	var all bytes.Buffer
+	for i := range roots {
+		all.Write(roots[i].Bytes())
+		all.WriteByte(0)
+	}
+	return mktrees(ctx, dir, all.Bytes(), len(recs))
+}
+
+// mktrees writes n trees with `git mktree -z --batch` (in: each tree's
+// entries, then an empty one) and returns them in order.
+func mktrees(ctx context.Context, dir string, in []byte, n int) ([]string, error) {
+	out, err := git(ctx, dir, in, nil, "mktree", "-z", "--batch")
+	if err != nil {
+		return nil, err
+	}
+	trees := strings.Fields(out)
+	if len(trees) != n {
+		return nil, fmt.Errorf("git mktree wrote %d trees of %d", len(trees), n)
+	}
+	return trees, nil
 }
 
 // stageBlob copies blob h to a file in stage.

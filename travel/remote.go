@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -77,9 +78,14 @@ type PushOptions struct {
 	// moved to the records it pushes. ErrCASFailed when one does not.
 	With []RefUpdate
 	// New: the runs are new to the remote (a worker's run, just made):
-	// no ls-remote first, and no seal (a single run's own signature is
-	// what a pull verifies).
+	// no ls-remote first, and no seal of them alone (a single run's own
+	// signature is what a pull verifies).
 	New bool
+	// Sealed are runs pushed before from here (run id -> the records
+	// commit pushed, PushResult.Records), sealed again with a signing
+	// push's runs: a worker seals every run it pushed in each push, so
+	// that a pull verifies one signature a worker, not one a run.
+	Sealed map[string]string
 }
 
 // PushResult is what Push pushed.
@@ -91,6 +97,8 @@ type PushResult struct {
 	// Signed are the runs of Runs whose records went signed (signed here
 	// now, or pulled signed); the others went unsigned.
 	Signed []string
+	// Records are the records commits pushed, by run.
+	Records map[string]string
 }
 
 // lsRemote is what the remote's refs/implloop/ refs point at.
@@ -181,7 +189,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	if err != nil {
 		return nil, err
 	}
-	res := &PushResult{Remote: sc.remote, Skipped: sc.skipped}
+	res := &PushResult{Remote: sc.remote, Skipped: sc.skipped, Records: map[string]string{}}
 	runs, pulled, sign := sc.runs, sc.pulled, sc.sign
 	// What the remote has already is not pushed again: a push of many
 	// runs sends only the new ones, and records without transcripts are
@@ -195,14 +203,16 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	var refspecs []string
 	sealed := map[string]string{} // run made here -> the records commit pushed, signed
 	for _, r := range runs {
-		if _, err := Write(ctx, j, r.ID); err != nil {
-			return nil, err
-		}
-		full, bounds, err := runRefs(ctx, dir, r.ID)
+		_, isPulled := pulled[r.ID]
+		full, signedNow, err := write(ctx, j, r.ID, sign && !isPulled)
 		if err != nil {
 			return nil, err
 		}
-		if _, isPulled := pulled[r.ID]; sign && !isPulled {
+		bounds, err := refValue(ctx, dir, boundary.RunRef(r.ID))
+		if err != nil {
+			return nil, err
+		}
+		if sign && !isPulled && !signedNow {
 			if full, err = signRecords(ctx, dir, r.ID, full); err != nil {
 				return nil, err
 			}
@@ -226,14 +236,15 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		}
 		refspecs = append(refspecs, specs...)
 		res.Runs = append(res.Runs, r.ID)
+		res.Records[r.ID] = records
 		for i, u := range o.With {
 			if u.Records == r.ID {
 				o.With[i].New = records
 			}
 		}
-		if raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", records); err == nil && hasSignature([]byte(raw)) {
+		if signedNow || isSigned(ctx, dir, records) {
 			res.Signed = append(res.Signed, r.ID)
-			if _, isPulled := pulled[r.ID]; sign && !isPulled {
+			if sign && !isPulled {
 				sealed[r.ID] = records
 			}
 		}
@@ -246,19 +257,55 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	if len(refspecs) == 0 && len(o.With) == 0 {
 		return res, nil
 	}
+	if len(sealed) > 0 {
+		o.Sealed = sealedBefore(ctx, dir, o.Sealed, pulled)
+	}
 	if err := sendPush(ctx, dir, res.Remote, refspecs, sealed, o); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
+// sealedBefore is what of sealed (PushOptions.Sealed) a push that signs
+// may seal again: runs made here (never a pulled one: a push never
+// vouches for another's run) whose records ref holds the commit named.
+func sealedBefore(ctx context.Context, dir string, sealed map[string]string, pulled map[string]cache.Pulled) map[string]string {
+	if len(sealed) == 0 {
+		return nil
+	}
+	out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", RecordsRefPrefix)
+	if err != nil {
+		return nil
+	}
+	ok := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		c, ref, _ := strings.Cut(line, " ")
+		run, _ := strings.CutPrefix(ref, RecordsRefPrefix)
+		if _, isPulled := pulled[run]; sealed[run] == c && c != "" && !isPulled {
+			ok[run] = c
+		}
+	}
+	return ok
+}
+
+// isSigned reports whether commit c carries a signature.
+func isSigned(ctx context.Context, dir, c string) bool {
+	raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", c)
+	return err == nil && hasSignature([]byte(raw))
+}
+
 // sendPush is Push's one `git push --atomic`: refspecs, the seal of the
-// sealed runs (not for a new run: PushOptions.New), and o.With's
-// compare-and-swap updates.
+// sealed runs (with o.Sealed; not of a new run alone: PushOptions.New),
+// and o.With's compare-and-swap updates.
 func sendPush(ctx context.Context, dir, remote string, refspecs []string, sealed map[string]string, o PushOptions) error {
-	if len(sealed) > 0 && !o.New {
+	if len(sealed) > 0 && (!o.New || len(o.Sealed) > 0) {
 		// One signature that a pull verifies for all of them (seal.go).
-		seal, err := writeSeal(ctx, dir, sealed)
+		all := maps.Clone(o.Sealed)
+		if all == nil {
+			all = map[string]string{}
+		}
+		maps.Copy(all, sealed)
+		seal, err := writeSeal(ctx, dir, all)
 		if err != nil {
 			return err
 		}
@@ -455,8 +502,9 @@ func (p *puller) dropStaging() {
 // fetch fetches the remote's records into the staging refs (pullNS) and
 // its seals (sealNS), and lists what it staged: "<commit> <ref>" lines.
 func (p *puller) fetch() (string, error) {
-	if _, err := git(p.ctx, p.dir, nil, nil, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", p.res.Remote,
-		"+"+RecordsRefPrefix+"*:"+pullNS+"*", "+"+SealRefPrefix+"*:"+sealNS+"*"); err != nil {
+	args := append(protocolOf(p.ctx, p.dir, p.res.Remote), "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", p.res.Remote,
+		"+"+RecordsRefPrefix+"*:"+pullNS+"*", "+"+SealRefPrefix+"*:"+sealNS+"*")
+	if _, err := git(p.ctx, p.dir, nil, nil, args...); err != nil {
 		return "", &RemoteError{Remote: p.res.Remote, Op: "fetch", Err: err}
 	}
 	return git(p.ctx, p.dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", pullNS)

@@ -41,25 +41,42 @@ const agentScript = "#!/bin/sh\ncat >/dev/null\necho \"$IMPLLOOP_TASK_ID\" >> \"
 // ranRepo is a repository with the plan committed and one DONE run in it.
 func ranRepo(t *testing.T) (*gittest.Repo, string) {
 	t.Helper()
-	tools := t.TempDir()
-	agentPath := filepath.Join(tools, "agent.sh")
-	if err := os.WriteFile(agentPath, []byte(agentScript), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	r := planRepo(t)
+	return r, runPlan(t, r, nil)
+}
+
+// planRepo is a repository with the plan committed.
+func planRepo(t *testing.T) *gittest.Repo {
+	t.Helper()
 	r := gittest.New(t)
 	r.Write("plan.md", plan)
 	r.Git("add", "plan.md")
 	r.Git("commit", "-q", "-m", "start")
+	return r
+}
+
+// runPlan runs the plan in r with agentScript (opts, when set, changes
+// the run's options) and returns the run, which must end DONE.
+func runPlan(t *testing.T, r *gittest.Repo, opts func(*loop.Options)) string {
+	t.Helper()
+	agentPath := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(agentPath, []byte(agentScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	s := loop.DefaultSettings()
 	s.Plan, s.AgentCmd, s.Verify = "plan.md", agentPath, "test -f out-$IMPLLOOP_TASK_ID.txt"
-	out, err := loop.Run(context.Background(), loop.Options{Settings: s, RepoRoot: r.Dir})
+	o := loop.Options{Settings: s, RepoRoot: r.Dir}
+	if opts != nil {
+		opts(&o)
+	}
+	out, err := loop.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out.Verdict != "DONE" {
 		t.Fatalf("verdict %s", out.Verdict)
 	}
-	return r, out.RunID
+	return out.RunID
 }
 
 func records(t *testing.T, dir, run string) *cache.Records {

@@ -53,9 +53,7 @@ func allowedSigners(t *testing.T, lines map[string]string) string {
 func signingRepo(t *testing.T, key string) (r *gittest.Repo, run, bare string) {
 	t.Helper()
 	r, run = ranRepo(t)
-	r.Git("config", "gpg.format", "ssh")
-	r.Git("config", "user.signingKey", key+".pub")
-	r.Git("config", "implloop.signRuns", "true")
+	signWith(r, key)
 	bare = t.TempDir()
 	gittest.At(t, bare).Git("init", "-q", "--bare")
 	j, err := cache.OpenReadOnly(r.Dir)
@@ -71,6 +69,13 @@ func signingRepo(t *testing.T, key string) (r *gittest.Repo, run, bare string) {
 		t.Fatalf("pushed %v, signed %v", res.Runs, res.Signed)
 	}
 	return r, run, bare
+}
+
+// signWith makes r's git sign runs with the SSH key at key (sshKey).
+func signWith(r *gittest.Repo, key string) {
+	r.Git("config", "gpg.format", "ssh")
+	r.Git("config", "user.signingKey", key+".pub")
+	r.Git("config", "implloop.signRuns", "true")
 }
 
 // pullInto pulls bare into a new clone configured by config (git config
@@ -353,6 +358,94 @@ func TestReplaceRefsAreOff(t *testing.T) {
 	got, err := os.ReadFile(r.Path("out-1.txt"))
 	if err != nil || string(got) != "done\n" {
 		t.Errorf("out-1.txt after a replay across runs = %q (%v), want the boundary's own bytes", got, err)
+	}
+}
+
+// A run whose records were left to its push (a worker's run:
+// loop.Options.DeferRecords) has them written by the push, signed as
+// they are written: both records commits signed, the ref set once (not
+// written and then signed again), and a clone that allows the key
+// trusts the run.
+func TestPushWritesDeferredRecordsSigned(t *testing.T) {
+	t.Parallel()
+	alice := sshKey(t, "alice")
+	r := planRepo(t)
+	signWith(r, alice)
+	run := runPlan(t, r, func(o *loop.Options) { o.DeferRecords = true })
+	ref := travel.RecordsRef(run)
+	if got := r.Git("for-each-ref", ref); got != "" {
+		t.Fatalf("records written when the run ended: %s", got)
+	}
+	bare := t.TempDir()
+	gittest.At(t, bare).Git("init", "-q", "--bare")
+	j, err := cache.Open(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	res, err := travel.Push(context.Background(), j, travel.PushOptions{Remote: bare, New: true})
+	if err != nil || len(res.Signed) != 1 {
+		t.Fatalf("push: %+v, %v", res, err)
+	}
+	for _, c := range []string{ref, ref + "^1"} {
+		if raw := r.Git("cat-file", "commit", c); !strings.Contains(raw, "\ngpgsig ") {
+			t.Errorf("%s is not signed:\n%s", c, raw)
+		}
+	}
+	// Written once: two records commits in the store, not four.
+	n := 0
+	for _, line := range strings.Split(r.Git("cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectname)"), "\n") {
+		if c, ok := strings.CutPrefix(line, "commit "); ok && strings.Contains(r.Git("cat-file", "commit", c), "implloop records of run "+run) {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d records commits of the run, want 2", n)
+	}
+	_, pres, err := pullInto(t, bare, nil, "gpg.ssh.allowedSignersFile", allowedSigners(t, map[string]string{"alice@example.com": alice}))
+	if err != nil || !pres.Trust[run].Trusted {
+		t.Fatalf("pull: %+v, %v", pres, err)
+	}
+}
+
+// A worker's push seals every run it pushed so far (PushOptions.Sealed):
+// its second push's seal names both runs, and a pull verifies them by it.
+func TestNewPushSealsEarlierRuns(t *testing.T) {
+	t.Parallel()
+	alice := sshKey(t, "alice")
+	r, first := ranRepo(t)
+	signWith(r, alice)
+	bare := t.TempDir()
+	gittest.At(t, bare).Git("init", "-q", "--bare")
+	j, err := cache.Open(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	push := func(run string, sealed map[string]string) *travel.PushResult {
+		res, err := travel.Push(context.Background(), j, travel.PushOptions{Remote: bare, Runs: []string{run}, New: true, Sealed: sealed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := push(first, nil)
+	if seals := gittest.At(t, bare).Git("for-each-ref", travel.SealRefPrefix); seals != "" {
+		t.Fatalf("a seal of one new run alone: %s", seals)
+	}
+	second := runPlan(t, r, func(o *loop.Options) { o.Fresh = true })
+	push(second, res.Records)
+	seal := strings.TrimSpace(gittest.At(t, bare).Git("for-each-ref", "--format=%(objectname)", travel.SealRefPrefix))
+	if seal == "" || strings.Contains(seal, "\n") {
+		t.Fatalf("seals after the second push: %q", seal)
+	}
+	tree := gittest.At(t, bare).Git("ls-tree", seal)
+	if !strings.Contains(tree, first) || !strings.Contains(tree, second) {
+		t.Fatalf("the seal names:\n%s", tree)
+	}
+	_, pres, err := pullInto(t, bare, nil, "gpg.ssh.allowedSignersFile", allowedSigners(t, map[string]string{"alice@example.com": alice}))
+	if err != nil || !pres.Trust[first].Trusted || !pres.Trust[second].Trusted {
+		t.Fatalf("pull: %+v, %v", pres, err)
 	}
 }
 

@@ -23,8 +23,12 @@
 // the lease meanwhile; and it pushes the run, signed when the user's git
 // signs, together with the claim moved to the run's records commit, in
 // one atomic push that the remote takes only while the claim still holds
-// this worker's lease. It stops when every task is settled (done or
-// blocked by a worker, or unreachable behind a blocked one).
+// this worker's lease. That push goes on in the background while the
+// worker looks for, claims and checks out its next task (one push at a
+// time; no agent is called while the last result's push is refused). It
+// stops when every task is settled (done or blocked by a worker, or
+// unreachable behind a blocked one), looking again soon after the claims
+// last moved and less often while they stay still.
 //
 // A worker that loses its lease (another took the task over, having seen
 // it unchanged for a lease period) stops the task and pushes nothing: two
@@ -43,11 +47,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/implloop/implloop/agent"
@@ -81,7 +87,9 @@ type Options struct {
 	Lease time.Duration
 	// ID names the worker in its leases ("" for host-pid-random).
 	ID string
-	// Log receives a line per thing the worker does (nil: none).
+	// Log receives a line per thing the worker does (nil: none), one
+	// call at a time, from more than one goroutine (a result is pushed
+	// while the next task runs).
 	Log func(Event)
 	// Observer receives each task run's events (nil: none).
 	Observer loop.Observer
@@ -171,11 +179,12 @@ type worker struct {
 	headTree  string // the base commit's tree
 	j         *cache.Journal
 	remote    string
+	refs      *travel.Lister // of remote
 	lease     time.Duration
-	poll      time.Duration
-	wt        string // the worker's worktree ("" until made)
-	leases    int    // lease commits made
-	emptyTree string // git's empty tree (leases' tree)
+	poll      time.Duration // the longest wait between two looks
+	wt        string        // the worker's worktree ("" until made)
+	leases    int           // lease commits made
+	emptyTree string        // git's empty tree (leases' tree)
 
 	seen   map[string]seenClaim // task -> a running claim's value, since when
 	left   map[string]string    // task -> why no worker can do it
@@ -184,6 +193,22 @@ type worker struct {
 	unpulled map[string]string
 	sum      *Summary // also what the worker's live calls spent (its caps)
 	waited   string   // what the last waiting line said
+	// wait is how long the worker waits before it looks again, and
+	// looked what the last look saw (nextWait).
+	wait   time.Duration
+	looked map[string]claimState
+	// pending is the last task's result, pushed in the background while
+	// the worker goes on (nil: none).
+	pending *pendingPush
+	// sealed are the last runs this worker pushed (sealWindow of them,
+	// oldest first), with the records commit each went as: every push
+	// seals them again (a signature for a pull to verify per window of
+	// a worker's runs, not per run). Used by one push at a time.
+	sealed []sealedRun
+	logMu  sync.Mutex // Options.Log is called by one goroutine at a time
+	// leaseMu guards leases and emptyTree: a pending push's renewals
+	// make leases while the worker claims its next task.
+	leaseMu sync.Mutex
 }
 
 type seenClaim struct {
@@ -215,14 +240,17 @@ func Work(ctx context.Context, o Options) (*Summary, error) {
 	defer w.removeWorktree()
 	for {
 		if err := ctx.Err(); err != nil {
+			_ = w.awaitPush() // given up, as the context ended
 			return w.sum, err
 		}
 		more, err := w.step(ctx)
-		if err != nil {
-			return w.sum, err
-		}
-		if !more {
-			return w.sum, nil
+		if !more || err != nil {
+			// The last result's push ends before the worker does.
+			perr := w.awaitPush()
+			if ctx.Err() != nil && err != nil {
+				return w.sum, err
+			}
+			return w.sum, errors.Join(err, perr)
 		}
 	}
 }
@@ -243,6 +271,7 @@ func (w *worker) start(ctx context.Context) error {
 	if w.remote == "" {
 		w.remote = travel.DefaultRemote(ctx, o.Root)
 	}
+	w.refs = travel.NewLister(ctx, o.Root, w.remote)
 	sel, err := loop.ReadPlan(loop.PlanFile(o.Root, o.Settings.Plan))
 	if err != nil {
 		return err
@@ -303,6 +332,8 @@ func (e *PlanNotCommittedError) Error() string {
 }
 
 func (w *worker) log(ev Event) {
+	w.logMu.Lock()
+	defer w.logMu.Unlock()
 	if w.o.Log != nil {
 		ev.Worker, ev.Time = w.o.ID, w.now().UTC()
 		w.o.Log(ev)
@@ -318,7 +349,7 @@ type claimState struct {
 // look lists the plan's claims and the runs on the remote.
 func (w *worker) look(ctx context.Context) (map[string]claimState, error) {
 	prefix := travel.ClaimsRefPrefix + w.key + "/"
-	refs, err := travel.RemoteRefs(ctx, w.o.Root, w.remote, prefix+"*", travel.RecordsRefPrefix+"*")
+	refs, err := w.refs.Refs(ctx, prefix+"*", travel.RecordsRefPrefix+"*")
 	if err != nil {
 		return nil, err
 	}
@@ -400,6 +431,11 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 	}
+	if next == nil && w.pending != nil {
+		// Nothing to take before the result being pushed lands (a task
+		// may wait for it): look again once it did.
+		return true, w.awaitPush()
+	}
 	if next == nil {
 		if waiting == 0 {
 			w.finish(info)
@@ -409,9 +445,30 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 			w.waited = why
 			w.log(Event{Type: "waiting", Message: why})
 		}
-		return true, sleep(ctx, w.poll)
+		return true, sleep(ctx, w.nextWait(claims))
 	}
 	return true, w.do(ctx, next, took, info)
+}
+
+// firstWait is how long a worker waits for others before it looks again,
+// when the last look saw claims move.
+const firstWait = 100 * time.Millisecond
+
+// nextWait is how long to wait before the next look, given what this one
+// saw: firstWait after any claim moved (a task claimed, renewed or
+// pushed: the ends of the others' tasks tend to come together, the last
+// round's most of all), then twice as long each look that saw nothing
+// move, up to the poll period. A fleet's last workers then end within
+// moments of its last push, not a poll period later, and a worker that
+// waits for a long task costs the remote a look every poll period.
+func (w *worker) nextWait(claims map[string]claimState) time.Duration {
+	if w.wait > 0 && maps.Equal(claims, w.looked) {
+		w.wait = min(2*w.wait, w.poll)
+	} else {
+		w.wait = min(firstWait, w.poll)
+	}
+	w.looked = claims
+	return w.wait
 }
 
 // survey is what the claims say of each task, and the runs they name
@@ -725,7 +782,11 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 	if ti.untrusted {
 		tr.Redone = "its result (run " + ti.claim.run + ") " + ti.distrust
 	}
-	defer func() { w.sum.Tasks = append(w.sum.Tasks, tr) }()
+	defer func() {
+		if tr.Run != "" { // a run was made
+			w.sum.Tasks = append(w.sum.Tasks, tr)
+		}
+	}()
 	return w.run(ctx, t, ref, lease, input, arts, &tr)
 }
 
@@ -740,15 +801,35 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 	if err := w.checkout(ctx, commit); err != nil {
 		return err
 	}
-	// The lease is renewed while the task runs; losing it stops the
-	// task, whose result is then not pushed.
+	// The lease is renewed while the task runs (and while the last
+	// result's push is waited for); losing it stops the task, whose
+	// result is then not pushed.
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := &renewal{w: w, ref: ref, task: t.ID, value: lease, stop: make(chan struct{}), done: make(chan struct{})}
 	go r.loop(ctx, cancel)
+	if p := w.pending; p != nil {
+		// No agent is called while the last result's push is refused:
+		// its first try has ended by now, as a rule; when it failed, the
+		// push is waited for, and when it fails for good, this claim is
+		// given up untouched.
+		<-p.tried
+		if p.failed.Load() {
+			if err := w.awaitPush(); err != nil {
+				r.end()
+				_ = w.release(ctx, ref, r)
+				return err
+			}
+		}
+		if r.isLost() {
+			r.end()
+			w.log(Event{Type: "lost", Task: t.ID, Message: "its lease was taken over before the task started"})
+			return nil
+		}
+	}
 	out, runErr := loop.Run(tctx, loop.Options{
 		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: w.o.Observer,
-		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true,
+		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true, DeferRecords: true,
 	})
 	// What the run's live calls spent counts against the worker's caps,
 	// pushed or not: a lost lease does not refund the attempts made.
@@ -760,9 +841,6 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		w.sum.CostUSD += l.CostUSD
 		w.sum.Tokens += l.TokensIn + l.TokensOut + l.CacheRead + l.CacheWrite
 	}
-	// The renewals go on until the result's push landed (or failed for
-	// good): a push tried again after a blip may outlast a lease.
-	defer r.end()
 	if ctx.Err() != nil {
 		r.end()
 		w.release(ctx, ref, r)
@@ -783,25 +861,88 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		return context.Canceled
 	}
 	w.log(Event{Type: "finished", Task: t.ID, Run: out.RunID, Verdict: out.Verdict})
-	pushed, err := w.push(ctx, t.ID, ref, out.RunID, r)
-	r.end()
-	if err != nil {
-		if ctx.Err() != nil {
-			w.release(ctx, ref, r)
-			return ctx.Err()
-		}
-		// Refused for good: the claim is given up, so that another
-		// worker takes the task at once rather than after the lease.
-		released := w.release(ctx, ref, r) == nil
-		return &PushError{Task: t.ID, Run: out.RunID, Released: released, Err: err}
+	// The result goes in the background while the worker looks for its
+	// next task, claims it and runs it: one push at a time, the one
+	// before waited for first (a result refused for good stops the
+	// worker, after this one's push).
+	prev := w.awaitPush()
+	w.pushLater(ctx, t.ID, ref, out.RunID, out.Verdict, r)
+	if prev != nil {
+		return errors.Join(prev, w.awaitPush())
 	}
-	if !pushed {
-		w.log(Event{Type: "lost", Task: t.ID, Run: out.RunID, Message: "its lease was taken over before the push: its result is not pushed"})
+	return nil
+}
+
+// pendingPush is a task's result being pushed in the background.
+type pendingPush struct {
+	run    string
+	done   chan struct{}
+	tried  chan struct{} // closed when its first try ended
+	failed atomic.Bool   // a try failed
+	pushed bool          // it landed (read after done)
+	err    error         // refused for good (a *PushError), or the context's
+}
+
+// pushLater pushes run, the result of task, in the background: the
+// renewals of its lease (r) go on until the push landed or failed for
+// good. awaitPush waits for it.
+func (w *worker) pushLater(ctx context.Context, task, ref, run, verdict string, r *renewal) {
+	p := &pendingPush{run: run, done: make(chan struct{}), tried: make(chan struct{})}
+	w.pending = p
+	go func() {
+		defer close(p.done)
+		pushed, err := w.push(ctx, task, ref, run, r, p)
+		r.end()
+		switch {
+		case err != nil && ctx.Err() != nil:
+			_ = w.release(ctx, ref, r)
+			p.err = ctx.Err()
+		case err != nil:
+			// Refused for good: the claim is given up, so that another
+			// worker takes the task at once rather than after the lease.
+			released := w.release(ctx, ref, r) == nil
+			p.err = &PushError{Task: task, Run: run, Released: released, Err: err}
+		case !pushed:
+			w.log(Event{Type: "lost", Task: task, Run: run, Message: "its lease was taken over before the push: its result is not pushed"})
+		default:
+			p.pushed = true
+			w.log(Event{Type: "pushed", Task: task, Run: run, Verdict: verdict})
+		}
+	}()
+}
+
+// awaitPush waits for the result being pushed in the background, if
+// any, and says in the summary that it landed; its error is the push's.
+func (w *worker) awaitPush() error {
+	p := w.pending
+	if p == nil {
 		return nil
 	}
-	tr.Pushed = true
-	w.log(Event{Type: "pushed", Task: t.ID, Run: out.RunID, Verdict: out.Verdict})
-	return nil
+	<-p.done
+	w.pending = nil
+	if p.pushed {
+		for i := range w.sum.Tasks {
+			if w.sum.Tasks[i].Run == p.run {
+				w.sum.Tasks[i].Pushed = true
+			}
+		}
+	}
+	return p.err
+}
+
+// sealWindow is how many runs a worker's seal names at most (its run
+// and the last ones it pushed): a pull of a worker's k runs verifies
+// about k/sealWindow seals, and the seals on the remote grow with k, not
+// with k squared.
+const sealWindow = 32
+
+type sealedRun struct{ run, records string }
+
+// sealNext is what the next push seals again, once r was pushed after
+// those of last: the newest sealWindow-1 of them.
+func sealNext(last []sealedRun, r sealedRun) []sealedRun {
+	next := append(last, r)
+	return next[max(0, len(next)-(sealWindow-1)):]
 }
 
 // pushTries is how many times a worker tries to push a result while the
@@ -817,10 +958,16 @@ const pushTries = 4
 // the task again after the lease. The lease is renewed meanwhile (r):
 // each try pushes from the lease the claim holds then, never while a
 // renewal is under way.
-func (w *worker) push(ctx context.Context, task, ref, run string, r *renewal) (pushed bool, err error) {
+func (w *worker) push(ctx context.Context, task, ref, run string, r *renewal, p *pendingPush) (pushed bool, err error) {
 	for try := 1; ; try++ {
 		var retry bool
 		pushed, retry, err = w.pushOnce(ctx, ref, run, r)
+		if retry || err != nil {
+			p.failed.Store(true)
+		}
+		if try == 1 {
+			close(p.tried)
+		}
 		if !retry {
 			return pushed, err
 		}
@@ -844,13 +991,20 @@ func (w *worker) pushOnce(ctx context.Context, ref, run string, r *renewal) (pus
 		return false, false, nil
 	}
 	lease := r.current()
-	_, err = travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true,
+	sealed := map[string]string{}
+	for _, s := range w.sealed {
+		sealed[s.run] = s.records
+	}
+	res, err := travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true, Sealed: sealed,
 		With: []travel.RefUpdate{{Ref: ref, Records: run, Old: lease}}})
 	if err == nil {
 		r.landed = true
+		if slices.Contains(res.Signed, run) {
+			w.sealed = sealNext(w.sealed, sealedRun{run, res.Records[run]})
+		}
 		return true, false, nil
 	}
-	refs, lerr := travel.RemoteRefs(ctx, w.o.Root, w.remote, ref)
+	refs, lerr := w.refs.Refs(ctx, ref)
 	if lerr == nil {
 		switch v := refs[ref]; v {
 		case lease: // still this worker's: try again
@@ -970,6 +1124,8 @@ func (e *PushError) Error() string {
 func (e *PushError) Unwrap() error { return e.Err }
 
 func (w *worker) newLease(ctx context.Context, task string) (string, error) {
+	w.leaseMu.Lock()
+	defer w.leaseMu.Unlock()
 	w.leases++
 	if w.emptyTree == "" {
 		t, err := travel.EmptyTree(ctx, w.o.Root)
@@ -1062,7 +1218,7 @@ func (r *renewal) renew(ctx context.Context) (renewed, taken bool) {
 	r.mu.Unlock()
 	err = travel.CASPush(ctx, r.w.o.Root, r.w.remote, travel.RefUpdate{Ref: r.ref, New: lease, Old: old})
 	if err != nil {
-		refs, lerr := travel.RemoteRefs(ctx, r.w.o.Root, r.w.remote, r.ref)
+		refs, lerr := r.w.refs.Refs(ctx, r.ref)
 		if lerr != nil {
 			return false, false
 		}

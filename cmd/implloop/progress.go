@@ -216,6 +216,18 @@ func (p *progress) Event(e loop.Event) {
 	}
 }
 
+// print runs f, which writes lines of its own (a worker's), with the live
+// block cleared, and draws the block again; any goroutine may call it.
+func (p *progress) print(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	f()
+	if !p.stopped {
+		p.redraw()
+	}
+}
+
 // plain updates the live block's state for e and prints its plain lines
 // on stderr: all of them when the block is not drawn, else only those that
 // stay (a task's summary, restores, concerns, blocks); with --json, only

@@ -138,12 +138,16 @@ func workRun(ctx context.Context, o *workOptions) error {
 		enc = json.NewEncoder(o.io.Out)
 	}
 	logf := func(ev worker.Event) {
-		if enc != nil {
-			ev.Type = "worker_" + ev.Type
-			_ = enc.Encode(ev)
-			return
-		}
-		fmt.Fprintln(o.io.ErrOut, workLine(ev))
+		// A result's push ends while the next task runs: its line goes
+		// between the run's, not through them.
+		obs.print(func() {
+			if enc != nil {
+				ev.Type = "worker_" + ev.Type
+				_ = enc.Encode(ev)
+				return
+			}
+			fmt.Fprintln(o.io.ErrOut, workLine(ev))
+		})
 	}
 	sum, err := worker.Work(ctx, worker.Options{
 		Root: root, Remote: o.remote, Settings: s, Lease: o.lease, ID: o.id, Log: logf, Observer: obs, Heartbeat: heartbeat,

@@ -244,8 +244,7 @@ func TestReviewWorkClaimOnOtherTasksRun(t *testing.T) {
 func TestReviewWorkPushRejectedForever(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(1))
-	hook := filepath.Join(f.dir, "srv", "shared.git", "hooks", "pre-receive")
-	must(t, os.WriteFile(hook, []byte("#!/bin/sh\nif grep -q refs/implloop/records/; then echo 'read-only for results' >&2; exit 1; fi\n"), 0o755))
+	f.preReceive("#!/bin/sh\nif grep -q refs/implloop/records/; then echo 'read-only for results' >&2; exit 1; fi\n")
 	w := f.start("w", nil)
 	err := w.cmd.Wait()
 	var ee *exec.ExitError
@@ -357,8 +356,7 @@ func (f *fleet) startIn(dir, name string, env []string, args ...string) *running
 func TestReviewWorkRestartAfterFailedPushPaysOnce(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(1))
-	hook := filepath.Join(f.dir, "srv", "shared.git", "hooks", "pre-receive")
-	must(t, os.WriteFile(hook, []byte("#!/bin/sh\nif grep -q refs/implloop/records/; then echo 'read-only for results' >&2; exit 1; fi\n"), 0o755))
+	hook := f.preReceive("#!/bin/sh\nif grep -q refs/implloop/records/; then echo 'read-only for results' >&2; exit 1; fi\n")
 	w := f.start("w", nil, "--lease", "1s")
 	if err := w.cmd.Wait(); err == nil {
 		t.Fatalf("the worker pushed through the hook:\n%s", w.err.String())
@@ -401,8 +399,7 @@ func TestReviewWorkPushRetryOutlivesLease(t *testing.T) {
 	// Found in review; fixed: the lease is renewed until the push landed.
 	t.Parallel()
 	f := newFleetOn(t, independentPlan(1), serveGitDaemon)
-	hook := filepath.Join(f.dir, "srv", "shared.git", "hooks", "pre-receive")
-	must(t, os.WriteFile(hook, []byte("#!/bin/sh\ngrep -q refs/implloop/records/ || exit 0\nn=$(cat \"$0.n\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$0.n\"\n[ $n -gt 2 ] || { echo busy >&2; exit 1; }\n"), 0o755))
+	f.preReceive("#!/bin/sh\ngrep -q refs/implloop/records/ || exit 0\nn=$(cat \"$0.n\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$0.n\"\n[ $n -gt 2 ] || { echo busy >&2; exit 1; }\n")
 	w1 := f.start("w1", nil, "--lease", "2s")
 	f.waitClaim(t, "T001", w1)
 	w2 := f.start("w2", nil, "--lease", "2s")
@@ -500,8 +497,7 @@ func TestReviewWorkTwoWorkersOneClone(t *testing.T) {
 func TestReviewWorkRemoteRejectsClaims(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(2))
-	hook := filepath.Join(f.dir, "srv", "shared.git", "hooks", "pre-receive")
-	must(t, os.WriteFile(hook, []byte("#!/bin/sh\nif grep -q refs/implloop/; then echo 'no implloop refs here' >&2; exit 1; fi\n"), 0o755))
+	f.preReceive("#!/bin/sh\nif grep -q refs/implloop/; then echo 'no implloop refs here' >&2; exit 1; fi\n")
 	w := f.start("w", nil)
 	err := w.cmd.Wait()
 	stderr := w.err.String()

@@ -235,7 +235,6 @@ func Reap(pgid int) {
 // at most. Only orphans may be passed: an exec.Cmd's child reaped here
 // would never be reaped by its Wait.
 func reap(pids []int) {
-	self := os.Getpid()
 	pending := append([]int(nil), pids...)
 	for try := 0; len(pending) > 0 && try < 100; try++ {
 		left := pending[:0]
@@ -246,8 +245,10 @@ func reap(pids []int) {
 			case got == pid:
 			case err == nil || errors.Is(err, unix.EINTR):
 				left = append(left, pid) // ours, not dead yet
-			case parentOf(pid) > 0 && parentOf(pid) != self:
-				left = append(left, pid) // its parent dies too: then it is ours
+			case parentOf(pid) > 0:
+				// Its parent dies too: then it is ours (and it may have
+				// become ours since Wait4 said it was not).
+				left = append(left, pid)
 			}
 		}
 		pending = left

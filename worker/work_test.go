@@ -1,0 +1,103 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/implloop/implloop/internal/gittest"
+	"github.com/implloop/implloop/loop"
+)
+
+func TestMain(m *testing.M) {
+	home, err := gittest.Isolate("implloop-worker-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
+}
+
+// One worker in this process (under the race detector in make test),
+// four tasks whose agent outlasts a renewal: each result is pushed in the
+// background while the next task is claimed and run, the lease renewed
+// meanwhile, and every result lands, signed and sealed.
+func TestWorkPushesInBackground(t *testing.T) {
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("ssh-keygen is not installed")
+	}
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "w", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := filepath.Join(dir, "allowed")
+	if err := os.WriteFile(allowed, []byte(gittest.Email+" "+string(pub)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agent := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\nsleep 0.3\necho done > \"out-$IMPLLOOP_TASK_ID.txt\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bare := filepath.Join(dir, "shared.git")
+	gittest.At(t, dir).Git("init", "-q", "--bare", bare)
+	r := gittest.New(t)
+	for _, kv := range [][2]string{{"gpg.format", "ssh"}, {"user.signingKey", key + ".pub"}, {"gpg.ssh.allowedSignersFile", allowed}, {"implloop.signRuns", "true"}} {
+		r.Git("config", kv[0], kv[1])
+	}
+	r.Git("remote", "add", "origin", bare)
+	var plan strings.Builder
+	plan.WriteString("# Plan\n\n")
+	for i := 1; i <= 4; i++ {
+		fmt.Fprintf(&plan, "- [ ] T%d [P] write out-T%d.txt\n", i, i)
+	}
+	r.Write("plan.md", plan.String())
+	r.Commit("plan")
+	r.Git("push", "-q", "origin", "HEAD:main")
+
+	s := loop.DefaultSettings()
+	s.Plan, s.AgentCmd, s.Verify = "plan.md", agent, "test -f out-$IMPLLOOP_TASK_ID.txt"
+	var events []Event
+	sum, err := Work(context.Background(), Options{Root: r.Dir, Remote: "origin", Settings: s, Lease: 600 * time.Millisecond, ID: "w",
+		Log: func(e Event) { events = append(events, e) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushed := 0
+	for _, tr := range sum.Tasks {
+		if tr.Pushed && tr.Verdict == "DONE" {
+			pushed++
+		}
+	}
+	if pushed != 4 || len(sum.Tasks) != 4 {
+		t.Fatalf("summary %+v", sum)
+	}
+	records := gittest.At(t, bare).Git("for-each-ref", "refs/implloop/records/")
+	claims := gittest.At(t, bare).Git("for-each-ref", "--format=%(objectname)", "refs/implloop/claims/")
+	for _, c := range strings.Fields(claims) {
+		if !strings.Contains(records, c) {
+			t.Errorf("claim %s names no records:\n%s", c, records)
+		}
+	}
+	if seals := gittest.At(t, bare).Git("for-each-ref", "refs/implloop/seals/"); strings.Count(seals, "\n") != 3 {
+		t.Errorf("seals (one a push after the first):\n%s", seals)
+	}
+	var kinds []string
+	for _, e := range events {
+		kinds = append(kinds, e.Type)
+	}
+	if strings.Count(strings.Join(kinds, " "), "pushed") != 4 {
+		t.Errorf("events %v", kinds)
+	}
+}
