@@ -767,6 +767,14 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 		if errors.Is(err, travel.ErrCASFailed) {
 			return nil // another worker was first: look again
 		}
+		if ctx.Err() != nil {
+			// Cut off (Ctrl-C): the server may have taken it all the
+			// same. Given up if so (only while it holds this lease),
+			// rather than left to nobody for a whole lease.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_ = travel.CASPush(rctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: lease})
+		}
 		return err
 	}
 	delete(w.seen, t.ID)

@@ -376,6 +376,36 @@ func TestWorkInterruptReleasesClaim(t *testing.T) {
 	}
 }
 
+// Ctrl-C while the claim push is under way, the server having taken it
+// (its post-receive hook still running, as a slow link's answer would
+// be): the push is cut off and the worker does not know it holds the
+// claim, but gives it up all the same (by compare-and-swap on its lease),
+// rather than leaving the task to nobody for a whole lease. It exits 130.
+func TestWorkInterruptDuringClaimPush(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, independentPlan(1))
+	must(t, os.WriteFile(filepath.Join(f.dir, "srv", "shared.git", "hooks", "post-receive"), []byte("#!/bin/sh\ngrep -q 'claims/.*/T001$' && sleep 5\nexit 0\n"), 0o755))
+	w := f.start("w", nil)
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(f.run(f.dir, "git", "ls-remote", f.url, "refs/implloop/claims/*"), "/T001") {
+		if time.Now().After(deadline) {
+			t.Fatalf("never claimed:\n%s", w.err.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	must(t, w.cmd.Process.Signal(os.Interrupt))
+	err := w.cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("worker: %v, want exit %d\n%s", err, exitInterrupted, w.err.String())
+	}
+	if refs := f.run(f.dir, "git", "ls-remote", f.url, "refs/implloop/claims/*"); refs != "" {
+		t.Fatalf("the claim is still there: %q\n%s", refs, w.err.String())
+	}
+	if n := len(f.callLines()); n != 0 {
+		t.Fatalf("%d agent calls", n)
+	}
+}
+
 // A chain of three (each depends on the one before) runs in order across
 // three workers: no task starts before the result of the one it depends
 // on is on the remote, and it starts from that result.
