@@ -2,65 +2,14 @@ package worker
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/implloop/implloop/internal/gittest"
-	"github.com/implloop/implloop/loop"
 )
-
-// reviewRepo is a clone with a plan of n independent tasks, its origin a
-// bare repository whose pre-receive hook is hook ("" for none), and
-// settings whose agent sleeps agentSleep and writes out-<task>.txt.
-func reviewRepo(t *testing.T, n int, hook, agentSleep string) (*gittest.Repo, string, loop.Settings) {
-	t.Helper()
-	dir := t.TempDir()
-	key := filepath.Join(dir, "key")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "w", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	pub, err := os.ReadFile(key + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	allowed := filepath.Join(dir, "allowed")
-	if err := os.WriteFile(allowed, []byte(gittest.Email+" "+string(pub)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	agent := filepath.Join(dir, "agent.sh")
-	if err := os.WriteFile(agent, []byte("#!/bin/sh\nsleep "+agentSleep+"\necho done > \"out-$IMPLLOOP_TASK_ID.txt\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bare := filepath.Join(dir, "shared.git")
-	gittest.At(t, dir).Git("init", "-q", "--bare", bare)
-	if hook != "" {
-		if err := os.WriteFile(filepath.Join(bare, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r := gittest.New(t)
-	for _, kv := range [][2]string{{"gpg.format", "ssh"}, {"user.signingKey", key + ".pub"}, {"gpg.ssh.allowedSignersFile", allowed}, {"implloop.signRuns", "true"}} {
-		r.Git("config", kv[0], kv[1])
-	}
-	r.Git("remote", "add", "origin", bare)
-	var plan strings.Builder
-	plan.WriteString("# Plan\n\n")
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&plan, "- [ ] T%d [P] write out-T%d.txt\n", i, i)
-	}
-	r.Write("plan.md", plan.String())
-	r.Commit("plan")
-	r.Git("push", "-q", "origin", "HEAD:main")
-	s := loop.DefaultSettings()
-	s.Plan, s.AgentCmd, s.Verify = "plan.md", agent, "test -f out-$IMPLLOOP_TASK_ID.txt"
-	return r, bare, s
-}
 
 // The renewals of a result being pushed go on while the worker claims
 // its next task: both make lease commits (newLease). Here the first
@@ -74,7 +23,7 @@ func TestReviewRenewalRacesNextClaim(t *testing.T) {
 		t.Skip("ssh-keygen is not installed")
 	}
 	hook := "#!/bin/sh\nif grep -q refs/implloop/records/ && mkdir \"$0.once\" 2>/dev/null; then echo 'busy' >&2; exit 1; fi\n"
-	r, bare, s := reviewRepo(t, 3, hook, "0.1")
+	r, bare, s := signedRepo(t, 3, hook, sleeper("0.1"))
 	var mu sync.Mutex
 	var kinds []string
 	sum, err := Work(context.Background(), Options{Root: r.Dir, Remote: "origin", Settings: s, Lease: 300 * time.Millisecond, ID: "w",

@@ -25,14 +25,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// One worker in this process (under the race detector in make test),
-// four tasks whose agent outlasts a renewal: each result is pushed in the
-// background while the next task is claimed and run, the lease renewed
-// meanwhile, and every result lands, signed and sealed.
-func TestWorkPushesInBackground(t *testing.T) {
-	if _, err := exec.LookPath("ssh-keygen"); err != nil {
-		t.Skip("ssh-keygen is not installed")
-	}
+// signedRepo is a clone with a plan of n independent tasks, its git
+// signing runs with a key its allowed signers hold, its origin a bare
+// repository whose pre-receive hook is hook ("" for none), and settings
+// whose agent is the shell script agent.
+func signedRepo(t *testing.T, n int, hook, agent string) (*gittest.Repo, string, loop.Settings) {
+	t.Helper()
 	dir := t.TempDir()
 	key := filepath.Join(dir, "key")
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "w", "-f", key).CombinedOutput(); err != nil {
@@ -46,12 +44,17 @@ func TestWorkPushesInBackground(t *testing.T) {
 	if err := os.WriteFile(allowed, []byte(gittest.Email+" "+string(pub)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	agent := filepath.Join(dir, "agent.sh")
-	if err := os.WriteFile(agent, []byte("#!/bin/sh\nsleep 0.3\necho done > \"out-$IMPLLOOP_TASK_ID.txt\"\n"), 0o755); err != nil {
+	agentPath := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(agentPath, []byte("#!/bin/sh\n"+agent), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	bare := filepath.Join(dir, "shared.git")
 	gittest.At(t, dir).Git("init", "-q", "--bare", bare)
+	if hook != "" {
+		if err := os.WriteFile(filepath.Join(bare, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r := gittest.New(t)
 	for _, kv := range [][2]string{{"gpg.format", "ssh"}, {"user.signingKey", key + ".pub"}, {"gpg.ssh.allowedSignersFile", allowed}, {"implloop.signRuns", "true"}} {
 		r.Git("config", kv[0], kv[1])
@@ -59,15 +62,31 @@ func TestWorkPushesInBackground(t *testing.T) {
 	r.Git("remote", "add", "origin", bare)
 	var plan strings.Builder
 	plan.WriteString("# Plan\n\n")
-	for i := 1; i <= 4; i++ {
+	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&plan, "- [ ] T%d [P] write out-T%d.txt\n", i, i)
 	}
 	r.Write("plan.md", plan.String())
 	r.Commit("plan")
 	r.Git("push", "-q", "origin", "HEAD:main")
-
 	s := loop.DefaultSettings()
-	s.Plan, s.AgentCmd, s.Verify = "plan.md", agent, "test -f out-$IMPLLOOP_TASK_ID.txt"
+	s.Plan, s.AgentCmd, s.Verify = "plan.md", agentPath, "test -f out-$IMPLLOOP_TASK_ID.txt"
+	return r, bare, s
+}
+
+// sleeper is an agent that sleeps d seconds and writes out-<task>.txt.
+func sleeper(d string) string {
+	return "sleep " + d + "\necho done > \"out-$IMPLLOOP_TASK_ID.txt\"\n"
+}
+
+// One worker in this process (under the race detector in make test),
+// four tasks whose agent outlasts a renewal: each result is pushed in the
+// background while the next task is claimed and run, the lease renewed
+// meanwhile, and every result lands, signed and sealed.
+func TestWorkPushesInBackground(t *testing.T) {
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("ssh-keygen is not installed")
+	}
+	r, bare, s := signedRepo(t, 4, "", sleeper("0.3"))
 	var events []Event
 	sum, err := Work(context.Background(), Options{Root: r.Dir, Remote: "origin", Settings: s, Lease: 600 * time.Millisecond, ID: "w",
 		Log: func(e Event) { events = append(events, e) }})
