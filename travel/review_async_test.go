@@ -46,15 +46,8 @@ func TestReviewAsyncTreesMatchMain(t *testing.T) {
 	if got := strings.TrimSpace(r.Git("rev-parse", ref+"^1^{tree}")); got != lite {
 		t.Fatalf("records tree without transcripts %s, main writes %s", got, lite)
 	}
-	bare := t.TempDir()
-	gittest.At(t, bare).Git("init", "-q", "--bare")
-	j, err := cache.Open(r.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = travel.Push(context.Background(), j, travel.PushOptions{Remote: bare})
-	j.Close()
-	if err != nil {
+	bare, j := bareAndJournal(t, r)
+	if _, err := travel.Push(context.Background(), j, travel.PushOptions{Remote: bare}); err != nil {
 		t.Fatal(err)
 	}
 	c, _, err := pullInto(t, bare, []travel.PullOption{travel.SkipRefused()})
@@ -82,13 +75,7 @@ func TestReviewAsyncDeferredRecordsSameCommits(t *testing.T) {
 	ref := travel.RecordsRef(run)
 	push := func(o travel.PushOptions) (remote, local string) {
 		t.Helper()
-		bare := t.TempDir()
-		gittest.At(t, bare).Git("init", "-q", "--bare")
-		j, err := cache.Open(r.Dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer j.Close()
+		bare, j := bareAndJournal(t, r)
 		o.Remote = bare
 		if _, err := travel.Push(context.Background(), j, o); err != nil {
 			t.Fatal(err)

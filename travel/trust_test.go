@@ -71,6 +71,20 @@ func signingRepo(t *testing.T, key string) (r *gittest.Repo, run, bare string) {
 	return r, run, bare
 }
 
+// bareAndJournal is a new bare repository to push to, and r's journal
+// (closed when the test ends).
+func bareAndJournal(t *testing.T, r *gittest.Repo) (string, *cache.Journal) {
+	t.Helper()
+	bare := t.TempDir()
+	gittest.At(t, bare).Git("init", "-q", "--bare")
+	j, err := cache.Open(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return bare, j
+}
+
 // signWith makes r's git sign runs with the SSH key at key (sshKey).
 func signWith(r *gittest.Repo, key string) {
 	r.Git("config", "gpg.format", "ssh")
@@ -376,13 +390,7 @@ func TestPushWritesDeferredRecordsSigned(t *testing.T) {
 	if got := r.Git("for-each-ref", ref); got != "" {
 		t.Fatalf("records written when the run ended: %s", got)
 	}
-	bare := t.TempDir()
-	gittest.At(t, bare).Git("init", "-q", "--bare")
-	j, err := cache.Open(r.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	bare, j := bareAndJournal(t, r)
 	res, err := travel.Push(context.Background(), j, travel.PushOptions{Remote: bare, New: true})
 	if err != nil || len(res.Signed) != 1 {
 		t.Fatalf("push: %+v, %v", res, err)
@@ -415,13 +423,7 @@ func TestNewPushSealsEarlierRuns(t *testing.T) {
 	alice := sshKey(t, "alice")
 	r, first := ranRepo(t)
 	signWith(r, alice)
-	bare := t.TempDir()
-	gittest.At(t, bare).Git("init", "-q", "--bare")
-	j, err := cache.Open(r.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	bare, j := bareAndJournal(t, r)
 	push := func(run string, sealed map[string]string) *travel.PushResult {
 		res, err := travel.Push(context.Background(), j, travel.PushOptions{Remote: bare, Runs: []string{run}, New: true, Sealed: sealed})
 		if err != nil {
