@@ -218,10 +218,7 @@ func TestAsyncReviewChainWaitsForOwnPush(t *testing.T) {
 	if out := w.out.String(); strings.Count(out, "  pushed") != 3 {
 		t.Fatalf("summary:\n%s", out)
 	}
-	out, code, _ := f.fanIn()
-	if code != 0 || !strings.Contains(out, "units: 0 live, 3 replayed") {
-		t.Fatalf("fan-in exited %d:\n%s", code, out)
-	}
+	f.fanInReplays(3)
 }
 
 // With --json, a result's pushed event comes from the push's goroutine

@@ -138,10 +138,7 @@ func TestReviewWorkGarbageClaimTakenOver(t *testing.T) {
 	if strings.Contains(refs, blob) {
 		t.Fatalf("the claim still holds the garbage: %s", refs)
 	}
-	out, code, _ := f.fanIn()
-	if code != 0 || !strings.Contains(out, "units: 0 live, 2 replayed") {
-		t.Fatalf("fan-in exited %d:\n%s", code, out)
-	}
+	f.fanInReplays(2)
 }
 
 // One garbage records ref on the remote (a blob under a valid run id,
@@ -198,10 +195,7 @@ func TestReviewWorkUnsignedForgedClaims(t *testing.T) {
 	if calls := f.callLines(); !slices.Equal(calls, []string{"1", "2", "1", "2"}) {
 		t.Fatalf("calls %v: the honest worker did not do both tasks again\n%s", calls, h.err.String())
 	}
-	out, code, dir := f.fanIn()
-	if code != 0 || !strings.Contains(out, "units: 0 live, 2 replayed") {
-		t.Fatalf("fan-in exited %d:\n%s", code, out)
-	}
+	_, dir := f.fanInReplays(2)
 	for _, id := range []string{"1", "2"} {
 		if b, err := os.ReadFile(filepath.Join(dir, "out-"+id+".txt")); err != nil || strings.Contains(string(b), "BACKDOOR") {
 			t.Fatalf("out-%s.txt: %q, %v", id, b, err)
@@ -486,10 +480,7 @@ func TestReviewWorkTwoWorkersOneClone(t *testing.T) {
 	if err1 != nil || err2 != nil {
 		t.Logf("w1: %v, w2: %v\n%s\n%s", err1, err2, w1.err.String(), w2.err.String())
 	}
-	out, code, _ := f.fanIn()
-	if code != 0 || !strings.Contains(out, "units: 0 live, 4 replayed") {
-		t.Fatalf("fan-in exited %d:\n%s", code, out)
-	}
+	f.fanInReplays(4)
 }
 
 // A remote that takes no claim (read-only for implloop's refs): the
@@ -552,14 +543,7 @@ func TestReviewFanInLaunderedThroughTrustedWorker(t *testing.T) {
 	t.Parallel()
 	plan := "# Plan\n\n## Task 1: first\n\nWrite out-1.txt.\n\n## Task 2: second\n\nDepends on: 1\n\nWrite out-2.txt.\n"
 	f := newFleet(t, plan)
-	rogue := f.clone("rogue")
-	rk := filepath.Join(f.dir, "rogue-key")
-	f.run(f.dir, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rogue", "-f", rk)
-	pub, err := os.ReadFile(rk + ".pub")
-	must(t, err)
-	must(t, os.WriteFile(rk+".allowed", []byte("ci@example.com "+string(pub)), 0o644))
-	f.run(rogue, "git", "config", "user.signingKey", rk+".pub")
-	f.run(rogue, "git", "config", "gpg.ssh.allowedSignersFile", rk+".allowed")
+	rogue := f.rogue()
 	c := f.cmd(rogue, "implloop", append([]string{"work", "plan.md", "--remote", "origin", "--id", "rogue", "--max-cost", "1"}, f.agentFlags()...)...)
 	c.Env = append(c.Env, "EVIL=1", "COST=1")
 	if out, err := c.CombinedOutput(); err != nil {
@@ -568,8 +552,10 @@ func TestReviewFanInLaunderedThroughTrustedWorker(t *testing.T) {
 	// The lax worker allows both keys.
 	ci, err := os.ReadFile(filepath.Join(f.dir, "allowed"))
 	must(t, err)
+	rk, err := os.ReadFile(filepath.Join(f.dir, "rogue-key.allowed"))
+	must(t, err)
 	lax := filepath.Join(f.dir, "lax.allowed")
-	must(t, os.WriteFile(lax, append(ci, []byte("ci@example.com "+string(pub))...), 0o644))
+	must(t, os.WriteFile(lax, append(ci, rk...), 0o644))
 	laxDir := f.clone("lax")
 	f.run(laxDir, "git", "config", "gpg.ssh.allowedSignersFile", lax)
 	w := f.startIn(laxDir, "lax", nil)

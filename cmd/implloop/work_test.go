@@ -219,6 +219,33 @@ func (f *fleet) fanIn(extra ...string) (string, int, string) {
 	return out.String(), code, dir
 }
 
+// fanInReplays is fanIn that must end well replaying n tasks with no
+// agent call: its output and its clone.
+func (f *fleet) fanInReplays(n int, extra ...string) (string, string) {
+	f.t.Helper()
+	out, code, dir := f.fanIn(extra...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("units: 0 live, %d replayed", n)) {
+		f.t.Fatalf("fan-in exited %d, want %d tasks replayed and none live:\n%s", code, n, out)
+	}
+	return out, dir
+}
+
+// rogue is a clone that signs with a key of its own, which only its own
+// allowed signers hold (implloop work refuses a clone that does not
+// trust its own runs): a pusher nobody else trusts.
+func (f *fleet) rogue() string {
+	f.t.Helper()
+	rogue := f.clone("rogue")
+	rk := filepath.Join(f.dir, "rogue-key")
+	f.run(f.dir, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rogue", "-f", rk)
+	pub, err := os.ReadFile(rk + ".pub")
+	must(f.t, err)
+	must(f.t, os.WriteFile(rk+".allowed", []byte("ci@example.com "+string(pub)), 0o644))
+	f.run(rogue, "git", "config", "user.signingKey", rk+".pub")
+	f.run(rogue, "git", "config", "gpg.ssh.allowedSignersFile", rk+".allowed")
+	return rogue
+}
+
 func independentPlan(n int) string {
 	var b strings.Builder
 	b.WriteString("# Plan\n\nIndependent tasks.\n\n")
@@ -424,10 +451,7 @@ func TestWorkChainInOrder(t *testing.T) {
 	if calls := f.callLines(); !slices.Equal(calls, []string{"1", "2", "3"}) {
 		t.Fatalf("calls %v, want 1 2 3 in order (missing-N: a task started without N's work; early-N: before its dependency's result was pushed)", calls)
 	}
-	out, code, _ := f.fanIn()
-	if code != 0 || !strings.Contains(out, "units: 0 live, 3 replayed") {
-		t.Fatalf("fan-in exited %d:\n%s", code, out)
-	}
+	f.fanInReplays(3)
 }
 
 // A task whose gate keeps failing: its worker pushes the blocked
@@ -541,17 +565,7 @@ func TestWorkUntrustedResultDoneAgain(t *testing.T) {
 	t.Parallel()
 	plan := "# Plan\n\n## Task 1: first\n\nWrite out-1.txt.\n\n## Task 2: second\n\nDepends on: 1\n\nWrite out-2.txt.\n"
 	f := newFleet(t, plan)
-	rogue := f.clone("rogue")
-	// The rogue signs with a key of its own, which only its own allowed
-	// signers hold (implloop work refuses a clone that does not trust
-	// its own runs).
-	rk := filepath.Join(f.dir, "rogue-key")
-	f.run(f.dir, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rogue", "-f", rk)
-	pub, err := os.ReadFile(rk + ".pub")
-	must(t, err)
-	must(t, os.WriteFile(rk+".allowed", []byte("ci@example.com "+string(pub)), 0o644))
-	f.run(rogue, "git", "config", "user.signingKey", rk+".pub")
-	f.run(rogue, "git", "config", "gpg.ssh.allowedSignersFile", rk+".allowed")
+	rogue := f.rogue()
 	c := f.cmd(rogue, "implloop", append([]string{"work", "plan.md", "--remote", "origin", "--id", "rogue"}, f.agentFlags()...)...)
 	c.Env = append(c.Env, "EVIL=1")
 	if out, err := c.CombinedOutput(); err != nil {
