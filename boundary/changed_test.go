@@ -110,34 +110,14 @@ func TestPropertyAddChangedIsAddAll(t *testing.T) {
 					fs(func(root string) { writeUnder(root, p, "#!/bin/sh\n", 0o755) })
 				case 3:
 					target := rapid.SampledFrom([]string{"a.txt", "../d", "nowhere"}).Draw(rt, "target")
-					fs(func(root string) {
-						full := filepath.Join(root, filepath.FromSlash(p))
-						if os.MkdirAll(filepath.Dir(full), 0o755) == nil && os.RemoveAll(full) == nil {
-							os.Symlink(target, full)
-						}
-					})
+					fs(func(root string) { symlinkAt(root, p, target) })
 				case 4:
 					fs(func(root string) { os.RemoveAll(filepath.Join(root, filepath.FromSlash(p))) })
 				case 5: // a directory goes, or becomes a file, or moves
 					d := rapid.SampledFrom(dirs[1:]).Draw(rt, "op-dir")
 					to := rapid.SampledFrom(dirs[1:]).Draw(rt, "to-dir") + "2"
 					how := rapid.IntRange(0, 2).Draw(rt, "how")
-					fs(func(root string) {
-						full := filepath.Join(root, filepath.FromSlash(d))
-						switch how {
-						case 0:
-							os.RemoveAll(full)
-						case 1:
-							if os.RemoveAll(full) == nil {
-								os.WriteFile(full, []byte("now a file\n"), 0o644)
-							}
-						case 2:
-							dst := filepath.Join(root, filepath.FromSlash(to))
-							os.MkdirAll(filepath.Dir(dst), 0o755)
-							os.RemoveAll(dst)
-							os.Rename(full, dst)
-						}
-					})
+					fs(func(root string) { mangleDir(root, d, to, how) })
 				case 6:
 					rule := rapid.SampledFrom([]string{"*.log\n", "!keep.log\n*.log\n", "e/\n", "d/\n", "*.tmp\n", "a.txt\n", ""}).Draw(rt, "rule")
 					d := rapid.SampledFrom(dirs).Draw(rt, "ignore-dir")
@@ -189,6 +169,34 @@ func TestPropertyAddChangedIsAddAll(t *testing.T) {
 			}
 		}
 	})
+}
+
+// symlinkAt puts a symbolic link to target at p under root, in place of
+// whatever was there.
+func symlinkAt(root, p, target string) {
+	full := filepath.Join(root, filepath.FromSlash(p))
+	if os.MkdirAll(filepath.Dir(full), 0o755) == nil && os.RemoveAll(full) == nil {
+		os.Symlink(target, full)
+	}
+}
+
+// mangleDir makes directory d under root go (how 0), become a file (1),
+// or move to dst (2), as a careless user or an agent would.
+func mangleDir(root, d, dst string, how int) {
+	full := filepath.Join(root, filepath.FromSlash(d))
+	switch how {
+	case 0:
+		os.RemoveAll(full)
+	case 1:
+		if os.RemoveAll(full) == nil {
+			os.WriteFile(full, []byte("now a file\n"), 0o644)
+		}
+	case 2:
+		dst = filepath.Join(root, filepath.FromSlash(dst))
+		os.MkdirAll(filepath.Dir(dst), 0o755)
+		os.RemoveAll(dst)
+		os.Rename(full, dst)
+	}
 }
 
 // writeUnder writes a file at p under root, making its directories;

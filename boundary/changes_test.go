@@ -127,12 +127,7 @@ func TestPropertyWatchedBoundaryIsFullScan(t *testing.T) {
 					})
 				case 4:
 					target := rapid.SampledFrom([]string{"a.txt", "../d", "nowhere"}).Draw(rt, "target")
-					fs(func(root string) {
-						full := filepath.Join(root, filepath.FromSlash(p))
-						if os.MkdirAll(filepath.Dir(full), 0o755) == nil && os.RemoveAll(full) == nil {
-							os.Symlink(target, full)
-						}
-					})
+					fs(func(root string) { symlinkAt(root, p, target) })
 				case 5:
 					fs(func(root string) { os.RemoveAll(filepath.Join(root, filepath.FromSlash(p))) })
 				case 6: // a directory goes, becomes a file, moves, or two swap
@@ -142,17 +137,8 @@ func TestPropertyWatchedBoundaryIsFullScan(t *testing.T) {
 					fs(func(root string) {
 						full, dst := filepath.Join(root, filepath.FromSlash(d)), filepath.Join(root, filepath.FromSlash(to))
 						switch how {
-						case 0:
-							os.RemoveAll(full)
-						case 1:
-							if os.RemoveAll(full) == nil {
-								os.WriteFile(full, []byte("now a file\n"), 0o644)
-							}
-						case 2:
-							dst += "2"
-							os.MkdirAll(filepath.Dir(dst), 0o755)
-							os.RemoveAll(dst)
-							os.Rename(full, dst)
+						case 0, 1, 2:
+							mangleDir(root, d, to+"2", how)
 						case 3:
 							tmp := filepath.Join(root, "swap-tmp")
 							if os.Rename(full, tmp) == nil {

@@ -111,28 +111,13 @@ func TestPropertyStatusSnapshotIsAddAll(t *testing.T) {
 				}
 			case 4:
 				target := rapid.SampledFrom([]string{"a.txt", "../d", "nowhere"}).Draw(rt, "target")
-				if os.MkdirAll(filepath.Dir(full), 0o755) == nil && os.RemoveAll(full) == nil {
-					os.Symlink(target, full)
-				}
+				symlinkAt(dir, p, target)
 			case 5:
 				os.RemoveAll(full)
 			case 6: // a directory goes, becomes a file, or moves
 				d := rapid.SampledFrom(dirs[1:]).Draw(rt, "op-dir")
 				to := rapid.SampledFrom(dirs[1:]).Draw(rt, "to-dir") + "2"
-				full := filepath.Join(dir, filepath.FromSlash(d))
-				switch rapid.IntRange(0, 2).Draw(rt, "how") {
-				case 0:
-					os.RemoveAll(full)
-				case 1:
-					if os.RemoveAll(full) == nil {
-						os.WriteFile(full, []byte("now a file\n"), 0o644)
-					}
-				case 2:
-					dst := filepath.Join(dir, filepath.FromSlash(to))
-					os.MkdirAll(filepath.Dir(dst), 0o755)
-					os.RemoveAll(dst)
-					os.Rename(full, dst)
-				}
+				mangleDir(dir, d, to, rapid.IntRange(0, 2).Draw(rt, "how"))
 			case 7:
 				rule := rapid.SampledFrom([]string{"*.log\n", "!keep.log\n*.log\n", "e/\n", "d/\n", "*.tmp\n", "a.txt\n", ""}).Draw(rt, "rule")
 				writeUnder(dir, path.Join(rapid.SampledFrom(dirs).Draw(rt, "ignore-dir"), ".gitignore"), rule, 0o644)
