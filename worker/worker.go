@@ -771,9 +771,7 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 			// Cut off (Ctrl-C): the server may have taken it all the
 			// same. Given up if so (only while it holds this lease),
 			// rather than left to nobody for a whole lease.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			_ = travel.CASPush(rctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: lease})
+			_ = w.release(ctx, ref, lease)
 		}
 		return err
 	}
@@ -825,7 +823,7 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		if p.failed.Load() {
 			if err := w.awaitPush(); err != nil {
 				r.end()
-				_ = w.release(ctx, ref, r)
+				_ = w.release(ctx, ref, r.current())
 				return err
 			}
 		}
@@ -851,7 +849,7 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 	}
 	if ctx.Err() != nil {
 		r.end()
-		w.release(ctx, ref, r)
+		w.release(ctx, ref, r.current())
 		return ctx.Err()
 	}
 	if r.isLost() {
@@ -861,7 +859,7 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 	}
 	if runErr != nil {
 		r.end()
-		w.release(ctx, ref, r)
+		w.release(ctx, ref, r.current())
 		return fmt.Errorf("task %s: %w", t.ID, runErr)
 	}
 	if out.Interrupted {
@@ -903,12 +901,12 @@ func (w *worker) pushLater(ctx context.Context, task, ref, run, verdict string, 
 		r.end()
 		switch {
 		case err != nil && ctx.Err() != nil:
-			_ = w.release(ctx, ref, r)
+			_ = w.release(ctx, ref, r.current())
 			p.err = ctx.Err()
 		case err != nil:
 			// Refused for good: the claim is given up, so that another
 			// worker takes the task at once rather than after the lease.
-			released := w.release(ctx, ref, r) == nil
+			released := w.release(ctx, ref, r.current()) == nil
 			p.err = &PushError{Task: task, Run: run, Released: released, Err: err}
 		case !pushed:
 			w.log(Event{Type: "lost", Task: task, Run: run, Message: "its lease was taken over before the push: its result is not pushed"})
@@ -1106,13 +1104,13 @@ func (w *worker) removeWorktree() {
 }
 
 // release gives a claim up (a worker interrupted, or a task it could not
-// run): deleted, only while it still holds this worker's lease, so that
+// run): deleted, only while it still holds lease (this worker's), so that
 // another worker takes the task at once instead of after the lease.
 // Best effort: a claim left behind is taken over after the lease.
-func (w *worker) release(ctx context.Context, ref string, r *renewal) error {
+func (w *worker) release(ctx context.Context, ref, lease string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: r.current()})
+	return travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: lease})
 }
 
 // PushError is a task's result the remote would not take, after every
