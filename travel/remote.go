@@ -273,7 +273,11 @@ func sealedBefore(ctx context.Context, dir string, sealed map[string]string, pul
 	if len(sealed) == 0 {
 		return nil
 	}
-	out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", RecordsRefPrefix)
+	args := []string{"for-each-ref", "--format=%(objectname) %(refname)"}
+	for run := range sealed {
+		args = append(args, RecordsRef(run)) // those refs only, not every run's
+	}
+	out, err := git(ctx, dir, nil, nil, args...)
 	if err != nil {
 		return nil
 	}
