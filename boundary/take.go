@@ -33,6 +33,7 @@ type options struct {
 	slowRO      bool          // tests: a read-only snapshot the long way, never statusSnapshot
 	changed     *changedPaths // WithChanged
 	keep        *Keep         // WithKeep
+	repo        *Repo         // WithRepo
 }
 
 // WithCompare asks Take for the changes from tree (a boundary's tree) to
@@ -131,7 +132,7 @@ func Take(ctx context.Context, repoDir string, opts ...Option) (Snapshot, error)
 			return Snapshot{}, err
 		}
 	}
-	g, err := reopenGit(ctx, repoDir, o.prev)
+	g, err := reopenGit(ctx, repoDir, o.prev, o.repo)
 	if err != nil {
 		return Snapshot{}, err
 	}

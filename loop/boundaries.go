@@ -64,8 +64,10 @@ func lostKinds(v guard.Verdict) map[string]string {
 // within the repository's limits (git config implloop.keep*), read once.
 func (e *engine) keepSettings(ctx context.Context) boundary.Keep {
 	if e.keep == nil {
-		k, err := boundary.KeepSettings(ctx, e.o.RepoRoot)
-		if err != nil {
+		k, err := boundary.Keep{}, error(nil)
+		if known := e.knownKeep(); known != nil {
+			k = *known
+		} else if k, err = boundary.KeepSettings(ctx, e.o.RepoRoot); err != nil {
 			e.emit(Event{Type: EvConcern, Message: "ignored files are not kept: " + err.Error()})
 			k = boundary.Keep{}
 		}
@@ -320,6 +322,9 @@ func (e *engine) take(ctx context.Context, track []string, prev *boundary.Snapsh
 		opts = append(opts, boundary.WithPrev(*prev))
 	}
 	opts = append(opts, e.watchOptions(ctx, prev)...)
+	if prev == nil {
+		opts = append(opts, e.knownRepo()...)
+	}
 	snap, err := boundary.Take(ctx, e.o.RepoRoot, opts...)
 	if err != nil {
 		return snap, fmt.Errorf("boundary: %w", err)

@@ -81,6 +81,10 @@ type PushOptions struct {
 	// no ls-remote first, and no seal of them alone (a single run's own
 	// signature is what a pull verifies).
 	New bool
+	// Signing is whether the runs made here are signed, and who their
+	// records say made them, as a worker learned it when it started
+	// (LearnSigning); nil: asked of git now.
+	Signing *Signing
 	// Sealed are runs pushed before from here (run id -> the records
 	// commit pushed, PushResult.Records), sealed again with a signing
 	// push's runs: a worker seals every run it pushed in each push, so
@@ -171,7 +175,11 @@ func scopePush(ctx context.Context, j *cache.Journal, o PushOptions) (pushScope,
 	if sc.pulled, err = j.PulledRuns(); err != nil {
 		return pushScope{}, err
 	}
-	sc.sign = SignsRuns(ctx, dir)
+	if o.Signing != nil {
+		sc.sign = o.Signing.Sign
+	} else {
+		sc.sign = SignsRuns(ctx, dir)
+	}
 	return sc, nil
 }
 
@@ -202,16 +210,21 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	}
 	var refspecs []string
 	sealed := map[string]string{} // run made here -> the records commit pushed, signed
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	recordsOf, boundsOf, err := readRunRefs(ctx, dir, ids)
+	if err != nil {
+		return nil, err
+	}
 	for _, r := range runs {
 		_, isPulled := pulled[r.ID]
-		full, signedNow, err := write(ctx, j, r.ID, sign && !isPulled)
+		full, signedNow, err := write(ctx, j, r.ID, sign && !isPulled, &known{records: recordsOf[r.ID], haveRecords: true, ident: o.Signing})
 		if err != nil {
 			return nil, err
 		}
-		bounds, err := refValue(ctx, dir, boundary.RunRef(r.ID))
-		if err != nil {
-			return nil, err
-		}
+		bounds := boundsOf[r.ID]
 		if sign && !isPulled && !signedNow {
 			if full, err = signRecords(ctx, dir, r.ID, full); err != nil {
 				return nil, err
