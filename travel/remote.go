@@ -210,9 +210,14 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	}
 	var refspecs []string
 	sealed := map[string]string{} // run made here -> the records commit pushed, signed
-	ids := make([]string, len(runs))
-	for i, r := range runs {
-		ids[i] = r.ID
+	// The refs of the runs that go, and the records refs of those
+	// sealed again (sealedBefore), in one read.
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	for run := range o.Sealed {
+		ids = append(ids, run)
 	}
 	recordsOf, boundsOf, err := readRunRefs(ctx, dir, ids)
 	if err != nil {
@@ -271,7 +276,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		return res, nil
 	}
 	if len(sealed) > 0 {
-		o.Sealed = sealedBefore(ctx, dir, o.Sealed, pulled)
+		o.Sealed = sealedBefore(o.Sealed, pulled, recordsOf)
 	}
 	if err := sendPush(ctx, dir, res.Remote, refspecs, sealed, o); err != nil {
 		return nil, err
@@ -281,24 +286,16 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 
 // sealedBefore is what of sealed (PushOptions.Sealed) a push that signs
 // may seal again: runs made here (never a pulled one: a push never
-// vouches for another's run) whose records ref holds the commit named.
-func sealedBefore(ctx context.Context, dir string, sealed map[string]string, pulled map[string]cache.Pulled) map[string]string {
+// vouches for another's run) whose records ref holds the commit named
+// (records: the commit each run's records ref held, as the push read
+// them: readRunRefs).
+func sealedBefore(sealed map[string]string, pulled map[string]cache.Pulled, records map[string]string) map[string]string {
 	if len(sealed) == 0 {
 		return nil
 	}
-	args := []string{"for-each-ref", "--format=%(objectname) %(refname)"}
-	for run := range sealed {
-		args = append(args, RecordsRef(run)) // those refs only, not every run's
-	}
-	out, err := git(ctx, dir, nil, nil, args...)
-	if err != nil {
-		return nil
-	}
 	ok := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		c, ref, _ := strings.Cut(line, " ")
-		run, _ := strings.CutPrefix(ref, RecordsRefPrefix)
-		if _, isPulled := pulled[run]; sealed[run] == c && c != "" && !isPulled {
+	for run, c := range sealed {
+		if _, isPulled := pulled[run]; records[run] == c && c != "" && !isPulled {
 			ok[run] = c
 		}
 	}
