@@ -9,29 +9,37 @@ import (
 )
 
 // Repo is what a run's first boundary asks git about the work tree
-// before it looks at it: where its git directories are, the object
-// format, and core.excludesFile (the run's ignore rules start from it).
-// A driver that starts many runs in one work tree (a worker of implloop
-// work: one run per task) learns it once (LearnRepo) and gives it to the
-// first Take of each run (WithRepo), instead of asking git again each
-// time (two processes a run).
+// before it looks at it: where its git directories are and the object
+// format; and the ignore rules git's configuration gives
+// (<git-dir>/info/exclude, core.excludesFile), from which the run's rules
+// start. A driver that starts many runs in one work tree (a worker of
+// implloop work: one run per task, in one worktree) learns it once,
+// before any agent ran there (LearnRepo), and gives it to the first Take
+// of each run (WithRepo), instead of asking git again each time.
 //
 // An agent is arbitrary code in the work tree, and it shares git's
-// configuration with the driver: what Repo knows is used only while it
-// still holds, and asked of git again otherwise, so that a run given it
-// starts from what the same run would have found without it. The git
-// directory must still hold HEAD (as for WithPrev); the excludes file is
-// used only while git's configuration files are, file for file, as
-// their stat data was when it was resolved (the same fingerprint that
-// tells a run's later boundaries that core.excludesFile may have
-// changed: rules.go), and never when one of them includes another
-// (whose changes the fingerprint cannot see).
+// configuration with the driver. The git directories are used only while
+// they still hold: the work tree's .git still names the git directory
+// learned, which still holds HEAD (else git is asked). The ignore rules
+// learned are the run's, as a first boundary's are, whatever git's are
+// by then: the later runs of the driver decide what is ignored with
+// them, as the later tasks of one serial run go by its first boundary's,
+// so that an agent that changed them (core.excludesFile pointed at a
+// file that ignores its work, info/exclude edited) hides nothing from
+// the runs after its own. Each of their boundaries says how git's rules
+// differ (Snapshot.RulesChanged), the first one included.
+// core.excludesFile is asked of git again only when git's configuration
+// files no longer have the stat data they had when it was learned (the
+// fingerprint a run's later boundaries go by: rules.go), and always when
+// one of them includes another (whose changes that fingerprint cannot
+// see).
 type Repo struct {
 	root, gitDir, commonDir string
 	sha256                  bool
-	// excludesPath is core.excludesFile as resolved while the
-	// configuration files' fingerprint was excludesFP ("": not known).
-	excludesPath, excludesFP string
+	// rules are the ignore rules learned (no .gitignore yet: each run's
+	// first boundary reads them from its tree); nil when
+	// core.excludesFile could not be read.
+	rules *ignoreRules
 }
 
 // LearnRepo learns Repo for the work tree containing dir.
@@ -41,20 +49,23 @@ func LearnRepo(ctx context.Context, dir string) (*Repo, error) {
 		return nil, err
 	}
 	r := &Repo{root: g.root, gitDir: g.gitDir, commonDir: g.commonDir, sha256: g.sha256}
-	fp, ok := strictConfigFingerprint(g)
-	if !ok {
+	fp, strict := strictConfigFingerprint(g)
+	p, err := (&taker{g: g}).excludesFile()
+	if err != nil {
 		return r, nil
 	}
-	p, err := (&taker{g: g}).excludesFile()
-	if again, _ := strictConfigFingerprint(g); err == nil && again == fp {
-		r.excludesPath, r.excludesFP = p, fp
+	if again, _ := strictConfigFingerprint(g); !strict || again != fp {
+		fp = "" // a first boundary asks git what core.excludesFile is now
 	}
+	r.rules = &ignoreRules{exclude: readSmall(filepath.Join(g.commonDir, "info", "exclude")),
+		excludesPath: p, excludes: readSmall(p), configFP: fp, excludesNow: p}
 	return r, nil
 }
 
 // WithRepo gives Take what LearnRepo learned of the work tree: a Take
-// without WithPrev (a run's first boundary) uses it, where it still
-// holds, instead of asking git (see Repo). nil changes nothing.
+// without WithPrev (a run's first boundary) uses its git directories,
+// where they still hold, instead of asking git, and its ignore rules as
+// the run's (see Repo). nil changes nothing.
 func WithRepo(r *Repo) Option {
 	return func(o *options) { o.repo = r }
 }
@@ -78,14 +89,13 @@ func (r *Repo) gitRepo(ctx context.Context, root string) *gitRepo {
 	return &gitRepo{ctx: ctx, root: root, gitDir: r.gitDir, commonDir: r.commonDir, sha256: r.sha256}
 }
 
-// excludes is core.excludesFile as r resolved it, when git's
-// configuration files are as they were then (fp is their fingerprint
-// now).
-func (r *Repo) excludes(g *gitRepo, fp string) (string, bool) {
-	if r == nil || r.excludesFP == "" || r.excludesFP != fp || r.gitDir != g.gitDir || r.root != g.root {
-		return "", false
+// rulesFor is the ignore rules r learned, for a Take whose git is g (nil
+// when r learned none, or of another work tree).
+func (r *Repo) rulesFor(g *gitRepo) *ignoreRules {
+	if r == nil || r.rules == nil || r.gitDir != g.gitDir || r.root != g.root {
+		return nil
 	}
-	return r.excludesPath, true
+	return r.rules
 }
 
 // strictConfigFingerprint is configFingerprint when it tells every

@@ -16,12 +16,16 @@ func (r *testRepo) treeFiles(tree string) []string {
 }
 
 // A run's first boundary given what LearnRepo learned (a worker's next
-// task's run) starts from the ignore rules git has then, as it would
-// without it. While git's configuration is untouched the learned
-// core.excludesFile is used; once an agent pointed it elsewhere (between
-// two runs: no run's later boundary is there to notice), it is resolved
-// again, and the new run's rules are git's, as without WithRepo.
-func TestRepoExcludesFileAsFound(t *testing.T) {
+// task's run) decides what is ignored with the rules learned before any
+// agent ran, as the later tasks of one serial run do with the rules of
+// its first boundary. An agent that pointed core.excludesFile at a file
+// ignoring its work (between two runs: no boundary of its own run is
+// there to notice) hides nothing from the next run: its first boundary
+// says how git's rules differ (RulesChanged) and keeps the files the
+// learned rules do not ignore, and so does each boundary after it. (A
+// first boundary without WithRepo, as before, takes git's rules as it
+// finds them: the work is left out of its tree.)
+func TestRepoRulesStand(t *testing.T) {
 	ctx := context.Background()
 	r := newTestRepo(t)
 	r.write("a.txt", "a")
@@ -30,45 +34,57 @@ func TestRepoExcludesFileAsFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := openGit(ctx, r.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	home, _ := os.UserHomeDir()
-	if p, ok := repo.excludes(g, configFingerprint(g)); !ok || p != filepath.Join(home, "global-ignore") {
-		t.Fatalf("learned excludes file %q, %v", p, ok)
+	if repo.rules == nil || repo.rules.excludesPath != filepath.Join(home, "global-ignore") || repo.rules.configFP == "" {
+		t.Fatalf("learned rules %+v", repo.rules)
 	}
 	r.write("x.gignored", "x") // ignored by the global excludes file
 	r.write("y.log", "y")
-	if got := r.treeFiles(r.take(WithRun("r1"), WithRepo(repo)).Tree); !slices.Equal(got, []string{"a.txt", "y.log"}) {
-		t.Fatalf("first run's tree %v", got)
+	first := r.take(WithRun("r1"), WithRepo(repo))
+	if got := r.treeFiles(first.Tree); !slices.Equal(got, []string{"a.txt", "y.log"}) || len(first.RulesChanged) > 0 {
+		t.Fatalf("first run's tree %v, rules changed %v", got, first.RulesChanged)
 	}
+	r.remove("y.log")
 
-	// The agent points core.excludesFile at a file of its own.
+	// The agent points core.excludesFile at a file of its own, which
+	// ignores its work (and no longer the global file's).
 	ign := filepath.Join(t.TempDir(), "ignore")
 	if err := os.WriteFile(ign, []byte("*.log\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r.git("config", "core.excludesFile", ign)
-	r.write("z.log", "z") // (y.log is in the boundary index: no rule ignores it now)
-	if _, ok := repo.excludes(g, configFingerprint(g)); ok {
-		t.Fatal("the learned excludes file still used after the configuration changed")
+	r.write("z.log", "z")
+	b0 := r.take(WithRun("r2"), WithRepo(repo))
+	want := []string{"core.excludesFile set to " + ign}
+	if got := r.treeFiles(b0.Tree); !slices.Equal(got, []string{"a.txt", "z.log"}) || !slices.Equal(b0.RulesChanged, want) {
+		t.Fatalf("next run's first boundary: tree %v, rules changed %v", got, b0.RulesChanged)
 	}
-	with := r.take(WithRun("r2"), WithRepo(repo))
-	without := r.take(WithRun("r3"))
-	if got := r.treeFiles(with.Tree); !slices.Equal(got, []string{"a.txt", "x.gignored", "y.log"}) || with.Tree != without.Tree {
-		t.Fatalf("next run's tree %v (%s; without WithRepo %s)", got, with.Tree, without.Tree)
+	r.write("w.log", "w")
+	b1 := r.take(WithRun("r2"), WithRepo(repo), WithPrev(b0))
+	if got := r.treeFiles(b1.Tree); !slices.Equal(got, []string{"a.txt", "w.log", "z.log"}) || !slices.Equal(b1.RulesChanged, want) {
+		t.Fatalf("next run's second boundary: tree %v, rules changed %v", got, b1.RulesChanged)
 	}
-	// The change is still noticed at the run's next boundary, as ever.
+	// Without what was learned: git's rules, the agent's (a file new to
+	// the boundary index is left out).
+	r.write("u.log", "u")
+	if got := r.treeFiles(r.take(WithRun("r3")).Tree); slices.Contains(got, "u.log") || !slices.Contains(got, "x.gignored") {
+		t.Fatalf("a first boundary without WithRepo: tree %v", got)
+	}
+	r.remove("u.log")
+
+	// info/exclude, edited: the learned one stands too.
 	r.git("config", "--unset", "core.excludesFile")
-	next := r.take(WithRun("r2"), WithRepo(repo), WithPrev(with))
-	if len(next.RulesChanged) == 0 {
-		t.Fatal("a change of core.excludesFile within the run went unnoticed")
+	r.write(".git/info/exclude", "*.txt\n")
+	r.write("v.txt", "v")
+	b0 = r.take(WithRun("r4"), WithRepo(repo))
+	if got := r.treeFiles(b0.Tree); !slices.Contains(got, "v.txt") || !slices.Equal(b0.RulesChanged, []string{"info/exclude changed"}) {
+		t.Fatalf("after info/exclude was edited: tree %v, rules changed %v", got, b0.RulesChanged)
 	}
 
 	// A configuration that includes another file: its changes cannot be
-	// told from the stat data of the files the fingerprint knows, so the
-	// excludes file is not learned.
+	// told from the stat data of the files the fingerprint knows, so a
+	// first boundary asks git what core.excludesFile is (the learned
+	// rules stand all the same).
 	inc := filepath.Join(t.TempDir(), "inc")
 	if err := os.WriteFile(inc, []byte("[core]\n\texcludesFile = "+ign+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -77,8 +93,8 @@ func TestRepoExcludesFileAsFound(t *testing.T) {
 	if repo, err = LearnRepo(ctx, r.dir); err != nil {
 		t.Fatal(err)
 	}
-	if repo.excludesFP != "" {
-		t.Fatal("learned core.excludesFile from a configuration that includes another file")
+	if repo.rules == nil || repo.rules.excludesPath != ign || repo.rules.configFP != "" {
+		t.Fatalf("learned from a configuration that includes another file: %+v", repo.rules)
 	}
 }
 

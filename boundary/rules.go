@@ -62,27 +62,31 @@ func (t *taker) rulesStart() error {
 	g := t.g
 	fp := configFingerprint(g)
 	exclude := readSmall(filepath.Join(g.commonDir, "info", "exclude"))
-	if t.o.prev == nil || t.o.prev.rules == nil {
-		p, known := t.o.repo.excludes(g, fp)
-		if !known {
-			var err error
-			if p, err = t.excludesFile(); err != nil {
-				return err
-			}
+	var r ignoreRules
+	switch {
+	case t.o.prev != nil && t.o.prev.rules != nil:
+		r = *t.o.prev.rules
+		r.changed = nil
+		if t.o.changed != nil && !t.o.changed.gitignore() {
+			// A watcher saw every change since the previous boundary, and
+			// no .gitignore among them: no need to look (a boundary that
+			// then goes the long way looks: sweepGitignores).
+			t.sweepSkipped = true
+		} else {
+			t.rules = &r
+			t.sweepGitignores()
+		}
+	case t.o.repo.rulesFor(g) != nil:
+		// The rules a driver learned (WithRepo) are the run's, compared
+		// with git's now as at a later boundary.
+		r = *t.o.repo.rulesFor(g)
+	default:
+		p, err := t.excludesFile()
+		if err != nil {
+			return err
 		}
 		t.rules = &ignoreRules{exclude: exclude, excludesPath: p, excludes: readSmall(p), configFP: fp, excludesNow: p}
 		return nil
-	}
-	r := *t.o.prev.rules
-	r.changed = nil
-	if t.o.changed != nil && !t.o.changed.gitignore() {
-		// A watcher saw every change since the previous boundary, and
-		// no .gitignore among them: no need to look (a boundary that
-		// then goes the long way looks: sweepGitignores).
-		t.sweepSkipped = true
-	} else {
-		t.rules = &r
-		t.sweepGitignores()
 	}
 	if fp != r.configFP {
 		p, err := t.excludesFile()

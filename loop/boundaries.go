@@ -134,6 +134,7 @@ func (e *engine) firstBoundary(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	e.knownRulesChanged(snap)
 	var block *blockInfo
 	var verdict *guard.Verdict
 	msg := ""

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
@@ -17,14 +18,16 @@ import (
 //
 // Known is learned before any agent ran in the work tree (Learn), and an
 // agent shares git's configuration with the driver. What it holds stands
-// for the driver's whole life where a run would only act on what the
-// agent set: the watch (a matter of speed: every boundary is right with
-// or without it) and what boundaries keep of ignored files (an agent's
-// implloop.keep* is not taken up). The rest is checked each time before
-// it is used, and asked of git again when it no longer holds: the work
-// tree's git directories and core.excludesFile, from which each run's
-// ignore rules start (boundary.Repo), so that a run starts from the rules
-// it would have found without Known.
+// for the driver's whole life where a run would otherwise take up what
+// an agent set: what boundaries keep of ignored files (an agent's
+// implloop.keep* is not taken up), the watch (a matter of speed: every
+// boundary is right with or without it), and the ignore rules of git's
+// configuration (info/exclude, core.excludesFile), which every run goes
+// by, as the later tasks of one serial run go by its first boundary's:
+// an agent that points core.excludesFile at a file ignoring its work
+// hides nothing from the next task's run (knownRulesChanged says so).
+// Where the work tree's git directories are is checked before each use,
+// and asked of git again when it no longer holds (boundary.Repo).
 type Known struct {
 	// Dirs are where implloop keeps its state for the work tree
 	// (cache.StateDir).
@@ -94,4 +97,17 @@ func (e *engine) knownRepo() []boundary.Option {
 		return nil
 	}
 	return []boundary.Option{boundary.WithRepo(e.o.Known.Repo)}
+}
+
+// knownRulesChanged says, at a run's first boundary, how git's ignore
+// rules differ from those Known learned before any agent ran, which the
+// run goes by (boundary.Repo): a task of an earlier run changed them
+// (without Known a first boundary's rules are git's, and this says
+// nothing).
+func (e *engine) knownRulesChanged(b0 boundary.Snapshot) {
+	if len(b0.RulesChanged) == 0 {
+		return
+	}
+	e.emit(Event{Type: EvConcern, Message: "the ignore rules changed since this work tree's runs began (" + strings.Join(b0.RulesChanged, "; ") +
+		"), a task of an earlier run most likely: this run goes on deciding what is ignored with the rules they began with, so nothing the new rules hide leaves its sight"})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/internal/gittest"
+	"github.com/implloop/implloop/loop"
 )
 
 // A worker learns how its results go (signed, and whose records they
@@ -66,5 +67,56 @@ func TestWorkSignsAsItStarted(t *testing.T) {
 		if !strings.Contains(raw, "\nauthor Ursula <") || strings.Contains(raw, "Mallory") {
 			t.Errorf("records %s are Mallory's:\n%s", c, raw)
 		}
+	}
+}
+
+// The agent of a worker's first task points core.excludesFile (the
+// configuration its worktree shares with the clone) at a file that
+// ignores every task's work. Its own run goes on with the rules it began
+// with, as ever; so do the runs of the tasks after it, which go by the
+// ignore rules the worker learned when it started: every result on the
+// remote holds its task's file. When each run took git's rules as its
+// first boundary found them, before the worker learned them once, the
+// next tasks' results went DONE and empty, their work left out as
+// ignored (and the fan-in would have replayed them so).
+func TestWorkIgnoreRulesAsItStarted(t *testing.T) {
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("ssh-keygen is not installed")
+	}
+	d := t.TempDir()
+	mark, ign := filepath.Join(d, "flipped"), filepath.Join(d, "ignore")
+	agent := "if mkdir " + mark + " 2>/dev/null; then echo 'out-*' > " + ign + " && git config core.excludesFile " + ign + " || exit 1; fi\n" +
+		"echo done > \"out-$IMPLLOOP_TASK_ID.txt\"\n"
+	r, bare, s := signedRepo(t, 3, "", agent)
+	var concerns []string
+	sum, err := Work(context.Background(), Options{Root: r.Dir, Remote: "origin", Settings: s, Lease: time.Minute, ID: "w",
+		Observer: loop.ObserverFunc(func(e loop.Event) {
+			if e.Type == loop.EvConcern {
+				concerns = append(concerns, e.Message)
+			}
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Tasks) != 3 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if got := strings.TrimSpace(r.Git("config", "core.excludesFile")); got != ign {
+		t.Fatalf("the agent did not set core.excludesFile (%q)", got)
+	}
+	remote := gittest.At(t, bare)
+	for _, tr := range sum.Tasks {
+		if !tr.Pushed || tr.Verdict != "DONE" {
+			t.Fatalf("summary %+v", sum)
+		}
+		files := remote.Git("ls-tree", "-r", "--name-only", "refs/implloop/runs/"+tr.Run)
+		if !strings.Contains(files, "out-"+tr.Task+".txt") {
+			t.Errorf("task %s's result (run %s) lacks its work: %q", tr.Task, tr.Run, files)
+		}
+	}
+	// The first task's run says its task changed the rules; each later
+	// one that it runs by the rules the worker began with.
+	if n := strings.Count(strings.Join(concerns, "\n"), "changed since this work tree's runs began"); n != 2 {
+		t.Errorf("concerns %q", concerns)
 	}
 }
