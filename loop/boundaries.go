@@ -64,17 +64,19 @@ func lostKinds(v guard.Verdict) map[string]string {
 // within the repository's limits (git config implloop.keep*), read once.
 func (e *engine) keepSettings(ctx context.Context) boundary.Keep {
 	if e.keep == nil {
-		k, err := boundary.Keep{}, error(nil)
-		if known := e.knownKeep(); known != nil {
-			k = *known
-		} else if k, err = boundary.KeepSettings(ctx, e.o.RepoRoot); err != nil {
-			e.emit(Event{Type: EvConcern, Message: "ignored files are not kept: " + err.Error()})
-			k = boundary.Keep{}
+		k := e.knownKeep()
+		if k == nil {
+			kk, err := boundary.KeepSettings(ctx, e.o.RepoRoot)
+			if err != nil {
+				e.emit(Event{Type: EvConcern, Message: "ignored files are not kept: " + err.Error()})
+				kk = boundary.Keep{}
+			}
+			k = &kk
 		}
 		if ex := e.excludes(); len(ex) > 0 {
 			k.Plan = ex[0]
 		}
-		e.keep = &k
+		e.keep = k
 	}
 	return *e.keep
 }
