@@ -74,6 +74,10 @@ type Options struct {
 	// NoHTMLReport leaves report.html out (a worker's run: the fan-in
 	// writes the plan's).
 	NoHTMLReport bool
+	// Known is what the run would learn of its work tree from git,
+	// learned once by a driver that starts many runs in it (a worker;
+	// known.go); nil: the run asks git.
+	Known *Known
 	// DeferRecords leaves the run's records unwritten when it ends: the
 	// caller pushes the run at once, and the push writes them, signed
 	// when it signs (a worker's run), instead of writing them unsigned
@@ -154,6 +158,7 @@ type engine struct {
 	lock    *Lock          // the work tree's; its descriptor goes to every agent and gate
 	keep    *boundary.Keep // what boundaries keep beside their trees (keepSettings)
 	gather  fanIn          // the workers' results this run replayed (fanin.go)
+	dirs    *cache.Dirs    // the work tree's state directories, once asked (stateDirs)
 
 	resumeState
 	tally
@@ -267,7 +272,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 
 	start := e.now()
 	e.runID = runid.New(start)
-	dirs, err := cache.StateDir(o.RepoRoot)
+	dirs, err := e.stateDirs()
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +289,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	e.startWatch(ctx, dirs.Lock)
 	defer e.stopWatch()
 
-	e.j, err = cache.Open(o.RepoRoot)
+	e.j, err = cache.OpenDirs(dirs)
 	if err != nil {
 		return nil, err
 	}

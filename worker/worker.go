@@ -186,6 +186,15 @@ type worker struct {
 	leases    int           // lease commits made
 	emptyTree string        // git's empty tree (leases' tree)
 
+	// known is what each task's run would learn of wt from git, learned
+	// once wt was made (loop.Learn); signing how results are pushed, as
+	// the clone's git said when the worker started (travel.LearnSigning).
+	// Both are read before any agent ran: see loop.Known and
+	// travel.Signing for what an agent's change to git's configuration
+	// does then.
+	known   *loop.Known
+	signing travel.Signing
+
 	seen   map[string]seenClaim // task -> a running claim's value, since when
 	left   map[string]string    // task -> why no worker can do it
 	redone map[string]bool      // tasks done again here for a result not trusted
@@ -307,6 +316,7 @@ func (w *worker) start(ctx context.Context) error {
 	// Before anything is claimed: the results pushed from here must be
 	// ones the other workers build on and the fan-in replays, else each
 	// would do this worker's tasks again (and pay for them twice).
+	w.signing = travel.LearnSigning(ctx, o.Root)
 	if err := travel.CheckSelfTrust(ctx, o.Root); err != nil {
 		return err
 	}
@@ -835,7 +845,7 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 	}
 	out, runErr := loop.Run(tctx, loop.Options{
 		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: w.o.Observer,
-		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true, DeferRecords: true,
+		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true, DeferRecords: true, Known: w.known,
 	})
 	// What the run's live calls spent counts against the worker's caps,
 	// pushed or not: a lost lease does not refund the attempts made.
@@ -1002,7 +1012,7 @@ func (w *worker) pushOnce(ctx context.Context, ref, run string, r *renewal) (pus
 		sealed[s.run] = s.records
 	}
 	res, err := travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true, Sealed: sealed,
-		With: []travel.RefUpdate{{Ref: ref, Records: run, Old: lease}}})
+		Signing: &w.signing, With: []travel.RefUpdate{{Ref: ref, Records: run, Old: lease}}})
 	if err == nil {
 		r.landed = true
 		if slices.Contains(res.Signed, run) {
@@ -1077,24 +1087,31 @@ func (w *worker) inputCommit(ctx context.Context, t extractor.Task, tree string)
 	return strings.TrimSpace(string(out)), nil
 }
 
-// checkout readies the worker's worktree at commit.
+// checkout readies the worker's worktree at commit, and what the task's
+// run would learn of it (known: once a worktree).
 func (w *worker) checkout(ctx context.Context, commit string) error {
 	if w.wt != "" {
-		if err := boundary.ResetWorktree(ctx, w.wt, commit, ""); err == nil {
-			return nil
+		// Reused while its .git still names the git directory learned
+		// (a task may have made it point elsewhere).
+		if w.known != nil && w.known.Repo.Current() {
+			if err := boundary.ResetWorktree(ctx, w.wt, commit, ""); err == nil {
+				return nil
+			}
 		}
 		_ = boundary.RemoveWorktree(context.WithoutCancel(ctx), w.o.Root, w.wt)
+		w.known = nil
 	}
-	dirs, err := cache.StateDir(w.o.Root)
-	if err != nil {
-		return err
-	}
-	w.wt = filepath.Join(dirs.State, "workers", safeName(w.o.ID))
+	w.wt = filepath.Join(w.j.Dirs().State, "workers", safeName(w.o.ID))
 	if _, err := os.Stat(w.wt); err == nil {
 		_ = boundary.RemoveWorktree(context.WithoutCancel(ctx), w.o.Root, w.wt) // a killed worker's
 		_ = os.RemoveAll(w.wt)
 	}
-	return boundary.AddWorktree(ctx, w.o.Root, w.wt, commit)
+	if err := boundary.AddWorktree(ctx, w.o.Root, w.wt, commit); err != nil {
+		return err
+	}
+	var err error
+	w.known, err = loop.Learn(ctx, w.wt)
+	return err
 }
 
 func (w *worker) removeWorktree() {
