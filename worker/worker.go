@@ -47,6 +47,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"os"
 	"path/filepath"
@@ -624,60 +625,113 @@ func (w *worker) stuck(id string, info map[string]*taskInfo) string {
 	return ti.stuck
 }
 
-// pick is the first task, in plan order, this worker may claim now
-// (took: why it takes the claim over, "" when there is none), and how
-// many tasks are not settled.
+// pick is the task this worker claims now (took: why it takes the claim
+// over, "" when there is none), and how many tasks are not settled.
+//
+// Of the tasks it may claim, it takes one of the first few in plan order
+// (spread), the one its id ranks first, not the first: workers that look at
+// once (a fleet's start, and the ends of equal tasks, which come together)
+// then mostly claim different tasks. Were each to take the first, all but
+// one would lose its compare-and-swap, look again and race for the next,
+// one claim landing per round trip.
 func (w *worker) pick(ctx context.Context, info map[string]*taskInfo) (next *taskInfo, took string, waiting int) {
 	now := w.now()
+	type candidate struct {
+		ti   *taskInfo
+		took string
+	}
+	var cands []candidate
+	held := 0 // claims of tasks being done: about how many workers are busy
 	for _, t := range w.sel.Tasks {
 		ti := info[t.ID]
+		if ti.claim.value != "" && ti.claim.run == "" {
+			held++
+		}
 		if ti.settled || w.left[t.ID] != "" {
 			continue
 		}
-		ready, why, never := w.readiness(t, info)
+		ready, _, never := w.readiness(t, info)
 		if never {
 			continue // blocked behind another, or left to the fan-in
 		}
 		waiting++
-		_ = why
-		if !ready || next != nil {
+		if !ready || len(cands) >= spreadMax {
 			continue
 		}
 		switch v := ti.claim.value; {
 		case v == "":
-			next = ti
+			cands = append(cands, candidate{ti, ""})
 		case ti.untrusted:
-			next, took = ti, "its result (run "+ti.claim.run+") "+ti.distrust+"; done again"
+			cands = append(cands, candidate{ti, "its result (run " + ti.claim.run + ") " + ti.distrust + "; done again"})
 		default:
-			s, ok := w.seen[t.ID]
-			if !ok || s.value != v {
-				w.seen[t.ID] = seenClaim{value: v, since: now}
-				continue
-			}
-			unchanged := now.Sub(s.since)
-			if unchanged < min(w.lease, leaseCheckAfter) {
-				continue
-			}
-			// The holder's lease period, as its lease says: a worker
-			// started with a longer --lease renews less often.
-			if !s.checked {
-				p, moved, err := travel.LeasePeriod(ctx, w.o.Root, w.remote, travel.ClaimRef(w.key, t.ID), v)
-				if err != nil || moved {
-					continue // look again
-				}
-				s.period, s.checked = p, true
-				w.seen[t.ID] = s
-			}
-			period := w.lease
-			if s.period > 0 {
-				period = s.period
-			}
-			if unchanged >= period {
-				next, took = ti, fmt.Sprintf("its claim was unchanged for %s, its worker's lease: its worker stopped", period)
+			if why := w.stale(ctx, t.ID, v, now); why != "" {
+				cands = append(cands, candidate{ti, why})
 			}
 		}
 	}
-	return next, took, waiting
+	if len(cands) == 0 {
+		return nil, "", waiting
+	}
+	c := cands[spread(w.o.ID, len(cands), held, func(i int) string { return cands[i].ti.t.ID })]
+	return c.ti, c.took, waiting
+}
+
+// spreadMin and spreadMax bound how many of the tasks a worker may claim,
+// in plan order, it chooses among: twice as many as there are tasks being
+// done (about as many as there are workers), at least spreadMin.
+const spreadMin, spreadMax = 16, 256
+
+// spread is the index, among the first of n tasks (id(i) names the i-th),
+// that worker ranks first (rendezvous hashing: each worker ranks the tasks
+// its own way, so two rarely rank the same one first, and a task's rank
+// does not change when others are claimed). held is how many tasks are
+// being done now.
+func spread(worker string, n, held int, id func(int) string) int {
+	n = min(n, max(spreadMin, 2*held))
+	best, bestScore := 0, uint64(0)
+	for i := range n {
+		h := fnv.New64a()
+		h.Write([]byte(worker))
+		h.Write([]byte{0})
+		h.Write([]byte(id(i)))
+		if s := h.Sum64(); i == 0 || s > bestScore {
+			best, bestScore = i, s
+		}
+	}
+	return best
+}
+
+// stale says why the claim of task id, holding v, is taken over ("" while
+// its worker may be alive): it was seen unchanged for the lease period its
+// lease names.
+func (w *worker) stale(ctx context.Context, id, v string, now time.Time) string {
+	s, ok := w.seen[id]
+	if !ok || s.value != v {
+		w.seen[id] = seenClaim{value: v, since: now}
+		return ""
+	}
+	unchanged := now.Sub(s.since)
+	if unchanged < min(w.lease, leaseCheckAfter) {
+		return ""
+	}
+	// The holder's lease period, as its lease says: a worker started
+	// with a longer --lease renews less often.
+	if !s.checked {
+		p, moved, err := travel.LeasePeriod(ctx, w.o.Root, w.remote, travel.ClaimRef(w.key, id), v)
+		if err != nil || moved {
+			return "" // look again
+		}
+		s.period, s.checked = p, true
+		w.seen[id] = s
+	}
+	period := w.lease
+	if s.period > 0 {
+		period = s.period
+	}
+	if unchanged < period {
+		return ""
+	}
+	return fmt.Sprintf("its claim was unchanged for %s, its worker's lease: its worker stopped", period)
 }
 
 // waitingWhy says what the worker waits for.
