@@ -198,6 +198,10 @@ type worker struct {
 	// looked what the last look saw (nextWait).
 	wait   time.Duration
 	looked map[string]claimState
+	// idlePull is when the worker, idle, pulls the results no task
+	// waits for while others still run (zero: it has not been idle since
+	// it last took a task; idlePullDue).
+	idlePull time.Time
 	// pending is the last task's result, pushed in the background while
 	// the worker goes on (nil: none).
 	pending *pendingPush
@@ -411,7 +415,7 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 	}
 	w.settle(info)
 	next, took, waiting := w.pick(ctx, info)
-	if next == nil && !pulled && len(need) > 0 {
+	if next == nil && !pulled && len(need) > 0 && w.idlePullDue(waiting) {
 		// Nothing else to take: the results no task waits for are
 		// pulled too, before they count as settled, so that one not
 		// trusted here (or not a result of its task at all) is done
@@ -448,7 +452,29 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 		}
 		return true, sleep(ctx, w.nextWait(claims))
 	}
+	w.idlePull = time.Time{}
 	return true, w.do(ctx, next, took, info)
+}
+
+// idlePullDue says whether an idle worker pulls the results no task
+// waits for now: at once when no task is left but them (waiting: none),
+// else once a poll period after it went idle, and each poll period after
+// that. Each pull verifies and imports what it finds; the ends of a
+// fleet's tasks come together, and pulling each result as it lands
+// would pay a pull per result in every idle worker, on the cores the
+// last tasks need.
+func (w *worker) idlePullDue(waiting int) bool {
+	now := w.now()
+	switch {
+	case waiting == 0:
+	case w.idlePull.IsZero():
+		w.idlePull = now.Add(w.poll)
+		return false
+	case now.Before(w.idlePull):
+		return false
+	}
+	w.idlePull = now.Add(w.poll)
+	return true
 }
 
 // firstWait is how long a worker waits for others before it looks again,
