@@ -325,6 +325,10 @@ func (w *worker) start(ctx context.Context) error {
 	return nil
 }
 
+// errLostEarly: the claim was taken over before the task's agent was
+// called (worker.run).
+var errLostEarly = errors.New("the claim was taken over")
+
 // ErrNoBase: the clone has no commit to start from.
 var ErrNoBase = errors.New("the repository has no commit: workers start from HEAD, the plan committed in it")
 
@@ -894,29 +898,43 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 	defer cancel()
 	r := &renewal{w: w, ref: ref, task: t.ID, value: lease, stop: make(chan struct{}), done: make(chan struct{})}
 	go r.loop(ctx, cancel)
-	if p := w.pending; p != nil {
-		// No agent is called while the last result's push is refused:
-		// its first try has ended by now, as a rule; when it failed, the
-		// push is waited for, and when it fails for good, this claim is
-		// given up untouched.
-		<-p.tried
-		if p.failed.Load() {
-			if err := w.awaitPush(); err != nil {
-				r.end()
-				_ = w.release(ctx, ref, r.current())
-				return err
+	// No agent is called while the last result's push is refused: the
+	// run starts beside the push (its journal, B0), and its first call
+	// waits for the push's first try to end; when that failed, for the
+	// whole push, and when that fails for good, the run is interrupted
+	// there and this claim given up, no agent called.
+	var pushErr error
+	lostEarly := false
+	beforeLive := func(context.Context) error {
+		if p := w.pending; p != nil {
+			<-p.tried
+			if p.failed.Load() {
+				if pushErr = w.awaitPush(); pushErr != nil {
+					return pushErr
+				}
 			}
 		}
 		if r.isLost() {
-			r.end()
-			w.log(Event{Type: "lost", Task: t.ID, Message: "its lease was taken over before the task started"})
-			return nil
+			lostEarly = true
+			return errLostEarly
 		}
+		return nil
 	}
 	out, runErr := loop.Run(tctx, loop.Options{
 		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: w.o.Observer,
 		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true, DeferRecords: true,
+		BeforeLive: beforeLive,
 	})
+	switch {
+	case pushErr != nil:
+		r.end()
+		_ = w.release(ctx, ref, r.current())
+		return pushErr
+	case lostEarly:
+		r.end()
+		w.log(Event{Type: "lost", Task: t.ID, Message: "its lease was taken over before its agent was called"})
+		return nil
+	}
 	// What the run's live calls spent counts against the worker's caps,
 	// pushed or not: a lost lease does not refund the attempts made.
 	if out != nil {
