@@ -84,6 +84,12 @@ type Options struct {
 	// first and signing them again. A run whose records were never
 	// written has them written by its next push.
 	DeferRecords bool
+	// BeforeLive, when set, is called once, before the run's first agent
+	// call, which waits for it (a worker: no agent is called while its
+	// last result's push is refused, worker.run). The run's start (its
+	// journal, B0) does not wait. An error from it interrupts the run
+	// there, no agent called: it ends INTERRUPTED, as on Ctrl-C.
+	BeforeLive func(ctx context.Context) error
 }
 
 // Outcome is what a run ended with.
@@ -180,6 +186,7 @@ type resumeState struct {
 	planned    map[string]PlannedTask // the resume plan, by task id
 	replay     map[string]bool        // task id -> the resume plan replays it (runTasks; built once)
 	held       *[]Event               // events of a replay batch not yet committed
+	liveOK     bool                   // Options.BeforeLive returned nil
 	ticked     map[string]string      // task id -> the run an agent ticked its box in (ticks.go)
 }
 
