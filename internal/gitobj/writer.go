@@ -113,7 +113,7 @@ func (w *Writer) decide() string {
 	case s.format && !r.HashKnown:
 		return "the object format is not known"
 	}
-	w.repo.Hash, w.repo.HashKnown = r.Hash, true // SHA-1 unless the caller said otherwise
+	w.repo.Hash, w.repo.HashKnown = r.Hash, true  // SHA-1 unless the caller said otherwise
 	w.sync = s.fsync || runtime.GOOS == "windows" // Git for Windows flushes objects by default
 	if s.encoding {
 		w.commits = "i18n.commitEncoding may be set"
