@@ -1134,13 +1134,22 @@ func (w *worker) newLease(ctx context.Context, task string) (string, error) {
 	defer w.leaseMu.Unlock()
 	w.leases++
 	if w.emptyTree == "" {
-		t, err := travel.EmptyTree(ctx, w.o.Root)
+		t, err := travel.EmptyTree(ctx, w.dirs())
 		if err != nil {
 			return "", err
 		}
 		w.emptyTree = t
 	}
-	return travel.NewLease(ctx, w.o.Root, w.emptyTree, w.key, task, w.o.ID, w.leases, w.now(), w.lease)
+	return travel.NewLease(ctx, w.dirs(), w.emptyTree, w.key, task, w.o.ID, w.leases, w.now(), w.lease)
+}
+
+// dirs are the repository's directories as the journal knows them (so
+// that a lease is written without asking git where they are).
+func (w *worker) dirs() cache.Dirs {
+	if w.j != nil {
+		return w.j.Dirs()
+	}
+	return cache.Dirs{Root: w.o.Root}
 }
 
 // renewal keeps a claim's lease while its task runs, and until its

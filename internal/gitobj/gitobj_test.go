@@ -453,6 +453,19 @@ func TestCorruptObjectFile(t *testing.T) {
 	}
 }
 
+// TestUnwritableFanOut: where the Writer cannot write (a file where the
+// fan-out directory goes: even root cannot write there), git is asked,
+// and its refusal is the error.
+func TestUnwritableFanOut(t *testing.T) {
+	_, rp := repo(t)
+	w := Open(rp)
+	id := ID(SHA1, "blob", []byte("blocked\n"))
+	os.WriteFile(filepath.Join(rp.CommonDir, "objects", id[:2]), []byte("in the way"), 0o644)
+	if _, err := w.Blob(ctx, []byte("blocked\n")); err == nil || !strings.Contains(err.Error(), "hash-object") {
+		t.Fatalf("%v", err)
+	}
+}
+
 // TestReadOnlyObjectDirectory: where the Writer cannot write, git is
 // asked, and its refusal is the error.
 func TestReadOnlyObjectDirectory(t *testing.T) {
@@ -580,4 +593,42 @@ func TestSHA256(t *testing.T) {
 	}
 	r.Git("update-ref", "refs/heads/main", c)
 	fsck(t, r)
+}
+
+// TestCommitNeedsItsTreeAndParents: as git commit-tree, no commit names
+// a tree or a parent the repository does not have; packed ones are found.
+func TestCommitNeedsItsTreeAndParents(t *testing.T) {
+	r, rp := repo(t)
+	r.Write("f", "f\n")
+	head := r.Commit("first")
+	r.Git("gc", "-q") // HEAD's commit and tree now in a pack only
+	w := Open(rp)
+	tree := gitIn(t, rp.Dir, "", nil, "rev-parse", "HEAD^{tree}")
+	if _, err := os.Stat(filepath.Join(rp.CommonDir, "objects", head[:2], head[2:])); err == nil {
+		t.Fatal("still loose")
+	}
+	if !has(w.objects, SHA1, head) || !has(w.objects, SHA1, tree) {
+		t.Fatal("packed objects not found")
+	}
+	when := time.Unix(1700000000, 0).UTC()
+	c := Commit{Tree: tree, Parents: []string{head}, Author: Ident{"a", "a@x", when}, Committer: Ident{"a", "a@x", when}, Message: "m\n"}
+	id, err := w.Commit(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(rp.CommonDir, "objects", id[:2], id[2:])); err != nil {
+		t.Fatal("not written in process:", err)
+	}
+	missing := strings.Repeat("1", 40)
+	for _, bad := range []Commit{{Tree: missing, Author: c.Author, Committer: c.Committer}, {Tree: tree, Parents: []string{missing}, Author: c.Author, Committer: c.Committer}} {
+		if id, err := w.Commit(ctx, bad); err == nil {
+			t.Fatalf("a commit of a missing object: %s", id)
+		}
+	}
+	// An alternate's objects are the repository's too.
+	_, other := repo(t)
+	os.WriteFile(filepath.Join(other.CommonDir, "objects", "info", "alternates"), []byte(filepath.Join(rp.CommonDir, "objects")+"\n"), 0o644)
+	if !has(Open(other).objects, SHA1, head) {
+		t.Fatal("an alternate's packed object not found")
+	}
 }

@@ -169,7 +169,7 @@ func createTemp(dir string) (*os.File, error) {
 		case err == nil:
 			return f, nil
 		case errors.Is(err, os.ErrNotExist) && try == 0:
-			if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, os.ErrExist) {
+			if err := os.MkdirAll(dir, 0o777); err != nil {
 				return nil, err
 			}
 		case errors.Is(err, os.ErrExist) && try < 10:

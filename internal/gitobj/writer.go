@@ -450,7 +450,10 @@ type Commit struct {
 }
 
 // Commit writes c (`git commit-tree --no-gpg-sign`), its author and
-// committer given through git's environment.
+// committer given through git's environment. Its tree and parents must
+// be in the repository (as loose objects or in a pack, the Writer's or
+// an alternate's), as git checks; where the Writer does not find one,
+// git is asked, and refuses.
 func (w *Writer) Commit(ctx context.Context, c Commit) (string, error) {
 	if err := w.checkID("commit tree", c.Tree); err != nil {
 		return "", err
@@ -460,7 +463,7 @@ func (w *Writer) Commit(ctx context.Context, c Commit) (string, error) {
 			return "", err
 		}
 	}
-	if w.InProcess() && w.commits == "" {
+	if w.InProcess() && w.commits == "" && w.present(append([]string{c.Tree}, c.Parents...)) {
 		if body, ok := w.commitBody(c); ok {
 			if id, ok := w.write("commit", body); ok {
 				return id, nil
@@ -487,6 +490,18 @@ func (w *Writer) Commit(ctx context.Context, c Commit) (string, error) {
 		return "", err
 	}
 	return id, nil
+}
+
+// present reports whether the object database holds every one of ids
+// (git commit-tree refuses a tree or parent it does not have; where the
+// Writer cannot tell, git is asked).
+func (w *Writer) present(ids []string) bool {
+	for _, id := range ids {
+		if !has(w.objects, w.repo.Hash, id) {
+			return false
+		}
+	}
+	return true
 }
 
 // stamp is a date as git writes it in a commit: seconds and offset.
@@ -591,3 +606,13 @@ func gitUTF8(b []byte) bool {
 // ErrNotInProcess is what a caller that must write in process (or not at
 // all) gets when the Writer would run git.
 var ErrNotInProcess = errors.New("objects are written by git here")
+
+// Loose writes an object whose body the caller made (a tree it built
+// from entries it checked) in process, or fails: ErrNotInProcess where
+// git writes objects (the caller takes its long way, with git).
+func (w *Writer) Loose(kind string, body []byte) (string, error) {
+	if !w.InProcess() {
+		return "", fmt.Errorf("%w: %s", ErrNotInProcess, w.Fallback)
+	}
+	return WriteLoose(w.objects, w.repo.Hash, kind, body, w.sync)
+}
