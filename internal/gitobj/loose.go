@@ -107,6 +107,12 @@ func header(kind string, n int) []byte {
 // touched, as git freshens it); one that does not (corrupt, truncated)
 // is replaced. sync flushes the file and its directory.
 func WriteLoose(objects string, h Hash, kind string, body []byte, sync bool) (string, error) {
+	return writeLoose(objects, h, kind, body, sync, nil)
+}
+
+// writeLoose is WriteLoose compressing with zw when given (reset for
+// this object: a compressor costs about a megabyte to make).
+func writeLoose(objects string, h Hash, kind string, body []byte, sync bool, zw *zlib.Writer) (string, error) {
 	id := ID(h, kind, body)
 	dir := filepath.Join(objects, id[:2])
 	file := filepath.Join(dir, id[2:])
@@ -124,7 +130,11 @@ func WriteLoose(objects string, h Hash, kind string, body []byte, sync bool) (st
 		return "", fmt.Errorf("object %s: %w", id, err)
 	}
 	var z bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&z, zlib.BestSpeed) // core.looseCompression's default
+	if zw == nil {
+		zw, _ = zlib.NewWriterLevel(&z, zlib.BestSpeed) // core.looseCompression's default
+	} else {
+		zw.Reset(&z)
+	}
 	zw.Write(header(kind, len(body)))
 	zw.Write(body)
 	if err := zw.Close(); err != nil {

@@ -2,6 +2,7 @@ package gitobj
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -54,6 +56,8 @@ type Writer struct {
 	Fallback string
 	commits  string // why git writes commits ("" when the Writer does)
 	sync     bool
+	mu       sync.Mutex   // guards zw: a Writer may be shared
+	zw       *zlib.Writer // reused for each object
 }
 
 // Open decides how objects are written into r; it starts no process.
@@ -134,8 +138,17 @@ func (w *Writer) run(ctx context.Context, stdin []byte, env []string, args ...st
 // write writes one object in process; false when it could not (git
 // then writes it, and says what is wrong if anything is).
 func (w *Writer) write(kind string, body []byte) (string, bool) {
-	id, err := WriteLoose(w.objects, w.repo.Hash, kind, body, w.sync)
+	id, err := w.loose(kind, body)
 	return id, err == nil
+}
+
+func (w *Writer) loose(kind string, body []byte) (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.zw == nil {
+		w.zw, _ = zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	}
+	return writeLoose(w.objects, w.repo.Hash, kind, body, w.sync, w.zw)
 }
 
 func (w *Writer) checkID(what, id string) error {
@@ -614,5 +627,5 @@ func (w *Writer) Loose(kind string, body []byte) (string, error) {
 	if !w.InProcess() {
 		return "", fmt.Errorf("%w: %s", ErrNotInProcess, w.Fallback)
 	}
-	return WriteLoose(w.objects, w.repo.Hash, kind, body, w.sync)
+	return w.loose(kind, body)
 }
