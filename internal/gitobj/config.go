@@ -190,6 +190,9 @@ func includes(text string) (paths []string, ok bool) {
 		if !in || l == "" || l[0] == '#' || l[0] == ';' {
 			continue
 		}
+		if strings.HasSuffix(l, "\\") {
+			return nil, false // a value going on: its next line is not a header
+		}
 		key, val, _ := strings.Cut(l, "=")
 		if strings.ToLower(strings.TrimSpace(key)) != "path" {
 			continue
