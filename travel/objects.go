@@ -7,6 +7,10 @@ import (
 	"github.com/implloop/implloop/internal/gitobj"
 )
 
+// Objects is the object writer of the repository whose journal
+// directories are dirs (objects, for the worker's own commits).
+func Objects(dirs cache.Dirs) *gitobj.Writer { return objects(dirs) }
+
 // objects is the object writer of the repository whose journal
 // directories are dirs: objects written in process where git would write
 // them the same way (gitobj), by git otherwise. dirs come from the
