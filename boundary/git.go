@@ -115,8 +115,22 @@ func openGit(ctx context.Context, dir string) (*gitRepo, error) {
 
 // reopenGit is openGit, without asking git where the git directories are
 // when prev (the previous boundary, taken by this process) knows them for
-// the same work tree and they are still there.
-func reopenGit(ctx context.Context, dir string, prev *Snapshot) (*gitRepo, error) {
+// the same work tree and they are still there; without prev, when repo
+// (LearnRepo) does.
+func reopenGit(ctx context.Context, dir string, prev *Snapshot, repo *Repo) (*gitRepo, error) {
+	if (prev == nil || prev.gitDir == "") && repo != nil {
+		if _, err := gitcmd.Path(); err != nil {
+			return nil, err
+		}
+		root, err := findRoot(dir)
+		if err != nil {
+			return nil, err
+		}
+		if g := repo.gitRepo(ctx, root); g != nil {
+			return g, nil
+		}
+		return openGit(ctx, dir)
+	}
 	if prev == nil || prev.gitDir == "" {
 		return openGit(ctx, dir)
 	}

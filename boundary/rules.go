@@ -62,24 +62,31 @@ func (t *taker) rulesStart() error {
 	g := t.g
 	fp := configFingerprint(g)
 	exclude := readSmall(filepath.Join(g.commonDir, "info", "exclude"))
-	if t.o.prev == nil || t.o.prev.rules == nil {
+	var r ignoreRules
+	switch {
+	case t.o.prev != nil && t.o.prev.rules != nil:
+		r = *t.o.prev.rules
+		r.changed = nil
+		if t.o.changed != nil && !t.o.changed.gitignore() {
+			// A watcher saw every change since the previous boundary, and
+			// no .gitignore among them: no need to look (a boundary that
+			// then goes the long way looks: sweepGitignores).
+			t.sweepSkipped = true
+		} else {
+			t.rules = &r
+			t.sweepGitignores()
+		}
+	case t.o.repo.rulesFor(g) != nil:
+		// The rules a driver learned (WithRepo) are the run's, compared
+		// with git's now as at a later boundary.
+		r = *t.o.repo.rulesFor(g)
+	default:
 		p, err := t.excludesFile()
 		if err != nil {
 			return err
 		}
 		t.rules = &ignoreRules{exclude: exclude, excludesPath: p, excludes: readSmall(p), configFP: fp, excludesNow: p}
 		return nil
-	}
-	r := *t.o.prev.rules
-	r.changed = nil
-	if t.o.changed != nil && !t.o.changed.gitignore() {
-		// A watcher saw every change since the previous boundary, and
-		// no .gitignore among them: no need to look (a boundary that
-		// then goes the long way looks: sweepGitignores).
-		t.sweepSkipped = true
-	} else {
-		t.rules = &r
-		t.sweepGitignores()
 	}
 	if fp != r.configFP {
 		p, err := t.excludesFile()
@@ -227,6 +234,19 @@ func (t *taker) excludesFile() (string, error) {
 // configuration from (an include is not followed): when it is unchanged,
 // so is core.excludesFile.
 func configFingerprint(g *gitRepo) string {
+	var b strings.Builder
+	for _, f := range configFiles(g) {
+		if fi, err := os.Stat(f); err == nil {
+			st := fileStat(fi)
+			fmt.Fprintf(&b, "%s %d %d %d %d\n", f, st.Size, st.Mtime, st.Ctime, st.Ino)
+		}
+	}
+	return b.String()
+}
+
+// configFiles are the files git reads its configuration from, for
+// configFingerprint.
+func configFiles(g *gitRepo) []string {
 	files := []string{filepath.Join(g.commonDir, "config"), filepath.Join(g.gitDir, "config.worktree")}
 	if p := os.Getenv("GIT_CONFIG_GLOBAL"); p != "" {
 		files = append(files, p)
@@ -241,14 +261,7 @@ func configFingerprint(g *gitRepo) string {
 	} else if os.Getenv("GIT_CONFIG_NOSYSTEM") == "" {
 		files = append(files, "/etc/gitconfig")
 	}
-	var b strings.Builder
-	for _, f := range files {
-		if fi, err := os.Stat(f); err == nil {
-			st := fileStat(fi)
-			fmt.Fprintf(&b, "%s %d %d %d %d\n", f, st.Size, st.Mtime, st.Ctime, st.Ino)
-		}
-	}
-	return b.String()
+	return files
 }
 
 // readSmall reads an ignore file (nil when it is not there), at most

@@ -33,6 +33,7 @@ type options struct {
 	slowRO      bool          // tests: a read-only snapshot the long way, never statusSnapshot
 	changed     *changedPaths // WithChanged
 	keep        *Keep         // WithKeep
+	repo        *Repo         // WithRepo
 }
 
 // WithCompare asks Take for the changes from tree (a boundary's tree) to
@@ -131,7 +132,7 @@ func Take(ctx context.Context, repoDir string, opts ...Option) (Snapshot, error)
 			return Snapshot{}, err
 		}
 	}
-	g, err := reopenGit(ctx, repoDir, o.prev)
+	g, err := reopenGit(ctx, repoDir, o.prev, o.repo)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -450,14 +451,23 @@ func (t *taker) runRules(tree string) (string, error) {
 	if err := t.rulesEnd(tree); err != nil {
 		return "", err
 	}
-	if t.adjusted || t.rulesFirst || len(t.rules.changed) == 0 {
+	// (A run's first boundary has git's rules, unless they are a
+	// driver's: WithRepo.)
+	if t.adjusted || len(t.rules.changed) == 0 {
 		return tree, nil
 	}
 	// What entered the snapshot since the previous boundary is what git
-	// status would have listed untracked.
+	// status would have listed untracked; at a run's first boundary,
+	// what HEAD does not have.
 	var added []string
+	from := ""
 	if p := t.o.prev; p != nil && p.Tree != "" && t.g.hasObject(p.Tree) {
-		changes, err := t.g.diffTree(t.readEnv, p.Tree, tree, false)
+		from = p.Tree
+	} else if t.rulesFirst {
+		from = t.headOID
+	}
+	if from != "" {
+		changes, err := t.g.diffTree(t.readEnv, from, tree, false)
 		if err != nil {
 			return "", err
 		}

@@ -79,6 +79,13 @@ func Open(repoRoot string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
+	return OpenDirs(d)
+}
+
+// OpenDirs is Open for the work tree whose state directories d are (as
+// StateDir resolved them): a caller that opens the journal of one work
+// tree run after run (a worker) resolves them once.
+func OpenDirs(d Dirs) (*Journal, error) {
 	dir := d.State
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)

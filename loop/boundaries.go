@@ -64,15 +64,19 @@ func lostKinds(v guard.Verdict) map[string]string {
 // within the repository's limits (git config implloop.keep*), read once.
 func (e *engine) keepSettings(ctx context.Context) boundary.Keep {
 	if e.keep == nil {
-		k, err := boundary.KeepSettings(ctx, e.o.RepoRoot)
-		if err != nil {
-			e.emit(Event{Type: EvConcern, Message: "ignored files are not kept: " + err.Error()})
-			k = boundary.Keep{}
+		k := e.knownKeep()
+		if k == nil {
+			kk, err := boundary.KeepSettings(ctx, e.o.RepoRoot)
+			if err != nil {
+				e.emit(Event{Type: EvConcern, Message: "ignored files are not kept: " + err.Error()})
+				kk = boundary.Keep{}
+			}
+			k = &kk
 		}
 		if ex := e.excludes(); len(ex) > 0 {
 			k.Plan = ex[0]
 		}
-		e.keep = &k
+		e.keep = k
 	}
 	return *e.keep
 }
@@ -132,6 +136,7 @@ func (e *engine) firstBoundary(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	e.knownRulesChanged(snap)
 	var block *blockInfo
 	var verdict *guard.Verdict
 	msg := ""
@@ -320,6 +325,9 @@ func (e *engine) take(ctx context.Context, track []string, prev *boundary.Snapsh
 		opts = append(opts, boundary.WithPrev(*prev))
 	}
 	opts = append(opts, e.watchOptions(ctx, prev)...)
+	if prev == nil {
+		opts = append(opts, e.knownRepo()...)
+	}
 	snap, err := boundary.Take(ctx, e.o.RepoRoot, opts...)
 	if err != nil {
 		return snap, fmt.Errorf("boundary: %w", err)

@@ -74,12 +74,22 @@ type Options struct {
 	// NoHTMLReport leaves report.html out (a worker's run: the fan-in
 	// writes the plan's).
 	NoHTMLReport bool
+	// Known is what the run would learn of its work tree from git,
+	// learned once by a driver that starts many runs in it (a worker;
+	// known.go); nil: the run asks git.
+	Known *Known
 	// DeferRecords leaves the run's records unwritten when it ends: the
 	// caller pushes the run at once, and the push writes them, signed
 	// when it signs (a worker's run), instead of writing them unsigned
 	// first and signing them again. A run whose records were never
 	// written has them written by its next push.
 	DeferRecords bool
+	// BeforeLive, when set, is called once, before the run's first agent
+	// call, which waits for it (a worker: no agent is called while its
+	// last result's push is refused, worker.run). The run's start (its
+	// journal, B0) does not wait. An error from it interrupts the run
+	// there, no agent called: it ends INTERRUPTED, as on Ctrl-C.
+	BeforeLive func(ctx context.Context) error
 }
 
 // Outcome is what a run ended with.
@@ -154,6 +164,7 @@ type engine struct {
 	lock    *Lock          // the work tree's; its descriptor goes to every agent and gate
 	keep    *boundary.Keep // what boundaries keep beside their trees (keepSettings)
 	gather  fanIn          // the workers' results this run replayed (fanin.go)
+	dirs    *cache.Dirs    // the work tree's state directories, once asked (stateDirs)
 
 	resumeState
 	tally
@@ -175,6 +186,7 @@ type resumeState struct {
 	planned    map[string]PlannedTask // the resume plan, by task id
 	replay     map[string]bool        // task id -> the resume plan replays it (runTasks; built once)
 	held       *[]Event               // events of a replay batch not yet committed
+	liveOK     bool                   // Options.BeforeLive returned nil
 	ticked     map[string]string      // task id -> the run an agent ticked its box in (ticks.go)
 }
 
@@ -267,7 +279,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 
 	start := e.now()
 	e.runID = runid.New(start)
-	dirs, err := cache.StateDir(o.RepoRoot)
+	dirs, err := e.stateDirs()
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +296,7 @@ func Run(ctx context.Context, o Options) (out *Outcome, err error) {
 	e.startWatch(ctx, dirs.Lock)
 	defer e.stopWatch()
 
-	e.j, err = cache.Open(o.RepoRoot)
+	e.j, err = cache.OpenDirs(dirs)
 	if err != nil {
 		return nil, err
 	}

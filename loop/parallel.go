@@ -122,6 +122,9 @@ func (e *engine) startWave(ctx context.Context, i int) error {
 	if err != nil || len(jobs) < 2 || e.prev.Commit == "" {
 		return err
 	}
+	if err := e.beforeLive(ctx); err != nil {
+		return err
+	}
 	dir, err := boundary.WorktreeDir(ctx, e.o.RepoRoot, e.runID)
 	if err != nil {
 		return err

@@ -27,7 +27,7 @@ func (e *engine) startSandbox(ctx context.Context) error {
 	if !e.s.Sandbox {
 		return nil
 	}
-	dirs, err := cache.StateDir(e.o.RepoRoot)
+	dirs, err := e.stateDirs()
 	if err != nil {
 		return err
 	}

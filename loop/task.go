@@ -556,6 +556,9 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 	if e.held != nil {
 		return "", "", errNeedsLive
 	}
+	if err := e.beforeLive(ctx); err != nil {
+		return "", "", err
+	}
 	lc := &liveCall{t: t, u: u, facts: facts}
 	var err error
 	if lc.canon, err = identity.Canonical(u.Preimage); err != nil {
@@ -574,6 +577,19 @@ func (e *engine) dispatch(ctx context.Context, idx int, t extractor.Task, u unit
 		return "", "", err
 	}
 	return e.finishLive(ctx, lc)
+}
+
+// beforeLive calls Options.BeforeLive before the run's first agent call;
+// an error from it interrupts the run (context.Canceled).
+func (e *engine) beforeLive(ctx context.Context) error {
+	if e.o.BeforeLive == nil || e.liveOK {
+		return nil
+	}
+	if err := e.o.BeforeLive(ctx); err != nil {
+		return fmt.Errorf("%w: %w", context.Canceled, err)
+	}
+	e.liveOK = true
+	return nil
 }
 
 // liveCall is one unit dispatch runs live, as it goes through its steps:

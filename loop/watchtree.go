@@ -63,12 +63,20 @@ type WatchStatus struct {
 // start, or is turned off: every boundary then looks at the whole tree).
 // stateDir is the work tree's state directory (where the lock is).
 func (e *engine) startWatch(ctx context.Context, stateDir string) {
-	if off, _ := gitcmd.Output(ctx, e.o.RepoRoot, "config", "--type=bool", "--get", "implloop.watch"); off == "false" {
-		return
-	}
-	root, err := gitcmd.Output(ctx, e.o.RepoRoot, "rev-parse", "--show-toplevel")
-	if err != nil {
-		return
+	root := ""
+	if k := e.o.Known; k != nil {
+		if k.WatchOff || k.Top == "" {
+			return
+		}
+		root = k.Top
+	} else {
+		if off, _ := gitcmd.Output(ctx, e.o.RepoRoot, "config", "--type=bool", "--get", "implloop.watch"); off == "false" {
+			return
+		}
+		var err error
+		if root, err = gitcmd.Output(ctx, e.o.RepoRoot, "rev-parse", "--show-toplevel"); err != nil {
+			return
+		}
 	}
 	e.watchState = filepath.Join(stateDir, watchFile)
 	w, err := treewatch.Start(root, treewatch.Options{CookieDir: filepath.Join(stateDir, "watch-cookies")})

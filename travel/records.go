@@ -160,7 +160,7 @@ func refValue(ctx context.Context, dir, ref string) (string, error) {
 // refs/implloop/records/<run> at them, unless it exists already (records
 // are written once, when the run ends). It returns the records commit.
 func Write(ctx context.Context, j *cache.Journal, runID string) (string, error) {
-	c, _, err := write(ctx, j, runID, false)
+	c, _, err := write(ctx, j, runID, false, nil)
 	return c, err
 }
 
@@ -168,14 +168,18 @@ func Write(ctx context.Context, j *cache.Journal, runID string) (string, error) 
 // that signs the records of a run whose records were not written when it
 // ended: a worker's, loop.Options.DeferRecords), so that they are written
 // once, not written and then signed again. signed: it wrote them now,
-// signed.
-func write(ctx context.Context, j *cache.Journal, runID string, sign bool) (c string, signed bool, err error) {
+// signed. k is what the caller read already (nil: nothing).
+func write(ctx context.Context, j *cache.Journal, runID string, sign bool, k *known) (c string, signed bool, err error) {
 	dir := j.Root()
 	if !runid.RefSafe(runID) {
 		return "", false, fmt.Errorf("records of %s: the run id cannot be a ref name", runID)
 	}
 	ref := RecordsRef(runID)
-	if c, err := refValue(ctx, dir, ref); err != nil || c != "" {
+	if k != nil && k.haveRecords {
+		if k.records != "" {
+			return k.records, false, nil
+		}
+	} else if c, err := refValue(ctx, dir, ref); err != nil || c != "" {
 		return c, false, err
 	}
 	rec, err := j.Records(runID)
@@ -197,7 +201,7 @@ func write(ctx context.Context, j *cache.Journal, runID string, sign bool) (c st
 		at = rec.Run.StartedAt
 	}
 	date := fmt.Sprintf("%d +0000", at.Unix())
-	name, email := recordsIdent(ctx, dir)
+	name, email := k.name(ctx, dir)
 	env := []string{"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email, "GIT_AUTHOR_DATE=" + date,
 		"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email, "GIT_COMMITTER_DATE=" + date}
 	var parents []string

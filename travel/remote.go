@@ -81,6 +81,10 @@ type PushOptions struct {
 	// no ls-remote first, and no seal of them alone (a single run's own
 	// signature is what a pull verifies).
 	New bool
+	// Signing is whether the runs made here are signed, and who their
+	// records say made them, as a worker learned it when it started
+	// (LearnSigning); nil: asked of git now.
+	Signing *Signing
 	// Sealed are runs pushed before from here (run id -> the records
 	// commit pushed, PushResult.Records), sealed again with a signing
 	// push's runs: a worker seals every run it pushed in each push, so
@@ -171,7 +175,11 @@ func scopePush(ctx context.Context, j *cache.Journal, o PushOptions) (pushScope,
 	if sc.pulled, err = j.PulledRuns(); err != nil {
 		return pushScope{}, err
 	}
-	sc.sign = SignsRuns(ctx, dir)
+	if o.Signing != nil {
+		sc.sign = o.Signing.Sign
+	} else {
+		sc.sign = SignsRuns(ctx, dir)
+	}
 	return sc, nil
 }
 
@@ -202,16 +210,26 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	}
 	var refspecs []string
 	sealed := map[string]string{} // run made here -> the records commit pushed, signed
+	// The refs of the runs that go, and the records refs of those
+	// sealed again (sealedBefore), in one read.
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	for run := range o.Sealed {
+		ids = append(ids, run)
+	}
+	recordsOf, boundsOf, err := readRunRefs(ctx, dir, ids)
+	if err != nil {
+		return nil, err
+	}
 	for _, r := range runs {
 		_, isPulled := pulled[r.ID]
-		full, signedNow, err := write(ctx, j, r.ID, sign && !isPulled)
+		full, signedNow, err := write(ctx, j, r.ID, sign && !isPulled, &known{records: recordsOf[r.ID], haveRecords: true, ident: o.Signing})
 		if err != nil {
 			return nil, err
 		}
-		bounds, err := refValue(ctx, dir, boundary.RunRef(r.ID))
-		if err != nil {
-			return nil, err
-		}
+		bounds := boundsOf[r.ID]
 		if sign && !isPulled && !signedNow {
 			if full, err = signRecords(ctx, dir, r.ID, full); err != nil {
 				return nil, err
@@ -258,7 +276,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		return res, nil
 	}
 	if len(sealed) > 0 {
-		o.Sealed = sealedBefore(ctx, dir, o.Sealed, pulled)
+		o.Sealed = sealedBefore(o.Sealed, pulled, recordsOf)
 	}
 	if err := sendPush(ctx, j.Dirs(), res.Remote, refspecs, sealed, o); err != nil {
 		return nil, err
@@ -268,24 +286,16 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 
 // sealedBefore is what of sealed (PushOptions.Sealed) a push that signs
 // may seal again: runs made here (never a pulled one: a push never
-// vouches for another's run) whose records ref holds the commit named.
-func sealedBefore(ctx context.Context, dir string, sealed map[string]string, pulled map[string]cache.Pulled) map[string]string {
+// vouches for another's run) whose records ref holds the commit named
+// (records: the commit each run's records ref held, as the push read
+// them: readRunRefs).
+func sealedBefore(sealed map[string]string, pulled map[string]cache.Pulled, records map[string]string) map[string]string {
 	if len(sealed) == 0 {
 		return nil
 	}
-	args := []string{"for-each-ref", "--format=%(objectname) %(refname)"}
-	for run := range sealed {
-		args = append(args, RecordsRef(run)) // those refs only, not every run's
-	}
-	out, err := git(ctx, dir, nil, nil, args...)
-	if err != nil {
-		return nil
-	}
 	ok := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		c, ref, _ := strings.Cut(line, " ")
-		run, _ := strings.CutPrefix(ref, RecordsRefPrefix)
-		if _, isPulled := pulled[run]; sealed[run] == c && c != "" && !isPulled {
+	for run, c := range sealed {
+		if _, isPulled := pulled[run]; records[run] == c && c != "" && !isPulled {
 			ok[run] = c
 		}
 	}

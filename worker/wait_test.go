@@ -42,3 +42,29 @@ func TestSealNext(t *testing.T) {
 		}
 	}
 }
+
+// An idle worker pulls the results no task waits for a poll period after
+// it went idle and each poll period after, and at once when nothing else
+// is left (waiting: 0).
+func TestIdlePullDue(t *testing.T) {
+	now := time.Unix(1000, 0)
+	w := &worker{poll: 2 * time.Second, now: func() time.Time { return now }}
+	steps := []struct {
+		after   time.Duration
+		waiting int
+		want    bool
+	}{
+		{0, 3, false},                      // just went idle
+		{time.Second, 3, false},            // within the poll period
+		{time.Second, 3, true},             // a poll period idle
+		{100 * time.Millisecond, 3, false}, // pulled just now
+		{100 * time.Millisecond, 0, true},  // nothing left but them
+		{100 * time.Millisecond, 0, true},
+	}
+	for i, s := range steps {
+		now = now.Add(s.after)
+		if got := w.idlePullDue(s.waiting); got != s.want {
+			t.Fatalf("step %d: %v, want %v", i, got, s.want)
+		}
+	}
+}

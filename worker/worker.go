@@ -47,6 +47,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"os"
 	"path/filepath"
@@ -62,6 +63,7 @@ import (
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/internal/gitobj"
+	"github.com/implloop/implloop/internal/procgroup"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/travel"
 )
@@ -187,6 +189,15 @@ type worker struct {
 	leases    int           // lease commits made
 	emptyTree string        // git's empty tree (leases' tree)
 
+	// known is what each task's run would learn of wt from git, learned
+	// once wt was made (loop.Learn); signing how results are pushed, as
+	// the clone's git said when the worker started (travel.LearnSigning).
+	// Both are read before any agent ran: see loop.Known and
+	// travel.Signing for what an agent's change to git's configuration
+	// does then.
+	known   *loop.Known
+	signing travel.Signing
+
 	seen   map[string]seenClaim // task -> a running claim's value, since when
 	left   map[string]string    // task -> why no worker can do it
 	redone map[string]bool      // tasks done again here for a result not trusted
@@ -198,9 +209,18 @@ type worker struct {
 	// looked what the last look saw (nextWait).
 	wait   time.Duration
 	looked map[string]claimState
+	// idlePull is when the worker, idle, pulls the results no task
+	// waits for while others still run (zero: it has not been idle since
+	// it last took a task; idlePullDue).
+	idlePull time.Time
 	// pending is the last task's result, pushed in the background while
 	// the worker goes on (nil: none).
 	pending *pendingPush
+	// behindNeed are the results no task waits for that the last look
+	// found unpulled, for pullBehind; behind is that pull, joined by the
+	// next step.
+	behindNeed []string
+	behind     *behindPull
 	// sealed are the last runs this worker pushed (sealWindow of them,
 	// oldest first), with the records commit each went as: every push
 	// seals them again (a signature for a pull to verify per window of
@@ -239,6 +259,7 @@ func Work(ctx context.Context, o Options) (*Summary, error) {
 	}
 	defer w.j.Close()
 	defer w.removeWorktree()
+	defer func() { _ = w.joinBehind() }()
 	for {
 		if err := ctx.Err(); err != nil {
 			_ = w.awaitPush() // given up, as the context ended
@@ -308,6 +329,7 @@ func (w *worker) start(ctx context.Context) error {
 	// Before anything is claimed: the results pushed from here must be
 	// ones the other workers build on and the fan-in replays, else each
 	// would do this worker's tasks again (and pay for them twice).
+	w.signing = travel.LearnSigning(ctx, o.Root)
 	if err := travel.CheckSelfTrust(ctx, o.Root); err != nil {
 		return err
 	}
@@ -320,6 +342,10 @@ func (w *worker) start(ctx context.Context) error {
 	w.sum = &Summary{Worker: w.o.ID, Plan: w.key, Base: w.base}
 	return nil
 }
+
+// errLostEarly: the claim was taken over before the task's agent was
+// called (worker.run).
+var errLostEarly = errors.New("the claim was taken over")
 
 // ErrNoBase: the clone has no commit to start from.
 var ErrNoBase = errors.New("the repository has no commit: workers start from HEAD, the plan committed in it")
@@ -394,6 +420,9 @@ type taskInfo struct {
 // step takes one look and does what it can: a task, or a wait. It
 // reports whether there is more to do.
 func (w *worker) step(ctx context.Context) (bool, error) {
+	if err := w.joinBehind(); err != nil {
+		return false, err
+	}
 	claims, err := w.look(ctx)
 	if err != nil {
 		return false, err
@@ -411,7 +440,7 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 	}
 	w.settle(info)
 	next, took, waiting := w.pick(ctx, info)
-	if next == nil && !pulled && len(need) > 0 {
+	if next == nil && !pulled && len(need) > 0 && w.idlePullDue(waiting) {
 		// Nothing else to take: the results no task waits for are
 		// pulled too, before they count as settled, so that one not
 		// trusted here (or not a result of its task at all) is done
@@ -448,7 +477,76 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 		}
 		return true, sleep(ctx, w.nextWait(claims))
 	}
+	w.idlePull = time.Time{}
+	w.behindNeed = nil
+	if !pulled {
+		w.behindNeed = need
+	}
 	return true, w.do(ctx, next, took, info)
+}
+
+// behindPull is a pull made while the worker's agent works (pullBehind).
+type behindPull struct {
+	done chan struct{}
+	res  *travel.PullResult
+	err  error
+}
+
+// pullBehind pulls, beside the task's agent call, the results on the
+// remote no task waits for that the last look found unpulled: the pull a
+// worker makes before it ends, of every result a claim names, then finds
+// only the last ones. Its work goes in the clone's journal and refs, none
+// in the worker's state, until the next step joins it (joinBehind).
+func (w *worker) pullBehind(ctx context.Context) {
+	if len(w.behindNeed) == 0 || w.behind != nil {
+		return
+	}
+	b := &behindPull{done: make(chan struct{})}
+	w.behind, w.behindNeed = b, nil
+	go func() {
+		defer close(b.done)
+		// At a low priority: the other workers on this machine may be
+		// between tasks, and this one's own gate may come.
+		procgroup.Background()
+		b.res, b.err = w.pullRemote(ctx)
+	}()
+}
+
+// joinBehind waits for the pull made beside the last agent call and notes
+// what it refused. Its failure is not the worker's: the pulls the worker
+// makes itself (step) try again.
+func (w *worker) joinBehind() error {
+	b := w.behind
+	if b == nil {
+		return nil
+	}
+	<-b.done
+	w.behind = nil
+	if b.err != nil {
+		return nil
+	}
+	return w.pulled(b.res, nil)
+}
+
+// idlePullDue says whether an idle worker pulls the results no task
+// waits for now: at once when no task is left but them (waiting: none),
+// else once a poll period after it went idle, and each poll period after
+// that. Each pull verifies and imports what it finds; the ends of a
+// fleet's tasks come together, and pulling each result as it lands
+// would pay a pull per result in every idle worker, on the cores the
+// last tasks need.
+func (w *worker) idlePullDue(waiting int) bool {
+	now := w.now()
+	switch {
+	case waiting == 0:
+	case w.idlePull.IsZero():
+		w.idlePull = now.Add(w.poll)
+		return false
+	case now.Before(w.idlePull):
+		return false
+	}
+	w.idlePull = now.Add(w.poll)
+	return true
 }
 
 // firstWait is how long a worker waits for others before it looks again,
@@ -494,13 +592,24 @@ func (w *worker) survey(claims map[string]claimState) (map[string]*taskInfo, []s
 // pull imports the remote's runs; those of need it did not import are
 // remembered, with why, and never pulled for again.
 func (w *worker) pull(ctx context.Context, need []string) error {
-	// A run the pull refuses (malformed, forged: anyone with push access
-	// can put one there) is left out, named, and never built on; the
-	// others are imported.
-	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }, travel.SkipRefused())
+	res, err := w.pullRemote(ctx)
 	if err != nil {
 		return err
 	}
+	return w.pulled(res, need)
+}
+
+// pullRemote pulls the remote's runs into the clone: those a pull
+// refuses (malformed, forged: anyone with push access can put one there)
+// are left out, the others imported. It touches nothing of the worker's
+// (pullBehind runs it beside the worker).
+func (w *worker) pullRemote(ctx context.Context) (*travel.PullResult, error) {
+	return travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }, travel.SkipRefused())
+}
+
+// pulled notes what a pull refused, named, never to be built on, and the
+// runs of need it did not bring.
+func (w *worker) pulled(res *travel.PullResult, need []string) error {
 	for _, r := range res.Refused {
 		if _, ok := w.unpulled[r.Run]; !ok {
 			w.log(Event{Type: "refused", Run: r.Run, Message: "refused " + travel.RecordsRef(r.Run) + " on the remote, nothing of it imported: " + r.Reason})
@@ -625,60 +734,113 @@ func (w *worker) stuck(id string, info map[string]*taskInfo) string {
 	return ti.stuck
 }
 
-// pick is the first task, in plan order, this worker may claim now
-// (took: why it takes the claim over, "" when there is none), and how
-// many tasks are not settled.
+// pick is the task this worker claims now (took: why it takes the claim
+// over, "" when there is none), and how many tasks are not settled.
+//
+// Of the tasks it may claim, it takes one of the first few in plan order
+// (spread), the one its id ranks first, not the first: workers that look at
+// once (a fleet's start, and the ends of equal tasks, which come together)
+// then mostly claim different tasks. Were each to take the first, all but
+// one would lose its compare-and-swap, look again and race for the next,
+// one claim landing per round trip.
 func (w *worker) pick(ctx context.Context, info map[string]*taskInfo) (next *taskInfo, took string, waiting int) {
 	now := w.now()
+	type candidate struct {
+		ti   *taskInfo
+		took string
+	}
+	var cands []candidate
+	held := 0 // claims of tasks being done: about how many workers are busy
 	for _, t := range w.sel.Tasks {
 		ti := info[t.ID]
+		if ti.claim.value != "" && ti.claim.run == "" {
+			held++
+		}
 		if ti.settled || w.left[t.ID] != "" {
 			continue
 		}
-		ready, why, never := w.readiness(t, info)
+		ready, _, never := w.readiness(t, info)
 		if never {
 			continue // blocked behind another, or left to the fan-in
 		}
 		waiting++
-		_ = why
-		if !ready || next != nil {
+		if !ready || len(cands) >= spreadMax {
 			continue
 		}
 		switch v := ti.claim.value; {
 		case v == "":
-			next = ti
+			cands = append(cands, candidate{ti, ""})
 		case ti.untrusted:
-			next, took = ti, "its result (run "+ti.claim.run+") "+ti.distrust+"; done again"
+			cands = append(cands, candidate{ti, "its result (run " + ti.claim.run + ") " + ti.distrust + "; done again"})
 		default:
-			s, ok := w.seen[t.ID]
-			if !ok || s.value != v {
-				w.seen[t.ID] = seenClaim{value: v, since: now}
-				continue
-			}
-			unchanged := now.Sub(s.since)
-			if unchanged < min(w.lease, leaseCheckAfter) {
-				continue
-			}
-			// The holder's lease period, as its lease says: a worker
-			// started with a longer --lease renews less often.
-			if !s.checked {
-				p, moved, err := travel.LeasePeriod(ctx, w.o.Root, w.remote, travel.ClaimRef(w.key, t.ID), v)
-				if err != nil || moved {
-					continue // look again
-				}
-				s.period, s.checked = p, true
-				w.seen[t.ID] = s
-			}
-			period := w.lease
-			if s.period > 0 {
-				period = s.period
-			}
-			if unchanged >= period {
-				next, took = ti, fmt.Sprintf("its claim was unchanged for %s, its worker's lease: its worker stopped", period)
+			if why := w.stale(ctx, t.ID, v, now); why != "" {
+				cands = append(cands, candidate{ti, why})
 			}
 		}
 	}
-	return next, took, waiting
+	if len(cands) == 0 {
+		return nil, "", waiting
+	}
+	c := cands[spread(w.o.ID, len(cands), held, func(i int) string { return cands[i].ti.t.ID })]
+	return c.ti, c.took, waiting
+}
+
+// spreadMin and spreadMax bound how many of the tasks a worker may claim,
+// in plan order, it chooses among: twice as many as there are tasks being
+// done (about as many as there are workers), at least spreadMin.
+const spreadMin, spreadMax = 16, 256
+
+// spread is the index, among the first of n tasks (id(i) names the i-th),
+// that worker ranks first (rendezvous hashing: each worker ranks the tasks
+// its own way, so two rarely rank the same one first, and a task's rank
+// does not change when others are claimed). held is how many tasks are
+// being done now.
+func spread(worker string, n, held int, id func(int) string) int {
+	n = min(n, max(spreadMin, 2*held))
+	best, bestScore := 0, uint64(0)
+	for i := range n {
+		h := fnv.New64a()
+		h.Write([]byte(worker))
+		h.Write([]byte{0})
+		h.Write([]byte(id(i)))
+		if s := h.Sum64(); i == 0 || s > bestScore {
+			best, bestScore = i, s
+		}
+	}
+	return best
+}
+
+// stale says why the claim of task id, holding v, is taken over ("" while
+// its worker may be alive): it was seen unchanged for the lease period its
+// lease names.
+func (w *worker) stale(ctx context.Context, id, v string, now time.Time) string {
+	s, ok := w.seen[id]
+	if !ok || s.value != v {
+		w.seen[id] = seenClaim{value: v, since: now}
+		return ""
+	}
+	unchanged := now.Sub(s.since)
+	if unchanged < min(w.lease, leaseCheckAfter) {
+		return ""
+	}
+	// The holder's lease period, as its lease says: a worker started
+	// with a longer --lease renews less often.
+	if !s.checked {
+		p, moved, err := travel.LeasePeriod(ctx, w.o.Root, w.remote, travel.ClaimRef(w.key, id), v)
+		if err != nil || moved {
+			return "" // look again
+		}
+		s.period, s.checked = p, true
+		w.seen[id] = s
+	}
+	period := w.lease
+	if s.period > 0 {
+		period = s.period
+	}
+	if unchanged < period {
+		return ""
+	}
+	return fmt.Sprintf("its claim was unchanged for %s, its worker's lease: its worker stopped", period)
 }
 
 // waitingWhy says what the worker waits for.
@@ -815,29 +977,44 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 	defer cancel()
 	r := &renewal{w: w, ref: ref, task: t.ID, value: lease, stop: make(chan struct{}), done: make(chan struct{})}
 	go r.loop(ctx, cancel)
-	if p := w.pending; p != nil {
-		// No agent is called while the last result's push is refused:
-		// its first try has ended by now, as a rule; when it failed, the
-		// push is waited for, and when it fails for good, this claim is
-		// given up untouched.
-		<-p.tried
-		if p.failed.Load() {
-			if err := w.awaitPush(); err != nil {
-				r.end()
-				_ = w.release(ctx, ref, r.current())
-				return err
+	// No agent is called while the last result's push is refused: the
+	// run starts beside the push (its journal, B0), and its first call
+	// waits for the push's first try to end; when that failed, for the
+	// whole push, and when that fails for good, the run is interrupted
+	// there and this claim given up, no agent called.
+	var pushErr error
+	lostEarly := false
+	beforeLive := func(context.Context) error {
+		if p := w.pending; p != nil {
+			<-p.tried
+			if p.failed.Load() {
+				if pushErr = w.awaitPush(); pushErr != nil {
+					return pushErr
+				}
 			}
 		}
 		if r.isLost() {
-			r.end()
-			w.log(Event{Type: "lost", Task: t.ID, Message: "its lease was taken over before the task started"})
-			return nil
+			lostEarly = true
+			return errLostEarly
 		}
+		w.pullBehind(ctx)
+		return nil
 	}
 	out, runErr := loop.Run(tctx, loop.Options{
 		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: w.o.Observer,
-		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true, DeferRecords: true,
+		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true, DeferRecords: true, Known: w.known,
+		BeforeLive: beforeLive,
 	})
+	switch {
+	case pushErr != nil:
+		r.end()
+		_ = w.release(ctx, ref, r.current())
+		return pushErr
+	case lostEarly:
+		r.end()
+		w.log(Event{Type: "lost", Task: t.ID, Message: "its lease was taken over before its agent was called"})
+		return nil
+	}
 	// What the run's live calls spent counts against the worker's caps,
 	// pushed or not: a lost lease does not refund the attempts made.
 	if out != nil {
@@ -1003,7 +1180,7 @@ func (w *worker) pushOnce(ctx context.Context, ref, run string, r *renewal) (pus
 		sealed[s.run] = s.records
 	}
 	res, err := travel.Push(ctx, w.j, travel.PushOptions{Remote: w.remote, Runs: []string{run}, New: true, Sealed: sealed,
-		With: []travel.RefUpdate{{Ref: ref, Records: run, Old: lease}}})
+		Signing: &w.signing, With: []travel.RefUpdate{{Ref: ref, Records: run, Old: lease}}})
 	if err == nil {
 		r.landed = true
 		if slices.Contains(res.Signed, run) {
@@ -1076,24 +1253,31 @@ func (w *worker) inputCommit(ctx context.Context, t extractor.Task, tree string)
 	return c, nil
 }
 
-// checkout readies the worker's worktree at commit.
+// checkout readies the worker's worktree at commit, and what the task's
+// run would learn of it (known: once a worktree).
 func (w *worker) checkout(ctx context.Context, commit string) error {
 	if w.wt != "" {
-		if err := boundary.ResetWorktree(ctx, w.wt, commit, ""); err == nil {
-			return nil
+		// Reused while its .git still names the git directory learned
+		// (a task may have made it point elsewhere).
+		if w.known != nil && w.known.Repo.Current() {
+			if err := boundary.ResetWorktree(ctx, w.wt, commit, ""); err == nil {
+				return nil
+			}
 		}
 		_ = boundary.RemoveWorktree(context.WithoutCancel(ctx), w.o.Root, w.wt)
+		w.known = nil
 	}
-	dirs, err := cache.StateDir(w.o.Root)
-	if err != nil {
-		return err
-	}
-	w.wt = filepath.Join(dirs.State, "workers", safeName(w.o.ID))
+	w.wt = filepath.Join(w.j.Dirs().State, "workers", safeName(w.o.ID))
 	if _, err := os.Stat(w.wt); err == nil {
 		_ = boundary.RemoveWorktree(context.WithoutCancel(ctx), w.o.Root, w.wt) // a killed worker's
 		_ = os.RemoveAll(w.wt)
 	}
-	return boundary.AddWorktree(ctx, w.o.Root, w.wt, commit)
+	if err := boundary.AddWorktree(ctx, w.o.Root, w.wt, commit); err != nil {
+		return err
+	}
+	var err error
+	w.known, err = loop.Learn(ctx, w.wt)
+	return err
 }
 
 func (w *worker) removeWorktree() {
