@@ -7,7 +7,7 @@ PKGS     := ./...
 # Packages that start goroutines run under the race detector, and only
 # there: a race run checks all that a plain run does, and running them
 # twice cost make test two minutes.
-RACE_DIRS := identity unit agent loop cache watch plan treewatch worker
+RACE_DIRS := identity unit agent loop cache watch plan treewatch worker internal/gitobj
 RACE_PKGS := $(foreach d,$(RACE_DIRS),$(if $(wildcard $(d)/*.go),./$(d)/...))
 FUZZTIME ?= 10s
 

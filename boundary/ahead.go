@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/implloop/implloop/internal/gitobj"
 )
 
 // AheadRefPrefix is where the work of calls made ahead (--jobs) is kept
@@ -29,14 +31,10 @@ func KeepAhead(ctx context.Context, repoDir, run, name, base, tree string) (stri
 	if err != nil {
 		return "", err
 	}
-	env := []string{"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost", "GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost"}
-	out, _, err := g.run(env, []byte("implloop: run "+run+", a call made ahead, in its worktree\n"), "commit-tree", "--no-gpg-sign", tree, "-p", base)
+	us := gitobj.Ident{Name: "implloop", Email: "implloop@localhost"}
+	id, err := g.objects(nil).Commit(ctx, gitobj.Commit{Tree: tree, Parents: []string{base}, Author: us, Committer: us, Message: "implloop: run " + run + ", a call made ahead, in its worktree\n"})
 	if err != nil {
 		return "", fmt.Errorf("keeping a call's work: %w", err)
-	}
-	id := strings.TrimSpace(string(out))
-	if !isHexID(id) {
-		return "", fmt.Errorf("keeping a call's work: git commit-tree: bad id %q", id)
 	}
 	if _, _, err := g.run(nil, nil, "update-ref", "-m", "implloop: a call made ahead", AheadRefPrefix+run+"/"+name, id); err != nil {
 		return "", fmt.Errorf("keeping a call's work: %w", err)

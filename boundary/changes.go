@@ -335,9 +335,9 @@ func (t *taker) changedTree(base *baseTree, c *changeSet) (string, string) {
 	if empty {
 		tree = t.g.emptyTree()
 	}
-	objects := filepath.Join(t.g.commonDir, "objects")
+	w := t.g.objects(nil)
 	for _, o := range b.pending {
-		if _, err := writeLoose(t.g, objects, o.kind, o.body); err != nil {
+		if _, err := w.Loose(o.kind, o.body); err != nil {
 			return "", "a tree could not be written: " + err.Error()
 		}
 	}

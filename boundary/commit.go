@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/internal/files"
+	"github.com/implloop/implloop/internal/gitobj"
 	"github.com/implloop/implloop/internal/runid"
 )
 
@@ -394,9 +395,9 @@ func (t *taker) commit(snap *Snapshot) error {
 }
 
 // writeCommit writes the boundary commit of snap (parents: prev, the
-// previous boundary, and HEAD) and returns its id. A boundary from a
-// watcher's paths writes the object itself, as commit-tree would (no
-// signature: --no-gpg-sign): below the floor every process counts.
+// previous boundary, and HEAD) and returns its id: written in process
+// where git would write it the same way (gitobj), as commit-tree
+// --no-gpg-sign would.
 func (t *taker) writeCommit(snap *Snapshot, prev, label string) (string, error) {
 	g := t.g
 	head := snap.Head
@@ -405,43 +406,17 @@ func (t *taker) writeCommit(snap *Snapshot, prev, label string) (string, error) 
 	}
 	msg := fmt.Sprintf("implloop: run %s, %s\n\nThe work tree as it was (tracked and untracked, not ignored).\n\nImplloop-Run: %s\nImplloop-Head: %s\n",
 		t.o.run, label, t.o.run, head)
-	if snap.watched && os.Getenv("GIT_AUTHOR_DATE") == "" && os.Getenv("GIT_COMMITTER_DATE") == "" {
-		var body strings.Builder
-		fmt.Fprintf(&body, "tree %s\n", snap.Tree)
-		if prev != "" {
-			fmt.Fprintf(&body, "parent %s\n", prev)
-		}
-		if snap.Head != "" {
-			fmt.Fprintf(&body, "parent %s\n", snap.Head)
-		}
-		now := time.Now()
-		stamp := fmt.Sprintf("implloop <implloop@localhost> %d %s", now.Unix(), now.Format("-0700"))
-		fmt.Fprintf(&body, "author %s\ncommitter %s\n\n%s", stamp, stamp, msg)
-		id, err := writeLoose(g, filepath.Join(g.commonDir, "objects"), "commit", []byte(body.String()))
-		if err != nil {
-			return "", fmt.Errorf("boundary: %w", err)
-		}
-		return id, nil
-	}
-	args := []string{"commit-tree", "--no-gpg-sign", snap.Tree}
+	var parents []string
 	if prev != "" {
-		args = append(args, "-p", prev)
+		parents = append(parents, prev)
 	}
 	if snap.Head != "" {
-		args = append(args, "-p", snap.Head)
+		parents = append(parents, snap.Head)
 	}
-	args = append(args, "-F", "-")
-	env := []string{
-		"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost",
-		"GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost",
-	}
-	out, _, err := g.run(env, []byte(msg), args...)
+	us := gitobj.Ident{Name: "implloop", Email: "implloop@localhost"}
+	id, err := g.objects(nil).Commit(g.ctx, gitobj.Commit{Tree: snap.Tree, Parents: parents, Author: us, Committer: us, Message: msg})
 	if err != nil {
 		return "", fmt.Errorf("boundary: %w", err)
-	}
-	id := strings.TrimSpace(string(out))
-	if !isHexID(id) {
-		return "", fmt.Errorf("boundary: git commit-tree: bad id %q", id)
 	}
 	return id, nil
 }

@@ -16,6 +16,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 
 	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/gitobj"
 	"github.com/implloop/implloop/internal/words"
 )
 
@@ -451,4 +452,16 @@ func (g *gitRepo) nestedHead(dir string) (string, bool) {
 		return "", false
 	}
 	return id, true
+}
+
+// objects is the object writer of the repository: objects written in
+// process where git would write them the same way (gitobj), by git (in
+// the work tree, with env added) otherwise. It starts no process: the
+// directories and the object format are what openGit learnt.
+func (g *gitRepo) objects(env []string) *gitobj.Writer {
+	h := gitobj.SHA1
+	if g.sha256 {
+		h = gitobj.SHA256
+	}
+	return gitobj.Open(gitobj.Repo{Dir: g.root, GitDir: g.gitDir, CommonDir: g.commonDir, Hash: h, HashKnown: true, Env: env})
 }

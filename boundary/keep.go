@@ -3,6 +3,7 @@ package boundary
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,6 +12,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/gitobj"
 )
 
 // Keep says what a boundary keeps beside its tree (WithKeep): files the
@@ -441,21 +445,28 @@ func (t *taker) hashFiles(files []*KeptFile) error {
 	if len(files) == 0 {
 		return nil
 	}
-	var in bytes.Buffer
-	for _, f := range files {
+	paths := make([]string, len(files))
+	for i, f := range files {
 		p := f.Path
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(t.g.root, filepath.FromSlash(p))
 		}
-		in.WriteString(quoteCPath(p))
-		in.WriteByte('\n')
+		paths[i] = p
 	}
-	out, stderr, err := t.g.run(nil, in.Bytes(), "hash-object", "-w", "--no-filters", "--stdin-paths")
+	ids, err := t.g.objects(nil).BlobFiles(t.g.ctx, paths)
 	if err != nil {
+		if t.g.ctx.Err() != nil {
+			return t.g.ctx.Err()
+		}
 		// One unreadable file fails the batch: hash one by one.
 		if len(files) == 1 {
-			t.problems = append(t.problems, fmt.Sprintf("%s: not kept: %s", files[0].Path, strings.TrimSpace(string(stderr))))
-			return t.g.ctx.Err()
+			why := err.Error()
+			var ge *gitcmd.Error
+			if errors.As(err, &ge) {
+				why = ge.Stderr
+			}
+			t.problems = append(t.problems, fmt.Sprintf("%s: not kept: %s", files[0].Path, strings.TrimSpace(why)))
+			return nil
 		}
 		for _, f := range files {
 			if err := t.hashFiles([]*KeptFile{f}); err != nil {
@@ -464,14 +475,7 @@ func (t *taker) hashFiles(files []*KeptFile) error {
 		}
 		return nil
 	}
-	ids := strings.Fields(string(out))
-	if len(ids) != len(files) {
-		return fmt.Errorf("git hash-object: %d ids for %d files", len(ids), len(files))
-	}
 	for i, f := range files {
-		if !isHexID(ids[i]) {
-			return fmt.Errorf("git hash-object: bad id %q", ids[i])
-		}
 		f.Blob.Hash = ids[i]
 	}
 	return nil
@@ -523,16 +527,16 @@ func (t *taker) writeKept(snap *Snapshot) error {
 	env := []string{"GIT_INDEX_FILE=" + index}
 	var tree string
 	if snap.Ignored == nil || len(snap.Ignored.Files) == 0 {
-		// The plan alone (or nothing): one level, one git mktree.
-		var one []byte
+		// The plan alone (or nothing): one level.
+		var one []gitobj.Entry
 		if snap.Plan != nil && snap.Plan.Blob.Present() {
-			one = []byte(fmt.Sprintf("%s blob %s\t%s\n", snap.Plan.Blob.Mode, snap.Plan.Blob.Hash, KeptPlanPath))
+			one = append(one, gitobj.Entry{Mode: uint32(snap.Plan.Blob.Mode), Name: KeptPlanPath, ID: snap.Plan.Blob.Hash})
 		}
-		out, _, err := g.run(nil, one, "mktree")
+		id, err := g.objects(nil).Tree(g.ctx, one)
 		if err != nil {
 			return fmt.Errorf("kept files: %w", err)
 		}
-		tree = strings.TrimSpace(string(out))
+		tree = id
 	} else {
 		os.Remove(index)
 		defer os.Remove(index)
@@ -547,25 +551,18 @@ func (t *taker) writeKept(snap *Snapshot) error {
 	}
 	ref := KeptRef(t.o.run)
 	cur, _ := g.readRef(ref)
-	args := []string{"commit-tree", "--no-gpg-sign", tree}
+	var parents []string
 	if p := t.o.prev; p != nil && p.Kept != "" && (cur == p.Kept || g.hasObject(p.Kept+"^{commit}")) {
-		args = append(args, "-p", p.Kept)
+		parents = append(parents, p.Kept)
 	}
 	if snap.Commit != "" {
-		args = append(args, "-p", snap.Commit)
+		parents = append(parents, snap.Commit)
 	}
 	msg := fmt.Sprintf("implloop: run %s, kept beside the boundary\n\nThe plan and the user's ignored files, kept locally (never pushed).\n\nImplloop-Run: %s\n", t.o.run, t.o.run)
-	env = []string{
-		"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost",
-		"GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost",
-	}
-	out, _, err := g.run(env, []byte(msg), append(args, "-F", "-")...)
+	us := gitobj.Ident{Name: "implloop", Email: "implloop@localhost"}
+	id, err := g.objects(nil).Commit(g.ctx, gitobj.Commit{Tree: tree, Parents: parents, Author: us, Committer: us, Message: msg})
 	if err != nil {
 		return fmt.Errorf("kept files: %w", err)
-	}
-	id := strings.TrimSpace(string(out))
-	if !isHexID(id) {
-		return fmt.Errorf("kept files: git commit-tree: bad id %q", id)
 	}
 	if _, _, err := g.run(nil, nil, "update-ref", "-m", "implloop: kept", ref, id, cur); err != nil {
 		// Moved meanwhile (an agent): the chain goes on from here.

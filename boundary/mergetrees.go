@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/implloop/implloop/internal/gitobj"
 )
 
 // Three-way merges of trees whose histories are not related (implloop
@@ -46,6 +49,11 @@ func (g *gitRepo) mergeTrees(base, ours, theirs string) (Merge, error) {
 	env := []string{"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost", "GIT_COMMITTER_NAME=implloop",
 		"GIT_COMMITTER_EMAIL=implloop@localhost", "GIT_AUTHOR_DATE=@0 +0000", "GIT_COMMITTER_DATE=@0 +0000"}
 	commit := func(tree string, parents ...string) (string, error) {
+		if isHexID(tree) {
+			// Written in process where git would write it the same way.
+			zero := gitobj.Ident{Name: "implloop", Email: "implloop@localhost", When: time.Unix(0, 0).UTC()}
+			return g.objects(nil).Commit(g.ctx, gitobj.Commit{Tree: tree, Parents: parents, Author: zero, Committer: zero, Message: "implloop: a merge side\n"})
+		}
 		args := []string{"commit-tree", "--no-gpg-sign", tree}
 		for _, p := range parents {
 			args = append(args, "-p", p)

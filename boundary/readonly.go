@@ -3,7 +3,6 @@ package boundary
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -15,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/implloop/implloop/internal/gitobj"
 )
 
 // A read-only snapshot (Take without WithRun: `implloop status`) must
@@ -944,51 +945,23 @@ func (t *taker) flushTrees() error {
 
 // objectID is the id git gives an object of kind with body.
 func objectID(g *gitRepo, kind string, body []byte) string {
-	h := g.newHash()
-	fmt.Fprintf(h, "%s %d\x00", kind, len(body))
-	h.Write(body)
-	return hex.EncodeToString(h.Sum(nil))
+	h := gitobj.SHA1
+	if g.sha256 {
+		h = gitobj.SHA256
+	}
+	return gitobj.ID(h, kind, body)
 }
 
-// writeLoose writes an object into the loose object directory objects and
-// returns its id.
+// writeLoose writes an object into the loose object directory objects
+// (the read-only snapshot's own, temporary) and returns its id.
 func writeLoose(g *gitRepo, objects, kind string, body []byte) (string, error) {
-	header := fmt.Sprintf("%s %d\x00", kind, len(body))
-	id := objectID(g, kind, body)
-	dir := filepath.Join(objects, id[:2])
-	file := filepath.Join(dir, id[2:])
-	if _, err := os.Stat(file); err == nil {
-		return id, nil
+	h := gitobj.SHA1
+	if g.sha256 {
+		h = gitobj.SHA256
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("writing %s %s: %w", kind, id, err)
-	}
-	var z bytes.Buffer
-	w := zlib.NewWriter(&z)
-	w.Write([]byte(header))
-	w.Write(body)
-	if err := w.Close(); err != nil {
-		return "", fmt.Errorf("writing %s %s: %w", kind, id, err)
-	}
-	tmp, err := os.CreateTemp(dir, "tmp_obj_")
+	id, err := gitobj.WriteLoose(objects, h, kind, body, false)
 	if err != nil {
-		return "", fmt.Errorf("writing %s %s: %w", kind, id, err)
-	}
-	if _, err := tmp.Write(z.Bytes()); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("writing %s %s: %w", kind, id, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("writing %s %s: %w", kind, id, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("writing %s %s: %w", kind, id, err)
-	}
-	if err := os.Rename(tmp.Name(), file); err != nil {
-		return "", fmt.Errorf("writing %s %s: %w", kind, id, err)
+		return "", fmt.Errorf("writing %s: %w", kind, err)
 	}
 	return id, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/gitobj"
 )
 
 // Worktrees for tasks that run at once (--jobs): each runs in a linked
@@ -235,12 +236,11 @@ func MergeInto(ctx context.Context, repoDir, base, ours, theirs string) (Merge, 
 	if err != nil {
 		return Merge{}, err
 	}
-	env := []string{"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost", "GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost"}
-	out, _, err := g.run(env, []byte("implloop: a task's work from its worktree\n"), "commit-tree", "--no-gpg-sign", theirs, "-p", base)
+	us := gitobj.Ident{Name: "implloop", Email: "implloop@localhost"}
+	theirsCommit, err := g.objects(nil).Commit(ctx, gitobj.Commit{Tree: theirs, Parents: []string{base}, Author: us, Committer: us, Message: "implloop: a task's work from its worktree\n"})
 	if err != nil {
 		return Merge{}, err
 	}
-	theirsCommit := strings.TrimSpace(string(out))
 	m, err := g.mergeTree(ours, theirsCommit)
 	if err != nil || len(m.Conflicts) > 0 {
 		return m, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gitcmd"
 )
 
@@ -145,12 +146,14 @@ func (l *Lister) Refs(ctx context.Context, patterns ...string) (map[string]strin
 // third of it, given up when no renewal got through for all of it), so
 // that every lease and renewal is a commit of its own, and a worker
 // watching the claim knows how long to wait before taking it over
-// (LeasePeriod). One git process: the commit object is written whole.
-func NewLease(ctx context.Context, dir, emptyTree, plan, task, worker string, n int, at time.Time, period time.Duration) (string, error) {
+// (LeasePeriod). The commit object is written whole, in process where
+// git would write it the same way (dirs: the journal's directories, as
+// cache.StateDir gives them), else with one git process.
+func NewLease(ctx context.Context, dirs cache.Dirs, emptyTree, plan, task, worker string, n int, at time.Time, period time.Duration) (string, error) {
 	stamp := fmt.Sprintf("implloop <implloop@localhost> %d +0000", at.Unix())
 	obj := fmt.Sprintf("tree %s\nauthor %s\ncommitter %s\n\nimplloop claim\n\nplan %s\ntask %s\nworker %s\nrenewal %d\nlease %s\n",
 		emptyTree, stamp, stamp, plan, task, worker, n, period)
-	c, err := git(ctx, dir, []byte(obj), nil, "hash-object", "-t", "commit", "-w", "--stdin")
+	c, err := objects(dirs).Object(ctx, "commit", []byte(obj))
 	if err != nil {
 		return "", fmt.Errorf("lease: %w", err)
 	}
@@ -214,9 +217,10 @@ func LeasePeriod(ctx context.Context, dir, remote, ref, value string) (period ti
 	return 0, false, nil
 }
 
-// EmptyTree writes git's empty tree and returns its name.
-func EmptyTree(ctx context.Context, dir string) (string, error) {
-	t, err := git(ctx, dir, nil, nil, "mktree")
+// EmptyTree writes git's empty tree and returns its name (dirs as for
+// NewLease; with State empty, git writes it in dirs.Root).
+func EmptyTree(ctx context.Context, dirs cache.Dirs) (string, error) {
+	t, err := objects(dirs).Tree(ctx, nil)
 	if err != nil {
 		return "", fmt.Errorf("lease: %w", err)
 	}

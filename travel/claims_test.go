@@ -22,12 +22,16 @@ func TestLeasePeriod(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	remote := gittest.New(t)
-	empty, err := travel.EmptyTree(ctx, remote.Dir)
+	dirs, err := cache.StateDir(remote.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, err := travel.EmptyTree(ctx, dirs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lease := func(period time.Duration) string {
-		c, err := travel.NewLease(ctx, remote.Dir, empty, "plan", "T1", "w", 1, time.Now(), period)
+		c, err := travel.NewLease(ctx, dirs, empty, "plan", "T1", "w", 1, time.Now(), period)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,11 +129,15 @@ func TestRemoteErrorStripsSideband(t *testing.T) {
 	}
 	local := gittest.New(t)
 	ctx := context.Background()
-	empty, err := travel.EmptyTree(ctx, local.Dir)
+	dirs, err := cache.StateDir(local.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	head, err := travel.NewLease(ctx, local.Dir, empty, "p", "T1", "w", 1, time.Now(), time.Minute)
+	empty, err := travel.EmptyTree(ctx, dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := travel.NewLease(ctx, dirs, empty, "p", "T1", "w", 1, time.Now(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

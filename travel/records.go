@@ -39,10 +39,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/gitobj"
 	"github.com/implloop/implloop/internal/runid"
 )
 
@@ -207,15 +209,22 @@ func write(ctx context.Context, j *cache.Journal, runID string, sign bool, k *kn
 		parents = []string{"-p", rec.Boundaries[n-1].Commit}
 	}
 	commit := func(tree, msg string, parents []string) (string, error) {
-		flag := "--no-gpg-sign"
-		if sign {
-			flag = "-S"
+		if !sign {
+			// Unsigned: written in process where git would write it so.
+			who := gitobj.Ident{Name: name, Email: email, When: time.Unix(at.Unix(), 0).UTC()}
+			var ps []string
+			for i := 1; i < len(parents); i += 2 {
+				ps = append(ps, parents[i])
+			}
+			c, err := objects(j.Dirs()).Commit(ctx, gitobj.Commit{Tree: tree, Parents: ps, Author: who, Committer: who, Message: msg})
+			if err != nil {
+				return "", fmt.Errorf("records of %s: %w", runID, err)
+			}
+			return c, nil
 		}
-		c, err := git(ctx, dir, []byte(msg), env, append(append([]string{"commit-tree", flag, tree}, parents...), "-F", "-")...)
-		if err != nil && sign {
+		c, err := git(ctx, dir, []byte(msg), env, append(append([]string{"commit-tree", "-S", tree}, parents...), "-F", "-")...)
+		if err != nil {
 			return "", &SignError{Run: runID, Err: err}
-		} else if err != nil {
-			return "", fmt.Errorf("records of %s: %w", runID, err)
 		}
 		return c, nil
 	}
@@ -251,8 +260,9 @@ func recordsIdent(ctx context.Context, dir string) (name, email string) {
 }
 
 // writeTrees writes the files and blobs of each of recs as git objects
-// and returns their trees, in three git processes whatever their number:
-// one hash-object, one mktree of the blob directories, one of the roots.
+// and returns their trees: in process (gitobj), or in three git
+// processes whatever their number where git writes: one hash-object, one
+// mktree of the blob directories, one of the roots.
 // Files are staged under tmp/<index>.
 func writeTrees(ctx context.Context, dir, tmp string, j *cache.Journal, recs ...*cache.Records) ([]string, error) {
 	type staged struct {
@@ -293,64 +303,44 @@ func writeTrees(ctx context.Context, dir, tmp string, j *cache.Journal, recs ...
 			paths = append(paths, p)
 		}
 	}
-	out, err := git(ctx, dir, []byte(strings.Join(paths, "\n")+"\n"), nil, "hash-object", "-w", "--no-filters", "--stdin-paths")
+	w := objects(j.Dirs())
+	oids, err := w.BlobFiles(ctx, paths)
 	if err != nil {
 		return nil, err
 	}
-	oids := strings.Split(out, "\n")
-	if len(oids) != len(paths) {
-		return nil, fmt.Errorf("git hash-object wrote %d objects for %d files", len(oids), len(paths))
-	}
 	// The blob directories (of the records that name blobs), then the
-	// roots, each batch one `git mktree --batch`.
-	var subs bytes.Buffer
+	// roots, each batch written at once (one git mktree --batch where
+	// git writes).
+	var subs [][]gitobj.Entry
 	var withBlobs []int
-	roots := make([]bytes.Buffer, len(recs))
+	roots := make([][]gitobj.Entry, len(recs))
 	k := 0
 	for i := range st {
 		for _, n := range st[i].names {
-			fmt.Fprintf(&roots[i], "100644 blob %s\t%s\x00", oids[k], n)
+			roots[i] = append(roots[i], gitobj.Entry{Mode: gitobj.ModeFile, Name: n, ID: oids[k]})
 			k++
 		}
 		if len(st[i].blobs) == 0 {
 			continue
 		}
+		var sub []gitobj.Entry
 		for _, h := range st[i].blobs {
-			fmt.Fprintf(&subs, "100644 blob %s\t%s\x00", oids[k], h)
+			sub = append(sub, gitobj.Entry{Mode: gitobj.ModeFile, Name: h, ID: oids[k]})
 			k++
 		}
-		subs.WriteByte(0) // the end of a tree
+		subs = append(subs, sub)
 		withBlobs = append(withBlobs, i)
 	}
 	if len(withBlobs) > 0 {
-		t, err := mktrees(ctx, dir, subs.Bytes(), len(withBlobs))
+		t, err := w.Trees(ctx, subs)
 		if err != nil {
 			return nil, err
 		}
 		for n, i := range withBlobs {
-			fmt.Fprintf(&roots[i], "040000 tree %s\t%s\x00", t[n], blobDir)
+			roots[i] = append(roots[i], gitobj.Entry{Mode: gitobj.ModeDir, Name: blobDir, ID: t[n]})
 		}
 	}
-	var all bytes.Buffer
-	for i := range roots {
-		all.Write(roots[i].Bytes())
-		all.WriteByte(0)
-	}
-	return mktrees(ctx, dir, all.Bytes(), len(recs))
-}
-
-// mktrees writes n trees with `git mktree -z --batch` (in: each tree's
-// entries, then an empty one) and returns them in order.
-func mktrees(ctx context.Context, dir string, in []byte, n int) ([]string, error) {
-	out, err := git(ctx, dir, in, nil, "mktree", "-z", "--batch")
-	if err != nil {
-		return nil, err
-	}
-	trees := strings.Fields(out)
-	if len(trees) != n {
-		return nil, fmt.Errorf("git mktree wrote %d trees of %d", len(trees), n)
-	}
-	return trees, nil
+	return w.Trees(ctx, roots)
 }
 
 // stageBlob copies blob h to a file in stage.

@@ -278,7 +278,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 	if len(sealed) > 0 {
 		o.Sealed = sealedBefore(o.Sealed, pulled, recordsOf)
 	}
-	if err := sendPush(ctx, dir, res.Remote, refspecs, sealed, o); err != nil {
+	if err := sendPush(ctx, j.Dirs(), res.Remote, refspecs, sealed, o); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -311,7 +311,8 @@ func isSigned(ctx context.Context, dir, c string) bool {
 // sendPush is Push's one `git push --atomic`: refspecs, the seal of the
 // sealed runs (with o.Sealed; not of a new run alone: PushOptions.New),
 // and o.With's compare-and-swap updates.
-func sendPush(ctx context.Context, dir, remote string, refspecs []string, sealed map[string]string, o PushOptions) error {
+func sendPush(ctx context.Context, dirs cache.Dirs, remote string, refspecs []string, sealed map[string]string, o PushOptions) error {
+	dir := dirs.Root
 	if len(sealed) > 0 && (!o.New || len(o.Sealed) > 0) {
 		// One signature that a pull verifies for all of them (seal.go).
 		all := maps.Clone(o.Sealed)
@@ -319,7 +320,7 @@ func sendPush(ctx context.Context, dir, remote string, refspecs []string, sealed
 			all = map[string]string{}
 		}
 		maps.Copy(all, sealed)
-		seal, err := writeSeal(ctx, dir, all)
+		seal, err := writeSeal(ctx, dirs, all)
 		if err != nil {
 			return err
 		}

@@ -1,12 +1,14 @@
 package travel
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/gitobj"
 )
 
 // # Seals: one signature for a push's runs
@@ -33,17 +35,20 @@ const sealNS = "refs/implloop-seals/"
 
 // writeSeal writes and signs the seal of runs (run id -> records commit)
 // and returns the commit.
-func writeSeal(ctx context.Context, dir string, runs map[string]string) (string, error) {
+// Its tree is written in process where git would write it the same way
+// (dirs: the journal's directories).
+func writeSeal(ctx context.Context, dirs cache.Dirs, runs map[string]string) (string, error) {
+	dir := dirs.Root
 	ids := make([]string, 0, len(runs))
 	for id := range runs {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	var tree bytes.Buffer
+	tree := make([]gitobj.Entry, 0, len(ids))
 	for _, id := range ids {
-		fmt.Fprintf(&tree, "160000 commit %s\t%s\x00", runs[id], id)
+		tree = append(tree, gitobj.Entry{Mode: gitobj.ModeGitlink, Name: id, ID: runs[id]})
 	}
-	t, err := git(ctx, dir, tree.Bytes(), nil, "mktree", "-z")
+	t, err := objects(dirs).Tree(ctx, tree)
 	if err != nil {
 		return "", err
 	}

@@ -53,7 +53,7 @@ func CheckSelfTrust(ctx context.Context, dir string) error {
 	if !SignsRuns(ctx, dir) {
 		return &SelfTrustError{Unsigned: true}
 	}
-	empty, err := EmptyTree(ctx, dir)
+	empty, err := EmptyTree(ctx, cache.Dirs{Root: dir}) // once a worker: git writes it
 	if err != nil {
 		return err
 	}

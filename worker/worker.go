@@ -62,6 +62,7 @@ import (
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/gitobj"
 	"github.com/implloop/implloop/internal/procgroup"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/travel"
@@ -1243,15 +1244,13 @@ func (w *worker) inputCommit(ctx context.Context, t extractor.Task, tree string)
 	if len(m.Conflicts) > 0 {
 		return "", fmt.Errorf("task %s: its input tree changes %s, which workers read from the base commit", t.ID, strings.Join(m.Conflicts, ", "))
 	}
-	tree = m.Tree
-	o := gitcmd.Options{Dir: w.o.Root, Env: []string{"GIT_AUTHOR_NAME=implloop", "GIT_AUTHOR_EMAIL=implloop@localhost",
-		"GIT_COMMITTER_NAME=implloop", "GIT_COMMITTER_EMAIL=implloop@localhost"},
-		Stdin: strings.NewReader("implloop: the input of task " + t.ID + "\n")}
-	out, _, err := gitcmd.Run(ctx, o, "commit-tree", "--no-gpg-sign", tree, "-p", w.base)
+	us := gitobj.Ident{Name: "implloop", Email: "implloop@localhost"}
+	c, err := travel.Objects(w.dirs()).Commit(ctx, gitobj.Commit{Tree: m.Tree, Parents: []string{w.base}, Author: us, Committer: us,
+		Message: "implloop: the input of task " + t.ID + "\n"})
 	if err != nil {
 		return "", fmt.Errorf("task %s: its input commit: %w", t.ID, err)
 	}
-	return strings.TrimSpace(string(out)), nil
+	return c, nil
 }
 
 // checkout readies the worker's worktree at commit, and what the task's
@@ -1318,13 +1317,22 @@ func (w *worker) newLease(ctx context.Context, task string) (string, error) {
 	defer w.leaseMu.Unlock()
 	w.leases++
 	if w.emptyTree == "" {
-		t, err := travel.EmptyTree(ctx, w.o.Root)
+		t, err := travel.EmptyTree(ctx, w.dirs())
 		if err != nil {
 			return "", err
 		}
 		w.emptyTree = t
 	}
-	return travel.NewLease(ctx, w.o.Root, w.emptyTree, w.key, task, w.o.ID, w.leases, w.now(), w.lease)
+	return travel.NewLease(ctx, w.dirs(), w.emptyTree, w.key, task, w.o.ID, w.leases, w.now(), w.lease)
+}
+
+// dirs are the repository's directories as the journal knows them (so
+// that a lease is written without asking git where they are).
+func (w *worker) dirs() cache.Dirs {
+	if w.j != nil {
+		return w.j.Dirs()
+	}
+	return cache.Dirs{Root: w.o.Root}
 }
 
 // renewal keeps a claim's lease while its task runs, and until its

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/travel"
 )
 
@@ -603,7 +604,13 @@ func TestWorkClaimRace(t *testing.T) {
 	dirs := []string{f.clone("r1"), f.clone("r2")}
 	// The pushes are made from this process, as a worker makes them.
 	ctx := context.Background()
-	empty, err := travel.EmptyTree(ctx, dirs[0])
+	var sd [2]cache.Dirs
+	for i, d := range dirs {
+		var err error
+		sd[i], err = cache.StateDir(d)
+		must(t, err)
+	}
+	empty, err := travel.EmptyTree(ctx, sd[0])
 	must(t, err)
 	for round := 0; round < *claimRounds; round++ {
 		ref := travel.ClaimRef("race", strconv.Itoa(round))
@@ -613,7 +620,7 @@ func TestWorkClaimRace(t *testing.T) {
 		errs := make([]error, 2)
 		start := make(chan struct{})
 		for i := range 2 {
-			lease, err := travel.NewLease(ctx, dirs[i], empty, "race", strconv.Itoa(round), fmt.Sprintf("w%d", i), round, time.Now(), time.Minute)
+			lease, err := travel.NewLease(ctx, sd[i], empty, "race", strconv.Itoa(round), fmt.Sprintf("w%d", i), round, time.Now(), time.Minute)
 			must(t, err)
 			leases[i] = lease
 			wg.Add(1)
