@@ -306,8 +306,11 @@ func (l *Lock) SetChild(kind string, pid int) {
 }
 
 // Release gives the lock up, also for the processes that inherited its
-// descriptor (it is one open file). The file stays (removing it would race
-// with a process that has it open and is about to lock it).
+// descriptor (it is one open file), and for those that have a copy of the
+// anchor's for an instant (forked, not yet exec'd): it unlocks both, since
+// closing a descriptor frees an flock only when it is the last one. The
+// file stays (removing it would race with a process that has it open and
+// is about to lock it).
 func (l *Lock) Release() error {
 	if l == nil {
 		return nil
@@ -319,7 +322,11 @@ func (l *Lock) Release() error {
 	}
 	if l.anchor != nil {
 		// Before the file: a run that gets the file then finds the
-		// anchor free.
+		// anchor free. Unlocked, not just closed: a process forked
+		// meanwhile by another goroutine (a git command, another run's
+		// agent) has a copy of the descriptor until its exec closes it,
+		// and the flock would live on in that copy.
+		_ = syscall.Flock(int(l.anchor.Fd()), syscall.LOCK_UN)
 		_ = l.anchor.Close()
 		l.anchor = nil
 	}
