@@ -63,7 +63,6 @@ import (
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/internal/gitobj"
-	"github.com/implloop/implloop/internal/procgroup"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/travel"
 )
@@ -216,11 +215,6 @@ type worker struct {
 	// pending is the last task's result, pushed in the background while
 	// the worker goes on (nil: none).
 	pending *pendingPush
-	// behindNeed are the results no task waits for that the last look
-	// found unpulled, for pullBehind; behind is that pull, joined by the
-	// next step.
-	behindNeed []string
-	behind     *behindPull
 	// sealed are the last runs this worker pushed (sealWindow of them,
 	// oldest first), with the records commit each went as: every push
 	// seals them again (a signature for a pull to verify per window of
@@ -259,7 +253,6 @@ func Work(ctx context.Context, o Options) (*Summary, error) {
 	}
 	defer w.j.Close()
 	defer w.removeWorktree()
-	defer func() { _ = w.joinBehind() }()
 	for {
 		if err := ctx.Err(); err != nil {
 			_ = w.awaitPush() // given up, as the context ended
@@ -420,9 +413,6 @@ type taskInfo struct {
 // step takes one look and does what it can: a task, or a wait. It
 // reports whether there is more to do.
 func (w *worker) step(ctx context.Context) (bool, error) {
-	if err := w.joinBehind(); err != nil {
-		return false, err
-	}
 	claims, err := w.look(ctx)
 	if err != nil {
 		return false, err
@@ -478,54 +468,7 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 		return true, sleep(ctx, w.nextWait(claims))
 	}
 	w.idlePull = time.Time{}
-	w.behindNeed = nil
-	if !pulled {
-		w.behindNeed = need
-	}
 	return true, w.do(ctx, next, took, info)
-}
-
-// behindPull is a pull made while the worker's agent works (pullBehind).
-type behindPull struct {
-	done chan struct{}
-	res  *travel.PullResult
-	err  error
-}
-
-// pullBehind pulls, beside the task's agent call, the results on the
-// remote no task waits for that the last look found unpulled: the pull a
-// worker makes before it ends, of every result a claim names, then finds
-// only the last ones. Its work goes in the clone's journal and refs, none
-// in the worker's state, until the next step joins it (joinBehind).
-func (w *worker) pullBehind(ctx context.Context) {
-	if len(w.behindNeed) == 0 || w.behind != nil {
-		return
-	}
-	b := &behindPull{done: make(chan struct{})}
-	w.behind, w.behindNeed = b, nil
-	go func() {
-		defer close(b.done)
-		// At a low priority: the other workers on this machine may be
-		// between tasks, and this one's own gate may come.
-		procgroup.Background()
-		b.res, b.err = w.pullRemote(ctx)
-	}()
-}
-
-// joinBehind waits for the pull made beside the last agent call and notes
-// what it refused. Its failure is not the worker's: the pulls the worker
-// makes itself (step) try again.
-func (w *worker) joinBehind() error {
-	b := w.behind
-	if b == nil {
-		return nil
-	}
-	<-b.done
-	w.behind = nil
-	if b.err != nil {
-		return nil
-	}
-	return w.pulled(b.res, nil)
 }
 
 // idlePullDue says whether an idle worker pulls the results no task
@@ -592,24 +535,13 @@ func (w *worker) survey(claims map[string]claimState) (map[string]*taskInfo, []s
 // pull imports the remote's runs; those of need it did not import are
 // remembered, with why, and never pulled for again.
 func (w *worker) pull(ctx context.Context, need []string) error {
-	res, err := w.pullRemote(ctx)
+	// A run the pull refuses (malformed, forged: anyone with push access
+	// can put one there) is left out, named, and never built on; the
+	// others are imported.
+	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }, travel.SkipRefused())
 	if err != nil {
 		return err
 	}
-	return w.pulled(res, need)
-}
-
-// pullRemote pulls the remote's runs into the clone: those a pull
-// refuses (malformed, forged: anyone with push access can put one there)
-// are left out, the others imported. It touches nothing of the worker's
-// (pullBehind runs it beside the worker).
-func (w *worker) pullRemote(ctx context.Context) (*travel.PullResult, error) {
-	return travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }, travel.SkipRefused())
-}
-
-// pulled notes what a pull refused, named, never to be built on, and the
-// runs of need it did not bring.
-func (w *worker) pulled(res *travel.PullResult, need []string) error {
 	for _, r := range res.Refused {
 		if _, ok := w.unpulled[r.Run]; !ok {
 			w.log(Event{Type: "refused", Run: r.Run, Message: "refused " + travel.RecordsRef(r.Run) + " on the remote, nothing of it imported: " + r.Reason})
@@ -997,7 +929,6 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 			lostEarly = true
 			return errLostEarly
 		}
-		w.pullBehind(ctx)
 		return nil
 	}
 	out, runErr := loop.Run(tctx, loop.Options{

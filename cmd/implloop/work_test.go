@@ -56,7 +56,6 @@ if [ -n "$CHAIN" ] && [ "$IMPLLOOP_TASK_ID" -gt 1 ]; then
   git ls-remote "$REMOTE" 'refs/implloop/records/*' | cut -f1 | grep -qx "$claim" || echo "early-$IMPLLOOP_TASK_ID" >> "$CALLS"
 fi
 [ -z "$AGENT_SLEEP" ] || sleep "$AGENT_SLEEP"
-[ -z "$AGENT_EXTRA" ] || eval "$AGENT_EXTRA"
 echo "task $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"
 [ -z "$EVIL" ] || echo BACKDOOR >> "out-$IMPLLOOP_TASK_ID.txt"
 [ -z "$COST" ] || echo "{\"type\":\"result\",\"result\":\"ok\",\"total_cost_usd\":$COST}"
@@ -661,27 +660,6 @@ func (t scriptT) Run(name string, f func(testscript.T)) {
 	t.T.Run(name, func(t *testing.T) { f(scriptT{t}) })
 }
 func (t scriptT) Verbose() bool { return testing.Verbose() }
-
-// While a worker's agent works, the worker pulls the results on the
-// remote no task waits for (worker.pullBehind), so that its last pull
-// finds only what came since. A first worker does one task of three; the
-// second worker's first agent call sees the first's result come into the
-// clone (its records ref) while it runs; its fan-in replays all three.
-func TestWorkPullsBehind(t *testing.T) {
-	t.Parallel()
-	f := newFleet(t, independentPlan(3))
-	first := f.start("first", []string{"COST=1"}, "--max-cost", "1")
-	f.wait(first)
-	seen := filepath.Join(f.dir, "seen")
-	w := f.start("w", []string{"AGENT_EXTRA=for i in 1 2 3 4 5 6 7 8 9 10; do n=$(git for-each-ref refs/implloop/records/ | wc -l); [ $n -gt 0 ] && break; sleep 0.5; done; echo $n >> " + seen})
-	f.wait(w)
-	b, err := os.ReadFile(seen)
-	must(t, err)
-	if lines := strings.Fields(string(b)); len(lines) != 2 || lines[0] == "0" {
-		t.Fatalf("records refs in the clone during each agent call: %q\n%s", b, w.err.String())
-	}
-	f.fanInReplays(3)
-}
 
 // BenchmarkWorkers: 8 workers, 32 independent tasks whose agent takes
 // 2 s each. The reference is the ideal: 32 tasks / 8 workers x 2 s = 8 s,
