@@ -476,6 +476,7 @@ func (w *Writer) Commit(ctx context.Context, c Commit) (string, error) {
 			return "", err
 		}
 	}
+	c.Parents = distinct(c.Parents) // as git commit-tree: "duplicate parent ... ignored"
 	if w.InProcess() && w.commits == "" && w.present(append([]string{c.Tree}, c.Parents...)) {
 		if body, ok := w.commitBody(c); ok {
 			if id, ok := w.write("commit", body); ok {
@@ -503,6 +504,25 @@ func (w *Writer) Commit(ctx context.Context, c Commit) (string, error) {
 		return "", err
 	}
 	return id, nil
+}
+
+// distinct is ids without the repeats, in the order each first comes
+// (git commit-tree ignores a parent named again).
+func distinct(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		dup := false
+		for _, o := range out {
+			if o == id {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // present reports whether the object database holds every one of ids
