@@ -215,7 +215,7 @@ func (w *Writer) BlobFiles(ctx context.Context, paths []string) ([]string, error
 }
 
 func (w *Writer) blobFile(p string) (string, bool) {
-	f, err := os.Open(p)
+	f, err := openFile(p)
 	if err != nil {
 		return "", false
 	}
