@@ -411,35 +411,6 @@ func isHexID(s string) bool { return gitcmd.IsObjectID(s) }
 // clip is git output cut short for an error message.
 func clip(b []byte) string { return words.Clip(string(b), 80) }
 
-// quoteCPath quotes a path for git's --stdin-paths input when it needs it:
-// a newline would end the path, and a leading quote would start a quoted one.
-func quoteCPath(p string) string {
-	need := strings.HasPrefix(p, `"`)
-	for i := 0; i < len(p) && !need; i++ {
-		if c := p[i]; c < 0x20 || c == 0x7f || c == '\\' || c == '"' {
-			need = true
-		}
-	}
-	if !need {
-		return p
-	}
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(p); i++ {
-		switch c := p[i]; {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c < 0x20 || c == 0x7f:
-			fmt.Fprintf(&b, "\\%03o", c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
 // nestedHead is the commit checked out in the repository whose work tree
 // is dir (a submodule or a nested repository: dir holds its own .git),
 // and whether there is one.

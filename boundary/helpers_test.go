@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/internal/gittest"
 )
 
@@ -139,5 +140,5 @@ func (r *testRepo) take(opts ...Option) Snapshot {
 // hashObject is `git hash-object PATH`.
 func (r *testRepo) hashObject(path string) string {
 	r.t.Helper()
-	return strings.TrimSpace(r.gitIn([]byte(quoteCPath(path)+"\n"), "hash-object", "--stdin-paths"))
+	return strings.TrimSpace(r.gitIn([]byte(gitcmd.QuotePath(path)+"\n"), "hash-object", "--stdin-paths"))
 }

@@ -1,7 +1,6 @@
 package boundary
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -263,21 +262,4 @@ func worktreeID(r *testRepo, p string) string {
 		return strings.TrimSpace(r.gitIn([]byte(target), "hash-object", "--stdin"))
 	}
 	return strings.TrimSpace(r.git("hash-object", "--", p))
-}
-
-// TestQuoteCPath: git reads back every path quoteCPath writes.
-func TestQuoteCPath(t *testing.T) {
-	r := newTestRepo(t)
-	names := []string{"plain", "sp ace", "new\nline", `"lead`, `mid"dle`, `back\slash`, "tab\t", "del\x7f", "ünï"}
-	var in bytes.Buffer
-	for _, n := range names {
-		r.write(n, "x "+n)
-		in.WriteString(quoteCPath(n) + "\n")
-	}
-	got := strings.Fields(r.gitIn(in.Bytes(), "hash-object", "--stdin-paths"))
-	for i, n := range names {
-		if want := strings.TrimSpace(r.git("hash-object", "--", n)); got[i] != want {
-			t.Errorf("%q: %s, want %s", n, got[i], want)
-		}
-	}
 }

@@ -350,7 +350,7 @@ func (r *restorer) checkParents(path string) error {
 }
 
 func (r *restorer) gitHash(path string) (string, error) {
-	out, _, err := r.g.run(nil, []byte(quoteCPath(path)+"\n"), "hash-object", "--stdin-paths")
+	out, _, err := r.g.run(nil, []byte(gitcmd.QuotePath(path)+"\n"), "hash-object", "--stdin-paths")
 	if err != nil {
 		return "", err
 	}

@@ -143,3 +143,33 @@ func IsObjectID(s string) bool {
 	}
 	return true
 }
+
+// QuotePath quotes a path for the input of git's --stdin-paths when it
+// needs it: a newline would end the path, and a leading quote would start
+// a quoted one (C-style quoting, as git writes such paths).
+func QuotePath(p string) string {
+	need := strings.HasPrefix(p, `"`)
+	for i := 0; i < len(p) && !need; i++ {
+		if c := p[i]; c < 0x20 || c == 0x7f || c == '\\' || c == '"' {
+			need = true
+		}
+	}
+	if !need {
+		return p
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, "\\%03o", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -76,3 +76,34 @@ func TestIsObjectID(t *testing.T) {
 		}
 	}
 }
+
+// git reads back every path QuotePath writes (hash-object --stdin-paths).
+func TestQuotePath(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	if _, err := Output(ctx, dir, "init", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"plain", "sp ace", "new\nline", `"lead`, `mid"dle`, `back\slash`, "tab\t", "del\x7f", "ünï"}
+	var in strings.Builder
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x "+n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		in.WriteString(QuotePath(n) + "\n")
+	}
+	out, _, err := Run(ctx, Options{Dir: dir, Stdin: strings.NewReader(in.String())}, "hash-object", "--stdin-paths")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(string(out))
+	for i, n := range names {
+		want, err := Output(ctx, dir, "hash-object", "--", n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i] != want {
+			t.Errorf("%q: %s, want %s", n, got[i], want)
+		}
+	}
+}

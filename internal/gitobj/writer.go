@@ -194,7 +194,7 @@ func (w *Writer) BlobFiles(ctx context.Context, paths []string) ([]string, error
 	}
 	var in bytes.Buffer
 	for _, i := range rest {
-		in.WriteString(quotePath(paths[i]))
+		in.WriteString(gitcmd.QuotePath(paths[i]))
 		in.WriteByte('\n')
 	}
 	out, err := w.run(ctx, in.Bytes(), nil, "hash-object", "-w", "--no-filters", "--stdin-paths")
@@ -242,34 +242,6 @@ func readFull(f *os.File, b []byte) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// quotePath quotes a path for git's --stdin-paths when it needs it.
-func quotePath(p string) string {
-	need := strings.HasPrefix(p, `"`)
-	for i := 0; i < len(p) && !need; i++ {
-		if c := p[i]; c < 0x20 || c == 0x7f || c == '\\' {
-			need = true
-		}
-	}
-	if !need {
-		return p
-	}
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(p); i++ {
-		switch c := p[i]; {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c < 0x20 || c == 0x7f:
-			fmt.Fprintf(&b, "\\%03o", c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 // Object writes an object of kind ("blob" or "commit") whose body the
