@@ -27,17 +27,16 @@ func TestReviewBoundaryHeadIsPrevBoundary(t *testing.T) {
 	}
 }
 
-// TestReviewBoundaryHeadNamesATag: HEAD names an annotated tag (an
-// agent writes its id into .git/HEAD; `git rev-parse HEAD` is the tag): readHead reads the
-// tag's id unpeeled, and the boundary commit, written in process, names
-// the tag as a parent, which git commit-tree never writes (it peels it to
-// its commit): a commit whose parent is not a commit, which
-// `git rev-list`, `git gc` and a push of the run's ref then fail on
-// ("Object ... not a commit"). A tree id in .git/HEAD does the same
-// (git commit-tree refuses it). Before gitobj this
-// went through git commit-tree (outside a watcher's boundaries).
+// TestReviewBoundaryHeadNamesATag: HEAD names an annotated tag (an agent
+// writes its id into .git/HEAD; `git rev-parse HEAD` is the tag). readHead
+// reads it unpeeled, and the boundary commit, written in process, named
+// the tag as a parent: a commit git commit-tree refuses to write ("is not
+// a valid 'commit' object"), on which `git rev-list`, `git gc` and a push
+// of the run's ref then fail ("Object ... not a commit"); a tree's id in
+// .git/HEAD did the same. Before gitobj such a boundary went to git
+// commit-tree (outside a watcher's boundaries). The Writer now checks the
+// types and leaves such a commit to git, which refuses it.
 func TestReviewBoundaryHeadNamesATag(t *testing.T) {
-	t.Skip("bug: a boundary commit names HEAD unpeeled as a parent (gitobj.Writer.Commit checks presence, not type)")
 	t.Parallel()
 	r := newTestRepo(t)
 	r.write("a.txt", "base\n")

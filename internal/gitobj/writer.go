@@ -449,7 +449,7 @@ func (w *Writer) Commit(ctx context.Context, c Commit) (string, error) {
 		}
 	}
 	c.Parents = distinct(c.Parents) // as git commit-tree: "duplicate parent ... ignored"
-	if w.InProcess() && w.commits == "" && w.present(append([]string{c.Tree}, c.Parents...)) {
+	if w.InProcess() && w.commits == "" && w.present(c.Tree, c.Parents) {
 		if body, ok := w.commitBody(c); ok {
 			if id, ok := w.write("commit", body); ok {
 				return id, nil
@@ -497,12 +497,16 @@ func distinct(ids []string) []string {
 	return out
 }
 
-// present reports whether the object database holds every one of ids
-// (git commit-tree refuses a tree or parent it does not have; where the
-// Writer cannot tell, git is asked).
-func (w *Writer) present(ids []string) bool {
-	for _, id := range ids {
-		if !has(w.objects, w.repo.Hash, id) {
+// present reports whether the object database holds tree as a tree and
+// each of parents as a commit (git commit-tree refuses a tree or parent
+// it does not have, peels a tag named as a parent, and refuses one of
+// another type; where the Writer cannot tell, git is asked).
+func (w *Writer) present(tree string, parents []string) bool {
+	if typeOf(w.objects, w.repo.Hash, tree) != "tree" {
+		return false
+	}
+	for _, id := range parents {
+		if typeOf(w.objects, w.repo.Hash, id) != "commit" {
 			return false
 		}
 	}
