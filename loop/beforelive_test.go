@@ -21,18 +21,27 @@ func TestBeforeLive(t *testing.T) {
 
 	refused := errors.New("the last push was refused")
 	held := 0
+	var concerns []string
 	out, err := Run(context.Background(), Options{Settings: s, RepoRoot: repo, BeforeLive: func(context.Context) error {
 		held++
 		if git(t, repo, "for-each-ref", "refs/implloop/runs/") == "" {
 			t.Errorf("BeforeLive called before the run's first boundary")
 		}
 		return refused
-	}})
+	}, Observer: ObserverFunc(func(ev Event) {
+		if ev.Type == EvConcern {
+			concerns = append(concerns, ev.Message)
+		}
+	})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if held != 1 || calls() != "" || !out.Interrupted || out.Verdict != "INTERRUPTED" {
 		t.Fatalf("held %d, calls %q, outcome %+v", held, calls(), out)
+	}
+	// No call was made: the task's "no changes" is no concern.
+	if len(concerns) > 0 {
+		t.Fatalf("concerns: %q", concerns)
 	}
 	checkJournal(t, repo)
 

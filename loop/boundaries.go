@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -258,7 +259,15 @@ func (e *engine) guardInterrupted(ctx context.Context) error {
 	}
 	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	r, err := e.takeBoundary(gctx, row.TaskID, false, "after task "+row.TaskID+" (interrupted)")
+	// A task interrupted before any of its units started (a worker's
+	// run whose agent call waited for a push that failed for good,
+	// Options.BeforeLive) made no change: not a concern.
+	units, err := e.j.Units(e.runID)
+	if err != nil {
+		return err
+	}
+	started := slices.ContainsFunc(units, func(u cache.Unit) bool { return u.TaskID == row.TaskID })
+	r, err := e.takeBoundary(gctx, row.TaskID, !started, "after task "+row.TaskID+" (interrupted)")
 	if err != nil {
 		return err
 	}

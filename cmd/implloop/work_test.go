@@ -668,9 +668,10 @@ func (t scriptT) Verbose() bool { return testing.Verbose() }
 // (ms_overhead/task: on one machine the 8 workers share its cores), and
 // the protocol's own cost per task for one worker alone (ms_protocol/task:
 // look, claim, input, the run's boundaries and journal; the records,
-// signing and push of each result overlap the next task, the last one's
-// counts whole, as does the worker's start) on a loopback remote (git daemon: the tests' smart HTTP server starts a CGI
-// process per request, which a hosting service does not).
+// signing and push of each result overlap the next task's claim and the
+// start of its run, the last one's counts whole, as does the worker's
+// start) on a loopback remote (git daemon: the tests' smart HTTP server
+// starts a CGI process per request, which a hosting service does not).
 func BenchmarkWorkers(b *testing.B) {
 	const workers, tasks, agent = 8, 32, 2 * time.Second
 	ideal := time.Duration(tasks/workers) * agent
