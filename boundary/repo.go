@@ -157,3 +157,13 @@ func dotGitDir(root string) string {
 func (r *Repo) Current() bool {
 	return r != nil && r.gitRepo(context.Background(), r.root) != nil
 }
+
+// KeepRulesOf makes the ignore rules r goes by those first learned, of
+// the same work tree made again (a worker's, after a reset of it
+// failed): learned after agents ran there, r's own would be theirs. nil
+// first, or first without rules, changes nothing.
+func (r *Repo) KeepRulesOf(first *Repo) {
+	if r != nil && first != nil && first.rules != nil && first.root == r.root {
+		r.rules = first.rules // only ever copied by a Take (rulesStart)
+	}
+}

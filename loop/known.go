@@ -64,6 +64,20 @@ func Learn(ctx context.Context, root string) (*Known, error) {
 	return k, nil
 }
 
+// Relearn is Learn for a work tree made again where first was learned
+// (a worker's, after a reset of it failed): agents have run there since,
+// so what first learned of the ignore rules and of what boundaries keep
+// stands, as it does for the runs that used first (nil first: Learn).
+func Relearn(ctx context.Context, root string, first *Known) (*Known, error) {
+	k, err := Learn(ctx, root)
+	if err != nil || first == nil {
+		return k, err
+	}
+	k.Keep = first.Keep // read as a copy (knownKeep)
+	k.Repo.KeepRulesOf(first.Repo)
+	return k, nil
+}
+
 // stateDirs are where implloop keeps its state for the run's work tree:
 // Known's, else asked of git once a run.
 func (e *engine) stateDirs() (cache.Dirs, error) {

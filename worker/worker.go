@@ -194,7 +194,10 @@ type worker struct {
 	// Both are read before any agent ran: see loop.Known and
 	// travel.Signing for what an agent's change to git's configuration
 	// does then.
-	known   *loop.Known
+	known *loop.Known
+	// first is the Known learned when the worktree was first made: one
+	// made again (checkout) keeps its ignore rules and keep settings.
+	first   *loop.Known
 	signing travel.Signing
 
 	seen   map[string]seenClaim // task -> a running claim's value, since when
@@ -1207,7 +1210,10 @@ func (w *worker) checkout(ctx context.Context, commit string) error {
 		return err
 	}
 	var err error
-	w.known, err = loop.Learn(ctx, w.wt)
+	w.known, err = loop.Relearn(ctx, w.wt, w.first)
+	if err == nil && w.first == nil {
+		w.first = w.known
+	}
 	return err
 }
 

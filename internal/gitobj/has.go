@@ -3,8 +3,10 @@ package gitobj
 import (
 	"bufio"
 	"bytes"
+	"compress/zlib"
 	"encoding/binary"
 	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,9 +17,17 @@ import (
 // alternates (objects/info/alternates). false also when it cannot tell:
 // the caller then asks git, which looks everywhere it knows.
 func has(objects string, h Hash, id string) bool {
+	return typeOf(objects, h, id) != ""
+}
+
+// typeOf is the type of object id ("commit", "tree", "blob", "tag") as
+// has finds it; "" when it is not found, and "?" when it is found but its
+// type is not read for sure (a deltified object in a pack, a loose file
+// that does not inflate): the caller then asks git.
+func typeOf(objects string, h Hash, id string) string {
 	raw, err := hex.DecodeString(id)
 	if err != nil || len(raw) != h.HexLen()/2 {
-		return false
+		return ""
 	}
 	dirs := []string{objects}
 	if b, err := os.ReadFile(filepath.Join(objects, "info", "alternates")); err == nil {
@@ -34,30 +44,107 @@ func has(objects string, h Hash, id string) bool {
 		}
 	}
 	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, id[:2], id[2:])); err == nil {
-			return true
+		if f, err := os.Open(filepath.Join(d, id[:2], id[2:])); err == nil {
+			t := looseType(f)
+			f.Close()
+			return t
 		}
 		idx, _ := filepath.Glob(filepath.Join(d, "pack", "pack-*.idx"))
 		for _, p := range idx {
-			if inIndex(p, raw) {
-				return true
+			if off, ok := inIndex(p, raw); ok {
+				return packedType(strings.TrimSuffix(p, ".idx")+".pack", off)
 			}
 		}
 	}
-	return false
+	return ""
+}
+
+// looseType is the type a loose object file's header names ("?" when it
+// does not read as one).
+func looseType(f *os.File) string {
+	zr, err := zlib.NewReader(f)
+	if err != nil {
+		return "?"
+	}
+	defer zr.Close()
+	var b [8]byte
+	n, _ := io.ReadFull(zr, b[:])
+	t, _, ok := strings.Cut(string(b[:n]), " ")
+	switch {
+	case !ok:
+		return "?"
+	case t == "commit" || t == "tree" || t == "blob" || t == "tag":
+		return t
+	}
+	return "?"
+}
+
+// packedType is the type of the object at offset off of a pack, through
+// the chain of bases of a deltified one (OFS_DELTA, as git packs by
+// default); "?" for a REF_DELTA or a pack that does not read.
+func packedType(pack string, off int64) string {
+	f, err := os.Open(pack)
+	if err != nil {
+		return "?"
+	}
+	defer f.Close()
+	for depth := 0; depth < 4096 && off >= 12; depth++ {
+		var b [32]byte
+		n, _ := f.ReadAt(b[:], off)
+		if n == 0 {
+			return "?"
+		}
+		switch (b[0] >> 4) & 7 {
+		case 1:
+			return "commit"
+		case 2:
+			return "tree"
+		case 3:
+			return "blob"
+		case 4:
+			return "tag"
+		case 6: // OFS_DELTA: its base is that far before it
+			i := 0
+			for i < n && b[i]&0x80 != 0 { // the size
+				i++
+			}
+			i++
+			if i >= n {
+				return "?"
+			}
+			c := b[i]
+			rel := int64(c & 0x7f)
+			for c&0x80 != 0 {
+				i++
+				if i >= n || rel >= 1<<48 {
+					return "?"
+				}
+				c = b[i]
+				rel = (rel+1)<<7 | int64(c&0x7f)
+			}
+			if rel <= 0 || rel > off {
+				return "?"
+			}
+			off -= rel
+		default:
+			return "?"
+		}
+	}
+	return "?"
 }
 
 // inIndex looks raw up in a pack index of version 2 (a binary search with
-// a few reads, not the whole file).
-func inIndex(path string, raw []byte) bool {
+// a few reads, not the whole file): where it is in the pack, and whether
+// it is there.
+func inIndex(path string, raw []byte) (int64, bool) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false
+		return 0, false
 	}
 	defer f.Close()
 	var head [8 + 256*4]byte
 	if _, err := f.ReadAt(head[:], 0); err != nil || !bytes.Equal(head[:8], []byte("\xfftOc\x00\x00\x00\x02")) {
-		return false
+		return 0, false
 	}
 	fan := func(i int) uint32 {
 		if i < 0 {
@@ -71,16 +158,38 @@ func inIndex(path string, raw []byte) bool {
 	for lo < hi {
 		mid := (lo + hi) / 2
 		if _, err := f.ReadAt(name, int64(len(head))+mid*n); err != nil {
-			return false
+			return 0, false
 		}
 		switch c := bytes.Compare(name, raw); {
 		case c == 0:
-			return true
+			return offsetOf(f, int64(fan(255)), mid, n), true
 		case c < 0:
 			lo = mid + 1
 		default:
 			hi = mid
 		}
 	}
-	return false
+	return 0, false
+}
+
+// offsetOf is where the i-th of the count objects of a version 2 pack
+// index f (ids n bytes long) is in its pack; 0 when it cannot be read.
+func offsetOf(f *os.File, count, i, n int64) int64 {
+	base := int64(8+256*4) + count*(n+4) // past the ids and their CRCs
+	var b [8]byte
+	if _, err := f.ReadAt(b[:4], base+4*i); err != nil {
+		return 0
+	}
+	off := binary.BigEndian.Uint32(b[:4])
+	if off&0x80000000 == 0 {
+		return int64(off)
+	}
+	if _, err := f.ReadAt(b[:], base+4*count+8*int64(off&0x7fffffff)); err != nil {
+		return 0
+	}
+	v := binary.BigEndian.Uint64(b[:])
+	if v > 1<<62 {
+		return 0
+	}
+	return int64(v)
 }

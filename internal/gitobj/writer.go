@@ -215,7 +215,7 @@ func (w *Writer) BlobFiles(ctx context.Context, paths []string) ([]string, error
 }
 
 func (w *Writer) blobFile(p string) (string, bool) {
-	f, err := os.Open(p)
+	f, err := openFile(p)
 	if err != nil {
 		return "", false
 	}
@@ -448,7 +448,8 @@ func (w *Writer) Commit(ctx context.Context, c Commit) (string, error) {
 			return "", err
 		}
 	}
-	if w.InProcess() && w.commits == "" && w.present(append([]string{c.Tree}, c.Parents...)) {
+	c.Parents = distinct(c.Parents) // as git commit-tree: "duplicate parent ... ignored"
+	if w.InProcess() && w.commits == "" && w.present(c.Tree, c.Parents) {
 		if body, ok := w.commitBody(c); ok {
 			if id, ok := w.write("commit", body); ok {
 				return id, nil
@@ -477,12 +478,35 @@ func (w *Writer) Commit(ctx context.Context, c Commit) (string, error) {
 	return id, nil
 }
 
-// present reports whether the object database holds every one of ids
-// (git commit-tree refuses a tree or parent it does not have; where the
-// Writer cannot tell, git is asked).
-func (w *Writer) present(ids []string) bool {
+// distinct is ids without the repeats, in the order each first comes
+// (git commit-tree ignores a parent named again).
+func distinct(ids []string) []string {
+	out := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if !has(w.objects, w.repo.Hash, id) {
+		dup := false
+		for _, o := range out {
+			if o == id {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// present reports whether the object database holds tree as a tree and
+// each of parents as a commit (git commit-tree refuses a tree or parent
+// it does not have, peels a tag named as a parent, and refuses one of
+// another type; where the Writer cannot tell, git is asked).
+func (w *Writer) present(tree string, parents []string) bool {
+	if typeOf(w.objects, w.repo.Hash, tree) != "tree" {
+		return false
+	}
+	for _, id := range parents {
+		if typeOf(w.objects, w.repo.Hash, id) != "commit" {
 			return false
 		}
 	}

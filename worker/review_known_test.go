@@ -1,0 +1,44 @@
+package worker
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/implloop/implloop/internal/gittest"
+)
+
+// TestReviewIgnoreRulesRelearned: as TestWorkIgnoreRulesAsItStarted, but
+// the first task's agent also leaves its worktree's index locked
+// (index.lock in its git directory). The next checkout's reset fails, the
+// worker makes its worktree again and learns its facts again (loop.Learn)
+// after an agent ran. Learned so, the agent's core.excludesFile became
+// the rules the later runs went by, and their work was left out of their
+// results as ignored (DONE and empty, no concern), what Known was made to
+// prevent; the worktree made again keeps the rules first learned
+// (loop.Relearn).
+func TestReviewIgnoreRulesRelearned(t *testing.T) {
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("ssh-keygen is not installed")
+	}
+	d := t.TempDir()
+	mark, ign := filepath.Join(d, "flipped"), filepath.Join(d, "ignore")
+	agent := "if mkdir " + mark + " 2>/dev/null; then echo 'out-*' > " + ign + " && git config core.excludesFile " + ign +
+		" && touch \"$(git rev-parse --git-dir)/index.lock\" || exit 1; fi\n" +
+		"echo done > \"out-$IMPLLOOP_TASK_ID.txt\"\n"
+	r, bare, s := signedRepo(t, 3, "", agent)
+	sum, err := Work(context.Background(), Options{Root: r.Dir, Remote: "origin", Settings: s, Lease: time.Minute, ID: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := gittest.At(t, bare)
+	for _, tr := range sum.Tasks {
+		files := remote.Git("ls-tree", "-r", "--name-only", "refs/implloop/runs/"+tr.Run)
+		if !strings.Contains(files, "out-"+tr.Task+".txt") {
+			t.Errorf("task %s's result (run %s, %s) lacks its work: %q", tr.Task, tr.Run, tr.Verdict, files)
+		}
+	}
+}
