@@ -13,10 +13,13 @@ import (
 // it once, before any agent ran (LearnSigning), and gives it to each push
 // of its results (PushOptions.Signing): an agent shares git's
 // configuration with the worker, and what it sets there while the worker
-// lives (implloop.signRuns false, another user.name) does not change how
-// the worker's results go; they go as the user's git said when the
-// worker started, the way it checked they would be trusted
-// (CheckSelfTrust).
+// lives (implloop.signRuns false, another user.name) does not make the
+// worker's results go unsigned or under another name. The signature
+// itself is still git's at each push (commit-tree -S reads gpg.format,
+// user.signingKey, gpg.*.program then): an agent that can write git's
+// configuration (no --sandbox, which makes it read-only) can change the
+// key or the program that signs (TestReviewSigningProgramAsItStarted,
+// skipped: a known gap).
 type Signing struct {
 	Sign        bool
 	Name, Email string
