@@ -83,10 +83,7 @@ func TestWorkIgnoreRulesAsItStarted(t *testing.T) {
 	if _, err := exec.LookPath("ssh-keygen"); err != nil {
 		t.Skip("ssh-keygen is not installed")
 	}
-	d := t.TempDir()
-	mark, ign := filepath.Join(d, "flipped"), filepath.Join(d, "ignore")
-	agent := "if mkdir " + mark + " 2>/dev/null; then echo 'out-*' > " + ign + " && git config core.excludesFile " + ign + " || exit 1; fi\n" +
-		"echo done > \"out-$IMPLLOOP_TASK_ID.txt\"\n"
+	agent, ign := excludesFlipAgent(t, "")
 	r, bare, s := signedRepo(t, 3, "", agent)
 	var concerns []string
 	sum, err := Work(context.Background(), Options{Root: r.Dir, Remote: "origin", Settings: s, Lease: time.Minute, ID: "w",
@@ -104,19 +101,44 @@ func TestWorkIgnoreRulesAsItStarted(t *testing.T) {
 	if got := strings.TrimSpace(r.Git("config", "core.excludesFile")); got != ign {
 		t.Fatalf("the agent did not set core.excludesFile (%q)", got)
 	}
-	remote := gittest.At(t, bare)
 	for _, tr := range sum.Tasks {
 		if !tr.Pushed || tr.Verdict != "DONE" {
 			t.Fatalf("summary %+v", sum)
 		}
-		files := remote.Git("ls-tree", "-r", "--name-only", "refs/implloop/runs/"+tr.Run)
-		if !strings.Contains(files, "out-"+tr.Task+".txt") {
-			t.Errorf("task %s's result (run %s) lacks its work: %q", tr.Task, tr.Run, files)
-		}
 	}
+	resultsHoldWork(t, bare, sum)
 	// The first task's run says its task changed the rules; each later
 	// one that it runs by the rules the worker began with.
 	if n := strings.Count(strings.Join(concerns, "\n"), "changed since this work tree's runs began"); n != 2 {
 		t.Errorf("concerns %q", concerns)
+	}
+}
+
+// excludesFlipAgent is an agent whose first call points core.excludesFile
+// (the configuration a worker's worktree shares with its clone) at a file
+// that ignores every task's work, then runs more (a shell line), and
+// whose every call writes out-<task>.txt; ign is that file.
+func excludesFlipAgent(t *testing.T, more string) (agent, ign string) {
+	d := t.TempDir()
+	mark := filepath.Join(d, "flipped")
+	ign = filepath.Join(d, "ignore")
+	if more != "" {
+		more = " && " + more
+	}
+	agent = "if mkdir " + mark + " 2>/dev/null; then echo 'out-*' > " + ign + " && git config core.excludesFile " + ign + more + " || exit 1; fi\n" +
+		"echo done > \"out-$IMPLLOOP_TASK_ID.txt\"\n"
+	return agent, ign
+}
+
+// resultsHoldWork fails t for each of sum's results on the remote bare
+// whose boundary lacks its task's file.
+func resultsHoldWork(t *testing.T, bare string, sum *Summary) {
+	t.Helper()
+	remote := gittest.At(t, bare)
+	for _, tr := range sum.Tasks {
+		files := remote.Git("ls-tree", "-r", "--name-only", "refs/implloop/runs/"+tr.Run)
+		if !strings.Contains(files, "out-"+tr.Task+".txt") {
+			t.Errorf("task %s's result (run %s, %s) lacks its work: %q", tr.Task, tr.Run, tr.Verdict, files)
+		}
 	}
 }

@@ -3,12 +3,8 @@ package worker
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/implloop/implloop/internal/gittest"
 )
 
 // TestReviewIgnoreRulesRelearned: as TestWorkIgnoreRulesAsItStarted, but
@@ -24,21 +20,11 @@ func TestReviewIgnoreRulesRelearned(t *testing.T) {
 	if _, err := exec.LookPath("ssh-keygen"); err != nil {
 		t.Skip("ssh-keygen is not installed")
 	}
-	d := t.TempDir()
-	mark, ign := filepath.Join(d, "flipped"), filepath.Join(d, "ignore")
-	agent := "if mkdir " + mark + " 2>/dev/null; then echo 'out-*' > " + ign + " && git config core.excludesFile " + ign +
-		" && touch \"$(git rev-parse --git-dir)/index.lock\" || exit 1; fi\n" +
-		"echo done > \"out-$IMPLLOOP_TASK_ID.txt\"\n"
+	agent, _ := excludesFlipAgent(t, "touch \"$(git rev-parse --git-dir)/index.lock\"")
 	r, bare, s := signedRepo(t, 3, "", agent)
 	sum, err := Work(context.Background(), Options{Root: r.Dir, Remote: "origin", Settings: s, Lease: time.Minute, ID: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	remote := gittest.At(t, bare)
-	for _, tr := range sum.Tasks {
-		files := remote.Git("ls-tree", "-r", "--name-only", "refs/implloop/runs/"+tr.Run)
-		if !strings.Contains(files, "out-"+tr.Task+".txt") {
-			t.Errorf("task %s's result (run %s, %s) lacks its work: %q", tr.Task, tr.Run, tr.Verdict, files)
-		}
-	}
+	resultsHoldWork(t, bare, sum)
 }
