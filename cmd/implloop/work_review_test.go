@@ -412,14 +412,7 @@ func TestReviewWorkPushRetryOutlivesLease(t *testing.T) {
 // backdoor into every task's file.
 func (f *fleet) rogueWorker() {
 	f.t.Helper()
-	rogue := f.clone("rogue")
-	rk := filepath.Join(f.dir, "rogue-key")
-	f.run(f.dir, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rogue", "-f", rk)
-	pub, err := os.ReadFile(rk + ".pub")
-	must(f.t, err)
-	must(f.t, os.WriteFile(rk+".allowed", []byte("ci@example.com "+string(pub)), 0o644))
-	f.run(rogue, "git", "config", "user.signingKey", rk+".pub")
-	f.run(rogue, "git", "config", "gpg.ssh.allowedSignersFile", rk+".allowed")
+	rogue := f.rogue()
 	c := f.cmd(rogue, "implloop", append([]string{"work", "plan.md", "--remote", "origin", "--id", "rogue"}, f.agentFlags()...)...)
 	c.Env = append(c.Env, "EVIL=1")
 	if out, err := c.CombinedOutput(); err != nil {
