@@ -206,9 +206,7 @@ func TestAsyncReviewMaxCostWithPushPending(t *testing.T) {
 // the remote (the agent checks: early-N, missing-N).
 func TestAsyncReviewChainWaitsForOwnPush(t *testing.T) {
 	t.Parallel()
-	plan := "# Plan\n\n## Task 1: first\n\nWrite out-1.txt.\n\n## Task 2: second\n\nDepends on: 1\n\nWrite out-2.txt.\n\n" +
-		"## Task 3: third\n\nDepends on: 2\n\nWrite out-3.txt.\n"
-	f := newFleet(t, plan)
+	f := newFleet(t, chainPlan)
 	f.preReceive(everyResultSlowHook("0.5"))
 	w := f.start("w", []string{"CHAIN=1"})
 	f.wait(w)

@@ -247,6 +247,10 @@ func (f *fleet) rogue() string {
 	return rogue
 }
 
+// chainPlan is three tasks, each depending on the one before.
+const chainPlan = "# Plan\n\n## Task 1: first\n\nWrite out-1.txt.\n\n## Task 2: second\n\nDepends on: 1\n\nWrite out-2.txt.\n\n" +
+	"## Task 3: third\n\nDepends on: 2\n\nWrite out-3.txt.\n"
+
 func independentPlan(n int) string {
 	var b strings.Builder
 	b.WriteString("# Plan\n\nIndependent tasks.\n\n")
@@ -439,9 +443,7 @@ func TestWorkInterruptDuringClaimPush(t *testing.T) {
 // on is on the remote, and it starts from that result.
 func TestWorkChainInOrder(t *testing.T) {
 	t.Parallel()
-	plan := "# Plan\n\n## Task 1: first\n\nWrite out-1.txt.\n\n## Task 2: second\n\nDepends on: 1\n\nWrite out-2.txt.\n\n" +
-		"## Task 3: third\n\nDepends on: 2\n\nWrite out-3.txt.\n"
-	f := newFleet(t, plan)
+	f := newFleet(t, chainPlan)
 	var ws []*runningWorker
 	for i := 1; i <= 3; i++ {
 		ws = append(ws, f.start(fmt.Sprintf("w%d", i), []string{"CHAIN=1"}))
