@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	git "github.com/go-git/go-git/v5"
 
@@ -82,6 +83,10 @@ type gitRepo struct {
 	gitDir    string // its git directory (per work tree), absolute
 	commonDir string // the repository's common directory, absolute
 	sha256    bool   // object format
+	// w is the object writer objects gives without an env, opened once
+	// (opening reads git's configuration files, and makes a compressor).
+	wOnce sync.Once
+	w     *gitobj.Writer
 }
 
 // openGit finds the work tree containing dir and its git directories.
@@ -430,9 +435,16 @@ func (g *gitRepo) nestedHead(dir string) (string, bool) {
 // the work tree, with env added) otherwise. It starts no process: the
 // directories and the object format are what openGit learnt.
 func (g *gitRepo) objects(env []string) *gitobj.Writer {
-	h := gitobj.SHA1
-	if g.sha256 {
-		h = gitobj.SHA256
+	open := func() *gitobj.Writer {
+		h := gitobj.SHA1
+		if g.sha256 {
+			h = gitobj.SHA256
+		}
+		return gitobj.Open(gitobj.Repo{Dir: g.root, GitDir: g.gitDir, CommonDir: g.commonDir, Hash: h, HashKnown: true, Env: env})
 	}
-	return gitobj.Open(gitobj.Repo{Dir: g.root, GitDir: g.gitDir, CommonDir: g.commonDir, Hash: h, HashKnown: true, Env: env})
+	if env != nil {
+		return open()
+	}
+	g.wOnce.Do(func() { g.w = open() })
+	return g.w
 }
