@@ -189,6 +189,10 @@ type taker struct {
 	newDirs       []string // directories new to the snapshot (noteNewDirs)
 	rulesFirst    bool     // this boundary's rules became the run's
 
+	// moves are the refs the Take moves when it ends (moveRefs): the
+	// run's, and the kept ref when what is kept changed.
+	moves []refMove
+
 	// ignoredCh brings the ignored paths a run's first boundary lists
 	// while the snapshot is made (listIgnored).
 	ignoredCh chan ignoredListing
@@ -252,6 +256,9 @@ func (t *taker) take() (Snapshot, error) {
 			if err := t.keep(&snap); err != nil {
 				return Snapshot{}, err
 			}
+		}
+		if err := g.moveRefs(t.moves); err != nil {
+			return Snapshot{}, err
 		}
 	}
 	snap.Paths = entries
