@@ -5,7 +5,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // Repo is what a run's first boundary asks git about the work tree
@@ -40,6 +42,51 @@ type Repo struct {
 	// first boundary reads them from its tree); nil when
 	// core.excludesFile could not be read.
 	rules *ignoreRules
+
+	// treeDirs are the directories of the trees the runs' first
+	// boundaries read (ls-tree), by tree id: what a tree holds never
+	// changes, and a worker's tasks often start from the same one. The
+	// newest few, guarded by mu (a Repo may be shared).
+	mu       sync.Mutex
+	treeDirs []treeDirs
+}
+
+// treeDirs are the directories of tree ("" first: the top).
+type treeDirs struct {
+	tree string
+	dirs []string
+}
+
+// maxTreeDirs is how many trees' directories a Repo remembers.
+const maxTreeDirs = 4
+
+// dirsOf is the directories of tree a first boundary of r's work tree
+// read before (not to be changed); ok false when none did.
+func (r *Repo) dirsOf(g *gitRepo, tree string) (dirs []string, ok bool) {
+	if r == nil || r.sha256 != g.sha256 {
+		return nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range r.treeDirs {
+		if d.tree == tree {
+			return d.dirs, true
+		}
+	}
+	return nil, false
+}
+
+// noteDirs remembers the directories of tree (not to be changed after).
+func (r *Repo) noteDirs(g *gitRepo, tree string, dirs []string) {
+	if r == nil || r.sha256 != g.sha256 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.treeDirs) >= maxTreeDirs {
+		r.treeDirs = slices.Delete(r.treeDirs, 0, 1)
+	}
+	r.treeDirs = append(r.treeDirs, treeDirs{tree, dirs})
 }
 
 // LearnRepo learns Repo for the work tree containing dir.
