@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Repo is what a run's first boundary asks git about the work tree
@@ -46,9 +47,13 @@ type Repo struct {
 	// treeDirs are the directories of the trees the runs' first
 	// boundaries read (ls-tree), by tree id: what a tree holds never
 	// changes, and a worker's tasks often start from the same one. The
-	// newest few, guarded by mu (a Repo may be shared).
+	// newest few. mu guards them and stash (a Repo may be shared).
 	mu       sync.Mutex
 	treeDirs []treeDirs
+	// stash is what git last said of the stash (Repo.StashTop); racy
+	// how old its files must be for that to be remembered (stashRacy).
+	stash *stashSeen
+	racy  time.Duration
 }
 
 // treeDirs are the directories of tree ("" first: the top).
@@ -95,7 +100,7 @@ func LearnRepo(ctx context.Context, dir string) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{root: g.root, gitDir: g.gitDir, commonDir: g.commonDir, sha256: g.sha256}
+	r := &Repo{root: g.root, gitDir: g.gitDir, commonDir: g.commonDir, sha256: g.sha256, racy: stashRacy}
 	fp, strict := strictConfigFingerprint(g)
 	p, err := (&taker{g: g}).excludesFile()
 	if err != nil {
