@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,7 +78,7 @@ func (r *Repo) StashTop(ctx context.Context, dir string) (Stash, error) {
 // stashFingerprint is the stat data of every file `git log -g -1
 // refs/stash` may read its answer from: the reflog and the ref of each
 // name git tries for refs/stash (refs/stash first; others only when it is
-// not there), and packed-refs; ok false when it cannot tell a change
+// not there), and their lines in packed-refs; ok false when it cannot tell a change
 // from them (a reftable; a file without change time, or changed too
 // recently: stashRacy; a symbolic ref), or r does not hold for dir.
 func (r *Repo) stashFingerprint(dir string) (fp string, ok bool) {
@@ -92,11 +93,30 @@ func (r *Repo) stashFingerprint(dir string) (fp string, ok bool) {
 		return "", false
 	}
 	var b strings.Builder
-	files := []string{"packed-refs"}
+	var files, names []string
 	for _, rule := range []string{"%s", "refs/%s", "refs/tags/%s", "refs/heads/%s", "refs/remotes/%s", "refs/remotes/%s/HEAD"} {
 		name := fmt.Sprintf(rule, "refs/stash")
-		files = append(files, name, "logs/"+name)
+		files, names = append(files, name, "logs/"+name), append(names, name)
 	}
+	// packed-refs by the lines of those names (and what follows each: a
+	// peeled id), not its stat data: other refs come and go in it.
+	packed, err := os.ReadFile(filepath.Join(r.commonDir, "packed-refs"))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return "", false
+	default:
+		lines := strings.Split(string(packed), "\n")
+		for i, l := range lines {
+			if _, name, ok := strings.Cut(l, " "); ok && slices.Contains(names, strings.TrimSuffix(name, "\r")) {
+				b.WriteString(l + "\x00")
+				if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "^") {
+					b.WriteString(lines[i+1])
+				}
+			}
+		}
+	}
+	b.WriteString("\x00\x00")
 	for _, f := range files {
 		fi, err := os.Lstat(filepath.Join(r.commonDir, filepath.FromSlash(f)))
 		switch {
@@ -106,7 +126,7 @@ func (r *Repo) stashFingerprint(dir string) (fp string, ok bool) {
 		case err != nil:
 			return "", false
 		}
-		if !strings.HasPrefix(f, "logs/") && f != "packed-refs" && !fi.Mode().IsRegular() || symbolic(r.commonDir, f) {
+		if !strings.HasPrefix(f, "logs/") && !fi.Mode().IsRegular() || symbolic(r.commonDir, f) {
 			return "", false // a symbolic ref: git may read its target's reflog
 		}
 		st := fileStat(fi)
@@ -121,7 +141,7 @@ func (r *Repo) stashFingerprint(dir string) (fp string, ok bool) {
 // symbolic reports whether the ref file f (under commonDir) names another
 // ref ("ref: ...").
 func symbolic(commonDir, f string) bool {
-	if strings.HasPrefix(f, "logs/") || f == "packed-refs" {
+	if strings.HasPrefix(f, "logs/") {
 		return false
 	}
 	b, err := os.ReadFile(filepath.Join(commonDir, filepath.FromSlash(f)))
