@@ -100,7 +100,7 @@ func AddWorktree(ctx context.Context, repoDir, path, commit string) error {
 //
 // Otherwise, or should that fail, `checkout -f` rewrites every tracked file
 // that differs and `git clean` removes every file git does not track,
-// ignored ones included.
+// ignored ones included (and the private index's lag is dropped: dropLag).
 func ResetWorktree(ctx context.Context, path, commit, last string) error {
 	if last != "" && resetPaths(ctx, path, commit, last) == nil {
 		return nil
@@ -111,7 +111,23 @@ func ResetWorktree(ctx context.Context, path, commit, last string) error {
 	if _, err := gitcmd.Output(ctx, path, "clean", "-q", "-f", "-f", "-d", "-x"); err != nil {
 		return fmt.Errorf("worktree %s: %w", path, err)
 	}
+	dropLag(path)
 	return nil
+}
+
+// dropLag forgets what the private index of the worktree at path lags
+// behind the last boundary by (catchUp), once checkout -f and clean -x
+// made the worktree the commit's, nothing else on disk: the lag only
+// told the next boundary of files that are now the commit's again or
+// gone. Every entry of the private index is still checked against the
+// disk by its stat data (which the checkout and clean changed wherever
+// they wrote), and no untracked file is left for an entry missing from
+// it to leave out: the next boundary records the same tree, without the
+// git that caught up first.
+func dropLag(path string) {
+	if gd := dotGitDir(path); gd != "" {
+		_ = os.Remove(filepath.Join(stateDir(gd), "boundary-index.lag"))
+	}
 }
 
 // resetPaths is ResetWorktree's way when the worktree's index holds the
