@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/gitobj"
 )
 
 // A boundary below the floor: with WithChanged (a file watcher's answer
@@ -92,12 +93,8 @@ func (t *taker) fromChanges(head string) (tree string, entries []Entry, ok bool,
 			return t.miss("a .gitignore or .gitattributes changed")
 		}
 	}
-	cf, err := t.g.startCatFile()
-	if err != nil {
-		return t.miss("cat-file")
-	}
-	defer cf.close()
-	base := &baseTree{cf: cf, tree: p.Tree, dirs: map[string][]treeEntry{}}
+	base := &baseTree{g: t.g, tree: p.Tree, dirs: map[string][]treeEntry{}}
+	defer base.close()
 	if _, err := base.dir(""); err != nil {
 		return t.miss("the previous tree cannot be read")
 	}
@@ -474,32 +471,61 @@ func (t *taker) hashInto(paths []string, seed map[string]Blob) (map[string]Blob,
 	return t.hashWith(paths, seed, filepath.Join(stateDir(t.g.gitDir), "hash-index"), "")
 }
 
-// baseTree reads a tree's directories through a cat-file process,
-// remembering them.
+// baseTree reads a tree's directories, remembering them: each tree
+// object read in process where it is stored loose (as the trees a
+// boundary wrote are, until git packs them), else through a cat-file
+// process, started when first needed.
 type baseTree struct {
+	g    *gitRepo
 	cf   *catFile
 	tree string
 	dirs map[string][]treeEntry // nil: not a tree there
 	err  error
 }
 
-// dir lists directory d of the tree (nil when it is not a directory).
+// close ends the cat-file process, if one was started.
+func (b *baseTree) close() {
+	if b.cf != nil {
+		b.cf.close()
+	}
+}
+
+// dir lists directory d of the tree (nil when it is not a directory), as
+// `git cat-file --batch` finds <tree>:<d>: through the directories on
+// the way.
 func (b *baseTree) dir(d string) ([]treeEntry, error) {
 	if e, ok := b.dirs[d]; ok {
 		return e, nil
 	}
-	name := b.tree
+	id := b.tree
 	if d != "" {
-		name += ":" + d
+		parent, err := b.dir(parentDir(d))
+		if err != nil {
+			return nil, err
+		}
+		id = ""
+		name := path.Base(d)
+		for _, e := range parent {
+			if e.name == name {
+				if e.mode == ModeDir {
+					id = e.id
+				}
+				break
+			}
+		}
+		if id == "" {
+			b.dirs[d] = nil
+			return nil, nil
+		}
 	}
-	kind, body, found, err := b.cf.read(name)
+	kind, body, found, err := b.read(id)
 	if err != nil {
 		b.err = err
 		return nil, err
 	}
 	var out []treeEntry
 	if found && kind == "tree" {
-		if out, err = parseTree(body, b.cf.idLen); err != nil {
+		if out, err = parseTree(body, b.g.newHash().Size()); err != nil {
 			b.err = err
 			return nil, err
 		}
@@ -509,6 +535,23 @@ func (b *baseTree) dir(d string) ([]treeEntry, error) {
 	}
 	b.dirs[d] = out
 	return out, nil
+}
+
+// read reads object id: in process when it is stored loose and objects
+// are where git would look for them (gitobj decides, as for writing),
+// else through cat-file.
+func (b *baseTree) read(id string) (kind string, body []byte, found bool, err error) {
+	if w := b.g.objects(nil); w.InProcess() {
+		if kind, body, ok := gitobj.ReadLoose(filepath.Join(b.g.commonDir, "objects"), w.Hash(), id); ok {
+			return kind, body, true, nil
+		}
+	}
+	if b.cf == nil {
+		if b.cf, err = b.g.startCatFile(); err != nil {
+			return "", nil, false, err
+		}
+	}
+	return b.cf.read(id)
 }
 
 // files lists the paths of the files (blobs, symlinks, gitlinks) under
