@@ -164,3 +164,59 @@ func TestResetWorktreeDropsLag(t *testing.T) {
 		}
 	}
 }
+
+// After ResetWorktree, the next run's first boundary knows the index is
+// HEAD's without git diff-index -- while it is: a file staged since, or
+// HEAD moved since (by anyone), and git is asked again.
+func TestResetWorktreeNotesIndex(t *testing.T) {
+	ctx := context.Background()
+	r := newTestRepo(t)
+	r.write("a.txt", "a\n")
+	base := r.commitAll("base")
+	r.write("a.txt", "a2\n")
+	second := r.commitAll("second")
+	wt := filepath.Join(t.TempDir(), "w1")
+	if err := AddWorktree(ctx, r.dir, wt, base); err != nil {
+		t.Fatal(err)
+	}
+	w := &testRepo{t: t, dir: wt}
+	log := countGit(t)
+	b0 := func(run string, wantDiffIndex int) Snapshot {
+		t.Helper()
+		calls(t, log, "")
+		s, err := Take(ctx, wt, WithRun(run))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := calls(t, log, "diff-index"); len(got) != wantDiffIndex {
+			t.Errorf("%s: diff-index %d times, want %d", run, len(got), wantDiffIndex)
+		}
+		return s
+	}
+	reset := func(commit string) {
+		t.Helper()
+		w.write("a.txt", "the task's\n")
+		if err := ResetWorktree(ctx, wt, commit, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reset(base)
+	if s := b0("r1", 0); len(s.Paths) != 0 {
+		t.Errorf("r1: dirty %+v", s.Paths)
+	}
+	reset(base)
+	w.write("a.txt", "staged\n")
+	w.git("add", "a.txt")
+	if s := b0("r2", 1); len(s.Paths) != 1 || s.Paths[0].Index == s.Paths[0].Head {
+		t.Errorf("r2, a file staged after the reset: dirty %+v", s.Paths)
+	}
+	reset(base)
+	w.git("update-ref", "--no-deref", "HEAD", second)
+	if s := b0("r3", 1); len(s.Paths) != 1 || s.Paths[0].Path != "a.txt" {
+		t.Errorf("r3, HEAD moved after the reset: dirty %+v", s.Paths)
+	}
+	reset(second)
+	if s := b0("r4", 0); len(s.Paths) != 0 {
+		t.Errorf("r4: dirty %+v", s.Paths)
+	}
+}
