@@ -281,9 +281,13 @@ func (t *taker) hashChanged(_ *baseTree, c *changeSet) string {
 		list = append(list, f)
 	}
 	sort.Strings(list)
-	hashed, problems, err := t.hashInto(list, c.known)
-	if err != nil || len(problems) > 0 {
-		return "git add had a problem"
+	hashed, ok := t.hashPlain(list)
+	if !ok {
+		var problems []string
+		var err error
+		if hashed, problems, err = t.hashInto(list, c.known); err != nil || len(problems) > 0 {
+			return "git add had a problem"
+		}
 	}
 	for _, f := range list {
 		b, found := hashed[f]
