@@ -247,9 +247,12 @@ func (t *taker) dropIgnored(base *baseTree, c *changeSet) string {
 		return ""
 	}
 	sort.Strings(fresh)
-	ignored, err := t.checkIgnore(fresh)
-	if err != nil {
-		return "the ignore rules cannot be asked"
+	var ignored map[string]bool
+	if !t.noIgnoreRules(fresh) {
+		var err error
+		if ignored, err = t.checkIgnore(fresh); err != nil {
+			return "the ignore rules cannot be asked"
+		}
 	}
 	var kept []string
 	for _, f := range fresh {
@@ -444,6 +447,52 @@ func (t *taker) walkFiles(dir string, files map[string]bool, base *baseTree) err
 		}
 		return nil
 	})
+}
+
+// noIgnoreRules reports whether no ignore rule can cover any of paths,
+// so that git check-ignore would name none: no pattern in
+// <common-dir>/info/exclude nor in core.excludesFile (as last resolved:
+// git's rules are the run's here), each a file that is absent or holds
+// only comments and empty lines, and no .gitignore in any directory on
+// the way to a path.
+func (t *taker) noIgnoreRules(paths []string) bool {
+	if t.rules == nil {
+		return false
+	}
+	for _, f := range []string{filepath.Join(t.g.commonDir, "info", "exclude"), t.rules.excludesNow} {
+		if f != "" && !noPatterns(f) {
+			return false
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		for d := parentDir(p); !seen[d]; d = parentDir(d) {
+			seen[d] = true
+			if !absentFile(filepath.Join(t.g.root, filepath.FromSlash(d), ".gitignore")) {
+				return false
+			}
+			if d == "" {
+				break
+			}
+		}
+	}
+	return true
+}
+
+// noPatterns reports whether the ignore file f holds no pattern: it is
+// not there, or each of its lines is empty or a comment (anything else,
+// or a file that cannot be read whole, may be one).
+func noPatterns(f string) bool {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return absentFile(f)
+	}
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(l) > 0 && l[0] != '#' {
+			return false
+		}
+	}
+	return true
 }
 
 // checkIgnore asks git which of paths its ignore rules cover (the index

@@ -2,6 +2,7 @@ package boundary
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -72,4 +73,63 @@ func TestHashPlainAsGitAdd(t *testing.T) {
 		r.write(p, "x\n")
 		refused(p, []string{p}, func() {})
 	}
+}
+
+// Where no ignore rule can cover the new files, a boundary from a
+// watcher's paths does not ask git check-ignore; wherever one may (a
+// pattern in info/exclude or core.excludesFile, a .gitignore on the way,
+// even one that matches nothing), git is asked, and what git says stands.
+func TestNoIgnoreRulesAsGit(t *testing.T) {
+	r := newTestRepo(t)
+	r.write("a.txt", "a\n")
+	r.commitAll("init")
+	home := t.TempDir() // no global excludes file
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, ".gitconfig"))
+	log := countGit(t)
+	ctx := context.Background()
+	n := 0
+	run := func(name string, wantAsk int, file string, wantIn bool, setup, undo func()) {
+		t.Helper()
+		setup()
+		defer undo()
+		n++
+		id := fmt.Sprintf("rules%d", n)
+		prev, err := Take(ctx, r.dir, WithRun(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.write(file, "new\n")
+		defer r.remove(file)
+		calls(t, log, "")
+		s, err := Take(ctx, r.dir, WithRun(id), WithPrev(prev), WithChanged([]string{file}, nil, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := calls(t, log, "check-ignore"); len(got) != wantAsk {
+			t.Errorf("%s: check-ignore %d times, want %d", name, len(got), wantAsk)
+		}
+		if !s.watched {
+			t.Errorf("%s: not from the watcher's paths: %s", name, s.watchMiss)
+		}
+		if _, in := s.Lookup(file); in != wantIn {
+			t.Errorf("%s: %s in the snapshot %v, want %v", name, file, in, wantIn)
+		}
+	}
+	none := func() {}
+	exclude := func(text string) func() { return func() { r.write(".git/info/exclude", text) } }
+	run("no rules", 0, "d/new.txt", true, exclude("# comments only\n\n#*.txt\n"), none)
+	run("a pattern in info/exclude", 1, "d/x.log", false, exclude("*.log\n"), exclude(""))
+	run("a pattern in info/exclude, not this file's", 1, "d/new.txt", true, exclude("*.log\n"), exclude(""))
+	run("a .gitignore on the way", 1, "d/e/new.txt", true, func() { r.write("d/.gitignore", "nothing\n") }, func() { r.remove("d/.gitignore") })
+	excludes := filepath.Join(t.TempDir(), "excludes")
+	run("a pattern in core.excludesFile", 1, "y.tmp", false, func() {
+		os.WriteFile(excludes, []byte("*.tmp\n"), 0o644)
+		r.git("config", "core.excludesFile", excludes)
+	}, func() { r.git("config", "--unset", "core.excludesFile") })
+	run("comments in core.excludesFile", 0, "y.tmp", true, func() {
+		os.WriteFile(excludes, []byte("# *.tmp\n"), 0o644)
+		r.git("config", "core.excludesFile", excludes)
+	}, func() { r.git("config", "--unset", "core.excludesFile") })
 }
