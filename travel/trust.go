@@ -162,7 +162,8 @@ func verifyCommits(ctx context.Context, dir string, commits []string) ([]signatu
 }
 
 // verifyChunk is verifyCommits of some commits, in one `git log`, into
-// sigs.
+// sigs. --no-show-signature: log.showSignature would print git's
+// verification before each commit's line.
 func verifyChunk(ctx context.Context, dir string, commits []string, sigs []signature, minTrust string) error {
 	format := "%H%x1f%G?%x1f%GS%x1f%GK%x1f%GF%x1f%an <%ae>"
 	if minTrust != "" {
@@ -171,7 +172,7 @@ func verifyChunk(ctx context.Context, dir string, commits []string, sigs []signa
 		format += "%x1f%GT"
 	}
 	o := gitcmd.Options{Dir: dir, Stdin: strings.NewReader(strings.Join(commits, "\n") + "\n")}
-	out, _, err := gitcmd.Run(ctx, o, "log", "-z", "--no-walk=unsorted", "--stdin", "--format="+format)
+	out, _, err := gitcmd.Run(ctx, o, "log", "-z", "--no-walk=unsorted", "--no-show-signature", "--stdin", "--format="+format)
 	if err != nil {
 		return fmt.Errorf("verifying the records' signatures: %w", err)
 	}
