@@ -34,11 +34,11 @@ type Signing struct {
 
 // LearnSigning reads Signing from the git of the repository at dir.
 func LearnSigning(ctx context.Context, dir string) (Signing, error) {
-	cfg, err := learnConfig(ctx, dir)
+	name, email := recordsIdent(ctx, dir)
+	cfg, err := learnConfig(ctx, dir, name+" <"+email+">")
 	if err != nil {
 		return Signing{}, err
 	}
-	name, email := recordsIdent(ctx, dir)
 	return Signing{Sign: SignsRuns(ctx, dir), Name: name, Email: email, cfg: cfg}, nil
 }
 

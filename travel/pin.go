@@ -29,8 +29,9 @@ import (
 // file, which a pull makes E, cannot be checked: neither is trusted).
 //
 // Without user.signingKey, git signs OpenPGP and X.509 with the
-// committer's identity as the key's name: that is pinned, as it was
-// when the worker started. SSH has no such default: git runs
+// committer's identity as the key's name: the records' identity that
+// Signing learned, which every commit it signs names as its committer,
+// is pinned as the key. SSH has no such default: git runs
 // gpg.ssh.defaultKeyCommand for the key, and that command is pinned, but
 // a user.signingKey set later wins over it (git has no way to say a key
 // is unset on its command line).
@@ -91,8 +92,9 @@ func lastOf(keys, values []string) map[string]string {
 
 // learnConfig reads how dir's git signs and verifies now, as the
 // arguments that make a later git sign and verify so whatever its
-// configuration says then (see the section above).
-func learnConfig(ctx context.Context, dir string) (*gitConfig, error) {
+// configuration says then (see the section above); ident is the
+// committer of the commits it signs ("Name <email>").
+func learnConfig(ctx context.Context, dir, ident string) (*gitConfig, error) {
 	keys, values, err := readConfig(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -110,14 +112,7 @@ func learnConfig(ctx context.Context, dir string) (*gitConfig, error) {
 	if key, ok := c.read["user.signingkey"]; ok {
 		pin("user.signingkey", key)
 	} else if format != "ssh" {
-		// git's default key: the committer, "Name <email>".
-		ident, err := git(ctx, dir, nil, nil, "var", "GIT_COMMITTER_IDENT")
-		if err != nil {
-			return nil, fmt.Errorf("reading git's signing configuration: %w", err)
-		}
-		if i := strings.LastIndexByte(ident, '>'); i > 0 {
-			pin("user.signingkey", ident[:i+1])
-		}
+		pin("user.signingkey", ident) // git's default key: the committer
 	}
 	if cmd, ok := c.read["gpg.ssh.defaultkeycommand"]; ok {
 		pin("gpg.ssh.defaultkeycommand", cmd)

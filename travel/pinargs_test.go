@@ -14,7 +14,7 @@ import (
 // pinned is what learnConfig pins, by key (the last value of each).
 func pinned(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	c, err := learnConfig(context.Background(), dir)
+	c, err := learnConfig(context.Background(), dir, "Ursula <u@example.com>")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,8 @@ func pinned(t *testing.T, dir string) map[string]string {
 }
 
 // What git signs and verifies by is pinned as git reads it: unset keys
-// as git's defaults (the committer as the OpenPGP key), values from an
+// as git's defaults (the committer, as the records name it, as the
+// OpenPGP key), values from an
 // included file, the later of gpg.program and gpg.openpgp.program for
 // both; with SSH and no user.signingKey, the default key command, and no
 // key.
@@ -38,10 +39,8 @@ func TestLearnConfig(t *testing.T) {
 	t.Parallel()
 	r := gittest.New(t)
 	got := pinned(t, r.Dir)
-	ident := strings.TrimSpace(r.Git("var", "GIT_COMMITTER_IDENT"))
-	ident = ident[:strings.LastIndexByte(ident, '>')+1]
 	for k, v := range map[string]string{
-		"gpg.format": "openpgp", "user.signingkey": ident, "gpg.program": "gpg", "gpg.openpgp.program": "gpg",
+		"gpg.format": "openpgp", "user.signingkey": "Ursula <u@example.com>", "gpg.program": "gpg", "gpg.openpgp.program": "gpg",
 		"gpg.x509.program": "gpgsm", "gpg.ssh.program": "ssh-keygen", "gpg.ssh.allowedsignersfile": os.DevNull,
 		"gpg.ssh.revocationfile": os.DevNull, "gpg.mintrustlevel": "undefined", "push.gpgsign": "false",
 	} {
@@ -90,7 +89,7 @@ func TestLearnConfig(t *testing.T) {
 
 func mustLearn(t *testing.T, dir string) *gitConfig {
 	t.Helper()
-	c, err := learnConfig(context.Background(), dir)
+	c, err := learnConfig(context.Background(), dir, "Ursula <u@example.com>")
 	if err != nil {
 		t.Fatal(err)
 	}
