@@ -106,7 +106,7 @@ type Options struct {
 // Event is one thing a worker did or saw.
 type Event struct {
 	Time    time.Time `json:"time"`
-	Type    string    `json:"type"` // claimed, took_over, finished, pushed, push_failed, lost, refused, waiting, skipped, stopped, done
+	Type    string    `json:"type"` // claimed, took_over, finished, concern, pushed, push_failed, lost, refused, waiting, skipped, stopped, done
 	Worker  string    `json:"worker"`
 	Task    string    `json:"task,omitempty"`
 	Run     string    `json:"run,omitempty"`
@@ -189,16 +189,19 @@ type worker struct {
 	emptyTree string        // git's empty tree (leases' tree)
 
 	// known is what each task's run would learn of wt from git, learned
-	// once wt was made (loop.Learn); signing how results are pushed, as
-	// the clone's git said when the worker started (travel.LearnSigning).
-	// Both are read before any agent ran: see loop.Known and
-	// travel.Signing for what an agent's change to git's configuration
-	// does then.
+	// once wt was made (loop.Learn); signing how results are pushed,
+	// signed and verified, as the clone's git said when the worker
+	// started (travel.LearnSigning). Both are read before any agent ran:
+	// see loop.Known and travel.Signing for what an agent's change to
+	// git's configuration does then.
 	known *loop.Known
 	// first is the Known learned when the worktree was first made: one
 	// made again (checkout) keeps its ignore rules and keep settings.
 	first   *loop.Known
 	signing travel.Signing
+	// configSaid is the signing configuration's keys a concern last said
+	// changed since the worker started (signingChanged).
+	configSaid string
 
 	seen   map[string]seenClaim // task -> a running claim's value, since when
 	left   map[string]string    // task -> why no worker can do it
@@ -325,8 +328,10 @@ func (w *worker) start(ctx context.Context) error {
 	// Before anything is claimed: the results pushed from here must be
 	// ones the other workers build on and the fan-in replays, else each
 	// would do this worker's tasks again (and pay for them twice).
-	w.signing = travel.LearnSigning(ctx, o.Root)
-	if err := travel.CheckSelfTrust(ctx, o.Root); err != nil {
+	if w.signing, err = travel.LearnSigning(ctx, o.Root); err != nil {
+		return err
+	}
+	if err := travel.CheckSelfTrust(ctx, o.Root, &w.signing); err != nil {
 		return err
 	}
 	skip := func(t extractor.Task) bool { return t.Checked && !o.Settings.IncludeChecked }
@@ -541,7 +546,8 @@ func (w *worker) pull(ctx context.Context, need []string) error {
 	// A run the pull refuses (malformed, forged: anyone with push access
 	// can put one there) is left out, named, and never built on; the
 	// others are imported.
-	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }, travel.SkipRefused())
+	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }, travel.SkipRefused(),
+		travel.VerifyAs(w.signing))
 	if err != nil {
 		return err
 	}
@@ -861,7 +867,7 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 	if err != nil {
 		return err
 	}
-	if err := travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: lease, Old: ti.claim.value}); err != nil {
+	if err := travel.CASPushAs(ctx, &w.signing, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: lease, Old: ti.claim.value}); err != nil {
 		if errors.Is(err, travel.ErrCASFailed) {
 			return nil // another worker was first: look again
 		}
@@ -979,6 +985,7 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		return context.Canceled
 	}
 	w.log(Event{Type: "finished", Task: t.ID, Run: out.RunID, Verdict: out.Verdict})
+	w.signingChanged(ctx, t.ID, out.RunID)
 	// The result goes in the background while the worker looks for its
 	// next task, claims it and runs it: one push at a time, the one
 	// before waited for first (a result refused for good stops the
@@ -989,6 +996,29 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		return errors.Join(prev, w.awaitPush())
 	}
 	return nil
+}
+
+// signingChanged says, once a task's run ended, which keys of git's
+// signing configuration changed since the worker started and since it
+// last said so (a concern): the task's agent most likely changed them,
+// and the worker goes on signing, naming and verifying as it started
+// (travel.Signing). A configuration it cannot read says nothing: the
+// push that follows says why.
+func (w *worker) signingChanged(ctx context.Context, task, run string) {
+	changed, err := w.signing.ConfigChanged(ctx, w.o.Root)
+	if err != nil {
+		return
+	}
+	said := strings.Join(changed, ", ")
+	if said == w.configSaid {
+		return
+	}
+	w.configSaid = said
+	if said == "" {
+		return // back as it was
+	}
+	w.log(Event{Type: "concern", Task: task, Run: run, Message: "task " + task + ": git's signing configuration changed since this worker started (" + said +
+		"), its agent most likely: the worker goes on signing, naming and verifying results as it started; restart it to take up a change of your own"})
 }
 
 // pendingPush is a task's result being pushed in the background.
@@ -1230,7 +1260,7 @@ func (w *worker) removeWorktree() {
 func (w *worker) release(ctx context.Context, ref, lease string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: lease})
+	return travel.CASPushAs(ctx, &w.signing, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: lease})
 }
 
 // PushError is a task's result the remote would not take, after every
@@ -1351,7 +1381,7 @@ func (r *renewal) renew(ctx context.Context) (renewed, taken bool) {
 	r.mu.Lock()
 	old := r.value
 	r.mu.Unlock()
-	err = travel.CASPush(ctx, r.w.o.Root, r.w.remote, travel.RefUpdate{Ref: r.ref, New: lease, Old: old})
+	err = travel.CASPushAs(ctx, &r.w.signing, r.w.o.Root, r.w.remote, travel.RefUpdate{Ref: r.ref, New: lease, Old: old})
 	if err != nil {
 		refs, lerr := r.w.refs.Refs(ctx, r.ref)
 		if lerr != nil {
