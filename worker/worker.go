@@ -218,6 +218,12 @@ type worker struct {
 	// pending is the last task's result, pushed in the background while
 	// the worker goes on (nil: none).
 	pending *pendingPush
+	// landed: a result of this worker's landed on the remote. Until one
+	// did, the next task's agent is not called before the last result's
+	// push was tried once (the remote may refuse this worker's results:
+	// a first push is where a hook, a protected ref or a token without
+	// write access shows); from then on it is called beside the push.
+	landed atomic.Bool
 	// sealed are the last runs this worker pushed (sealWindow of them,
 	// oldest first), with the records commit each went as: every push
 	// seals them again (a signature for a pull to verify per window of
@@ -921,7 +927,9 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 	lostEarly := false
 	beforeLive := func(context.Context) error {
 		if p := w.pending; p != nil {
-			<-p.tried
+			if !w.landed.Load() {
+				<-p.tried
+			}
 			if p.failed.Load() {
 				if pushErr = w.awaitPush(); pushErr != nil {
 					return pushErr
@@ -1024,6 +1032,7 @@ func (w *worker) pushLater(ctx context.Context, task, ref, run, verdict string, 
 			w.log(Event{Type: "lost", Task: task, Run: run, Message: "its lease was taken over before the push: its result is not pushed"})
 		default:
 			p.pushed = true
+			w.landed.Store(true)
 			w.log(Event{Type: "pushed", Task: task, Run: run, Verdict: verdict})
 		}
 	}()
