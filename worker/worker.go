@@ -63,6 +63,7 @@ import (
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/internal/gitobj"
+	"github.com/implloop/implloop/internal/procgroup"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/travel"
 )
@@ -1015,8 +1016,16 @@ type pendingPush struct {
 func (w *worker) pushLater(ctx context.Context, task, ref, run, verdict string, r *renewal) {
 	p := &pendingPush{run: run, done: make(chan struct{}), tried: make(chan struct{})}
 	w.pending = p
+	behind := w.landed.Load()
 	go func() {
 		defer close(p.done)
+		if behind {
+			// Behind the next task's agent call, which does not wait for
+			// it: at a low priority, so that it does not take the cores
+			// from what other workers on this machine, between tasks, wait
+			// for.
+			procgroup.Background()
+		}
 		pushed, err := w.push(ctx, task, ref, run, r, p)
 		r.end()
 		switch {
