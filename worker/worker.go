@@ -350,6 +350,10 @@ func (w *worker) start(ctx context.Context) error {
 // called (worker.run).
 var errLostEarly = errors.New("the claim was taken over")
 
+// errLostRace: another worker claimed the task first, before its agent
+// was called.
+var errLostRace = errors.New("another worker claimed the task first")
+
 // ErrNoBase: the clone has no commit to start from.
 var ErrNoBase = errors.New("the repository has no commit: workers start from HEAD, the plan committed in it")
 
@@ -868,65 +872,135 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 	if err != nil {
 		return err
 	}
-	if err := travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: lease, Old: ti.claim.value}); err != nil {
-		if errors.Is(err, travel.ErrCASFailed) {
-			return nil // another worker was first: look again
-		}
-		if ctx.Err() != nil {
-			// Cut off (Ctrl-C): the server may have taken it all the
-			// same. Given up if so (only while it holds this lease),
-			// rather than left to nobody for a whole lease.
-			_ = w.release(ctx, ref, lease)
-		}
-		return err
-	}
-	delete(w.seen, t.ID)
-	if ti.untrusted {
-		w.redone[t.ID] = true
-	}
-	if took != "" {
-		w.log(Event{Type: "took_over", Task: t.ID, Message: took})
-	} else {
-		w.log(Event{Type: "claimed", Task: t.ID})
-	}
 	tr := TaskRun{Task: t.ID, TookOver: took != "" && !ti.untrusted}
 	if ti.untrusted {
 		tr.Redone = "its result (run " + ti.claim.run + ") " + ti.distrust
 	}
+	// The claim's push goes on beside the start of the task's run (its
+	// checkout, journal and first boundary); no agent is called before it
+	// won (claim.wait).
+	c := w.claim(ctx, ref, lease, ti.claim.value, func() {
+		delete(w.seen, t.ID)
+		if ti.untrusted {
+			w.redone[t.ID] = true
+		}
+		if took != "" {
+			w.log(Event{Type: "took_over", Task: t.ID, Message: took})
+		} else {
+			w.log(Event{Type: "claimed", Task: t.ID})
+		}
+	})
 	defer func() {
 		if tr.Run != "" { // a run was made
 			w.sum.Tasks = append(w.sum.Tasks, tr)
 		}
 	}()
-	return w.run(ctx, t, ref, lease, input, arts, &tr)
+	return w.run(ctx, t, c, input, arts, &tr)
 }
 
-// run runs claimed task t (the claim ref holding lease) from its input
-// tree, renewing the lease meanwhile, and pushes its result; tr is what
-// the summary says of it.
-func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input string, arts map[string]string, tr *TaskRun) error {
-	commit, err := w.inputCommit(ctx, t, input)
-	if err != nil {
-		return err
+// claiming is a claim's compare-and-swap push, made in the background
+// (worker.claim).
+type claiming struct {
+	ref, lease string
+	done       chan struct{}
+	won        bool  // the claim holds lease (read after done)
+	err        error // the push failed, other than to another worker's claim
+	onWin      func()
+	once       sync.Once
+}
+
+// claim pushes the claim ref from old (its value when looked at; "":
+// none) to lease, in the background; onWin is called once, by wait, when
+// it won.
+func (w *worker) claim(ctx context.Context, ref, lease, old string, onWin func()) *claiming {
+	c := &claiming{ref: ref, lease: lease, done: make(chan struct{}), onWin: onWin}
+	go func() {
+		defer close(c.done)
+		err := travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: lease, Old: old})
+		switch {
+		case err == nil:
+			c.won = true
+		case errors.Is(err, travel.ErrCASFailed):
+			// Another worker was first: look again.
+		default:
+			if ctx.Err() != nil {
+				// Cut off (Ctrl-C): the server may have taken it all
+				// the same. Given up if so (only while it holds this
+				// lease), rather than left to nobody for a whole lease.
+				_ = w.release(ctx, ref, lease)
+			}
+			c.err = err
+		}
+	}()
+	return c
+}
+
+// wait waits for the claim's push: won, or the push's error (neither:
+// another worker was first).
+func (c *claiming) wait() (won bool, err error) {
+	<-c.done
+	if c.won {
+		c.once.Do(c.onWin)
 	}
-	if err := w.checkout(ctx, commit); err != nil {
+	return c.won, c.err
+}
+
+// run runs task t, whose claim c is being pushed, from its input tree,
+// renewing the lease meanwhile once the claim won, and pushes its result;
+// tr is what the summary says of it.
+func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input string, arts map[string]string, tr *TaskRun) error {
+	ref := c.ref
+	commit, err := w.inputCommit(ctx, t, input)
+	if err == nil {
+		err = w.checkout(ctx, commit)
+	}
+	if err != nil {
+		if won, _ := c.wait(); won {
+			_ = w.release(ctx, ref, c.lease)
+		}
 		return err
 	}
 	// The lease is renewed while the task runs (and while the last
-	// result's push is waited for); losing it stops the task, whose
-	// result is then not pushed.
+	// result's push is waited for), from when the claim won; losing it
+	// stops the task, whose result is then not pushed.
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r := &renewal{w: w, ref: ref, task: t.ID, value: lease, stop: make(chan struct{}), done: make(chan struct{})}
-	go r.loop(ctx, cancel)
-	// No agent is called while the last result's push is refused: the
-	// run starts beside the push (its journal, B0), and its first call
-	// waits for the push's first try to end; when that failed, for the
-	// whole push, and when that fails for good, the run is interrupted
-	// there and this claim given up, no agent called.
-	var pushErr error
-	lostEarly := false
+	r := &renewal{w: w, ref: ref, task: t.ID, value: c.lease, stop: make(chan struct{}), done: make(chan struct{})}
+	renewing := false
+	claimed := func() (bool, error) {
+		won, err := c.wait()
+		if won && !renewing {
+			renewing = true
+			go r.loop(ctx, cancel)
+		}
+		return won, err
+	}
+	// The run's events wait for the claim: a run that lost it to another
+	// worker (its agent never called) is not shown.
+	obs := &heldEvents{next: w.o.Observer}
+	// No agent is called before the claim won, nor while the last
+	// result's push is known to be refused: the run starts beside both
+	// pushes (its journal, B0). Its first call waits for the claim; until
+	// a result of this worker's landed, also for the last push's first
+	// try, and from then on not for a push under way (it goes on behind
+	// the agent; one that fails for good stops the worker once this task
+	// ended, its result pushed too if the remote takes it). When a try
+	// failed already, the call waits for the whole push, and when that
+	// fails for good, the run is interrupted there and this claim given
+	// up, no agent called.
+	var pushErr, claimErr error
+	lostEarly, lostRace := false, false
 	beforeLive := func(context.Context) error {
+		won, err := claimed()
+		switch {
+		case err != nil:
+			claimErr = err
+			return err
+		case !won:
+			lostRace = true
+			return errLostRace
+		}
+		obs.release(true)
 		if p := w.pending; p != nil {
 			if !w.landed.Load() {
 				<-p.tried
@@ -943,12 +1017,26 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		}
 		return nil
 	}
+	var observer loop.Observer
+	if w.o.Observer != nil {
+		observer = obs
+	}
 	out, runErr := loop.Run(tctx, loop.Options{
-		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: w.o.Observer,
+		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: observer,
 		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true, DeferRecords: true, Known: w.known,
 		BeforeLive: beforeLive,
 	})
+	// A run that called no agent (a replay of this clone's journal) did
+	// not wait for the claim: it does now.
+	won, cerr := claimed()
+	obs.release(won)
 	switch {
+	case claimErr != nil:
+		return claimErr
+	case cerr != nil:
+		return cerr
+	case lostRace || !won:
+		return nil // another worker was first: look again
 	case pushErr != nil:
 		r.end()
 		_ = w.release(ctx, ref, r.current())
@@ -1428,4 +1516,42 @@ func safeName(id string) string {
 		}
 		return '_'
 	}, id)
+}
+
+// heldEvents holds a run's events until its claim is known: passed on
+// once it won (release(true)), dropped when another worker was first.
+type heldEvents struct {
+	next loop.Observer
+	mu   sync.Mutex
+	held []loop.Event
+	done bool // released: passed on (open) or dropped
+	open bool
+}
+
+// Event holds e, or passes it on once released.
+func (h *heldEvents) Event(e loop.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case !h.done:
+		h.held = append(h.held, e)
+	case h.open:
+		h.next.Event(e)
+	}
+}
+
+// release passes the events held on (keep), or drops them; once.
+func (h *heldEvents) release(keep bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return
+	}
+	h.done, h.open = true, keep
+	if keep && h.next != nil {
+		for _, e := range h.held {
+			h.next.Event(e)
+		}
+	}
+	h.held = nil
 }
