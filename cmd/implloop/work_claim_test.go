@@ -1,0 +1,52 @@
+package main
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A worker's claim is pushed beside the start of the task's run; here it
+// loses the race (the server holds its push until another worker's claim
+// of the same task landed): its run is stopped before any agent call,
+// shows nothing, and the worker goes on (it waits for the other's
+// result, and ends). The task is done once, by the other worker.
+func TestWorkClaimLostBesideTheRun(t *testing.T) {
+	t.Parallel()
+	f := newFleetOn(t, independentPlan(1), serveGitDaemon)
+	// The first claim of worker "slow" waits (up to 20 s) until the
+	// claim exists, made by another: its create then fails.
+	hook := f.preReceive("#!/bin/sh\nin=$(cat)\ncase \"$in\" in *refs/implloop/claims/*) ;; *) exit 0;; esac\n" +
+		"set -- $in\n[ \"$1\" = 0000000000000000000000000000000000000000 ] || exit 0\n" +
+		"git cat-file commit \"$2\" | grep -qx 'worker slow' || exit 0\n" +
+		"[ -e \"$0.held\" ] && exit 0\ntouch \"$0.held\"\n" +
+		"i=0; while ! git rev-parse -q --verify \"$3\" >/dev/null; do i=$((i+1)); [ $i -gt 400 ] && exit 0; sleep 0.05; done\n")
+	slow := f.start("slow", nil)
+	waitFile(t, hook+".held", slow)
+	fast := f.start("fast", nil)
+	f.wait(fast)
+	f.wait(slow)
+	logs := "slow:\n" + slow.err.String() + "\nfast:\n" + fast.err.String()
+	if calls := f.callLines(); !slices.Equal(calls, []string{"T001"}) {
+		t.Fatalf("calls %v\n%s", calls, logs)
+	}
+	if e := slow.err.String(); strings.Contains(e, "implloop: run ") || strings.Contains(e, "T001: claimed") || strings.Contains(e, "INTERRUPTED") {
+		t.Fatalf("the run that lost its claim was shown:\n%s", logs)
+	}
+	if !strings.Contains(fast.err.String(), "T001: claimed") {
+		t.Fatalf("the other worker did not claim T001:\n%s", logs)
+	}
+	// Its run did start beside the claim (its first boundary is there,
+	// beside the boundaries of the other's run it pulled), and was
+	// stopped before any agent call.
+	own := 0
+	for _, line := range strings.Split(strings.TrimSpace(f.run(filepath.Join(f.dir, "slow"), "git", "for-each-ref", "--format=%(refname:lstrip=3)", "refs/implloop/runs/")), "\n") {
+		if line != "" && !strings.Contains(fast.err.String(), line) {
+			own++
+		}
+	}
+	if own != 1 {
+		t.Fatalf("slow made %d run(s) of its own, want the one stopped\n%s", own, logs)
+	}
+}
