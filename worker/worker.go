@@ -960,21 +960,21 @@ func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input s
 		}
 		return err
 	}
-	// The lease is renewed while the task runs (and while the last
-	// result's push is waited for), from when the claim won; losing it
-	// stops the task, whose result is then not pushed.
+	// The lease is renewed from when the claim won, while the task runs
+	// (and while its result's push is under way); losing it stops the
+	// task, whose result is then not pushed.
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := &renewal{w: w, ref: ref, task: t.ID, value: c.lease, stop: make(chan struct{}), done: make(chan struct{})}
-	renewing := false
-	claimed := func() (bool, error) {
-		won, err := c.wait()
-		if won && !renewing {
-			renewing = true
-			go r.loop(ctx, cancel)
+	go func() {
+		<-c.done
+		if !c.won {
+			close(r.done) // nothing to renew: r.end returns at once
+			return
 		}
-		return won, err
-	}
+		r.loop(ctx, cancel)
+	}()
+	claimed := c.wait
 	// The run's events wait for the claim: a run that lost it to another
 	// worker (its agent never called) is not shown.
 	obs := &heldEvents{next: w.o.Observer}
