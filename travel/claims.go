@@ -67,10 +67,17 @@ func casArgs(ups []RefUpdate) (leases, specs []string) {
 // the remote still holds its Old value: ErrCASFailed (wrapped) when one
 // does not, and then none is applied.
 func CASPush(ctx context.Context, dir, remote string, updates ...RefUpdate) error {
+	return CASPushAs(ctx, nil, dir, remote, updates...)
+}
+
+// CASPushAs is CASPush with git's signing configuration as s learned it
+// (LearnSigning), which a push uses when push.gpgSign says to sign it
+// (nil s: git's now).
+func CASPushAs(ctx context.Context, s *Signing, dir, remote string, updates ...RefUpdate) error {
 	leases, specs := casArgs(updates)
 	args := append([]string{"push", "--atomic", "--quiet", "--no-verify"}, leases...)
 	args = append(append(args, remote), specs...)
-	if _, err := git(ctx, dir, nil, nil, args...); err != nil {
+	if _, err := git(ctx, dir, nil, nil, s.pin().with(args...)...); err != nil {
 		return pushError(remote, err)
 	}
 	return nil

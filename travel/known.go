@@ -14,30 +14,67 @@ import (
 // of its results (PushOptions.Signing): an agent shares git's
 // configuration with the worker, and what it sets there while the worker
 // lives (implloop.signRuns false, another user.name) does not make the
-// worker's results go unsigned or under another name. The signature
-// itself is still git's at each push (commit-tree -S reads gpg.format,
-// user.signingKey, gpg.*.program then): an agent that can write git's
-// configuration (no --sandbox, which makes it read-only) can change the
-// key or the program that signs (TestReviewSigningProgramAsItStarted,
-// skipped: a known gap).
+// worker's results go unsigned or under another name. LearnSigning also
+// learns how git signs and verifies (gpg.format, user.signingKey,
+// gpg.*.program, gpg.ssh.allowedSignersFile, gpg.ssh.revocationFile,
+// gpg.minTrustLevel, push.gpgSign: pin.go), and every git that signs or
+// verifies with a learned Signing (Push, CASPushAs, Pull with VerifyAs,
+// CheckSelfTrust) is given those values on its command line: an agent
+// that names another signing program or key, or another allowed signers
+// file, changes neither what the worker runs nor whom it trusts
+// (ConfigChanged says what it changed). The zero Signing learned
+// nothing of that: git reads its configuration at each call.
 type Signing struct {
 	Sign        bool
 	Name, Email string
+	// cfg is git's signing and verifying configuration as learned (nil:
+	// not learned).
+	cfg *gitConfig
 }
 
 // LearnSigning reads Signing from the git of the repository at dir.
-func LearnSigning(ctx context.Context, dir string) Signing {
+func LearnSigning(ctx context.Context, dir string) (Signing, error) {
 	name, email := recordsIdent(ctx, dir)
-	return Signing{Sign: SignsRuns(ctx, dir), Name: name, Email: email}
+	cfg, err := learnConfig(ctx, dir, name+" <"+email+">")
+	if err != nil {
+		return Signing{}, err
+	}
+	return Signing{Sign: SignsRuns(ctx, dir), Name: name, Email: email, cfg: cfg}, nil
+}
+
+// pin is s's learned configuration (nil: none, or no s).
+func (s *Signing) pin() *gitConfig {
+	if s == nil {
+		return nil
+	}
+	return s.cfg
+}
+
+// identEnv is the environment that makes git name s's Name and Email as
+// author and committer (none without them).
+func (s *Signing) identEnv() []string {
+	if s == nil || s.Name == "" || s.Email == "" {
+		return nil
+	}
+	return []string{"GIT_AUTHOR_NAME=" + s.Name, "GIT_AUTHOR_EMAIL=" + s.Email, "GIT_COMMITTER_NAME=" + s.Name, "GIT_COMMITTER_EMAIL=" + s.Email}
 }
 
 // known is what a push read before it writes a run's records (write):
 // the records ref's value (known only when haveRecords), and who the
-// records say made them (ident: nil, asked of git).
+// records say made them and how git signs them (ident: nil, asked of
+// git).
 type known struct {
 	records     string
 	haveRecords bool
 	ident       *Signing
+}
+
+// pin is the signing configuration k's ident learned (nil: none).
+func (k *known) pin() *gitConfig {
+	if k == nil {
+		return nil
+	}
+	return k.ident.pin()
 }
 
 // name and email are who the records say made them: k's, else as

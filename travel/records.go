@@ -222,7 +222,7 @@ func write(ctx context.Context, j *cache.Journal, runID string, sign bool, k *kn
 			}
 			return c, nil
 		}
-		c, err := git(ctx, dir, []byte(msg), env, append(append([]string{"commit-tree", "-S", tree}, parents...), "-F", "-")...)
+		c, err := git(ctx, dir, []byte(msg), env, k.pin().with(append(append([]string{"commit-tree", "-S", tree}, parents...), "-F", "-")...)...)
 		if err != nil {
 			return "", &SignError{Run: runID, Err: err}
 		}

@@ -81,9 +81,12 @@ type PushOptions struct {
 	// no ls-remote first, and no seal of them alone (a single run's own
 	// signature is what a pull verifies).
 	New bool
-	// Signing is whether the runs made here are signed, and who their
-	// records say made them, as a worker learned it when it started
-	// (LearnSigning); nil: asked of git now.
+	// Signing is whether the runs made here are signed, who their
+	// records say made them, and how git signs them (and whether the
+	// push itself is signed: push.gpgSign), as a worker learned it when
+	// it started (LearnSigning); nil: asked of git now. A push with a
+	// learned Signing runs no hook (--no-verify), as a worker's claim
+	// pushes run none.
 	Signing *Signing
 	// Sealed are runs pushed before from here (run id -> the records
 	// commit pushed, PushResult.Records), sealed again with a signing
@@ -231,7 +234,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		}
 		bounds := boundsOf[r.ID]
 		if sign && !isPulled && !signedNow {
-			if full, err = signRecords(ctx, dir, r.ID, full); err != nil {
+			if full, err = signRecords(ctx, dir, r.ID, full, o.Signing.pin()); err != nil {
 				return nil, err
 			}
 		}
@@ -320,15 +323,21 @@ func sendPush(ctx context.Context, dirs cache.Dirs, remote string, refspecs []st
 			all = map[string]string{}
 		}
 		maps.Copy(all, sealed)
-		seal, err := writeSeal(ctx, dirs, all)
+		seal, err := writeSeal(ctx, dirs, all, o.Signing)
 		if err != nil {
 			return err
 		}
 		refspecs = append(refspecs, seal+":"+SealRefPrefix+seal)
 	}
 	leases, specs := casArgs(o.With)
-	args := append(append([]string{"push", "--atomic", "--quiet"}, leases...), remote)
-	if _, err := git(ctx, dir, nil, nil, append(append(args, refspecs...), specs...)...); err != nil {
+	args := []string{"push", "--atomic", "--quiet"}
+	if o.Signing.pin() != nil {
+		// A worker's: no hook runs, as none runs for its claims
+		// (CASPushAs); its agents can write the hooks directory.
+		args = append(args, "--no-verify")
+	}
+	args = append(append(args, leases...), remote)
+	if _, err := git(ctx, dir, nil, nil, o.Signing.pin().with(append(append(args, refspecs...), specs...)...)...); err != nil {
 		if len(o.With) > 0 {
 			return pushError(remote, err)
 		}
@@ -365,6 +374,7 @@ type pullConfig struct {
 	limits Limits
 	now    func() time.Time
 	skip   bool
+	pin    *gitConfig
 }
 
 // SkipRefused makes a pull leave out each run whose records it refuses
@@ -374,6 +384,13 @@ type pullConfig struct {
 // a refused run is imported either way, nor anything that depends on it
 // (a resume of it is refused in turn).
 func SkipRefused() PullOption { return func(c *pullConfig) { c.skip = true } }
+
+// VerifyAs makes the pull verify signatures with git's signing
+// configuration as s learned it (LearnSigning: the allowed signers and
+// revoked keys, the programs that verify, the minimum trust level),
+// whatever git's configuration says now: a worker's pull trusts what it
+// trusted when it started. A Signing that learned none: git's now.
+func VerifyAs(s Signing) PullOption { return func(c *pullConfig) { c.pin = s.cfg } }
 
 // WithLimits caps what the pull reads (zero fields: DefaultLimits).
 func WithLimits(l Limits) PullOption { return func(c *pullConfig) { c.limits = l } }
@@ -402,7 +419,7 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	p := &puller{ctx: ctx, dir: dir, bud: newBudget(cfg.limits), now: cfg.now(),
+	p := &puller{ctx: ctx, dir: dir, bud: newBudget(cfg.limits), now: cfg.now(), pin: cfg.pin,
 		res: &PullResult{Remote: remote, Trust: map[string]Trust{}}}
 	if p.res.Remote == "" {
 		p.res.Remote = DefaultRemote(ctx, dir)
@@ -445,7 +462,7 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		p.reset()
 		p.bud = newBudget(cfg.limits) // each try reads the pull anew
 	}
-	if err := reverify(ctx, dir, j, recheck, p.bud, p.res); err != nil {
+	if err := reverify(ctx, dir, j, recheck, p.bud, p.res, p.pin); err != nil {
 		return nil, err
 	}
 	for _, in := range ins { // parents first
@@ -489,6 +506,7 @@ type puller struct {
 	bud *budget
 	now time.Time
 	res *PullResult
+	pin *gitConfig // the configuration signatures are verified with (nil: git's)
 	// refs are the update-ref lines the import sets at once: the staging
 	// refs deleted, the imported runs' refs set, the present runs'
 	// repaired.
@@ -616,7 +634,7 @@ type verified struct {
 func (p *puller) importRuns(todo []pending) (ins []*incoming, sigOf map[string]signature, added []string, err error) {
 	verify := make(chan verified, 1)
 	go func() {
-		sigs, err := verifyRuns(p.ctx, p.dir, todo, p.bud)
+		sigs, err := verifyRuns(p.ctx, p.dir, todo, p.bud, p.pin)
 		verify <- verified{sigs, err}
 	}()
 	decoded := make(chan *incoming, len(todo))
@@ -931,8 +949,9 @@ func checkSignatures(todo []pending, ins []*incoming, sigs []signature, sigOf ma
 // checked here), at the records commit they were pulled at: an allowed
 // signers file that has their key now makes them trusted. A run trusted
 // once stays so until it is pulled into another clone (a key removed
-// from the allowed signers does not reach back).
-func reverify(ctx context.Context, dir string, j *cache.Journal, rows []cache.Pulled, b *budget, res *PullResult) error {
+// from the allowed signers does not reach back). pin is the
+// configuration git verifies with (nil: git's now).
+func reverify(ctx context.Context, dir string, j *cache.Journal, rows []cache.Pulled, b *budget, res *PullResult, pin *gitConfig) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -940,7 +959,7 @@ func reverify(ctx context.Context, dir string, j *cache.Journal, rows []cache.Pu
 	for i, p := range rows {
 		todo[i] = pending{p.RunID, p.Commit}
 	}
-	sigs, err := verifyRuns(ctx, dir, todo, b)
+	sigs, err := verifyRuns(ctx, dir, todo, b, pin)
 	if err != nil {
 		return err
 	}

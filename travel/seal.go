@@ -34,10 +34,11 @@ const SealRefPrefix = "refs/implloop/seals/"
 const sealNS = "refs/implloop-seals/"
 
 // writeSeal writes and signs the seal of runs (run id -> records commit)
-// and returns the commit.
+// and returns the commit: made by s's Name and signed as s learned when
+// s learned them (nil: as git says now).
 // Its tree is written in process where git would write it the same way
 // (dirs: the journal's directories).
-func writeSeal(ctx context.Context, dirs cache.Dirs, runs map[string]string) (string, error) {
+func writeSeal(ctx context.Context, dirs cache.Dirs, runs map[string]string, s *Signing) (string, error) {
 	dir := dirs.Root
 	ids := make([]string, 0, len(runs))
 	for id := range runs {
@@ -53,7 +54,7 @@ func writeSeal(ctx context.Context, dirs cache.Dirs, runs map[string]string) (st
 		return "", err
 	}
 	msg := fmt.Sprintf("implloop seal of %d run(s)\n\nImplloop-Seal: %d\n", len(ids), Format)
-	c, err := git(ctx, dir, []byte(msg), nil, "commit-tree", "-S", t, "-F", "-")
+	c, err := git(ctx, dir, []byte(msg), s.identEnv(), s.pin().with("commit-tree", "-S", t, "-F", "-")...)
 	if err != nil {
 		return "", &SignError{Run: strings.Join(ids, ", "), Err: err}
 	}
@@ -63,14 +64,15 @@ func writeSeal(ctx context.Context, dirs cache.Dirs, runs map[string]string) (st
 // verifyRuns is git's verification of each pending run's records commit,
 // in the order of todo: through the seals fetched under sealNS where a
 // good one names the commit, else the commit's own signature. b counts
-// what the seals take to read.
-func verifyRuns(ctx context.Context, dir string, todo []pending, b *budget) ([]signature, error) {
+// what the seals take to read; pin is the configuration git verifies
+// with (nil: git's now).
+func verifyRuns(ctx context.Context, dir string, todo []pending, b *budget, pin *gitConfig) ([]signature, error) {
 	if len(todo) == 0 {
 		return nil, nil
 	}
 	sigs := make([]signature, len(todo))
 	covered := make([]bool, len(todo))
-	if err := verifyBySeals(ctx, dir, todo, b, sigs, covered); err != nil {
+	if err := verifyBySeals(ctx, dir, todo, b, sigs, covered, pin); err != nil {
 		return nil, err
 	}
 	var rest []string
@@ -80,7 +82,7 @@ func verifyRuns(ctx context.Context, dir string, todo []pending, b *budget) ([]s
 			rest, at = append(rest, p.commit), append(at, i)
 		}
 	}
-	got, err := verifyCommits(ctx, dir, rest)
+	got, err := verifyCommits(ctx, dir, rest, pin)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +94,7 @@ func verifyRuns(ctx context.Context, dir string, todo []pending, b *budget) ([]s
 
 // verifyBySeals fills sigs (and covered) for the runs of todo a good seal
 // names with the commit fetched for them.
-func verifyBySeals(ctx context.Context, dir string, todo []pending, b *budget, sigs []signature, covered []bool) error {
+func verifyBySeals(ctx context.Context, dir string, todo []pending, b *budget, sigs []signature, covered []bool, pin *gitConfig) error {
 	out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname)", sealNS)
 	if err != nil || out == "" {
 		return err
@@ -110,7 +112,7 @@ func verifyBySeals(ctx context.Context, dir string, todo []pending, b *budget, s
 	for k, i := range pick {
 		commits[k] = seals[i]
 	}
-	got, err := verifyCommits(ctx, dir, commits)
+	got, err := verifyCommits(ctx, dir, commits, pin)
 	if err != nil {
 		return err
 	}

@@ -48,29 +48,34 @@ func (e *SelfTrustError) Unwrap() error { return e.Sign }
 // loose object that no ref names) as a push signs a run's records, and
 // verifies it as a pull verifies pulled records: nil when a run pushed
 // from dir is trusted by a clone with dir's trust settings, else a
-// *SelfTrustError.
-func CheckSelfTrust(ctx context.Context, dir string) error {
-	if !SignsRuns(ctx, dir) {
+// *SelfTrustError. s is the signing as learned (LearnSigning), which
+// the probe signs and verifies with; nil: git's now.
+func CheckSelfTrust(ctx context.Context, dir string, s *Signing) error {
+	sign := s != nil && s.Sign
+	if s == nil {
+		sign = SignsRuns(ctx, dir)
+	}
+	if !sign {
 		return &SelfTrustError{Unsigned: true}
 	}
 	empty, err := EmptyTree(ctx, cache.Dirs{Root: dir}) // once a worker: git writes it
 	if err != nil {
 		return err
 	}
-	c, err := git(ctx, dir, []byte("implloop: a signing probe (implloop work)\n"), nil, "commit-tree", "-S", empty, "-F", "-")
+	c, err := git(ctx, dir, []byte("implloop: a signing probe (implloop work)\n"), s.identEnv(), s.pin().with("commit-tree", "-S", empty, "-F", "-")...)
 	if err != nil {
 		return &SelfTrustError{Sign: err}
 	}
-	sigs, err := verifyCommits(ctx, dir, []string{c})
+	sigs, err := verifyCommits(ctx, dir, []string{c}, s.pin())
 	if err != nil {
 		return err
 	}
-	s := sigs[0]
-	if s.letter == "G" {
+	got := sigs[0]
+	if got.letter == "G" {
 		return nil
 	}
-	if s.letter == "N" {
-		s.letter = "E" // signed (commit-tree -S), so: cannot be checked
+	if got.letter == "N" {
+		got.letter = "E" // signed (commit-tree -S), so: cannot be checked
 	}
-	return &SelfTrustError{Trust: TrustOf(&cache.Pulled{Signature: s.letter, Signer: s.signer, Key: s.key, Author: s.author})}
+	return &SelfTrustError{Trust: TrustOf(&cache.Pulled{Signature: got.letter, Signer: got.signer, Key: got.key, Author: got.author})}
 }

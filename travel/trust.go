@@ -137,12 +137,13 @@ type signature struct {
 // git starts the signature program (ssh-keygen twice, gpg) once per
 // commit, and waits on each: the commits are verified by a few `git log`
 // processes at once, which keeps the pull's wall time close to what it
-// is unsigned.
-func verifyCommits(ctx context.Context, dir string, commits []string) ([]signature, error) {
+// is unsigned. pin is the configuration they verify with (nil: git's
+// now).
+func verifyCommits(ctx context.Context, dir string, commits []string, pin *gitConfig) ([]signature, error) {
 	if len(commits) == 0 {
 		return nil, nil
 	}
-	minTrust, _ := git(ctx, dir, nil, nil, "config", "--get", "gpg.minTrustLevel")
+	minTrust := pin.minTrustLevel(ctx, dir)
 	const per, most = 16, 4
 	n := min(most, (len(commits)+per-1)/per)
 	size := (len(commits) + n - 1) / n
@@ -154,7 +155,7 @@ func verifyCommits(ctx context.Context, dir string, commits []string) ([]signatu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[k] = verifyChunk(ctx, dir, commits[lo:hi], sigs[lo:hi], minTrust)
+			errs[k] = verifyChunk(ctx, dir, commits[lo:hi], sigs[lo:hi], minTrust, pin)
 		}()
 	}
 	wg.Wait()
@@ -162,8 +163,9 @@ func verifyCommits(ctx context.Context, dir string, commits []string) ([]signatu
 }
 
 // verifyChunk is verifyCommits of some commits, in one `git log`, into
-// sigs.
-func verifyChunk(ctx context.Context, dir string, commits []string, sigs []signature, minTrust string) error {
+// sigs. --no-show-signature: log.showSignature would print git's
+// verification before each commit's line.
+func verifyChunk(ctx context.Context, dir string, commits []string, sigs []signature, minTrust string, pin *gitConfig) error {
 	format := "%H%x1f%G?%x1f%GS%x1f%GK%x1f%GF%x1f%an <%ae>"
 	if minTrust != "" {
 		// Only when asked for: git 2.39 aborts on %GT of an SSH
@@ -171,7 +173,7 @@ func verifyChunk(ctx context.Context, dir string, commits []string, sigs []signa
 		format += "%x1f%GT"
 	}
 	o := gitcmd.Options{Dir: dir, Stdin: strings.NewReader(strings.Join(commits, "\n") + "\n")}
-	out, _, err := gitcmd.Run(ctx, o, "log", "-z", "--no-walk=unsorted", "--stdin", "--format="+format)
+	out, _, err := gitcmd.Run(ctx, o, pin.with("log", "-z", "--no-walk=unsorted", "--no-show-signature", "--stdin", "--format="+format)...)
 	if err != nil {
 		return fmt.Errorf("verifying the records' signatures: %w", err)
 	}
@@ -262,9 +264,10 @@ func SigningKey(ctx context.Context, dir string) string {
 // signRecords signs run's records commit c when it is not signed yet (the
 // records are written unsigned when the run ends): the commit without
 // transcripts and the whole one are written again as they were, signed
-// with `git commit-tree -S` (the user's signing settings), and the ref
-// moved to the new one. It returns the records commit the ref now names.
-func signRecords(ctx context.Context, dir, run, c string) (string, error) {
+// with `git commit-tree -S` (the user's signing settings; pin's when
+// set), and the ref moved to the new one. It returns the records commit
+// the ref now names.
+func signRecords(ctx context.Context, dir, run, c string, pin *gitConfig) (string, error) {
 	raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", c)
 	if err != nil {
 		return "", err
@@ -292,7 +295,7 @@ func signRecords(ctx context.Context, dir, run, c string) (string, error) {
 		for _, p := range parents {
 			args = append(args, "-p", p)
 		}
-		out, err := git(ctx, dir, []byte(h.message), h.env(), append(args, "-F", "-")...)
+		out, err := git(ctx, dir, []byte(h.message), h.env(), pin.with(append(args, "-F", "-")...)...)
 		if err != nil {
 			return "", &SignError{Run: run, Err: err}
 		}

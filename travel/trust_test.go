@@ -462,3 +462,19 @@ func gitIn(t *testing.T, r *gittest.Repo, stdin string, args ...string) string {
 	}
 	return string(out)
 }
+
+// log.showSignature (a user's, for their own git log) makes git print
+// its verification before each commit of a `git log`: a pull's
+// verification asks without it, and trusts an allowed signer's run.
+func TestPullWithShowSignature(t *testing.T) {
+	t.Parallel()
+	alice := sshKey(t, "alice")
+	_, run, bare := signingRepo(t, alice)
+	_, res, err := pullInto(t, bare, nil, "gpg.ssh.allowedSignersFile", allowedSigners(t, map[string]string{"alice@example.com": alice}), "log.showSignature", "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Trust[run].Trusted {
+		t.Errorf("%+v", res.Trust[run])
+	}
+}

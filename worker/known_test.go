@@ -18,9 +18,10 @@ import (
 // turns signing off and renames the user in git's configuration, which
 // the worker's worktree shares with its clone, and every result still
 // goes signed, its records the user's (that task's too: it is pushed
-// after its agent ran). When each push asked git, before the worker
-// learned it once, every one went unsigned, as Mallory's: not trusted by
-// the other workers or the fan-in, which would do each task again.
+// after its agent ran), and the worker says the configuration changed.
+// When each push asked git, before the worker learned it once, every one
+// went unsigned, as Mallory's: not trusted by the other workers or the
+// fan-in, which would do each task again.
 func TestWorkSignsAsItStarted(t *testing.T) {
 	if _, err := exec.LookPath("ssh-keygen"); err != nil {
 		t.Skip("ssh-keygen is not installed")
@@ -39,10 +40,13 @@ func TestWorkSignsAsItStarted(t *testing.T) {
 	}
 	r.Git("config", "user.name", "Ursula")
 	r.Git("config", "user.email", gittest.Email)
-	sum, err := Work(context.Background(), Options{Root: r.Dir, Remote: "origin", Settings: s, Lease: time.Minute, ID: "w"})
+	var events []Event
+	sum, err := Work(context.Background(), Options{Root: r.Dir, Remote: "origin", Settings: s, Lease: time.Minute, ID: "w",
+		Log: func(e Event) { events = append(events, e) }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	saidChanged(t, events, "implloop.signruns, user.name")
 	if len(sum.Tasks) != 3 {
 		t.Fatalf("summary %+v", sum)
 	}

@@ -107,7 +107,7 @@ type Options struct {
 // Event is one thing a worker did or saw.
 type Event struct {
 	Time    time.Time `json:"time"`
-	Type    string    `json:"type"` // claimed, took_over, finished, pushed, push_failed, lost, refused, waiting, skipped, stopped, done
+	Type    string    `json:"type"` // claimed, took_over, finished, concern, pushed, push_failed, lost, refused, waiting, skipped, stopped, done
 	Worker  string    `json:"worker"`
 	Task    string    `json:"task,omitempty"`
 	Run     string    `json:"run,omitempty"`
@@ -190,16 +190,20 @@ type worker struct {
 	emptyTree string        // git's empty tree (leases' tree)
 
 	// known is what each task's run would learn of wt from git, learned
-	// once wt was made (loop.Learn); signing how results are pushed, as
-	// the clone's git said when the worker started (travel.LearnSigning).
-	// Both are read before any agent ran: see loop.Known and
-	// travel.Signing for what an agent's change to git's configuration
-	// does then.
+	// once wt was made (loop.Learn); signing how results are pushed,
+	// signed and verified, as the clone's git said when the worker
+	// started (travel.LearnSigning). Both are read before any agent ran:
+	// see loop.Known and travel.Signing for what an agent's change to
+	// git's configuration does then.
 	known *loop.Known
 	// first is the Known learned when the worktree was first made: one
 	// made again (checkout) keeps its ignore rules and keep settings.
 	first   *loop.Known
 	signing travel.Signing
+	// configSaid is the signing configuration's keys a concern last said
+	// changed since the worker started (signingChanged, by one push at a
+	// time).
+	configSaid string
 
 	seen   map[string]seenClaim // task -> a running claim's value, since when
 	left   map[string]string    // task -> why no worker can do it
@@ -332,8 +336,10 @@ func (w *worker) start(ctx context.Context) error {
 	// Before anything is claimed: the results pushed from here must be
 	// ones the other workers build on and the fan-in replays, else each
 	// would do this worker's tasks again (and pay for them twice).
-	w.signing = travel.LearnSigning(ctx, o.Root)
-	if err := travel.CheckSelfTrust(ctx, o.Root); err != nil {
+	if w.signing, err = travel.LearnSigning(ctx, o.Root); err != nil {
+		return err
+	}
+	if err := travel.CheckSelfTrust(ctx, o.Root, &w.signing); err != nil {
 		return err
 	}
 	skip := func(t extractor.Task) bool { return t.Checked && !o.Settings.IncludeChecked }
@@ -552,7 +558,8 @@ func (w *worker) pull(ctx context.Context, need []string) error {
 	// A run the pull refuses (malformed, forged: anyone with push access
 	// can put one there) is left out, named, and never built on; the
 	// others are imported.
-	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }, travel.SkipRefused())
+	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }, travel.SkipRefused(),
+		travel.VerifyAs(w.signing))
 	if err != nil {
 		return err
 	}
@@ -916,7 +923,7 @@ func (w *worker) claim(ctx context.Context, ref, lease, old string, onWin func()
 	c := &claiming{ref: ref, lease: lease, done: make(chan struct{}), onWin: onWin}
 	go func() {
 		defer close(c.done)
-		err := travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: lease, Old: old})
+		err := travel.CASPushAs(ctx, &w.signing, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: lease, Old: old})
 		switch {
 		case err == nil:
 			c.won = true
@@ -1088,6 +1095,29 @@ func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input s
 	return nil
 }
 
+// signingChanged says, once a task's run ended, which keys of git's
+// signing configuration changed since the worker started and since it
+// last said so (a concern): the task's agent most likely changed them,
+// and the worker goes on signing, naming and verifying as it started
+// (travel.Signing). A configuration it cannot read says nothing: the
+// push that follows says why.
+func (w *worker) signingChanged(ctx context.Context, task, run string) {
+	changed, err := w.signing.ConfigChanged(ctx, w.o.Root)
+	if err != nil {
+		return
+	}
+	said := strings.Join(changed, ", ")
+	if said == w.configSaid {
+		return
+	}
+	w.configSaid = said
+	if said == "" {
+		return // back as it was
+	}
+	w.log(Event{Type: "concern", Task: task, Run: run, Message: "task " + task + ": git's signing configuration changed since this worker started (" + said +
+		"), its agent most likely: the worker goes on signing, naming and verifying results as it started; restart it to take up a change of your own"})
+}
+
 // pendingPush is a task's result being pushed in the background.
 type pendingPush struct {
 	run    string
@@ -1114,6 +1144,9 @@ func (w *worker) pushLater(ctx context.Context, task, ref, run, verdict string, 
 			// for.
 			procgroup.Background()
 		}
+		// What the task's agent changed of git's signing configuration
+		// (off the next task's way: one push at a time reads it).
+		w.signingChanged(ctx, task, run)
 		pushed, err := w.push(ctx, task, ref, run, r, p)
 		r.end()
 		switch {
@@ -1336,7 +1369,7 @@ func (w *worker) removeWorktree() {
 func (w *worker) release(ctx context.Context, ref, lease string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return travel.CASPush(ctx, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: lease})
+	return travel.CASPushAs(ctx, &w.signing, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: "", Old: lease})
 }
 
 // PushError is a task's result the remote would not take, after every
@@ -1457,7 +1490,7 @@ func (r *renewal) renew(ctx context.Context) (renewed, taken bool) {
 	r.mu.Lock()
 	old := r.value
 	r.mu.Unlock()
-	err = travel.CASPush(ctx, r.w.o.Root, r.w.remote, travel.RefUpdate{Ref: r.ref, New: lease, Old: old})
+	err = travel.CASPushAs(ctx, &r.w.signing, r.w.o.Root, r.w.remote, travel.RefUpdate{Ref: r.ref, New: lease, Old: old})
 	if err != nil {
 		refs, lerr := r.w.refs.Refs(ctx, r.ref)
 		if lerr != nil {

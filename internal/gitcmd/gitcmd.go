@@ -41,8 +41,8 @@ type Error struct {
 
 func (e *Error) Error() string {
 	name := "git"
-	if len(e.Args) > 0 {
-		name += " " + e.Args[0]
+	if sub := subcommand(e.Args); sub != "" {
+		name += " " + sub
 	}
 	if e.Dir != "" {
 		name += " in " + e.Dir
@@ -54,6 +54,18 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// subcommand is the git command args run: the first argument after the
+// command-line configuration (-c key=value) given before it.
+func subcommand(args []string) string {
+	for len(args) >= 2 && args[0] == "-c" {
+		args = args[2:]
+	}
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
 
 // Options are where and how a command runs.
 type Options struct {

@@ -29,6 +29,11 @@ func TestOutputAndError(t *testing.T) {
 	if msg := err.Error(); !strings.HasPrefix(msg, "git rev-parse in "+dir+": exit status 128: ") {
 		t.Errorf("message %q", msg)
 	}
+	// Named by its command, not the configuration given before it.
+	_, err = Output(context.Background(), dir, "-c", "a.b=c", "rev-parse", "--verify", "no-such-ref")
+	if msg := err.Error(); !strings.HasPrefix(msg, "git rev-parse in "+dir+": exit status 128: ") {
+		t.Errorf("message %q", msg)
+	}
 	if ExitCode(errors.New("other")) != -1 {
 		t.Error("ExitCode of a non-git error")
 	}
