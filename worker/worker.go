@@ -552,14 +552,16 @@ func (w *worker) survey(claims map[string]claimState) (map[string]*taskInfo, []s
 	return info, need, nil
 }
 
-// pull imports the remote's runs; those of need it did not import are
-// remembered, with why, and never pulled for again.
+// pull imports the runs of need (the results claims name that the
+// journal lacks: not the rest of the remote's runs, which a fresh clone
+// would import whole); those it did not import are remembered, with why,
+// and never pulled for again.
 func (w *worker) pull(ctx context.Context, need []string) error {
 	// A run the pull refuses (malformed, forged: anyone with push access
 	// can put one there) is left out, named, and never built on; the
 	// others are imported.
-	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }, travel.SkipRefused(),
-		travel.VerifyAs(w.signing))
+	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) },
+		travel.SkipRefused(), travel.OnlyRuns(need), travel.VerifyAs(w.signing))
 	if err != nil {
 		return err
 	}

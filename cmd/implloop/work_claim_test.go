@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -48,5 +49,28 @@ func TestWorkClaimLostBesideTheRun(t *testing.T) {
 	}
 	if own != 1 {
 		t.Fatalf("slow made %d run(s) of its own, want the one stopped\n%s", own, logs)
+	}
+}
+
+// A worker pulls the results its plan's claims name, not every run on
+// the remote: a fresh clone of a remote with another plan's run imports
+// the one result it needs only.
+func TestWorkPullsItsPlansResultsOnly(t *testing.T) {
+	t.Parallel()
+	f := newFleetOn(t, independentPlan(1), serveGitDaemon)
+	o := f.clone("other")
+	must(t, os.WriteFile(filepath.Join(o, "other.md"), []byte("# Other\n\n- [ ] T001 write out-T001.txt\n"), 0o644))
+	f.run(o, "implloop", append([]string{"run", "other.md"}, f.agentFlags()...)...)
+	f.run(o, "implloop", "push", "origin")
+	other := strings.TrimSpace(f.run(o, "git", "for-each-ref", "--format=%(refname:lstrip=3)", "refs/implloop/records/"))
+	f.wait(f.start("w1", nil))
+	w2 := f.start("w2", nil)
+	f.wait(w2)
+	if calls := f.callLines(); len(calls) != 2 {
+		t.Fatalf("calls %v: want one for each plan\n%s", calls, w2.err.String())
+	}
+	records := strings.Fields(f.run(filepath.Join(f.dir, "w2"), "git", "for-each-ref", "--format=%(refname:lstrip=3)", "refs/implloop/records/"))
+	if len(records) != 1 || records[0] == other {
+		t.Fatalf("w2 imported %v (the other plan's run: %s)\n%s", records, other, w2.err.String())
 	}
 }
