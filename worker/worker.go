@@ -63,6 +63,7 @@ import (
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/internal/gitobj"
+	"github.com/implloop/implloop/internal/procgroup"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/travel"
 )
@@ -200,7 +201,8 @@ type worker struct {
 	first   *loop.Known
 	signing travel.Signing
 	// configSaid is the signing configuration's keys a concern last said
-	// changed since the worker started (signingChanged).
+	// changed since the worker started (signingChanged, by one push at a
+	// time).
 	configSaid string
 
 	seen   map[string]seenClaim // task -> a running claim's value, since when
@@ -221,6 +223,12 @@ type worker struct {
 	// pending is the last task's result, pushed in the background while
 	// the worker goes on (nil: none).
 	pending *pendingPush
+	// landed: a result of this worker's landed on the remote. Until one
+	// did, the next task's agent is not called before the last result's
+	// push was tried once (the remote may refuse this worker's results:
+	// a first push is where a hook, a protected ref or a token without
+	// write access shows); from then on it is called beside the push.
+	landed atomic.Bool
 	// sealed are the last runs this worker pushed (sealWindow of them,
 	// oldest first), with the records commit each went as: every push
 	// seals them again (a signature for a pull to verify per window of
@@ -347,6 +355,10 @@ func (w *worker) start(ctx context.Context) error {
 // errLostEarly: the claim was taken over before the task's agent was
 // called (worker.run).
 var errLostEarly = errors.New("the claim was taken over")
+
+// errLostRace: another worker claimed the task first, before its agent
+// was called.
+var errLostRace = errors.New("another worker claimed the task first")
 
 // ErrNoBase: the clone has no commit to start from.
 var ErrNoBase = errors.New("the repository has no commit: workers start from HEAD, the plan committed in it")
@@ -540,14 +552,16 @@ func (w *worker) survey(claims map[string]claimState) (map[string]*taskInfo, []s
 	return info, need, nil
 }
 
-// pull imports the remote's runs; those of need it did not import are
-// remembered, with why, and never pulled for again.
+// pull imports the runs of need (the results claims name that the
+// journal lacks: not the rest of the remote's runs, which a fresh clone
+// would import whole); those it did not import are remembered, with why,
+// and never pulled for again.
 func (w *worker) pull(ctx context.Context, need []string) error {
 	// A run the pull refuses (malformed, forged: anyone with push access
 	// can put one there) is left out, named, and never built on; the
 	// others are imported.
-	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }, travel.SkipRefused(),
-		travel.VerifyAs(w.signing))
+	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) },
+		travel.SkipRefused(), travel.OnlyRuns(need), travel.VerifyAs(w.signing))
 	if err != nil {
 		return err
 	}
@@ -867,67 +881,139 @@ func (w *worker) do(ctx context.Context, ti *taskInfo, took string, info map[str
 	if err != nil {
 		return err
 	}
-	if err := travel.CASPushAs(ctx, &w.signing, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: lease, Old: ti.claim.value}); err != nil {
-		if errors.Is(err, travel.ErrCASFailed) {
-			return nil // another worker was first: look again
-		}
-		if ctx.Err() != nil {
-			// Cut off (Ctrl-C): the server may have taken it all the
-			// same. Given up if so (only while it holds this lease),
-			// rather than left to nobody for a whole lease.
-			_ = w.release(ctx, ref, lease)
-		}
-		return err
-	}
-	delete(w.seen, t.ID)
-	if ti.untrusted {
-		w.redone[t.ID] = true
-	}
-	if took != "" {
-		w.log(Event{Type: "took_over", Task: t.ID, Message: took})
-	} else {
-		w.log(Event{Type: "claimed", Task: t.ID})
-	}
 	tr := TaskRun{Task: t.ID, TookOver: took != "" && !ti.untrusted}
 	if ti.untrusted {
 		tr.Redone = "its result (run " + ti.claim.run + ") " + ti.distrust
 	}
+	// The claim's push goes on beside the start of the task's run (its
+	// checkout, journal and first boundary); no agent is called before it
+	// won (claim.wait).
+	c := w.claim(ctx, ref, lease, ti.claim.value, func() {
+		delete(w.seen, t.ID)
+		if ti.untrusted {
+			w.redone[t.ID] = true
+		}
+		if took != "" {
+			w.log(Event{Type: "took_over", Task: t.ID, Message: took})
+		} else {
+			w.log(Event{Type: "claimed", Task: t.ID})
+		}
+	})
 	defer func() {
 		if tr.Run != "" { // a run was made
 			w.sum.Tasks = append(w.sum.Tasks, tr)
 		}
 	}()
-	return w.run(ctx, t, ref, lease, input, arts, &tr)
+	return w.run(ctx, t, c, input, arts, &tr)
 }
 
-// run runs claimed task t (the claim ref holding lease) from its input
-// tree, renewing the lease meanwhile, and pushes its result; tr is what
-// the summary says of it.
-func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input string, arts map[string]string, tr *TaskRun) error {
+// claiming is a claim's compare-and-swap push, made in the background
+// (worker.claim).
+type claiming struct {
+	ref, lease string
+	done       chan struct{}
+	won        bool  // the claim holds lease (read after done)
+	err        error // the push failed, other than to another worker's claim
+	onWin      func()
+	once       sync.Once
+}
+
+// claim pushes the claim ref from old (its value when looked at; "":
+// none) to lease, in the background; onWin is called once, by wait, when
+// it won.
+func (w *worker) claim(ctx context.Context, ref, lease, old string, onWin func()) *claiming {
+	c := &claiming{ref: ref, lease: lease, done: make(chan struct{}), onWin: onWin}
+	go func() {
+		defer close(c.done)
+		err := travel.CASPushAs(ctx, &w.signing, w.o.Root, w.remote, travel.RefUpdate{Ref: ref, New: lease, Old: old})
+		switch {
+		case err == nil:
+			c.won = true
+		case errors.Is(err, travel.ErrCASFailed):
+			// Another worker was first: look again.
+		default:
+			if ctx.Err() != nil {
+				// Cut off (Ctrl-C): the server may have taken it all
+				// the same. Given up if so (only while it holds this
+				// lease), rather than left to nobody for a whole lease.
+				_ = w.release(ctx, ref, lease)
+			}
+			c.err = err
+		}
+	}()
+	return c
+}
+
+// wait waits for the claim's push: won, or the push's error (neither:
+// another worker was first).
+func (c *claiming) wait() (won bool, err error) {
+	<-c.done
+	if c.won {
+		c.once.Do(c.onWin)
+	}
+	return c.won, c.err
+}
+
+// run runs task t, whose claim c is being pushed, from its input tree,
+// renewing the lease meanwhile once the claim won, and pushes its result;
+// tr is what the summary says of it.
+func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input string, arts map[string]string, tr *TaskRun) error {
+	ref := c.ref
 	commit, err := w.inputCommit(ctx, t, input)
+	if err == nil {
+		err = w.checkout(ctx, commit)
+	}
 	if err != nil {
+		if won, _ := c.wait(); won {
+			_ = w.release(ctx, ref, c.lease)
+		}
 		return err
 	}
-	if err := w.checkout(ctx, commit); err != nil {
-		return err
-	}
-	// The lease is renewed while the task runs (and while the last
-	// result's push is waited for); losing it stops the task, whose
-	// result is then not pushed.
+	// The lease is renewed from when the claim won, while the task runs
+	// (and while its result's push is under way); losing it stops the
+	// task, whose result is then not pushed.
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r := &renewal{w: w, ref: ref, task: t.ID, value: lease, stop: make(chan struct{}), done: make(chan struct{})}
-	go r.loop(ctx, cancel)
-	// No agent is called while the last result's push is refused: the
-	// run starts beside the push (its journal, B0), and its first call
-	// waits for the push's first try to end; when that failed, for the
-	// whole push, and when that fails for good, the run is interrupted
-	// there and this claim given up, no agent called.
-	var pushErr error
-	lostEarly := false
+	r := &renewal{w: w, ref: ref, task: t.ID, value: c.lease, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		<-c.done
+		if !c.won {
+			close(r.done) // nothing to renew: r.end returns at once
+			return
+		}
+		r.loop(ctx, cancel)
+	}()
+	claimed := c.wait
+	// The run's events and notifications wait for the claim: a run that
+	// lost it to another worker (its agent never called) is not shown.
+	obs := &heldEvents{next: w.o.Observer}
+	// No agent is called before the claim won, nor while the last
+	// result's push is known to be refused: the run starts beside both
+	// pushes (its journal, B0). Its first call waits for the claim; until
+	// a result of this worker's landed, also for the last push's first
+	// try, and from then on not for a push under way (it goes on behind
+	// the agent; one that fails for good stops the worker once this task
+	// ended, its result pushed too if the remote takes it). When a try
+	// failed already, the call waits for the whole push, and when that
+	// fails for good, the run is interrupted there and this claim given
+	// up, no agent called.
+	var pushErr, claimErr error
+	lostEarly, lostRace := false, false
 	beforeLive := func(context.Context) error {
+		won, err := claimed()
+		switch {
+		case err != nil:
+			claimErr = err
+			return err
+		case !won:
+			lostRace = true
+			return errLostRace
+		}
+		obs.release(true)
 		if p := w.pending; p != nil {
-			<-p.tried
+			if !w.landed.Load() {
+				<-p.tried
+			}
 			if p.failed.Load() {
 				if pushErr = w.awaitPush(); pushErr != nil {
 					return pushErr
@@ -940,12 +1026,26 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		}
 		return nil
 	}
+	var observer loop.Observer
+	if w.o.Observer != nil {
+		observer = obs
+	}
 	out, runErr := loop.Run(tctx, loop.Options{
-		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: w.o.Observer,
+		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: observer,
 		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true, DeferRecords: true, Known: w.known,
-		BeforeLive: beforeLive,
+		BeforeLive: beforeLive, Notify: obs.notify,
 	})
+	// A run that called no agent (a replay of this clone's journal) did
+	// not wait for the claim: it does now.
+	won, cerr := claimed()
+	obs.release(won)
 	switch {
+	case claimErr != nil:
+		return claimErr
+	case cerr != nil:
+		return cerr
+	case lostRace || !won:
+		return nil // another worker was first: look again
 	case pushErr != nil:
 		r.end()
 		_ = w.release(ctx, ref, r.current())
@@ -985,7 +1085,6 @@ func (w *worker) run(ctx context.Context, t extractor.Task, ref, lease, input st
 		return context.Canceled
 	}
 	w.log(Event{Type: "finished", Task: t.ID, Run: out.RunID, Verdict: out.Verdict})
-	w.signingChanged(ctx, t.ID, out.RunID)
 	// The result goes in the background while the worker looks for its
 	// next task, claims it and runs it: one push at a time, the one
 	// before waited for first (a result refused for good stops the
@@ -1037,8 +1136,19 @@ type pendingPush struct {
 func (w *worker) pushLater(ctx context.Context, task, ref, run, verdict string, r *renewal) {
 	p := &pendingPush{run: run, done: make(chan struct{}), tried: make(chan struct{})}
 	w.pending = p
+	behind := w.landed.Load()
 	go func() {
 		defer close(p.done)
+		if behind {
+			// Behind the next task's agent call, which does not wait for
+			// it: at a low priority, so that it does not take the cores
+			// from what other workers on this machine, between tasks, wait
+			// for.
+			procgroup.Background()
+		}
+		// What the task's agent changed of git's signing configuration
+		// (off the next task's way: one push at a time reads it).
+		w.signingChanged(ctx, task, run)
 		pushed, err := w.push(ctx, task, ref, run, r, p)
 		r.end()
 		switch {
@@ -1054,6 +1164,7 @@ func (w *worker) pushLater(ctx context.Context, task, ref, run, verdict string, 
 			w.log(Event{Type: "lost", Task: task, Run: run, Message: "its lease was taken over before the push: its result is not pushed"})
 		default:
 			p.pushed = true
+			w.landed.Store(true)
 			w.log(Event{Type: "pushed", Task: task, Run: run, Verdict: verdict})
 		}
 	}()
@@ -1440,4 +1551,71 @@ func safeName(id string) string {
 		}
 		return '_'
 	}, id)
+}
+
+// heldEvents holds a run's events and notifications (--notify) until its
+// claim is known: passed on, in their order, once it won (release(true)),
+// dropped when another worker was first.
+type heldEvents struct {
+	next loop.Observer // nil: events are not shown (notifications still go)
+	mu   sync.Mutex
+	held []heldEvent
+	done bool // released: passed on (open) or dropped
+	open bool
+}
+
+// heldEvent is an event, or a notification of one (send set).
+type heldEvent struct {
+	ev   loop.Event
+	send func() error
+}
+
+// Event holds e, or passes it on once released.
+func (h *heldEvents) Event(e loop.Event) { h.add(heldEvent{ev: e}) }
+
+// notify holds the notification of ev (loop.Options.Notify), or sends it
+// once released.
+func (h *heldEvents) notify(ev loop.Event, send func() error) {
+	h.add(heldEvent{ev: ev, send: send})
+}
+
+func (h *heldEvents) add(e heldEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case !h.done:
+		h.held = append(h.held, e)
+	case h.open:
+		h.pass(e)
+	}
+}
+
+// pass shows e, or sends its notification (a warning shown when that
+// failed, as a run says it).
+func (h *heldEvents) pass(e heldEvent) {
+	if e.send == nil {
+		if h.next != nil {
+			h.next.Event(e.ev)
+		}
+		return
+	}
+	if err := e.send(); err != nil && h.next != nil {
+		h.next.Event(loop.Event{Type: loop.EvWarning, Time: time.Now().UTC(), RunID: e.ev.RunID, Message: err.Error()})
+	}
+}
+
+// release passes what it held on (keep), or drops it; once.
+func (h *heldEvents) release(keep bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return
+	}
+	h.done, h.open = true, keep
+	if keep {
+		for _, e := range h.held {
+			h.pass(e)
+		}
+	}
+	h.held = nil
 }

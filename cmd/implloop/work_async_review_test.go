@@ -266,20 +266,25 @@ func TestAsyncReviewJSONLinesWhilePushing(t *testing.T) {
 }
 
 // The server refuses only the second result, for good: the first is
-// pushed; the second is tried four times while the third task is
-// claimed, whose agent is never called and whose claim is given up; the
-// worker stops with the push's error, the second claim given up too: the
-// remote holds one claim, the first task's result. (Which tasks come
-// first and second is the worker's spread, worker.pick: the hook lets
-// the results of the first task it sees through.)
+// pushed; once it landed, the next task's agent no longer waits for a
+// push under way, so the third task is claimed and its agent called while
+// the second result is tried four times; the third result is pushed, and
+// the worker stops with the second push's error, its claim given up: the
+// remote holds the first and third results' claims, no lease. (Which
+// tasks come first and second is the worker's spread, worker.pick: the
+// hook lets the results of the first task it sees through, and refuses
+// those of the second.)
 func TestAsyncReviewSecondResultRefused(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(3))
-	first := filepath.Join(t.TempDir(), "first")
+	d := t.TempDir()
+	first, second := filepath.Join(d, "first"), filepath.Join(d, "second")
 	f.preReceive("#!/bin/sh\nin=$(cat)\ncase \"$in\" in *refs/implloop/records/*) ;; *) exit 0;; esac\n" +
 		"task=$(printf '%s\\n' \"$in\" | sed -n 's|.*refs/implloop/claims/[^/]*/||p')\n" +
 		"[ -f " + first + " ] || echo \"$task\" > " + first + "\n" +
-		"[ \"$task\" = \"$(cat " + first + ")\" ] && exit 0\necho \"read-only for $task\" >&2; exit 1\n")
+		"[ \"$task\" = \"$(cat " + first + ")\" ] && exit 0\n" +
+		"[ -f " + second + " ] || echo \"$task\" > " + second + "\n" +
+		"[ \"$task\" = \"$(cat " + second + ")\" ] || exit 0\necho \"read-only for $task\" >&2; exit 1\n")
 	w := f.start("w", nil)
 	err := w.cmd.Wait()
 	if err == nil {
@@ -287,17 +292,20 @@ func TestAsyncReviewSecondResultRefused(t *testing.T) {
 	}
 	e := w.err.String()
 	calls := f.callLines()
-	if len(calls) != 2 {
+	if len(calls) != 3 {
 		t.Fatalf("calls %v\n%s", calls, e)
 	}
-	if b, _ := os.ReadFile(first); strings.TrimSpace(string(b)) != calls[0] {
-		t.Fatalf("calls %v, the first result pushed is %q's\n%s", calls, b, e)
+	b1, _ := os.ReadFile(first)
+	b2, _ := os.ReadFile(second)
+	if strings.TrimSpace(string(b1)) != calls[0] || strings.TrimSpace(string(b2)) != calls[1] {
+		t.Fatalf("calls %v, the first result pushed is %q's, the one refused %q's\n%s", calls, b1, b2, e)
 	}
-	if !strings.Contains(e, "task "+calls[0]+": pushed run") || !strings.Contains(e, "read-only for "+calls[1]) || !strings.Contains(e, "its claim was given up") {
+	if !strings.Contains(e, "task "+calls[0]+": pushed run") || !strings.Contains(e, "read-only for "+calls[1]) ||
+		!strings.Contains(e, "task "+calls[2]+": pushed run") || !strings.Contains(e, "its claim was given up") {
 		t.Fatalf("stderr:\n%s", e)
 	}
 	claims := strings.TrimSpace(f.run(f.dir, "git", "ls-remote", f.url, "refs/implloop/claims/*"))
-	if strings.Count(claims, "\n") != 0 || !strings.HasSuffix(claims, "/"+calls[0]) || len(f.leaseClaims()) != 0 {
+	if strings.Count(claims, "\n") != 1 || strings.Contains(claims, "/"+calls[1]+"\n") || strings.HasSuffix(claims, "/"+calls[1]) || len(f.leaseClaims()) != 0 {
 		t.Fatalf("claims on the remote:\n%s\n%s", claims, e)
 	}
 }
