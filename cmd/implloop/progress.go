@@ -380,6 +380,10 @@ func (p *progress) noteLine(e loop.Event) {
 		return
 	}
 	label := map[string]string{loop.EvRestored: "restored", loop.EvConcern: "concern", loop.EvBlocked: "BLOCKED"}[e.Type]
+	if e.Task == "" { // the run's, no task's (ignore rules changed since its runs began)
+		fmt.Fprintf(p.io.ErrOut, "  %s: %s\n", label, e.Message)
+		return
+	}
 	fmt.Fprintf(p.io.ErrOut, "  %s: task %s: %s\n", label, e.Task, e.Message)
 }
 

@@ -281,3 +281,15 @@ func TestProgressHeartbeatLine(t *testing.T) {
 		t.Errorf("got %q, want %q", errb.String(), want)
 	}
 }
+
+// A concern of the run, not of a task (the ignore rules changed since
+// the work tree's runs began), names no task: no "task :".
+func TestProgressRunConcernNamesNoTask(t *testing.T) {
+	var errb bytes.Buffer
+	p := newProgress(&ioStreams{Out: &bytes.Buffer{}, ErrOut: &errb}, false)
+	p.Event(loop.Event{Type: loop.EvConcern, Message: "the ignore rules changed"})
+	p.Event(loop.Event{Type: loop.EvConcern, Task: "T1", Message: "no changes"})
+	if got, want := errb.String(), "  concern: the ignore rules changed\n  concern: task T1: no changes\n"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
