@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/gitobj"
 )
 
 // A boundary below the floor: with WithChanged (a file watcher's answer
@@ -92,12 +93,8 @@ func (t *taker) fromChanges(head string) (tree string, entries []Entry, ok bool,
 			return t.miss("a .gitignore or .gitattributes changed")
 		}
 	}
-	cf, err := t.g.startCatFile()
-	if err != nil {
-		return t.miss("cat-file")
-	}
-	defer cf.close()
-	base := &baseTree{cf: cf, tree: p.Tree, dirs: map[string][]treeEntry{}}
+	base := &baseTree{g: t.g, tree: p.Tree, dirs: map[string][]treeEntry{}}
+	defer base.close()
 	if _, err := base.dir(""); err != nil {
 		return t.miss("the previous tree cannot be read")
 	}
@@ -250,9 +247,12 @@ func (t *taker) dropIgnored(base *baseTree, c *changeSet) string {
 		return ""
 	}
 	sort.Strings(fresh)
-	ignored, err := t.checkIgnore(fresh)
-	if err != nil {
-		return "the ignore rules cannot be asked"
+	var ignored map[string]bool
+	if !t.noIgnoreRules(fresh) {
+		var err error
+		if ignored, err = t.checkIgnore(fresh); err != nil {
+			return "the ignore rules cannot be asked"
+		}
 	}
 	var kept []string
 	for _, f := range fresh {
@@ -284,9 +284,13 @@ func (t *taker) hashChanged(_ *baseTree, c *changeSet) string {
 		list = append(list, f)
 	}
 	sort.Strings(list)
-	hashed, problems, err := t.hashInto(list, c.known)
-	if err != nil || len(problems) > 0 {
-		return "git add had a problem"
+	hashed, ok := t.hashPlain(list)
+	if !ok {
+		var problems []string
+		var err error
+		if hashed, problems, err = t.hashInto(list, c.known); err != nil || len(problems) > 0 {
+			return "git add had a problem"
+		}
 	}
 	for _, f := range list {
 		b, found := hashed[f]
@@ -445,6 +449,52 @@ func (t *taker) walkFiles(dir string, files map[string]bool, base *baseTree) err
 	})
 }
 
+// noIgnoreRules reports whether no ignore rule can cover any of paths,
+// so that git check-ignore would name none: no pattern in
+// <common-dir>/info/exclude nor in core.excludesFile (as last resolved:
+// git's rules are the run's here), each a file that is absent or holds
+// only comments and empty lines, and no .gitignore in any directory on
+// the way to a path.
+func (t *taker) noIgnoreRules(paths []string) bool {
+	if t.rules == nil {
+		return false
+	}
+	for _, f := range []string{filepath.Join(t.g.commonDir, "info", "exclude"), t.rules.excludesNow} {
+		if f != "" && !noPatterns(f) {
+			return false
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		for d := parentDir(p); !seen[d]; d = parentDir(d) {
+			seen[d] = true
+			if !absentFile(filepath.Join(t.g.root, filepath.FromSlash(d), ".gitignore")) {
+				return false
+			}
+			if d == "" {
+				break
+			}
+		}
+	}
+	return true
+}
+
+// noPatterns reports whether the ignore file f holds no pattern: it is
+// not there, or each of its lines is empty or a comment (anything else,
+// or a file that cannot be read whole, may be one).
+func noPatterns(f string) bool {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return absentFile(f)
+	}
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(l) > 0 && l[0] != '#' {
+			return false
+		}
+	}
+	return true
+}
+
 // checkIgnore asks git which of paths its ignore rules cover (the index
 // not consulted: the caller deals with tracked files).
 func (t *taker) checkIgnore(paths []string) (map[string]bool, error) {
@@ -474,32 +524,61 @@ func (t *taker) hashInto(paths []string, seed map[string]Blob) (map[string]Blob,
 	return t.hashWith(paths, seed, filepath.Join(stateDir(t.g.gitDir), "hash-index"), "")
 }
 
-// baseTree reads a tree's directories through a cat-file process,
-// remembering them.
+// baseTree reads a tree's directories, remembering them: each tree
+// object read in process where it is stored loose (as the trees a
+// boundary wrote are, until git packs them), else through a cat-file
+// process, started when first needed.
 type baseTree struct {
+	g    *gitRepo
 	cf   *catFile
 	tree string
 	dirs map[string][]treeEntry // nil: not a tree there
 	err  error
 }
 
-// dir lists directory d of the tree (nil when it is not a directory).
+// close ends the cat-file process, if one was started.
+func (b *baseTree) close() {
+	if b.cf != nil {
+		b.cf.close()
+	}
+}
+
+// dir lists directory d of the tree (nil when it is not a directory), as
+// `git cat-file --batch` finds <tree>:<d>: through the directories on
+// the way.
 func (b *baseTree) dir(d string) ([]treeEntry, error) {
 	if e, ok := b.dirs[d]; ok {
 		return e, nil
 	}
-	name := b.tree
+	id := b.tree
 	if d != "" {
-		name += ":" + d
+		parent, err := b.dir(parentDir(d))
+		if err != nil {
+			return nil, err
+		}
+		id = ""
+		name := path.Base(d)
+		for _, e := range parent {
+			if e.name == name {
+				if e.mode == ModeDir {
+					id = e.id
+				}
+				break
+			}
+		}
+		if id == "" {
+			b.dirs[d] = nil
+			return nil, nil
+		}
 	}
-	kind, body, found, err := b.cf.read(name)
+	kind, body, found, err := b.read(id)
 	if err != nil {
 		b.err = err
 		return nil, err
 	}
 	var out []treeEntry
 	if found && kind == "tree" {
-		if out, err = parseTree(body, b.cf.idLen); err != nil {
+		if out, err = parseTree(body, b.g.newHash().Size()); err != nil {
 			b.err = err
 			return nil, err
 		}
@@ -509,6 +588,23 @@ func (b *baseTree) dir(d string) ([]treeEntry, error) {
 	}
 	b.dirs[d] = out
 	return out, nil
+}
+
+// read reads object id: in process when it is stored loose and objects
+// are where git would look for them (gitobj decides, as for writing),
+// else through cat-file.
+func (b *baseTree) read(id string) (kind string, body []byte, found bool, err error) {
+	if w := b.g.objects(nil); w.InProcess() {
+		if kind, body, ok := gitobj.ReadLoose(filepath.Join(b.g.commonDir, "objects"), w.Hash(), id); ok {
+			return kind, body, true, nil
+		}
+	}
+	if b.cf == nil {
+		if b.cf, err = b.g.startCatFile(); err != nil {
+			return "", nil, false, err
+		}
+	}
+	return b.cf.read(id)
 }
 
 // files lists the paths of the files (blobs, symlinks, gitlinks) under

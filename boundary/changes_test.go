@@ -322,3 +322,67 @@ func TestWatchedCatchUpKeepsUntrackedCacheRacy(t *testing.T) {
 		}
 	}
 }
+
+// A boundary from a watcher's paths reads the previous tree in process
+// where its objects are loose (no git), and through git cat-file where
+// they are not: packed by an agent's git gc; or a loose file an agent
+// damaged, which it does not read (the body does not hash to the name)
+// and leaves to git. Its tree is the one the whole work tree gives.
+func TestChangedReadsLooseTrees(t *testing.T) {
+	r := newTestRepo(t)
+	r.write("a.txt", "a\n")
+	r.write("d/e/b.txt", "b\n")
+	r.commitAll("init")
+	log := countGit(t)
+	ctx := context.Background()
+	prev, err := Take(ctx, r.dir, WithRun("loose"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(name string, wantCatFile int, edit func()) {
+		t.Helper()
+		edit()
+		calls(t, log, "")
+		s, err := Take(ctx, r.dir, WithRun("loose"), WithPrev(prev), WithChanged([]string{"d/e/b.txt"}, nil, nil))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := calls(t, log, "cat-file --batch"); len(got) != wantCatFile {
+			t.Errorf("%s: cat-file started %d times, want %d", name, len(got), wantCatFile)
+		}
+		full := r.take()
+		if s.Tree != full.Tree {
+			t.Errorf("%s: tree %s, the whole work tree's %s", name, s.Tree, full.Tree)
+		}
+		prev = s
+	}
+	step("loose", 0, func() { r.write("d/e/b.txt", "b, edited\n") })
+	step("packed", 1, func() {
+		r.git("gc", "-q", "--prune=now")
+		r.write("d/e/b.txt", "b, edited again\n")
+	})
+	step("loose again", 0, func() { r.write("d/e/b.txt", "b, once more\n") })
+	// The previous tree's subdirectory d, damaged (another object's
+	// file under its name).
+	sub := strings.TrimSpace(r.git("rev-parse", prev.Tree+":d"))
+	obj := filepath.Join(r.dir, ".git", "objects", sub[:2], sub[2:])
+	if _, err := os.Stat(obj); err != nil {
+		t.Fatalf("d's tree %s is not loose: %v", sub, err)
+	}
+	os.Remove(obj)
+	data, err := os.ReadFile(filepath.Join(r.dir, ".git", "objects", prev.Tree[:2], prev.Tree[2:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(obj, data, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	r.write("d/e/b.txt", "b, after the damage\n")
+	calls(t, log, "")
+	if _, err := Take(ctx, r.dir, WithRun("loose"), WithPrev(prev), WithChanged([]string{"d/e/b.txt"}, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls(t, log, "cat-file --batch"); len(got) != 1 {
+		t.Errorf("damaged: cat-file started %d times, want 1 (what git reads stands)", len(got))
+	}
+}

@@ -348,7 +348,7 @@ func copyIndex(src, dst string) error {
 
 // commit records the snapshot tree as a commit whose parents are the
 // previous boundary (when given and still there) and HEAD, and moves the
-// run's ref to it. Before it moves the ref it checks that the ref still
+// run's ref to it (when the Take ends: moveRefs). Before it moves the ref it checks that the ref still
 // holds the previous boundary: an agent that deleted or moved it is
 // reported (Snapshot.Vanished), and the chain goes on from here.
 func (t *taker) commit(snap *Snapshot) error {
@@ -387,9 +387,9 @@ func (t *taker) commit(snap *Snapshot) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := g.run(nil, nil, "update-ref", "-m", "implloop: "+label, ref, id, cur); err != nil {
-		return fmt.Errorf("boundary: %w", err)
-	}
+	// The ref moves when the Take ends (moveRefs), with the kept ref when
+	// that moves too.
+	t.moves = append(t.moves, refMove{ref: ref, id: id, old: cur, msg: "implloop: " + label, wrap: "boundary"})
 	snap.Commit, snap.Ref = id, ref
 	return nil
 }

@@ -564,12 +564,9 @@ func (t *taker) writeKept(snap *Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("kept files: %w", err)
 	}
-	if _, _, err := g.run(nil, nil, "update-ref", "-m", "implloop: kept", ref, id, cur); err != nil {
-		// Moved meanwhile (an agent): the chain goes on from here.
-		if _, _, err := g.run(nil, nil, "update-ref", "-m", "implloop: kept", ref, id); err != nil {
-			return fmt.Errorf("kept files: %w", err)
-		}
-	}
+	// Moved meanwhile (an agent): the chain goes on from here (anyOld).
+	// It moves with the run's ref (moveRefs).
+	t.moves = append(t.moves, refMove{ref: ref, id: id, old: cur, msg: "implloop: kept", anyOld: true, wrap: "kept files"})
 	snap.Kept = id
 	return nil
 }

@@ -5,7 +5,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Repo is what a run's first boundary asks git about the work tree
@@ -40,6 +43,55 @@ type Repo struct {
 	// first boundary reads them from its tree); nil when
 	// core.excludesFile could not be read.
 	rules *ignoreRules
+
+	// treeDirs are the directories of the trees the runs' first
+	// boundaries read (ls-tree), by tree id: what a tree holds never
+	// changes, and a worker's tasks often start from the same one. The
+	// newest few. mu guards them and stash (a Repo may be shared).
+	mu       sync.Mutex
+	treeDirs []treeDirs
+	// stash is what git last said of the stash (Repo.StashTop); racy
+	// how old its files must be for that to be remembered (stashRacy).
+	stash *stashSeen
+	racy  time.Duration
+}
+
+// treeDirs are the directories of tree ("" first: the top).
+type treeDirs struct {
+	tree string
+	dirs []string
+}
+
+// maxTreeDirs is how many trees' directories a Repo remembers.
+const maxTreeDirs = 4
+
+// dirsOf is the directories of tree a first boundary of r's work tree
+// read before (not to be changed); ok false when none did.
+func (r *Repo) dirsOf(g *gitRepo, tree string) (dirs []string, ok bool) {
+	if r == nil || r.sha256 != g.sha256 {
+		return nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range r.treeDirs {
+		if d.tree == tree {
+			return d.dirs, true
+		}
+	}
+	return nil, false
+}
+
+// noteDirs remembers the directories of tree (not to be changed after).
+func (r *Repo) noteDirs(g *gitRepo, tree string, dirs []string) {
+	if r == nil || r.sha256 != g.sha256 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.treeDirs) >= maxTreeDirs {
+		r.treeDirs = slices.Delete(r.treeDirs, 0, 1)
+	}
+	r.treeDirs = append(r.treeDirs, treeDirs{tree, dirs})
 }
 
 // LearnRepo learns Repo for the work tree containing dir.
@@ -48,7 +100,7 @@ func LearnRepo(ctx context.Context, dir string) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{root: g.root, gitDir: g.gitDir, commonDir: g.commonDir, sha256: g.sha256}
+	r := &Repo{root: g.root, gitDir: g.gitDir, commonDir: g.commonDir, sha256: g.sha256, racy: stashRacy}
 	fp, strict := strictConfigFingerprint(g)
 	p, err := (&taker{g: g}).excludesFile()
 	if err != nil {

@@ -138,3 +138,53 @@ func TestRepoCurrent(t *testing.T) {
 		t.Fatal("a nil Repo is current")
 	}
 }
+
+// A worker's runs that start from the same tree read its directories
+// once (ls-tree, by tree id): the next run's first boundary goes by the
+// same list, so that a .gitignore an agent of that run makes where git
+// status cannot tell (one that ignores itself, in a directory of the
+// tree) is still noticed, and hides nothing.
+func TestRepoTreeDirsOnce(t *testing.T) {
+	ctx := context.Background()
+	r := newTestRepo(t)
+	r.write("a.txt", "a")
+	r.write("sub/deep/b.txt", "b")
+	r.commitAll("a")
+	repo, err := LearnRepo(ctx, r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := countGit(t)
+	first := r.take(WithRun("r1"), WithRepo(repo))
+	if got := calls(t, log, "ls-tree -r -d"); len(got) != 1 {
+		t.Fatalf("first run's first boundary: ls-tree %q, want one", got)
+	}
+	b0 := r.take(WithRun("r2"), WithRepo(repo))
+	if b0.Tree != first.Tree {
+		t.Fatalf("the runs start from trees %s and %s", first.Tree, b0.Tree)
+	}
+	if got := calls(t, log, "ls-tree -r -d"); len(got) != 0 {
+		t.Fatalf("next run's first boundary, same tree: ls-tree %q, want none", got)
+	}
+	if !slices.Equal(b0.rules.dirs, first.rules.dirs) || !slices.Contains(b0.rules.dirs, "sub/deep") {
+		t.Fatalf("directories %q, then %q", first.rules.dirs, b0.rules.dirs)
+	}
+	// The agent of the second run: a .gitignore ignoring itself and its
+	// work.
+	r.write("sub/deep/.gitignore", "*\n")
+	r.write("sub/deep/w.log", "work")
+	b1 := r.take(WithRun("r2"), WithRepo(repo), WithPrev(b0))
+	if got := r.treeFiles(b1.Tree); !slices.Contains(got, "sub/deep/w.log") {
+		t.Errorf("the work a new .gitignore ignores left the tree: %v", got)
+	}
+	if !slices.ContainsFunc(b1.RulesChanged, func(s string) bool { return strings.Contains(s, "sub/deep/.gitignore") }) {
+		t.Errorf("rules changed %q, want sub/deep/.gitignore named", b1.RulesChanged)
+	}
+	// Another tree: read.
+	calls(t, log, "")
+	r.write("c/d.txt", "d")
+	r.take(WithRun("r3"), WithRepo(repo))
+	if got := calls(t, log, "ls-tree -r -d"); len(got) != 1 {
+		t.Errorf("a first boundary of another tree: ls-tree %q, want one", got)
+	}
+}

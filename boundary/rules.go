@@ -135,16 +135,21 @@ func (t *taker) rulesEnd(tree string) error {
 	}
 	if r.base == "" {
 		r.base, t.rulesFirst = tree, true
-		out, _, err := t.g.run(t.readEnv, nil, "ls-tree", "-r", "-d", "-z", "--name-only", "--full-tree", tree)
-		if err != nil {
-			return fmt.Errorf("reading the directories of the tree: %w", err)
-		}
-		r.dirs = []string{""}
-		for _, d := range strings.Split(string(out), "\x00") {
-			if d != "" {
-				r.dirs = append(r.dirs, d)
+		dirs, ok := t.o.repo.dirsOf(t.g, tree)
+		if !ok {
+			out, _, err := t.g.run(t.readEnv, nil, "ls-tree", "-r", "-d", "-z", "--name-only", "--full-tree", tree)
+			if err != nil {
+				return fmt.Errorf("reading the directories of the tree: %w", err)
 			}
+			dirs = []string{""}
+			for _, d := range strings.Split(string(out), "\x00") {
+				if d != "" {
+					dirs = append(dirs, d)
+				}
+			}
+			t.o.repo.noteDirs(t.g, tree, dirs)
 		}
+		r.dirs = dirs // never changed in place (a later boundary's are a copy)
 		r.ignStat = t.gitignoreStats(r.dirs)
 		return nil
 	}

@@ -189,6 +189,10 @@ type taker struct {
 	newDirs       []string // directories new to the snapshot (noteNewDirs)
 	rulesFirst    bool     // this boundary's rules became the run's
 
+	// moves are the refs the Take moves when it ends (moveRefs): the
+	// run's, and the kept ref when what is kept changed.
+	moves []refMove
+
 	// ignoredCh brings the ignored paths a run's first boundary lists
 	// while the snapshot is made (listIgnored).
 	ignoredCh chan ignoredListing
@@ -252,6 +256,9 @@ func (t *taker) take() (Snapshot, error) {
 			if err := t.keep(&snap); err != nil {
 				return Snapshot{}, err
 			}
+		}
+		if err := g.moveRefs(t.moves); err != nil {
+			return Snapshot{}, err
 		}
 	}
 	snap.Paths = entries
@@ -796,10 +803,16 @@ func (e *pending) entry() Entry {
 
 // indexDiff is how the real index differs from HEAD: the previous
 // boundary's answer when neither the index (same fingerprint) nor HEAD
-// changed since, else `git diff-index --cached`.
+// changed since; nothing when ResetWorktree made the index HEAD's and it
+// did not change since (indexAt); else `git diff-index --cached`.
 func (t *taker) indexDiff(head, from string) ([]Change, error) {
 	if p := t.o.prev; p != nil && p.indexFP != "" && p.indexFP == t.indexFP && p.Head == head {
 		return p.indexDiff, nil
+	}
+	if p := t.o.prev; p == nil && head != "" && t.g.indexAt(t.indexFP) == head {
+		// A worker's next run, in the worktree ResetWorktree made
+		// head's: its index is head's tree, unchanged since.
+		return nil, nil
 	}
 	idx, err := t.g.diffIndex(from)
 	if err != nil {

@@ -100,7 +100,8 @@ func AddWorktree(ctx context.Context, repoDir, path, commit string) error {
 //
 // Otherwise, or should that fail, `checkout -f` rewrites every tracked file
 // that differs and `git clean` removes every file git does not track,
-// ignored ones included.
+// ignored ones included (and the private index's lag is dropped, dropLag;
+// the index noted as the commit's, noteIndexAt).
 func ResetWorktree(ctx context.Context, path, commit, last string) error {
 	if last != "" && resetPaths(ctx, path, commit, last) == nil {
 		return nil
@@ -111,7 +112,64 @@ func ResetWorktree(ctx context.Context, path, commit, last string) error {
 	if _, err := gitcmd.Output(ctx, path, "clean", "-q", "-f", "-f", "-d", "-x"); err != nil {
 		return fmt.Errorf("worktree %s: %w", path, err)
 	}
+	dropLag(path)
+	noteIndexAt(path, commit)
 	return nil
+}
+
+// indexAtFile is where ResetWorktree notes the commit whose tree its
+// checkout -f made the index, with the index's fingerprint then: a first
+// boundary that finds the index as it was (indexFingerprint) and HEAD at
+// that commit knows the index does not differ from HEAD without asking
+// (indexDiff).
+const indexAtFile = "index-at"
+
+// noteIndexAt notes that the index of the worktree at path holds commit's
+// tree, as checkout -f just wrote it (nothing when it cannot be told: an
+// index elsewhere, GIT_INDEX_FILE).
+func noteIndexAt(path, commit string) {
+	gd := dotGitDir(path)
+	if gd == "" || os.Getenv("GIT_INDEX_FILE") != "" {
+		return
+	}
+	note := filepath.Join(stateDir(gd), indexAtFile)
+	fp, err := indexFingerprint(filepath.Join(gd, "index"))
+	if err != nil || os.MkdirAll(stateDir(gd), 0o755) != nil || os.WriteFile(note+".tmp", []byte(commit+"\n"+fp), 0o644) != nil {
+		os.Remove(note)
+		return
+	}
+	if os.Rename(note+".tmp", note) != nil {
+		os.Remove(note)
+	}
+}
+
+// indexAt is the commit whose tree the index holds as ResetWorktree
+// noted it, when the index still has the fingerprint fp it had then; "".
+func (g *gitRepo) indexAt(fp string) string {
+	b, err := os.ReadFile(filepath.Join(stateDir(g.gitDir), indexAtFile))
+	if err != nil || os.Getenv("GIT_INDEX_FILE") != "" {
+		return ""
+	}
+	commit, noted, _ := strings.Cut(string(b), "\n")
+	if fp == "" || noted != fp || !isHexID(commit) {
+		return ""
+	}
+	return commit
+}
+
+// dropLag forgets what the private index of the worktree at path lags
+// behind the last boundary by (catchUp), once checkout -f and clean -x
+// made the worktree the commit's, nothing else on disk: the lag only
+// told the next boundary of files that are now the commit's again or
+// gone. Every entry of the private index is still checked against the
+// disk by its stat data (which the checkout and clean changed wherever
+// they wrote), and no untracked file is left for an entry missing from
+// it to leave out: the next boundary records the same tree, without the
+// git that caught up first.
+func dropLag(path string) {
+	if gd := dotGitDir(path); gd != "" {
+		_ = os.Remove(filepath.Join(stateDir(gd), "boundary-index.lag"))
+	}
 }
 
 // resetPaths is ResetWorktree's way when the worktree's index holds the

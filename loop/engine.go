@@ -364,7 +364,7 @@ func (e *engine) openRun(ctx context.Context, out *Outcome, start time.Time, inp
 	if err := e.firstBoundary(ctx); err != nil {
 		return err
 	}
-	e.stash, _ = boundary.StashTop(ctx, e.o.RepoRoot)
+	e.stash, _ = e.stashTop(ctx)
 	if e.o.Parent == "" {
 		return nil
 	}

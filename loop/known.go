@@ -125,3 +125,12 @@ func (e *engine) knownRulesChanged(b0 boundary.Snapshot) {
 	e.emit(Event{Type: EvConcern, Message: "the ignore rules changed since this work tree's runs began (" + strings.Join(b0.RulesChanged, "; ") +
 		"), a task of an earlier run most likely: this run goes on deciding what is ignored with the rules they began with, so nothing the new rules hide leaves its sight"})
 }
+
+// stashTop is the newest stash entry (boundary.StashTop): through Known's
+// Repo, which asks git only when the stash's files changed since.
+func (e *engine) stashTop(ctx context.Context) (boundary.Stash, error) {
+	if e.o.Known != nil && e.o.Known.Repo != nil {
+		return e.o.Known.Repo.StashTop(ctx, e.o.RepoRoot)
+	}
+	return boundary.StashTop(ctx, e.o.RepoRoot)
+}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/implloop/implloop/agent"
-	"github.com/implloop/implloop/boundary"
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
 	"github.com/implloop/implloop/identity"
@@ -1095,7 +1094,7 @@ func (e *engine) block(ctx context.Context, t extractor.Task, ts *taskState, rea
 	}
 	b.AgentFailure = ts.agentFailure
 	b.NoGate = e.gateCommand(t) == ""
-	if top, err := boundary.StashTop(ctx, e.o.RepoRoot); err == nil && top.Commit != "" && top.Commit != e.stash.Commit {
+	if top, err := e.stashTop(ctx); err == nil && top.Commit != "" && top.Commit != e.stash.Commit {
 		b.Stash, e.stash = top, top
 	}
 	b.Sandbox = e.s.SandboxTool

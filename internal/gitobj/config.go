@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -19,13 +20,17 @@ type settings struct {
 	format   bool // extensions.objectFormat
 	compat   bool // extensions.compatObjectFormat
 	unsure   string
+	// want are other keys looked for (ConfigMentions); wanted the first
+	// one found set to anything but a harmless value.
+	want   []Key
+	wanted string
 }
 
 // readSettings searches the configuration files git would read for a
 // repository with the given directories, and the configuration in env
 // (the environment git would run with, later entries winning).
-func readSettings(gitDir, commonDir string, env map[string]string) settings {
-	var s settings
+func readSettings(gitDir, commonDir string, env map[string]string, want ...Key) settings {
+	s := settings{want: want}
 	if p, ok := env["GIT_CONFIG_PARAMETERS"]; ok {
 		s.search(p)
 		if strings.Contains(strings.ToLower(p), "include") {
@@ -114,6 +119,11 @@ func (s *settings) search(text string) {
 	s.encoding = s.encoding || strings.Contains(t, "commitencoding")
 	s.compat = s.compat || strings.Contains(t, "compatobjectformat")
 	s.format = s.format || strings.Contains(t, "objectformat")
+	for _, k := range s.want {
+		if s.wanted == "" && k.setIn(t) {
+			s.wanted = k.Name
+		}
+	}
 }
 
 // file searches one configuration file and the files it includes; a
@@ -207,4 +217,68 @@ func includes(text string) (paths []string, ok bool) {
 		paths = append(paths, val)
 	}
 	return paths, true
+}
+
+// Key is a configuration key ConfigMentions looks for: Name is its last
+// part, lowercase ("logallrefupdates"); Harmless are the values (as
+// written, lowercase) it may have all the same.
+type Key struct {
+	Name     string
+	Harmless []string
+}
+
+// setIn reports whether text (lowercase) may set k to anything but a
+// harmless value: it mentions k's name other than on lines that are
+// plainly `name = value` with a harmless value (`name` alone, which is
+// true, when "true" is one). A mention anywhere else (the configuration
+// of the environment, a value quoted, continued or commented, another
+// key's value) counts.
+func (k Key) setIn(text string) bool {
+	if !strings.Contains(text, k.Name) {
+		return false
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.Contains(line, k.Name) {
+			continue
+		}
+		name, val, eq := strings.Cut(strings.TrimSpace(strings.TrimSuffix(line, "\r")), "=")
+		if strings.TrimSpace(name) != k.Name {
+			return true
+		}
+		val = strings.TrimSpace(val)
+		if !eq {
+			val = "true"
+		}
+		if !slices.Contains(k.Harmless, val) {
+			return true
+		}
+	}
+	return false
+}
+
+// ConfigMentions reports whether git's configuration for r may set one
+// of keys to anything but a value harmless to the caller, read as the
+// Writer reads it: a superset, a key counting as set when its name
+// appears anywhere in a file git may read (or in the configuration
+// r.Env and the environment give) other than on a plain line giving it
+// a harmless value. why says which key, or why it cannot tell (then
+// mentioned is true too); r.CommonDir must be known.
+func ConfigMentions(r Repo, keys ...Key) (why string, mentioned bool) {
+	if r.CommonDir == "" || !filepath.IsAbs(r.CommonDir) {
+		return "the common directory is not known", true
+	}
+	for _, kv := range r.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "GIT_DIR" || k == "GIT_COMMON_DIR" {
+			return k + " is given", true
+		}
+	}
+	s := readSettings(r.GitDir, r.CommonDir, environ(r.Env), keys...)
+	switch {
+	case s.unsure != "":
+		return "git's configuration: " + s.unsure, true
+	case s.wanted != "":
+		return s.wanted + " may be set", true
+	}
+	return "", false
 }

@@ -46,3 +46,40 @@ func FuzzIncludes(f *testing.F) {
 		}
 	})
 }
+
+// TestConfigMentions: a key counts as set unless every line naming it
+// plainly gives it a harmless value; anything less plain counts.
+func TestConfigMentions(t *testing.T) {
+	k := Key{Name: "logallrefupdates", Harmless: []string{"true", "false"}}
+	for _, c := range []struct {
+		conf string
+		set  bool
+	}{
+		{"[core]\n\tbare = false\n", false},
+		{"[core]\n\tlogallrefupdates = true\n", false},
+		{"[core]\n\tlogAllRefUpdates=false\r\n", false},
+		{"[core]\n\tlogallrefupdates\n", false},
+		{"[core]\n\tlogallrefupdates = always\n", true},
+		{"[core]\n\tlogallrefupdates = \"always\"\n", true},
+		{"[core]\n\tlogallrefupdates = true # or always\n", true},
+		{"[core]\n\tlogallrefupdates = alw\\\nays\n", true},
+		{"[core]logallrefupdates = always\n", true},
+		{"[alias]\n\tx = !git -c core.logallrefupdates=always\n", true},
+		{"[include]\n\tpath = /nonexistent/\"quoted\n", true},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "config"), []byte(c.conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("HOME", t.TempDir())
+		t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+		why, set := ConfigMentions(Repo{CommonDir: dir}, k)
+		if set != c.set {
+			t.Errorf("%q: set %v (%s), want %v", c.conf, set, why, c.set)
+		}
+	}
+	t.Setenv("GIT_CONFIG_PARAMETERS", "'core.logallrefupdates'='true'")
+	if _, set := ConfigMentions(Repo{CommonDir: t.TempDir()}, k); !set {
+		t.Error("the environment's configuration does not count")
+	}
+}

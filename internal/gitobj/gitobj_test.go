@@ -632,3 +632,35 @@ func TestCommitNeedsItsTreeAndParents(t *testing.T) {
 		t.Fatal("an alternate's packed object not found")
 	}
 }
+
+// TestReadLoose: an object written loose reads back; one not there, or
+// whose file holds another object, does not (the caller asks git).
+func TestReadLoose(t *testing.T) {
+	objects := t.TempDir()
+	id, err := WriteLoose(objects, SHA1, "blob", []byte("hello\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kind, body, ok := ReadLoose(objects, SHA1, id); !ok || kind != "blob" || string(body) != "hello\n" {
+		t.Fatalf("read back %q %q %v", kind, body, ok)
+	}
+	other, err := WriteLoose(objects, SHA1, "blob", []byte("other\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := ReadLoose(objects, SHA1, other[:39]+"0"); ok {
+		t.Error("an object not there read")
+	}
+	data, err := os.ReadFile(filepath.Join(objects, other[:2], other[2:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(objects, id[:2], id[2:])
+	os.Chmod(p, 0o644)
+	if err := os.WriteFile(p, data, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := ReadLoose(objects, SHA1, id); ok {
+		t.Error("another object's file read under this one's name")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -192,4 +193,47 @@ func offsetOf(f *os.File, count, i, n int64) int64 {
 		return 0
 	}
 	return int64(v)
+}
+
+// maxLooseRead is the largest object ReadLoose reads.
+const maxLooseRead = 16 << 20
+
+// ReadLoose reads object id where objects (an object directory, its
+// alternates not looked in) stores it loose: its kind and body, checked
+// against id (the body hashes to it). ok is false when it is not stored
+// loose there, or does not read for sure (damaged, larger than
+// maxLooseRead): the caller then asks git, which looks everywhere it
+// knows.
+func ReadLoose(objects string, h Hash, id string) (kind string, body []byte, ok bool) {
+	if _, err := hex.DecodeString(id); err != nil || len(id) != h.HexLen() {
+		return "", nil, false
+	}
+	f, err := os.Open(filepath.Join(objects, id[:2], id[2:]))
+	if err != nil {
+		return "", nil, false
+	}
+	defer f.Close()
+	zr, err := zlib.NewReader(f)
+	if err != nil {
+		return "", nil, false
+	}
+	defer zr.Close()
+	br := bufio.NewReader(io.LimitReader(zr, maxLooseRead+64))
+	hdr, err := br.ReadString(0)
+	if err != nil {
+		return "", nil, false
+	}
+	kind, size, found := strings.Cut(strings.TrimSuffix(hdr, "\x00"), " ")
+	n, err := strconv.ParseInt(size, 10, 64)
+	if !found || err != nil || n < 0 || n > maxLooseRead {
+		return "", nil, false
+	}
+	body = make([]byte, n)
+	if _, err := io.ReadFull(br, body); err != nil {
+		return "", nil, false
+	}
+	if _, err := br.ReadByte(); err != io.EOF || ID(h, kind, body) != id {
+		return "", nil, false // more than the header says, or not id's body
+	}
+	return kind, body, true
 }
