@@ -567,6 +567,13 @@ func (t *taker) addAll() error {
 
 // writeIndexTree writes the index Take uses as a tree.
 func (t *taker) writeIndexTree() (string, error) {
+	if t.o.run != "" {
+		// The private index: its cache tree, where git would write
+		// nothing either (cachedTree).
+		if tree, ok := t.g.cachedTree(filepath.Join(stateDir(t.g.gitDir), "boundary-index")); ok {
+			return tree, nil
+		}
+	}
 	wt := []string{"write-tree"}
 	if t.o.run == "" {
 		// Read-only: the objects of unchanged files are not in the

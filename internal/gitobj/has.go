@@ -237,3 +237,11 @@ func ReadLoose(objects string, h Hash, id string) (kind string, body []byte, ok 
 	}
 	return kind, body, true
 }
+
+// HasTree reports whether the Writer's object directory (or one of its
+// alternates) holds tree id, as a loose object or in a pack; false also
+// when it cannot tell (the caller then asks git), or when git writes
+// (not InProcess).
+func (w *Writer) HasTree(id string) bool {
+	return w.InProcess() && typeOf(w.objects, w.repo.Hash, id) == "tree"
+}
