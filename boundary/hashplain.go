@@ -71,7 +71,8 @@ func (t *taker) hashPlain(paths []string) (map[string]Blob, bool) {
 // of gitattributes (core.attributesFile, attr.tree), of end-of-line
 // conversion, core.fileMode but true (git init writes it), and what
 // makes a path name another index entry (core.ignoreCase,
-// core.precomposeUnicode: git init writes false where they do not).
+// core.precomposeUnicode: git init writes false where they do not), and
+// a sparse checkout (core.sparseCheckout).
 var plainKeys = []gitobj.Key{
 	{Name: "attr"},
 	{Name: "autocrlf"},
@@ -80,6 +81,11 @@ var plainKeys = []gitobj.Key{
 	{Name: "filemode", Harmless: []string{"true"}},
 	{Name: "ignorecase", Harmless: []string{"false"}},
 	{Name: "precomposeunicode", Harmless: []string{"false"}},
+	// A sparse checkout: git add refuses a path outside the cone, whose
+	// directory on disk lacks the tracked files git keeps there
+	// (skip-worktree): the watcher's way must give up, as it did when git
+	// add was asked.
+	{Name: "sparsecheckout", Harmless: []string{"false"}},
 }
 
 // plainAdd reports whether git's configuration, environment and
