@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // twins are two repositories made alike, step by step (do runs on each).
@@ -115,4 +117,55 @@ func TestReview2WatchedAutocrlf(t *testing.T) {
 		})
 		watchedVsFull(t, w, func(r *testRepo) { r.write("e/new.txt", "x\r\ny\r\n") }, []string{"e", "e/new.txt"})
 	})
+}
+
+// Review (branch procs): the stash's fingerprint takes the stat data of
+// logs/refs/stash without following it; git follows a reflog that is a
+// symbolic link: what it points to changes, the link does not, and the
+// answer remembered is not git's.
+func TestReview2StashReflogSymlink(t *testing.T) {
+	ctx := context.Background()
+	r := newTestRepo(t)
+	r.write("a.txt", "a")
+	r.commitAll("a")
+	r.write("a.txt", "work")
+	r.git("stash", "-q")
+	elsewhere := filepath.Join(t.TempDir(), "reflog")
+	logFile := filepath.Join(r.dir, ".git", "logs", "refs", "stash")
+	if err := os.Rename(logFile, elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, logFile); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := LearnRepo(ctx, r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.racy = 0
+	time.Sleep(20 * time.Millisecond)
+	if _, err := repo.StashTop(ctx, r.dir); err != nil {
+		t.Fatal(err)
+	}
+	// A stash entry appended where the link points.
+	r.write("a.txt", "more work")
+	c := strings.TrimSpace(r.git("stash", "create", "the agent's"))
+	old := strings.TrimSpace(r.git("rev-parse", "refs/stash"))
+	f, err := os.OpenFile(elsewhere, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(old + " " + c + " A U Thor <a@example.com> 1700000000 +0000\tOn master: the agent's\n")
+	f.Close()
+	time.Sleep(20 * time.Millisecond)
+	want, err := StashTop(ctx, r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Commit != c {
+		t.Fatalf("git says %+v, want the entry appended %s", want, c)
+	}
+	if got, _ := repo.StashTop(ctx, r.dir); got != want {
+		t.Errorf("remembered %+v, git says %+v", got, want)
+	}
 }
