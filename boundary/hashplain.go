@@ -72,7 +72,7 @@ func (t *taker) hashPlain(paths []string) (map[string]Blob, bool) {
 // conversion, core.fileMode but true (git init writes it), and what
 // makes a path name another index entry (core.ignoreCase,
 // core.precomposeUnicode: git init writes false where they do not), and
-// a sparse checkout (core.sparseCheckout).
+// a sparse checkout (core.sparseCheckout), core.symlinks but true.
 var plainKeys = []gitobj.Key{
 	{Name: "attr"},
 	{Name: "autocrlf"},
@@ -86,6 +86,9 @@ var plainKeys = []gitobj.Key{
 	// (skip-worktree): the watcher's way must give up, as it did when git
 	// add was asked.
 	{Name: "sparsecheckout", Harmless: []string{"false"}},
+	// core.symlinks false: a link is checked out as a plain file holding
+	// its target, and git add keeps the index's link mode for it.
+	{Name: "symlinks", Harmless: []string{"true"}},
 }
 
 // plainAdd reports whether git's configuration, environment and

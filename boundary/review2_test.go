@@ -169,3 +169,21 @@ func TestReview2StashReflogSymlink(t *testing.T) {
 		t.Errorf("remembered %+v, git says %+v", got, want)
 	}
 }
+
+// Review (branch procs): with core.symlinks=false, a symbolic link is
+// checked out as a plain file holding its target, and git add keeps the
+// index's link mode for it (the seed, hashInto); hashPlain took it for a
+// regular file.
+func TestReview2WatchedSymlinksFalse(t *testing.T) {
+	w := newTwins(t)
+	w.do(func(r *testRepo) {
+		r.write("a.txt", "a\n")
+		r.commitAll("init")
+		r.git("config", "core.symlinks", "false")
+		blob := strings.TrimSpace(r.gitIn([]byte("a.txt"), "hash-object", "-w", "--stdin"))
+		r.git("update-index", "--add", "--cacheinfo", "120000,"+blob+",link")
+		r.git("commit", "-qm", "a link")
+		r.git("checkout", "-q", "-f", "HEAD")
+	})
+	watchedVsFull(t, w, func(r *testRepo) { r.write("link", "b.txt") }, []string{"link"})
+}
