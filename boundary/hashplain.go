@@ -111,11 +111,18 @@ func plainAdd(g *gitRepo) bool {
 		files = append(files, filepath.Join(h, ".config", "git", "attributes"))
 	}
 	if p, err := exec.LookPath("git"); err == nil {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			p = r
+		// The prefix of git as found on PATH and of the file it links to
+		// (Homebrew's /opt/homebrew/bin/git names its Cellar's, while
+		// its system files are in /opt/homebrew/etc), as for the system
+		// configuration (gitobj).
+		cands := []string{p}
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+			cands = append(cands, r)
 		}
-		if prefix := filepath.Dir(filepath.Dir(p)); prefix != "/usr" {
-			files = append(files, filepath.Join(prefix, "etc", "gitattributes"))
+		for _, c := range cands {
+			if prefix := filepath.Dir(filepath.Dir(c)); prefix != "/usr" {
+				files = append(files, filepath.Join(prefix, "etc", "gitattributes"))
+			}
 		}
 	}
 	for _, f := range files {

@@ -3,6 +3,7 @@ package boundary
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -186,4 +187,55 @@ func TestReview2WatchedSymlinksFalse(t *testing.T) {
 		r.git("checkout", "-q", "-f", "HEAD")
 	})
 	watchedVsFull(t, w, func(r *testRepo) { r.write("link", "b.txt") }, []string{"link"})
+}
+
+// A submodule replaced by a plain file of the same name.
+func TestReview2WatchedGitlinkBecomesFile(t *testing.T) {
+	sub := newTestRepo(t)
+	sub.write("s.txt", "s\n")
+	sub.commitAll("s")
+	w := newTwins(t)
+	w.do(func(r *testRepo) {
+		r.write("a.txt", "a\n")
+		r.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", sub.dir, "sub")
+		r.commitAll("init")
+	})
+	watchedVsFull(t, w, func(r *testRepo) {
+		r.remove("sub")
+		r.write("sub", "now a file\n")
+	}, []string{"sub"})
+}
+
+// Review (branch procs): git on PATH as a link into its own prefix
+// (Homebrew: /opt/homebrew/bin/git -> ../Cellar/git/<v>/bin/git, its
+// system files in /opt/homebrew/etc): the system attributes file of the
+// link's prefix is looked at too, as for the system configuration.
+func TestReview2HashPlainSystemAttributesOfLinkedGit(t *testing.T) {
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := t.TempDir()
+	os.MkdirAll(filepath.Join(prefix, "bin"), 0o755)
+	os.MkdirAll(filepath.Join(prefix, "etc"), 0o755)
+	if err := os.Symlink(real, filepath.Join(prefix, "bin", "git")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Join(prefix, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	r := newTestRepo(t)
+	r.write("a.txt", "a\n")
+	r.commitAll("init")
+	r.write("b.txt", "b\r\n")
+	g, err := openGit(context.Background(), r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := &taker{g: g, o: &options{run: "x"}}
+	if _, ok := tk.hashPlain([]string{"b.txt"}); !ok {
+		t.Fatal("not hashed in process without system attributes")
+	}
+	os.WriteFile(filepath.Join(prefix, "etc", "gitattributes"), []byte("*.txt text\n"), 0o644)
+	if _, ok := tk.hashPlain([]string{"b.txt"}); ok {
+		t.Error("hashed in process with a system attributes file in the prefix of the git on PATH")
+	}
 }
