@@ -90,6 +90,12 @@ type Options struct {
 	// journal, B0) does not wait. An error from it interrupts the run
 	// there, no agent called: it ends INTERRUPTED, as on Ctrl-C.
 	BeforeLive func(ctx context.Context) error
+	// Notify, when set, is called in place of each notification
+	// (--notify, or the plan's notify:) with its event and send, which
+	// sends it and says why it failed: a caller that holds the run's
+	// events before it shows them (a worker, which drops a run whose
+	// claim another worker won) holds its notifications with them.
+	Notify func(ev Event, send func() error)
 }
 
 // Outcome is what a run ended with.

@@ -47,8 +47,20 @@ func (e *engine) notify(ev Event) {
 	if err != nil {
 		return
 	}
-	if err := runNotify(e.o.RepoRoot, e.s.Notify, append(b, '\n'), map[string]string{"IMPLLOOP_RUN_ID": e.runID, "IMPLLOOP_EVENT": ev.Type}); err != nil {
-		w := Event{Type: EvWarning, Message: fmt.Sprintf("--notify %q (%s): %v", e.s.Notify, ev.Type, err)}
+	root, cmd, runID := e.o.RepoRoot, e.s.Notify, e.runID
+	send := func() error {
+		err := runNotify(root, cmd, append(b, '\n'), map[string]string{"IMPLLOOP_RUN_ID": runID, "IMPLLOOP_EVENT": ev.Type})
+		if err != nil {
+			return fmt.Errorf("--notify %q (%s): %w", cmd, ev.Type, err)
+		}
+		return nil
+	}
+	if e.o.Notify != nil {
+		e.o.Notify(ev, send)
+		return
+	}
+	if err := send(); err != nil {
+		w := Event{Type: EvWarning, Message: err.Error()}
 		w.Time, w.RunID = e.now().UTC(), e.runID
 		if e.j != nil && e.runID != "" {
 			_, _ = e.j.AppendEvent(e.runID, w.Type, w)

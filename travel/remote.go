@@ -375,7 +375,29 @@ type pullConfig struct {
 	now    func() time.Time
 	skip   bool
 	pin    *gitConfig
+	only   map[string]bool // nil: every run
 }
+
+// OnlyRuns makes a pull fetch and import the records of the runs named
+// only (those the remote has; every seal is fetched, to verify them): a
+// worker needs the results its plan's claims name, not every run the
+// remote ever had, which a fresh clone would import whole. At most
+// maxOnlyRuns; more, and the pull reads every run.
+func OnlyRuns(ids []string) PullOption {
+	return func(c *pullConfig) {
+		if len(ids) > maxOnlyRuns {
+			return
+		}
+		c.only = map[string]bool{}
+		for _, id := range ids {
+			c.only[id] = true
+		}
+	}
+}
+
+// maxOnlyRuns is how many runs OnlyRuns names at most: each is a refspec
+// on git fetch's command line.
+const maxOnlyRuns = 1000
 
 // SkipRefused makes a pull leave out each run whose records it refuses
 // (PullResult.Refused) and import the others, instead of importing
@@ -419,7 +441,7 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	p := &puller{ctx: ctx, dir: dir, bud: newBudget(cfg.limits), now: cfg.now(), pin: cfg.pin,
+	p := &puller{ctx: ctx, dir: dir, bud: newBudget(cfg.limits), now: cfg.now(), pin: cfg.pin, only: cfg.only,
 		res: &PullResult{Remote: remote, Trust: map[string]Trust{}}}
 	if p.res.Remote == "" {
 		p.res.Remote = DefaultRemote(ctx, dir)
@@ -507,6 +529,8 @@ type puller struct {
 	now time.Time
 	res *PullResult
 	pin *gitConfig // the configuration signatures are verified with (nil: git's)
+	// only are the runs it fetches and imports (nil: every run; OnlyRuns).
+	only map[string]bool
 	// refs are the update-ref lines the import sets at once: the staging
 	// refs deleted, the imported runs' refs set, the present runs'
 	// repaired.
@@ -523,7 +547,9 @@ type puller struct {
 // deletes.
 func (p *puller) dropStaging() {
 	ns := []string{sealNS}
-	if !p.cleared {
+	if !p.cleared || p.only != nil {
+		// (A pull of only some runs may have staged others beside them,
+		// which its import does not clear.)
 		ns = append(ns, pullNS)
 	}
 	out, err := git(p.ctx, p.dir, nil, nil, append([]string{"for-each-ref", "--format=delete %(refname)"}, ns...)...)
@@ -534,13 +560,37 @@ func (p *puller) dropStaging() {
 
 // fetch fetches the remote's records into the staging refs (pullNS) and
 // its seals (sealNS), and lists what it staged: "<commit> <ref>" lines.
+// With only, it fetches those runs' records alone (a pattern per run, which
+// git does not refuse when the remote lacks the run), and lists those.
 func (p *puller) fetch() (string, error) {
-	args := append(protocolOf(p.ctx, p.dir, p.res.Remote), "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", p.res.Remote,
-		"+"+RecordsRefPrefix+"*:"+pullNS+"*", "+"+SealRefPrefix+"*:"+sealNS+"*")
+	specs := []string{"+" + RecordsRefPrefix + "*:" + pullNS + "*"}
+	if p.only != nil {
+		specs = specs[:0]
+		for id := range p.only {
+			if runid.RefSafe(id) {
+				specs = append(specs, "+"+RecordsRefPrefix+id+"*:"+pullNS+id+"*")
+			}
+		}
+		sort.Strings(specs)
+	}
+	args := append(protocolOf(p.ctx, p.dir, p.res.Remote), "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", p.res.Remote)
+	args = append(append(args, specs...), "+"+SealRefPrefix+"*:"+sealNS+"*")
 	if _, err := git(p.ctx, p.dir, nil, nil, args...); err != nil {
 		return "", &RemoteError{Remote: p.res.Remote, Op: "fetch", Err: err}
 	}
-	return git(p.ctx, p.dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", pullNS)
+	staged, err := git(p.ctx, p.dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", pullNS)
+	if err != nil || p.only == nil {
+		return staged, err
+	}
+	// Another run whose id starts with one of only's, or one an
+	// interrupted pull left staged, is not this pull's.
+	var keep []string
+	for _, line := range strings.Split(staged, "\n") {
+		if _, ref, ok := strings.Cut(line, " "); ok && p.only[strings.TrimPrefix(ref, pullNS)] {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n"), nil
 }
 
 // sortStaged sorts the staged runs. Those the journal lacks are to be

@@ -552,14 +552,16 @@ func (w *worker) survey(claims map[string]claimState) (map[string]*taskInfo, []s
 	return info, need, nil
 }
 
-// pull imports the remote's runs; those of need it did not import are
-// remembered, with why, and never pulled for again.
+// pull imports the runs of need (the results claims name that the
+// journal lacks: not the rest of the remote's runs, which a fresh clone
+// would import whole); those it did not import are remembered, with why,
+// and never pulled for again.
 func (w *worker) pull(ctx context.Context, need []string) error {
 	// A run the pull refuses (malformed, forged: anyone with push access
 	// can put one there) is left out, named, and never built on; the
 	// others are imported.
-	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) }, travel.SkipRefused(),
-		travel.VerifyAs(w.signing))
+	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) },
+		travel.SkipRefused(), travel.OnlyRuns(need), travel.VerifyAs(w.signing))
 	if err != nil {
 		return err
 	}
@@ -982,8 +984,8 @@ func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input s
 		r.loop(ctx, cancel)
 	}()
 	claimed := c.wait
-	// The run's events wait for the claim: a run that lost it to another
-	// worker (its agent never called) is not shown.
+	// The run's events and notifications wait for the claim: a run that
+	// lost it to another worker (its agent never called) is not shown.
 	obs := &heldEvents{next: w.o.Observer}
 	// No agent is called before the claim won, nor while the last
 	// result's push is known to be refused: the run starts beside both
@@ -1031,7 +1033,7 @@ func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input s
 	out, runErr := loop.Run(tctx, loop.Options{
 		Settings: w.o.Settings, RepoRoot: w.wt, Task: t.ID, Artifacts: arts, Observer: observer,
 		Agent: w.o.Agent, Heartbeat: w.o.Heartbeat, Now: w.o.Now, NoHTMLReport: true, DeferRecords: true, Known: w.known,
-		BeforeLive: beforeLive,
+		BeforeLive: beforeLive, Notify: obs.notify,
 	})
 	// A run that called no agent (a replay of this clone's journal) did
 	// not wait for the claim: it does now.
@@ -1551,29 +1553,58 @@ func safeName(id string) string {
 	}, id)
 }
 
-// heldEvents holds a run's events until its claim is known: passed on
-// once it won (release(true)), dropped when another worker was first.
+// heldEvents holds a run's events and notifications (--notify) until its
+// claim is known: passed on, in their order, once it won (release(true)),
+// dropped when another worker was first.
 type heldEvents struct {
-	next loop.Observer
+	next loop.Observer // nil: events are not shown (notifications still go)
 	mu   sync.Mutex
-	held []loop.Event
+	held []heldEvent
 	done bool // released: passed on (open) or dropped
 	open bool
 }
 
+// heldEvent is an event, or a notification of one (send set).
+type heldEvent struct {
+	ev   loop.Event
+	send func() error
+}
+
 // Event holds e, or passes it on once released.
-func (h *heldEvents) Event(e loop.Event) {
+func (h *heldEvents) Event(e loop.Event) { h.add(heldEvent{ev: e}) }
+
+// notify holds the notification of ev (loop.Options.Notify), or sends it
+// once released.
+func (h *heldEvents) notify(ev loop.Event, send func() error) {
+	h.add(heldEvent{ev: ev, send: send})
+}
+
+func (h *heldEvents) add(e heldEvent) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
 	case !h.done:
 		h.held = append(h.held, e)
 	case h.open:
-		h.next.Event(e)
+		h.pass(e)
 	}
 }
 
-// release passes the events held on (keep), or drops them; once.
+// pass shows e, or sends its notification (a warning shown when that
+// failed, as a run says it).
+func (h *heldEvents) pass(e heldEvent) {
+	if e.send == nil {
+		if h.next != nil {
+			h.next.Event(e.ev)
+		}
+		return
+	}
+	if err := e.send(); err != nil && h.next != nil {
+		h.next.Event(loop.Event{Type: loop.EvWarning, Time: time.Now().UTC(), RunID: e.ev.RunID, Message: err.Error()})
+	}
+}
+
+// release passes what it held on (keep), or drops it; once.
 func (h *heldEvents) release(keep bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -1581,9 +1612,9 @@ func (h *heldEvents) release(keep bool) {
 		return
 	}
 	h.done, h.open = true, keep
-	if keep && h.next != nil {
+	if keep {
 		for _, e := range h.held {
-			h.next.Event(e)
+			h.pass(e)
 		}
 	}
 	h.held = nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -48,5 +49,62 @@ func TestWorkClaimLostBesideTheRun(t *testing.T) {
 	}
 	if own != 1 {
 		t.Fatalf("slow made %d run(s) of its own, want the one stopped\n%s", own, logs)
+	}
+}
+
+// A worker pulls the results its plan's claims name, not every run on
+// the remote: a fresh clone of a remote with another plan's run imports
+// the one result it needs only.
+func TestWorkPullsItsPlansResultsOnly(t *testing.T) {
+	t.Parallel()
+	f := newFleetOn(t, independentPlan(1), serveGitDaemon)
+	o := f.clone("other")
+	must(t, os.WriteFile(filepath.Join(o, "other.md"), []byte("# Other\n\n- [ ] T001 write out-T001.txt\n"), 0o644))
+	f.run(o, "implloop", append([]string{"run", "other.md"}, f.agentFlags()...)...)
+	f.run(o, "implloop", "push", "origin")
+	other := strings.TrimSpace(f.run(o, "git", "for-each-ref", "--format=%(refname:lstrip=3)", "refs/implloop/records/"))
+	f.wait(f.start("w1", nil))
+	w2 := f.start("w2", nil)
+	f.wait(w2)
+	if calls := f.callLines(); len(calls) != 2 {
+		t.Fatalf("calls %v: want one for each plan\n%s", calls, w2.err.String())
+	}
+	records := strings.Fields(f.run(filepath.Join(f.dir, "w2"), "git", "for-each-ref", "--format=%(refname:lstrip=3)", "refs/implloop/records/"))
+	if len(records) != 1 || records[0] == other {
+		t.Fatalf("w2 imported %v (the other plan's run: %s)\n%s", records, other, w2.err.String())
+	}
+}
+
+// Found in review, fixed: a worker whose claim another worker won while
+// its run started beside the claim's push shows nothing of that run
+// (heldEvents), but the run still ends INTERRUPTED inside loop.Run, whose
+// --notify fired run_finished for it: the person away from the terminal
+// heard of a run the worker never showed, for a task another worker did.
+// Its notifications are held and dropped with its events.
+func TestWorkClaimLostBesideTheRunNotifiesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFleetOn(t, independentPlan(1), serveGitDaemon)
+	hook := f.preReceive("#!/bin/sh\nin=$(cat)\ncase \"$in\" in *refs/implloop/claims/*) ;; *) exit 0;; esac\n" +
+		"set -- $in\n[ \"$1\" = 0000000000000000000000000000000000000000 ] || exit 0\n" +
+		"git cat-file commit \"$2\" | grep -qx 'worker slow' || exit 0\n" +
+		"[ -e \"$0.held\" ] && exit 0\ntouch \"$0.held\"\n" +
+		"i=0; while ! git rev-parse -q --verify \"$3\" >/dev/null; do i=$((i+1)); [ $i -gt 400 ] && exit 0; sleep 0.05; done\n")
+	notes := filepath.Join(t.TempDir(), "notes")
+	slow := f.start("slow", nil, "--notify", "printf '%s\\n' \"$IMPLLOOP_EVENT\" >> "+notes)
+	waitFile(t, hook+".held", slow)
+	fastNotes := filepath.Join(t.TempDir(), "notes")
+	fast := f.start("fast", nil, "--notify", "printf '%s\\n' \"$IMPLLOOP_EVENT\" >> "+fastNotes)
+	f.wait(fast)
+	f.wait(slow)
+	logs := "slow:\n" + slow.err.String() + "\nfast:\n" + fast.err.String()
+	if calls := f.callLines(); !slices.Equal(calls, []string{"T001"}) {
+		t.Fatalf("calls %v\n%s", calls, logs)
+	}
+	if b, _ := os.ReadFile(notes); strings.TrimSpace(string(b)) != "" {
+		t.Fatalf("slow, which ran nothing, notified %q\n%s", b, logs)
+	}
+	// The worker that ran the task notifies its run's end, once.
+	if b, _ := os.ReadFile(fastNotes); strings.TrimSpace(string(b)) != "run_finished" {
+		t.Fatalf("fast notified %q, want run_finished\n%s", b, logs)
 	}
 }
