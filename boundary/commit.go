@@ -348,9 +348,10 @@ func copyIndex(src, dst string) error {
 
 // commit records the snapshot tree as a commit whose parents are the
 // previous boundary (when given and still there) and HEAD, and moves the
-// run's ref to it (when the Take ends: moveRefs). Before it moves the ref it checks that the ref still
-// holds the previous boundary: an agent that deleted or moved it is
-// reported (Snapshot.Vanished), and the chain goes on from here.
+// run's ref to it (when the Take ends: moveRefs). Before that it checks
+// that the ref still holds the previous boundary: an agent that deleted
+// or moved it is reported (Snapshot.Vanished), and the chain goes on from
+// here.
 func (t *taker) commit(snap *Snapshot) error {
 	g := t.g
 	ref := RunRef(t.o.run)
