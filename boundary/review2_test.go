@@ -239,3 +239,23 @@ func TestReview2HashPlainSystemAttributesOfLinkedGit(t *testing.T) {
 		t.Error("hashed in process with a system attributes file in the prefix of the git on PATH")
 	}
 }
+
+// A directory the watcher saw made, with a file in it, then replaced by a
+// symbolic link to a directory holding a file of the same name: the
+// watcher names the file under the link; git add refuses a path beyond a
+// symbolic link.
+func TestReview2WatchedBeyondSymlink(t *testing.T) {
+	w := newTwins(t)
+	w.do(func(r *testRepo) {
+		r.write("d/a.txt", "a\n")
+		r.commitAll("init")
+	})
+	watchedVsFull(t, w, func(r *testRepo) {
+		r.write("ln/new.txt", "in the directory\n")
+		r.remove("ln")
+		r.write("d/new.txt", "beyond the link\n")
+		if err := os.Symlink("d", filepath.Join(r.dir, "ln")); err != nil {
+			t.Fatal(err)
+		}
+	}, []string{"ln", "ln/new.txt", "d/new.txt"})
+}
