@@ -6,6 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/implloop/implloop/internal/runid"
+	"github.com/implloop/implloop/travel"
 )
 
 // A worker's claim is pushed beside the start of the task's run; here it
@@ -106,5 +110,26 @@ func TestWorkClaimLostBesideTheRunNotifiesNothing(t *testing.T) {
 	// The worker that ran the task notifies its run's end, once.
 	if b, _ := os.ReadFile(fastNotes); strings.TrimSpace(string(b)) != "run_finished" {
 		t.Fatalf("fast notified %q, want run_finished\n%s", b, logs)
+	}
+}
+
+// A claim moved (by anyone with push access) to a garbage records ref: a
+// worker pulls that run, as the result of the claim's task; its pull
+// refuses it, names it, and the worker does the task again (the task
+// after it builds on that, not on the garbage).
+func TestWorkRefusedResultDoneAgain(t *testing.T) {
+	t.Parallel()
+	plan := "# Plan\n\n## Task 1: first\n\nWrite out-1.txt.\n\n## Task 2: second\n\nDepends on: 1\n\nWrite out-2.txt.\n"
+	f := newFleetOn(t, plan, serveGitDaemon)
+	a := filepath.Join(f.dir, "a")
+	f.forge(a, "", 1024, travel.RecordsRefPrefix+runid.New(time.Now().Add(-time.Hour)), travel.ClaimRef(f.planKeyOf(a), "1"))
+	w := f.start("w", nil)
+	f.wait(w)
+	logs := w.err.String() + w.out.String()
+	if calls := f.callLines(); !slices.Equal(calls, []string{"1", "2"}) {
+		t.Fatalf("calls %v\n%s", calls, logs)
+	}
+	if !strings.Contains(logs, "refused "+travel.RecordsRefPrefix) || !strings.Contains(logs, "done again") {
+		t.Fatalf("the worker did not name the records it refused, or did not do task 1 again:\n%s", logs)
 	}
 }

@@ -143,14 +143,15 @@ func TestReviewWorkGarbageClaimTakenOver(t *testing.T) {
 
 // One garbage records ref on the remote (a blob under a valid run id,
 // named by no claim), pushed by anyone with push access: a worker that
-// needs a dependency's result pulls, and the pull refuses all records,
-// so the worker stops with an error instead of building on the trusted
-// result of task 1 (every worker of the fleet does the same: the plan
-// stalls; the fan-in's pull fails the same way).
+// needs a dependency's result pulls, and the pull refused all records,
+// so the worker stopped with an error instead of building on the trusted
+// result of task 1 (every worker of the fleet did the same: the plan
+// stalled; the fan-in's pull failed the same way).
 func TestReviewWorkGarbageRecordsRefStallsWorkers(t *testing.T) {
 	// Found in review; fixed: a worker's pull leaves out (and names) the
-	// records it refuses; since its pulls name the runs its plan's claims
-	// name, it does not fetch these at all.
+	// records it refuses; and now pulls only the runs claims name, so it
+	// never fetches this one (TestWorkRefusedResultDoneAgain: one a claim
+	// names).
 	t.Parallel()
 	plan := "# Plan\n\n## Task 1: first\n\nWrite out-1.txt.\n\n## Task 2: second\n\nDepends on: 1\n\nWrite out-2.txt.\n"
 	f := newFleet(t, plan)
@@ -163,10 +164,8 @@ func TestReviewWorkGarbageRecordsRefStallsWorkers(t *testing.T) {
 	if calls := f.callLines(); !slices.Equal(calls, []string{"1", "2"}) {
 		t.Fatalf("calls %v\n%s\n%s", calls, w1.err.String(), w2.err.String())
 	}
-	// A worker's pull names the runs its plan's claims name (OnlyRuns):
-	// records no claim names are not even fetched, so none is refused.
 	if logs := w1.err.String() + w2.err.String(); strings.Contains(logs, "refused "+travel.RecordsRefPrefix) {
-		t.Fatalf("a worker read records no claim names:\n%s", logs)
+		t.Fatalf("a worker pulled records no claim names:\n%s", logs)
 	}
 }
 
