@@ -71,7 +71,8 @@ func (t *taker) hashPlain(paths []string) (map[string]Blob, bool) {
 // of gitattributes (core.attributesFile, attr.tree), of end-of-line
 // conversion, core.fileMode but true (git init writes it), and what
 // makes a path name another index entry (core.ignoreCase,
-// core.precomposeUnicode: git init writes false where they do not).
+// core.precomposeUnicode: git init writes false where they do not), and
+// a sparse checkout (core.sparseCheckout), core.symlinks but true.
 var plainKeys = []gitobj.Key{
 	{Name: "attr"},
 	{Name: "autocrlf"},
@@ -80,6 +81,14 @@ var plainKeys = []gitobj.Key{
 	{Name: "filemode", Harmless: []string{"true"}},
 	{Name: "ignorecase", Harmless: []string{"false"}},
 	{Name: "precomposeunicode", Harmless: []string{"false"}},
+	// A sparse checkout: git add refuses a path outside the cone, whose
+	// directory on disk lacks the tracked files git keeps there
+	// (skip-worktree): the watcher's way must give up, as it did when git
+	// add was asked.
+	{Name: "sparsecheckout", Harmless: []string{"false"}},
+	// core.symlinks false: a link is checked out as a plain file holding
+	// its target, and git add keeps the index's link mode for it.
+	{Name: "symlinks", Harmless: []string{"true"}},
 }
 
 // plainAdd reports whether git's configuration, environment and
@@ -102,11 +111,18 @@ func plainAdd(g *gitRepo) bool {
 		files = append(files, filepath.Join(h, ".config", "git", "attributes"))
 	}
 	if p, err := exec.LookPath("git"); err == nil {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			p = r
+		// The prefix of git as found on PATH and of the file it links to
+		// (Homebrew's /opt/homebrew/bin/git names its Cellar's, while
+		// its system files are in /opt/homebrew/etc), as for the system
+		// configuration (gitobj).
+		cands := []string{p}
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+			cands = append(cands, r)
 		}
-		if prefix := filepath.Dir(filepath.Dir(p)); prefix != "/usr" {
-			files = append(files, filepath.Join(prefix, "etc", "gitattributes"))
+		for _, c := range cands {
+			if prefix := filepath.Dir(filepath.Dir(c)); prefix != "/usr" {
+				files = append(files, filepath.Join(prefix, "etc", "gitattributes"))
+			}
 		}
 	}
 	for _, f := range files {

@@ -80,7 +80,7 @@ func (r *Repo) StashTop(ctx context.Context, dir string) (Stash, error) {
 // name git tries for refs/stash (refs/stash first; others only when it is
 // not there), and their lines in packed-refs; ok false when it cannot tell a change
 // from them (a reftable; a file without change time, or changed too
-// recently: stashRacy; a symbolic ref), or r does not hold for dir.
+// recently: stashRacy; a symbolic ref; a symbolic link), or r does not hold for dir.
 func (r *Repo) stashFingerprint(dir string) (fp string, ok bool) {
 	if r == nil {
 		return "", false
@@ -128,6 +128,9 @@ func (r *Repo) stashFingerprint(dir string) (fp string, ok bool) {
 		}
 		if !strings.HasPrefix(f, "logs/") && !fi.Mode().IsRegular() || symbolic(r.commonDir, f) {
 			return "", false // a symbolic ref: git may read its target's reflog
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return "", false // git reads what the link names, whose changes its stat data does not show
 		}
 		st := fileStat(fi)
 		if st.Ctime == 0 || now.Sub(time.Unix(0, st.Ctime)) < r.racy || now.Sub(fi.ModTime()) < r.racy {
