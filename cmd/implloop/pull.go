@@ -290,8 +290,8 @@ func travelError(err error, remote string) error {
 	return loopError(err)
 }
 
-// pullGCPercent is the collector's setting for `implloop pull`
-// (BenchmarkPull in package travel sets it too).
+// pullGCPercent is the collector's setting for `implloop pull` and
+// `implloop work` (BenchmarkPull in package travel sets it too).
 const pullGCPercent = 400
 
 // runList names runs for a line of output: the first few, then how many

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -125,6 +126,12 @@ func workRun(ctx context.Context, o *workOptions) error {
 	}
 	s := o.settings
 	s.Plan = journalPlanPath(root, o.io.workingDir, s.Plan)
+	// A worker allocates afresh for each task (its run, the records it
+	// writes and signs, the results it pulls) and keeps little between
+	// them: at the default setting the collector ran a tenth of its own
+	// CPU; as for a pull, it collects less often (8 workers on 2 cores:
+	// 5% less worker CPU, measured).
+	debug.SetGCPercent(pullGCPercent)
 	ctx, stop := withSignals(ctx, o.io)
 	defer stop()
 	obs := newProgress(o.io, o.flags.json)
