@@ -12,6 +12,18 @@ import (
 	"github.com/implloop/implloop/travel"
 )
 
+// holdFirstClaim installs a pre-receive hook that holds the first claim
+// push of worker (up to 20 s) until the claim exists, made by another:
+// its create then fails. It returns the hook's path (path.held appears
+// once it holds).
+func (f *fleet) holdFirstClaim(worker string) string {
+	return f.preReceive("#!/bin/sh\nin=$(cat)\ncase \"$in\" in *refs/implloop/claims/*) ;; *) exit 0;; esac\n" +
+		"set -- $in\n[ \"$1\" = 0000000000000000000000000000000000000000 ] || exit 0\n" +
+		"git cat-file commit \"$2\" | grep -qx 'worker " + worker + "' || exit 0\n" +
+		"[ -e \"$0.held\" ] && exit 0\ntouch \"$0.held\"\n" +
+		"i=0; while ! git rev-parse -q --verify \"$3\" >/dev/null; do i=$((i+1)); [ $i -gt 400 ] && exit 0; sleep 0.05; done\n")
+}
+
 // A worker's claim is pushed beside the start of the task's run; here it
 // loses the race (the server holds its push until another worker's claim
 // of the same task landed): its run is stopped before any agent call,
@@ -20,13 +32,7 @@ import (
 func TestWorkClaimLostBesideTheRun(t *testing.T) {
 	t.Parallel()
 	f := newFleetOn(t, independentPlan(1), serveGitDaemon)
-	// The first claim of worker "slow" waits (up to 20 s) until the
-	// claim exists, made by another: its create then fails.
-	hook := f.preReceive("#!/bin/sh\nin=$(cat)\ncase \"$in\" in *refs/implloop/claims/*) ;; *) exit 0;; esac\n" +
-		"set -- $in\n[ \"$1\" = 0000000000000000000000000000000000000000 ] || exit 0\n" +
-		"git cat-file commit \"$2\" | grep -qx 'worker slow' || exit 0\n" +
-		"[ -e \"$0.held\" ] && exit 0\ntouch \"$0.held\"\n" +
-		"i=0; while ! git rev-parse -q --verify \"$3\" >/dev/null; do i=$((i+1)); [ $i -gt 400 ] && exit 0; sleep 0.05; done\n")
+	hook := f.holdFirstClaim("slow")
 	slow := f.start("slow", nil)
 	waitFile(t, hook+".held", slow)
 	fast := f.start("fast", nil)
@@ -88,11 +94,7 @@ func TestWorkPullsItsPlansResultsOnly(t *testing.T) {
 func TestWorkClaimLostBesideTheRunNotifiesNothing(t *testing.T) {
 	t.Parallel()
 	f := newFleetOn(t, independentPlan(1), serveGitDaemon)
-	hook := f.preReceive("#!/bin/sh\nin=$(cat)\ncase \"$in\" in *refs/implloop/claims/*) ;; *) exit 0;; esac\n" +
-		"set -- $in\n[ \"$1\" = 0000000000000000000000000000000000000000 ] || exit 0\n" +
-		"git cat-file commit \"$2\" | grep -qx 'worker slow' || exit 0\n" +
-		"[ -e \"$0.held\" ] && exit 0\ntouch \"$0.held\"\n" +
-		"i=0; while ! git rev-parse -q --verify \"$3\" >/dev/null; do i=$((i+1)); [ $i -gt 400 ] && exit 0; sleep 0.05; done\n")
+	hook := f.holdFirstClaim("slow")
 	notes := filepath.Join(t.TempDir(), "notes")
 	slow := f.start("slow", nil, "--notify", "printf '%s\\n' \"$IMPLLOOP_EVENT\" >> "+notes)
 	waitFile(t, hook+".held", slow)
