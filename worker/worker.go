@@ -202,7 +202,7 @@ type worker struct {
 	signing travel.Signing
 	// configSaid is the signing configuration's keys a concern last said
 	// changed since the worker started (signingChanged, by one push at a
-	// time).
+	// time, before the next task's agent is called).
 	configSaid string
 
 	seen   map[string]seenClaim // task -> a running claim's value, since when
@@ -1011,6 +1011,7 @@ func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input s
 		}
 		obs.release(true)
 		if p := w.pending; p != nil {
+			<-p.checked
 			if !w.landed.Load() {
 				<-p.tried
 			}
@@ -1122,23 +1123,32 @@ func (w *worker) signingChanged(ctx context.Context, task, run string) {
 
 // pendingPush is a task's result being pushed in the background.
 type pendingPush struct {
-	run    string
-	done   chan struct{}
-	tried  chan struct{} // closed when its first try ended
-	failed atomic.Bool   // a try failed
-	pushed bool          // it landed (read after done)
-	err    error         // refused for good (a *PushError), or the context's
+	run   string
+	done  chan struct{}
+	tried chan struct{} // closed when its first try ended
+	// checked is closed once the signing configuration was read after
+	// its task (signingChanged): the next task's agent waits for it, so
+	// that a change is said of the task whose agent made it.
+	checked chan struct{}
+	failed  atomic.Bool // a try failed
+	pushed  bool        // it landed (read after done)
+	err     error       // refused for good (a *PushError), or the context's
 }
 
 // pushLater pushes run, the result of task, in the background: the
 // renewals of its lease (r) go on until the push landed or failed for
 // good. awaitPush waits for it.
 func (w *worker) pushLater(ctx context.Context, task, ref, run, verdict string, r *renewal) {
-	p := &pendingPush{run: run, done: make(chan struct{}), tried: make(chan struct{})}
+	p := &pendingPush{run: run, done: make(chan struct{}), tried: make(chan struct{}), checked: make(chan struct{})}
 	w.pending = p
 	behind := w.landed.Load()
 	go func() {
 		defer close(p.done)
+		// What the task's agent changed of git's signing configuration,
+		// read before the next task's agent is called (which waits for
+		// it: p.checked), off the way of the next claim and run start.
+		w.signingChanged(ctx, task, run)
+		close(p.checked)
 		if behind {
 			// Behind the next task's agent call, which does not wait for
 			// it: at a low priority, so that it does not take the cores
@@ -1146,9 +1156,6 @@ func (w *worker) pushLater(ctx context.Context, task, ref, run, verdict string, 
 			// for.
 			procgroup.Background()
 		}
-		// What the task's agent changed of git's signing configuration
-		// (off the next task's way: one push at a time reads it).
-		w.signingChanged(ctx, task, run)
 		pushed, err := w.push(ctx, task, ref, run, r, p)
 		r.end()
 		switch {
