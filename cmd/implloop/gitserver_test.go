@@ -7,6 +7,7 @@ import (
 	"net/http/cgi"
 	"os"
 	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -70,10 +71,14 @@ func serveGitDaemon(dir, home string) (url string, stop func(), err error) {
 	cmd := exec.Command("git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack", "--base-path="+dir,
 		"--listen=127.0.0.1", fmt.Sprintf("--port=%d", addr.Port), dir)
 	cmd.Env = []string{"HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH")}
+	// In a process group of its own: git runs git-daemon as its child,
+	// which killing git alone left running (a daemon per test, for
+	// good), with each connection's processes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
-	stop = func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	stop = func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }
 	for i := 0; ; i++ {
 		c, err := net.Dial("tcp", addr.String())
 		if err == nil {
