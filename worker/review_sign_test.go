@@ -183,21 +183,9 @@ func TestWorkVerifiesAsItStarted(t *testing.T) {
 	r.Git("clone", "-q", "--bare", bare, forge)
 	r.Git("clone", "-q", forge, filepath.Join(d, "forger"))
 	f := gittest.At(t, filepath.Join(d, "forger"))
-	key := filepath.Join(d, "forgerkey")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "forger", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	pub, err := os.ReadFile(key + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	forged := filepath.Join(d, "forged-allowed")
-	if err := os.WriteFile(forged, []byte(gittest.Email+" "+string(pub)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range [][2]string{{"gpg.format", "ssh"}, {"user.signingKey", key + ".pub"}, {"gpg.ssh.allowedSignersFile", forged}, {"implloop.signRuns", "true"}} {
-		f.Git("config", kv[0], kv[1])
-	}
+	key, forged := filepath.Join(d, "forgerkey"), filepath.Join(d, "forged-allowed")
+	sshSigner(t, key, forged)
+	signAs(f, key, forged)
 	fs := s
 	fs.AgentCmd = plain
 	fsum, err := Work(context.Background(), Options{Root: f.Dir, Remote: "origin", Settings: fs, Lease: time.Minute, ID: "forger"})

@@ -32,18 +32,8 @@ func TestMain(m *testing.M) {
 func signedRepo(t *testing.T, n int, hook, agent string) (*gittest.Repo, string, loop.Settings) {
 	t.Helper()
 	dir := t.TempDir()
-	key := filepath.Join(dir, "key")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "w", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	pub, err := os.ReadFile(key + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	allowed := filepath.Join(dir, "allowed")
-	if err := os.WriteFile(allowed, []byte(gittest.Email+" "+string(pub)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	key, allowed := filepath.Join(dir, "key"), filepath.Join(dir, "allowed")
+	sshSigner(t, key, allowed)
 	agentPath := filepath.Join(dir, "agent.sh")
 	if err := os.WriteFile(agentPath, []byte("#!/bin/sh\n"+agent), 0o755); err != nil {
 		t.Fatal(err)
@@ -56,9 +46,7 @@ func signedRepo(t *testing.T, n int, hook, agent string) (*gittest.Repo, string,
 		}
 	}
 	r := gittest.New(t)
-	for _, kv := range [][2]string{{"gpg.format", "ssh"}, {"user.signingKey", key + ".pub"}, {"gpg.ssh.allowedSignersFile", allowed}, {"implloop.signRuns", "true"}} {
-		r.Git("config", kv[0], kv[1])
-	}
+	signAs(r, key, allowed)
 	r.Git("remote", "add", "origin", bare)
 	var plan strings.Builder
 	plan.WriteString("# Plan\n\n")
@@ -71,6 +59,29 @@ func signedRepo(t *testing.T, n int, hook, agent string) (*gittest.Repo, string,
 	s := loop.DefaultSettings()
 	s.Plan, s.AgentCmd, s.Verify = "plan.md", agentPath, "test -f out-$IMPLLOOP_TASK_ID.txt"
 	return r, bare, s
+}
+
+// sshSigner makes the ssh key key (key.pub its public half) and the
+// allowed signers file allowed, which allows it alone, for gittest.Email.
+func sshSigner(t *testing.T, key, allowed string) {
+	t.Helper()
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", filepath.Base(key), "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(allowed, []byte(gittest.Email+" "+string(pub)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// signAs makes r's git sign runs with key and trust the signers allowed.
+func signAs(r *gittest.Repo, key, allowed string) {
+	for _, kv := range [][2]string{{"gpg.format", "ssh"}, {"user.signingKey", key + ".pub"}, {"gpg.ssh.allowedSignersFile", allowed}, {"implloop.signRuns", "true"}} {
+		r.Git("config", kv[0], kv[1])
+	}
 }
 
 // sleeper is an agent that sleeps d seconds and writes out-<task>.txt.
