@@ -85,7 +85,9 @@ func TestReview2WatchedSkipWorktree(t *testing.T) {
 	watchedVsFull(t, w, func(r *testRepo) { r.write("out/new.txt", "new\n") }, []string{"out", "out/new.txt"})
 }
 
-func TestReview2WatchedSubmodule(t *testing.T) {
+// submoduleTwins are twins holding a.txt and a submodule at sub.
+func submoduleTwins(t *testing.T) twins {
+	t.Helper()
 	sub := newTestRepo(t)
 	sub.write("s.txt", "s\n")
 	sub.commitAll("s")
@@ -95,6 +97,11 @@ func TestReview2WatchedSubmodule(t *testing.T) {
 		r.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", sub.dir, "sub")
 		r.commitAll("init")
 	})
+	return w
+}
+
+func TestReview2WatchedSubmodule(t *testing.T) {
+	w := submoduleTwins(t)
 	watchedVsFull(t, w, func(r *testRepo) { r.write("sub/new.txt", "new\n") }, []string{"sub/new.txt"})
 }
 
@@ -191,15 +198,7 @@ func TestReview2WatchedSymlinksFalse(t *testing.T) {
 
 // A submodule replaced by a plain file of the same name.
 func TestReview2WatchedGitlinkBecomesFile(t *testing.T) {
-	sub := newTestRepo(t)
-	sub.write("s.txt", "s\n")
-	sub.commitAll("s")
-	w := newTwins(t)
-	w.do(func(r *testRepo) {
-		r.write("a.txt", "a\n")
-		r.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", sub.dir, "sub")
-		r.commitAll("init")
-	})
+	w := submoduleTwins(t)
 	watchedVsFull(t, w, func(r *testRepo) {
 		r.remove("sub")
 		r.write("sub", "now a file\n")
