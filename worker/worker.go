@@ -983,7 +983,6 @@ func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input s
 		}
 		r.loop(ctx, cancel)
 	}()
-	claimed := c.wait
 	// The run's events and notifications wait for the claim: a run that
 	// lost it to another worker (its agent never called) is not shown.
 	obs := &heldEvents{next: w.o.Observer}
@@ -997,16 +996,13 @@ func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input s
 	// failed already, the call waits for the whole push, and when that
 	// fails for good, the run is interrupted there and this claim given
 	// up, no agent called.
-	var pushErr, claimErr error
-	lostEarly, lostRace := false, false
+	var pushErr error
+	lostEarly := false
 	beforeLive := func(context.Context) error {
-		won, err := claimed()
-		switch {
+		switch won, err := c.wait(); {
 		case err != nil:
-			claimErr = err
 			return err
 		case !won:
-			lostRace = true
 			return errLostRace
 		}
 		obs.release(true)
@@ -1038,14 +1034,12 @@ func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input s
 	})
 	// A run that called no agent (a replay of this clone's journal) did
 	// not wait for the claim: it does now.
-	won, cerr := claimed()
+	won, cerr := c.wait()
 	obs.release(won)
 	switch {
-	case claimErr != nil:
-		return claimErr
 	case cerr != nil:
 		return cerr
-	case lostRace || !won:
+	case !won:
 		return nil // another worker was first: look again
 	case pushErr != nil:
 		r.end()
