@@ -223,6 +223,11 @@ type worker struct {
 	// pending is the last task's result, pushed in the background while
 	// the worker goes on (nil: none).
 	pending *pendingPush
+	// behind are the results the last look saw that the journal lacks
+	// and no task waits for: the next task's run pulls them while its
+	// agent works (pullBehind), so that the worker's last pull, which
+	// verifies every result before it ends, finds few left.
+	behind []string
 	// landed: a result of this worker's landed on the remote. Until one
 	// did, the next task's agent is not called before the last result's
 	// push was tried once (the remote may refuse this worker's results:
@@ -449,6 +454,10 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 		pulled = true
 	}
 	w.settle(info)
+	w.behind = nil
+	if !pulled {
+		w.behind = need
+	}
 	next, took, waiting := w.pick(ctx, info)
 	if next == nil && !pulled && len(need) > 0 && w.idlePullDue(waiting) {
 		// Nothing else to take: the results no task waits for are
@@ -557,14 +566,25 @@ func (w *worker) survey(claims map[string]claimState) (map[string]*taskInfo, []s
 // would import whole); those it did not import are remembered, with why,
 // and never pulled for again.
 func (w *worker) pull(ctx context.Context, need []string) error {
-	// A run the pull refuses (malformed, forged: anyone with push access
-	// can put one there) is left out, named, and never built on; the
-	// others are imported.
-	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) },
-		travel.SkipRefused(), travel.OnlyRuns(need), travel.VerifyAs(w.signing))
+	res, err := w.pullRuns(ctx, need)
 	if err != nil {
 		return err
 	}
+	return w.pulled(need, res)
+}
+
+// pullRuns is the pull of need: no bookkeeping, so that it may run
+// beside the worker's loop (pullBehind).
+func (w *worker) pullRuns(ctx context.Context, need []string) (*travel.PullResult, error) {
+	// A run the pull refuses (malformed, forged: anyone with push access
+	// can put one there) is left out, named, and never built on; the
+	// others are imported.
+	return travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) },
+		travel.SkipRefused(), travel.OnlyRuns(need), travel.VerifyAs(w.signing))
+}
+
+// pulled notes what the pull of need (res) did not import, and why.
+func (w *worker) pulled(need []string, res *travel.PullResult) error {
 	for _, r := range res.Refused {
 		if _, ok := w.unpulled[r.Run]; !ok {
 			w.log(Event{Type: "refused", Run: r.Run, Message: "refused " + travel.RecordsRef(r.Run) + " on the remote, nothing of it imported: " + r.Reason})
@@ -579,6 +599,46 @@ func (w *worker) pull(ctx context.Context, need []string) error {
 		}
 	}
 	return nil
+}
+
+// behindPull is a pull made while a task's agent works (pullBehind).
+type behindPull struct {
+	need []string
+	done chan struct{}
+	res  *travel.PullResult
+	err  error
+}
+
+// pullBehind pulls the results the last look saw that no task waits for
+// (w.behind), in the background at a low priority, while the task's
+// agent works: the cores are idle then, and the worker's last pull,
+// which verifies every result of the plan before the worker ends, is
+// left only the results that landed since. nil when there are none.
+func (w *worker) pullBehind(ctx context.Context) *behindPull {
+	if len(w.behind) == 0 {
+		return nil
+	}
+	p := &behindPull{need: w.behind, done: make(chan struct{})}
+	w.behind = nil
+	go func() {
+		defer close(p.done)
+		procgroup.Background()
+		p.res, p.err = w.pullRuns(ctx, p.need)
+	}()
+	return p
+}
+
+// joinBehind waits for a pull made behind a task's agent and notes what
+// it refused. One that failed is no failure of the task: the runs it
+// would have imported are pulled again before the worker ends.
+func (w *worker) joinBehind(p *behindPull) {
+	if p == nil {
+		return
+	}
+	<-p.done
+	if p.err == nil {
+		_ = w.pulled(p.need, p.res)
+	}
 }
 
 // capped says which of --max-cost and --max-tokens the worker's live
@@ -998,6 +1058,8 @@ func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input s
 	// up, no agent called.
 	var pushErr error
 	lostEarly := false
+	var bp *behindPull
+	defer func() { w.joinBehind(bp) }()
 	beforeLive := func(context.Context) error {
 		switch won, err := c.wait(); {
 		case err != nil:
@@ -1021,6 +1083,7 @@ func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input s
 			lostEarly = true
 			return errLostEarly
 		}
+		bp = w.pullBehind(ctx)
 		return nil
 	}
 	var observer loop.Observer
