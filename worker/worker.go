@@ -289,7 +289,10 @@ func Work(ctx context.Context, o Options) (*Summary, error) {
 	}
 }
 
-// start reads the plan and the base, and opens the journal.
+// start reads the plan and the base, and opens the journal. Its steps
+// that do not wait for each other run at once (each is a git process or
+// a few, and a fleet's workers start together, where each process waits
+// its turn for a core); an error is the first one in the order below.
 func (w *worker) start(ctx context.Context) error {
 	o := w.o
 	w.lease = o.Lease
@@ -301,59 +304,103 @@ func (w *worker) start(ctx context.Context) error {
 		host, _ := os.Hostname()
 		w.o.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randHex(3))
 	}
-	w.remote = o.Remote
-	if w.remote == "" {
-		w.remote = travel.DefaultRemote(ctx, o.Root)
-	}
-	w.refs = travel.NewLister(ctx, o.Root, w.remote)
 	sel, err := loop.ReadPlan(loop.PlanFile(o.Root, o.Settings.Plan))
 	if err != nil {
 		return err
 	}
 	w.sel = sel
-	if w.base, err = gitOut(ctx, o.Root, "rev-parse", "-q", "--verify", "HEAD^{commit}"); err != nil {
-		return ErrNoBase
-	}
-	// The base tree is the one a boundary of the base has (the plan left
-	// out), as the fan-in's first boundary has it; the plan is put back
-	// in each task's checkout (inputCommit).
-	if w.headTree, err = gitOut(ctx, o.Root, "rev-parse", w.base+"^{tree}"); err != nil {
-		return err
-	}
-	if w.tree, err = boundary.CommitTree(ctx, o.Root, w.base, filepath.ToSlash(filepath.Clean(o.Settings.Plan))); err != nil {
-		return err
-	}
 	// The plan the workers read is the one in the base commit: each task
 	// runs in a worktree checked out from it.
 	if filepath.IsAbs(o.Settings.Plan) {
 		return &PlanNotCommittedError{Plan: o.Settings.Plan}
 	}
-	committed, err := gitOut(ctx, o.Root, "rev-parse", "-q", "--verify", w.base+":"+filepath.ToSlash(o.Settings.Plan))
-	if err != nil {
-		return &PlanNotCommittedError{Plan: o.Settings.Plan}
-	}
-	if onDisk, err := gitOut(ctx, o.Root, "hash-object", "--", filepath.FromSlash(o.Settings.Plan)); err != nil || onDisk != committed {
-		return &PlanNotCommittedError{Plan: o.Settings.Plan}
-	}
-	if err := boundary.CheckMergeTree(ctx); err != nil {
-		return err
-	}
+	plan := filepath.ToSlash(filepath.Clean(o.Settings.Plan))
+	var g startGroup
+	g.do(func() error {
+		w.remote = o.Remote
+		if w.remote == "" {
+			w.remote = travel.DefaultRemote(ctx, o.Root)
+		}
+		w.refs = travel.NewLister(ctx, o.Root, w.remote)
+		return nil
+	})
+	g.do(func() error {
+		base, err := gitOut(ctx, o.Root, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+		if err != nil {
+			return ErrNoBase
+		}
+		w.base = base
+		var of startGroup
+		// The base tree is the one a boundary of the base has (the plan
+		// left out), as the fan-in's first boundary has it; the plan is
+		// put back in each task's checkout (inputCommit).
+		of.do(func() (err error) {
+			w.headTree, err = gitOut(ctx, o.Root, "rev-parse", base+"^{tree}")
+			return err
+		})
+		of.do(func() (err error) {
+			w.tree, err = boundary.CommitTree(ctx, o.Root, base, plan)
+			return err
+		})
+		of.do(func() error {
+			committed, err := gitOut(ctx, o.Root, "rev-parse", "-q", "--verify", base+":"+plan)
+			if err != nil {
+				return &PlanNotCommittedError{Plan: o.Settings.Plan}
+			}
+			if onDisk, err := gitOut(ctx, o.Root, "hash-object", "--", filepath.FromSlash(o.Settings.Plan)); err != nil || onDisk != committed {
+				return &PlanNotCommittedError{Plan: o.Settings.Plan}
+			}
+			return nil
+		})
+		return of.wait()
+	})
+	g.do(func() error { return boundary.CheckMergeTree(ctx) })
 	// Before anything is claimed: the results pushed from here must be
 	// ones the other workers build on and the fan-in replays, else each
 	// would do this worker's tasks again (and pay for them twice).
-	if w.signing, err = travel.LearnSigning(ctx, o.Root); err != nil {
+	g.do(func() (err error) {
+		if w.signing, err = travel.LearnSigning(ctx, o.Root); err != nil {
+			return err
+		}
+		return travel.CheckSelfTrust(ctx, o.Root, &w.signing)
+	})
+	if err := g.wait(); err != nil {
 		return err
 	}
-	if err := travel.CheckSelfTrust(ctx, o.Root, &w.signing); err != nil {
+	if w.j, err = cache.Open(o.Root); err != nil {
 		return err
 	}
 	skip := func(t extractor.Task) bool { return t.Checked && !o.Settings.IncludeChecked }
 	w.deps = loop.InputDeps(sel.Tasks, skip)
 	w.key = PlanKey(o.Settings.Plan, sel.PlanSHA256, w.base)
-	if w.j, err = cache.Open(o.Root); err != nil {
-		return err
-	}
 	w.sum = &Summary{Worker: w.o.ID, Plan: w.key, Base: w.base}
+	return nil
+}
+
+// startGroup runs steps at once; wait returns the error of the first
+// step (in the order they were given) that failed.
+type startGroup struct {
+	wg   sync.WaitGroup
+	errs []*error
+}
+
+func (g *startGroup) do(f func() error) {
+	e := new(error)
+	g.errs = append(g.errs, e)
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		*e = f()
+	}()
+}
+
+func (g *startGroup) wait() error {
+	g.wg.Wait()
+	for _, e := range g.errs {
+		if *e != nil {
+			return *e
+		}
+	}
 	return nil
 }
 
