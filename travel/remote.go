@@ -441,6 +441,8 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	for _, o := range opts {
 		o(&cfg)
 	}
+	ctx, endCat := withCatSessions(ctx, dir)
+	defer endCat()
 	p := &puller{ctx: ctx, dir: dir, bud: newBudget(cfg.limits), now: cfg.now(), pin: cfg.pin, only: cfg.only,
 		res: &PullResult{Remote: remote, Trust: map[string]Trust{}}}
 	if p.res.Remote == "" {
