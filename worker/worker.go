@@ -627,7 +627,7 @@ func (w *worker) pullRuns(ctx context.Context, need []string) (*travel.PullResul
 	// can put one there) is left out, named, and never built on; the
 	// others are imported.
 	return travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) },
-		travel.SkipRefused(), travel.OnlyRuns(need), travel.VerifyAs(w.signing))
+		travel.SkipRefused(), travel.OnlyRuns(need), travel.VerifyAs(w.signing), travel.Via(w.refs))
 }
 
 // pulled notes what the pull of need (res) did not import, and why.
