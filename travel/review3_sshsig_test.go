@@ -112,3 +112,18 @@ func TestReviewSSHSigAllowedKeyNonCanonicalBase64(t *testing.T) {
 		t.Fatalf("not decided in process")
 	}
 }
+
+// TestReviewSSHSigAuthorEncoding: git's %an is the author as
+// i18n.logOutputEncoding has it (git log re-encodes a commit whose
+// "encoding" header names another, to UTF-8 by default); commitAuthor
+// gives the raw bytes.
+func TestReviewSSHSigAuthorEncoding(t *testing.T) {
+	t.Skip("bug: commitAuthor does not re-encode an author of a commit with an encoding header, as git's %an does: in-process author differs from git's")
+	l := newSigLab(t)
+	alice := l.key("alice", "ed25519", 0)
+	l.allow("alice@example.com " + l.pub(alice))
+	payload := l.unsignedRaw("m")
+	payload = bytes.Replace(payload, []byte("\nauthor implloop test "), []byte("\nauthor J\xf6rg "), 1)
+	payload = bytes.Replace(payload, []byte("\n\n"), []byte("\nencoding ISO-8859-1\n\n"), 1)
+	l.check(l.write(withSig(payload, l.sshSign(alice, "git", payload)))) // fails: authors differ
+}
