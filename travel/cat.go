@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -33,10 +34,11 @@ type catSession struct {
 	dir string
 
 	mu     sync.Mutex
-	in     *io.PipeWriter
+	in     *os.File // git's standard input
+	outR   *os.File // and its output
 	out    *bufio.Reader
 	done   chan error // git's end
-	broken error      // the session cannot go on: each later round fails
+	broken error      // the session cannot go on (or ended): its rounds go elsewhere
 }
 
 type catKey struct{}
@@ -70,18 +72,31 @@ func catBatchIn(ctx context.Context, dir string, ids []string, fn func(i int, ty
 	return false, nil
 }
 
-// start starts git (s.mu held).
-func (s *catSession) start() {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	s.in, s.out, s.done = inW, bufio.NewReaderSize(outR, 64<<10), make(chan error, 1)
+// start starts git (s.mu held). Its input and output are pipes of the
+// system's, handed to git as they are: nothing of this process copies
+// them, so that git's end (cancelled, or dead of its own) ends a round
+// under way (its reads see the output's end, its writes the input's),
+// and git's wait waits for nothing else.
+func (s *catSession) start() error {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return err
+	}
+	s.in, s.outR, s.out, s.done = inW, outR, bufio.NewReaderSize(outR, 64<<10), make(chan error, 1)
 	go func() {
 		// No --buffer: git answers each object as it is asked for.
 		_, _, err := gitcmd.Run(s.ctx, gitcmd.Options{Dir: s.dir, Stdin: inR, Stdout: outW}, "cat-file", "--batch")
-		inR.CloseWithError(errors.Join(err, io.ErrClosedPipe))
-		outW.CloseWithError(errors.Join(err, io.ErrUnexpectedEOF))
+		inR.Close()
+		outW.Close()
 		s.done <- err
 	}()
+	return nil
 }
 
 // batch is catBatch through the session: the objects ids, in order, to
@@ -103,7 +118,10 @@ func (s *catSession) batch(ids []string, fn func(i int, typ string, size int64, 
 // round is one batch (s.mu held).
 func (s *catSession) round(ids []string, fn func(i int, typ string, size int64, r io.Reader) error) error {
 	if s.in == nil {
-		s.start()
+		if err := s.start(); err != nil {
+			s.broken = err
+			return err
+		}
 	}
 	wrote := make(chan error, 1)
 	go func() {
@@ -135,7 +153,7 @@ func (s *catSession) round(ids []string, fn func(i int, typ string, size int64, 
 		}
 	}
 	if s.broken != nil {
-		s.in.CloseWithError(s.broken) // git ends; the write with it
+		s.in.Close() // git ends; the write with it
 		<-wrote
 		return s.broken
 	}
@@ -146,17 +164,18 @@ func (s *catSession) round(ids []string, fn func(i int, typ string, size int64, 
 	return ferr
 }
 
-// close ends git, if it started.
+// close ends git, if it started; later rounds go elsewhere.
 func (s *catSession) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.broken == nil {
+		s.broken = errors.New("the object reader was closed")
+	}
 	if s.in == nil {
 		return
 	}
 	s.in.Close()
 	<-s.done
-	s.in = nil
-	if s.broken == nil {
-		s.broken = errors.New("the object reader was closed")
-	}
+	s.outR.Close()
+	s.in, s.outR = nil, nil
 }
