@@ -30,10 +30,12 @@ import (
 //     one principal with no patterns, at most the namespaces option (a
 //     plain list), an Ed25519, ECDSA or RSA key and a comment;
 //   - the commit is SHA-1 and carries one `gpgsig` header and no other
-//     signature header (git's payload is then the commit without it);
+//     signature header (git's payload is then the commit without it),
+//     one author and no encoding header;
 //   - the signature is an SSH signature (PROTOCOL.sshsig) read exactly:
-//     namespace "git", SHA-256 or SHA-512, a plain key (no certificate,
-//     no security key), a signature algorithm ssh-keygen accepts for it;
+//     namespace "git", an empty reserved field, SHA-256 or SHA-512, a
+//     plain key (no certificate, no security key), a signature
+//     algorithm ssh-keygen accepts for it;
 //   - its key is on exactly one line of the file, which allows "git".
 //
 // Then the signature is checked with golang.org/x/crypto/ssh, and when
@@ -135,7 +137,7 @@ func parseAllowedSigners(data []byte) (a *sshAllowed, ok bool) {
 		if len(rest) < 2 || !sshKeyType(rest[0]) {
 			return nil, false // another option, or a key type not read here
 		}
-		blob, err := base64.StdEncoding.DecodeString(rest[1])
+		blob, err := base64.StdEncoding.Strict().DecodeString(rest[1]) // OpenSSH refuses stray padding bits
 		if err != nil {
 			return nil, false
 		}
@@ -203,7 +205,9 @@ func (a *sshAllowed) verify(commit []byte) (sig signature, ok bool) {
 		return signature{}, false
 	}
 	s, ok := parseSSHSig(blob)
-	if !ok || s.namespace != "git" {
+	if !ok || s.namespace != "git" || len(s.reserved) != 0 {
+		// ssh-keygen verifies over an empty reserved field, whatever
+		// the blob holds.
 		return signature{}, false
 	}
 	line, found := a.lines[string(s.pubKey)]
@@ -371,15 +375,24 @@ func sshField(b []byte) (field, rest []byte, ok bool) {
 
 // commitAuthor is git's "%an <%ae>" of a commit's headers
 // (split_ident_line: the name before the first '<', trailing blanks
-// trimmed; the email up to the next '>').
+// trimmed; the email up to the next '>'), when it has one author header
+// and no encoding header (git re-encodes the author then); ok false
+// otherwise (git says).
 func commitAuthor(payload []byte) (string, bool) {
+	author := ""
 	for line := range strings.SplitSeq(string(payload), "\n") {
 		if line == "" {
 			break
 		}
+		if strings.HasPrefix(line, "encoding ") {
+			return "", false
+		}
 		id, ok := strings.CutPrefix(line, "author ")
 		if !ok {
 			continue
+		}
+		if author != "" {
+			return "", false // two: git's is the last
 		}
 		lt := strings.IndexByte(id, '<')
 		if lt < 0 {
@@ -390,7 +403,7 @@ func commitAuthor(payload []byte) (string, bool) {
 			return "", false
 		}
 		name := strings.TrimRight(id[:lt], " \t\r") // git's isspace
-		return name + " <" + id[lt+1:lt+1+gt] + ">", true
+		author = name + " <" + id[lt+1:lt+1+gt] + ">"
 	}
-	return "", false
+	return author, author != ""
 }
