@@ -355,16 +355,19 @@ func (w *worker) start(ctx context.Context) error {
 		return of.wait()
 	})
 	g.do(func() error { return boundary.CheckMergeTree(ctx) })
-	// Before anything is claimed: the results pushed from here must be
-	// ones the other workers build on and the fan-in replays, else each
-	// would do this worker's tasks again (and pay for them twice).
 	g.do(func() (err error) {
-		if w.signing, err = travel.LearnSigning(ctx, o.Root); err != nil {
-			return err
-		}
-		return travel.CheckSelfTrust(ctx, o.Root, &w.signing)
+		w.signing, err = travel.LearnSigning(ctx, o.Root)
+		return err
 	})
 	if err := g.wait(); err != nil {
+		return err
+	}
+	// Before anything is claimed: the results pushed from here must be
+	// ones the other workers build on and the fan-in replays, else each
+	// would do this worker's tasks again (and pay for them twice). A
+	// probe is signed for it (a hardware key may ask for a touch): once
+	// the plan and the base are known good.
+	if err := travel.CheckSelfTrust(ctx, o.Root, &w.signing); err != nil {
 		return err
 	}
 	if w.j, err = cache.Open(o.Root); err != nil {
@@ -670,10 +673,22 @@ func (w *worker) pullBehind(ctx context.Context) *behindPull {
 	go func() {
 		defer close(p.done)
 		procgroup.Background()
+		// A pull imports in one journal transaction, which the task's
+		// run waits for when it writes (the journal's busy timeout is
+		// 10 s): one that is not done in behindPullLimit (a slow
+		// verifying program, a loaded machine) is given up, its runs
+		// pulled again before the worker ends.
+		ctx, cancel := context.WithTimeout(ctx, behindPullLimit)
+		defer cancel()
 		p.res, p.err = w.pullRuns(ctx, p.need)
 	}()
 	return p
 }
+
+// behindPullLimit is how long a pull behind a task's agent may take:
+// well within the journal's busy timeout (cache), which a task's run
+// waits for the pull's transaction under.
+const behindPullLimit = 5 * time.Second
 
 // joinBehind waits for a pull made behind a task's agent and notes what
 // it refused. One that failed is no failure of the task: the runs it
