@@ -253,21 +253,18 @@ func RemoveWorktree(ctx context.Context, repoDir, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := g.removeWorktree(path); err != nil {
-		return err
-	}
-	_, _, _ = g.run(nil, nil, "worktree", "prune")
-	return nil
+	return g.removeWorktree(path)
 }
 
 // removeWorktree removes the worktree at path, even locked or dirty, and
-// its directory when git cannot (a task broke it); `worktree prune` then
-// forgets it.
+// its directory when git cannot (a task broke it), which `worktree
+// prune` then forgets (git's own removal leaves nothing to prune).
 func (g *gitRepo) removeWorktree(path string) error {
 	if _, _, err := g.run(nil, nil, "worktree", "remove", "--force", "--force", path); err != nil {
 		if rerr := os.RemoveAll(path); rerr != nil {
 			return err
 		}
+		_, _, _ = g.run(nil, nil, "worktree", "prune")
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	extast "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
@@ -28,7 +27,7 @@ import (
 var mdParser = sync.OnceValue(func() parser.Parser {
 	return parser.NewParser(
 		parser.WithBlockParsers(parser.DefaultBlockParsers()...),
-		parser.WithInlineParsers(util.Prioritized(extension.NewTaskCheckBoxParser(), 0)),
+		parser.WithInlineParsers(util.Prioritized(checkBoxParser{}, 0)),
 		parser.WithParagraphTransformers(util.Prioritized(paragraphTransformer{}, 100)),
 	)
 })

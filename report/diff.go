@@ -1,16 +1,15 @@
 package report
 
+//go:generate go run ./gen -o chroma_css.go
+
 import (
-	"bytes"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/alecthomas/chroma/v2"
-	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
 	"github.com/alecthomas/chroma/v2/lexers"
-	"github.com/alecthomas/chroma/v2/styles"
 )
 
 // A patch as the HTML report shows it: per file, its lines with their
@@ -123,7 +122,7 @@ func highlight(f *diffFile, code []int) {
 				continue
 			}
 			class := tokenClass(t.Type)
-			if !styled[class] {
+			if !styled(class) {
 				class = "" // a span no rule colours is only bytes
 			}
 			if k := len(toks) - 1; k >= 0 && toks[k].Class == class {
@@ -212,38 +211,3 @@ func unquoteGit(p string) string {
 	}
 	return p
 }
-
-// chromaCSS is the stylesheet of chroma's classes: GitHub's light style,
-// and its dark one on a screen whose reader asks for dark (paper stays
-// light). styled is the set of classes it colours otherwise than plain
-// text: a span of another class would only add bytes.
-var chromaCSS, styled = func() (string, map[string]bool) {
-	var b bytes.Buffer
-	set := map[string]bool{}
-	f := chromahtml.New(chromahtml.WithClasses(true), chromahtml.WithCSSComments(false))
-	// The page's text colours (--fg) are GitHub's: a rule giving a class
-	// that colour colours nothing.
-	fg := map[string]string{"github": "#1f2328", "github-dark": "#e6edf3"}
-	for _, name := range []string{"github", "github-dark"} {
-		st := styles.Get(name)
-		var css bytes.Buffer
-		if err := f.WriteCSS(&css, st); err != nil {
-			panic(err) // chroma's own styles: cannot fail
-		}
-		plain := "{ color: " + fg[name] + " }"
-		for _, line := range strings.Split(css.String(), "\n") {
-			class, rule, ok := strings.Cut(strings.TrimPrefix(line, ".chroma ."), " ")
-			if ok && strings.HasPrefix(line, ".chroma .") && class != "w" && rule != plain {
-				set[class] = true
-			}
-		}
-		if name != "github" {
-			b.WriteString("@media screen and (prefers-color-scheme: dark) {\n")
-			b.Write(css.Bytes())
-			b.WriteString("}\n")
-		} else {
-			b.Write(css.Bytes())
-		}
-	}
-	return b.String(), set
-}()

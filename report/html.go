@@ -86,12 +86,19 @@ const (
 //go:embed report.html.tmpl
 var pageSource string
 
-var (
-	pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
+// pageTemplate parses the page's template (its "diff" template writes a
+// task's patch). Parsed for each page rather than at package init, which
+// every implloop process would pay (about 0.4 ms) for the one command
+// that writes a page.
+func pageTemplate() (*template.Template, error) {
+	t, err := template.New("page").Funcs(template.FuncMap{
 		"dur": dur, "lower": strings.ToLower, "stamp": stamp, "usd": usd, "commas": words.Thousands, "tokens": tokens, "cost": costOf, "short": words.Short,
-	}).Parse(pageSource))
-	diffTmpl = pageTmpl.Lookup("diff")
-)
+	}).Parse(pageSource)
+	if err != nil {
+		return nil, fmt.Errorf("report template: %w", err)
+	}
+	return t, nil
+}
 
 // HTMLPath is where WriteHTML puts a run's report.html.
 func HTMLPath(stateDir, runID string) string {
@@ -118,18 +125,22 @@ func htmlPage(r *Report, x *Extras, mdPath string) ([]byte, error) {
 	if x == nil {
 		x = &Extras{}
 	}
+	tmpl, err := pageTemplate()
+	if err != nil {
+		return nil, err
+	}
 	p := newPage(r, x, mdPath)
 	// First without diffs: what the rest weighs is what the diffs may not.
 	var b bytes.Buffer
-	if err := pageTmpl.Execute(&b, p); err != nil {
+	if err := tmpl.Execute(&b, p); err != nil {
 		return nil, err
 	}
 	budget := MaxHTMLSize - htmlHeadroom - b.Len()
-	if err := p.addDiffs(x, budget); err != nil {
+	if err := p.addDiffs(tmpl.Lookup("diff"), x, budget); err != nil {
 		return nil, err
 	}
 	b.Reset()
-	if err := pageTmpl.Execute(&b, p); err != nil {
+	if err := tmpl.Execute(&b, p); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -261,7 +272,7 @@ func newPage(r *Report, x *Extras, mdPath string) *page {
 }
 
 // addDiffs renders each task's patch while the budget lasts.
-func (p *page) addDiffs(x *Extras, budget int) error {
+func (p *page) addDiffs(diffTmpl *template.Template, x *Extras, budget int) error {
 	var b bytes.Buffer
 	for i := range p.Tasks {
 		v := &p.Tasks[i]

@@ -396,13 +396,17 @@ type catError struct {
 func (e *catError) Error() string { return e.Err.Error() }
 func (e *catError) Unwrap() error { return e.Err }
 
-// catBatch reads the objects ids with one `git cat-file --batch`, handing
+// catBatch reads the objects ids with one `git cat-file --batch` (one
+// of the sessions ctx carries, catSessions, if any), handing
 // each one's type, size and content to fn as a stream: fn sees the size
 // before it reads a byte. An object git does not
 // have is a *catError.
 func catBatch(ctx context.Context, dir string, ids []string, fn func(i int, typ string, size int64, r io.Reader) error) error {
 	if len(ids) == 0 {
 		return nil
+	}
+	if ok, err := catBatchIn(ctx, dir, ids, fn); ok {
+		return err
 	}
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)

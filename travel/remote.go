@@ -376,7 +376,13 @@ type pullConfig struct {
 	skip   bool
 	pin    *gitConfig
 	only   map[string]bool // nil: every run
+	via    *Lister         // the remote's protocol, as a Lister of it chose it (nil: asked)
 }
+
+// Via makes a pull talk to the remote in the protocol l chose for it
+// (the remote is l's): a worker that lists the remote's claims does not
+// ask git for the remote's URL again at each pull.
+func Via(l *Lister) PullOption { return func(c *pullConfig) { c.via = l } }
 
 // OnlyRuns makes a pull fetch and import the records of the runs named
 // only (those the remote has; every seal is fetched, to verify them): a
@@ -441,7 +447,9 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	p := &puller{ctx: ctx, dir: dir, bud: newBudget(cfg.limits), now: cfg.now(), pin: cfg.pin, only: cfg.only,
+	ctx, endCat := withCatSessions(ctx, dir)
+	defer endCat()
+	p := &puller{ctx: ctx, dir: dir, bud: newBudget(cfg.limits), now: cfg.now(), pin: cfg.pin, only: cfg.only, via: cfg.via,
 		res: &PullResult{Remote: remote, Trust: map[string]Trust{}}}
 	if p.res.Remote == "" {
 		p.res.Remote = DefaultRemote(ctx, dir)
@@ -531,6 +539,7 @@ type puller struct {
 	pin *gitConfig // the configuration signatures are verified with (nil: git's)
 	// only are the runs it fetches and imports (nil: every run; OnlyRuns).
 	only map[string]bool
+	via  *Lister // Via
 	// refs are the update-ref lines the import sets at once: the staging
 	// refs deleted, the imported runs' refs set, the present runs'
 	// repaired.
@@ -573,7 +582,16 @@ func (p *puller) fetch() (string, error) {
 		}
 		sort.Strings(specs)
 	}
-	args := append(protocolOf(p.ctx, p.dir, p.res.Remote), "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", p.res.Remote)
+	var proto []string
+	if p.via != nil && p.via.remote == p.res.Remote && p.via.dir == p.dir {
+		proto = slices.Clone(p.via.pre)
+	} else {
+		proto = protocolOf(p.ctx, p.dir, p.res.Remote)
+	}
+	// No auto maintenance (a process more, each pull: what a pull
+	// fetches is staged and dropped again; the user's own next git
+	// command does it). A key older gits ignore, unlike the option.
+	args := append(proto, "-c", "maintenance.auto=false", "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", p.res.Remote)
 	args = append(append(args, specs...), "+"+SealRefPrefix+"*:"+sealNS+"*")
 	if _, err := git(p.ctx, p.dir, nil, nil, args...); err != nil {
 		return "", &RemoteError{Remote: p.res.Remote, Op: "fetch", Err: err}

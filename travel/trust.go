@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -134,15 +136,89 @@ type signature struct {
 // to check: the caller, who knows whether the commit is signed
 // (hasSignature), makes that E ("cannot be checked").
 //
-// git starts the signature program (ssh-keygen twice, gpg) once per
-// commit, and waits on each: the commits are verified by a few `git log`
-// processes at once, which keeps the pull's wall time close to what it
-// is unsigned. pin is the configuration they verify with (nil: git's
-// now).
+// A plain SSH signature that verifies is checked in process, as git
+// would check it (sshsig.go); git verifies the others. git starts the
+// signature program (ssh-keygen twice, gpg) once per commit, and waits
+// on each: those commits are verified by a few `git log` processes at
+// once, which keeps the pull's wall time close to what it is unsigned.
+// pin is the configuration they verify with (nil: git's now).
 func verifyCommits(ctx context.Context, dir string, commits []string, pin *gitConfig) ([]signature, error) {
 	if len(commits) == 0 {
 		return nil, nil
 	}
+	sigs := make([]signature, len(commits))
+	rest, at, err := verifyInProcess(ctx, dir, commits, pin, sigs)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) == 0 {
+		return sigs, nil
+	}
+	got, err := verifyWithGit(ctx, dir, rest, pin)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range at {
+		sigs[i] = got[k]
+	}
+	return sigs, nil
+}
+
+// verifyInProcess fills sigs with the G of each commit whose SSH
+// signature is checked in process (sshsig.go), and returns the others
+// (rest, at their indexes in commits) for git.
+func verifyInProcess(ctx context.Context, dir string, commits []string, pin *gitConfig, sigs []signature) (rest []string, at []int, err error) {
+	all := func() ([]string, []int, error) {
+		at := make([]int, len(commits))
+		for i := range at {
+			at[i] = i
+		}
+		return commits, at, nil
+	}
+	cfg := map[string]string(nil)
+	if pin != nil {
+		cfg = pin.read
+	} else {
+		keys, values, err := readConfig(ctx, dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg = lastOf(keys, values)
+	}
+	v := sshVerifierFor(cfg, os.Getenv("HOME"))
+	if v == nil {
+		return all()
+	}
+	done := make([]bool, len(commits))
+	err = catBatch(ctx, dir, commits, func(i int, typ string, size int64, r io.Reader) error {
+		if typ != "commit" || len(commits[i]) != 40 || size > maxSignedCommit {
+			return nil
+		}
+		raw, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		sigs[i], done[i] = v.verify(raw)
+		return nil
+	})
+	var ce *catError
+	if err != nil && !errors.As(err, &ce) {
+		return nil, nil, fmt.Errorf("reading the signed commits: %w", err)
+	}
+	for i, c := range commits {
+		if !done[i] {
+			rest, at = append(rest, c), append(at, i)
+		}
+	}
+	return rest, at, nil
+}
+
+// maxSignedCommit bounds a commit checked in process (records and seal
+// commits are small; git checks a larger one).
+const maxSignedCommit = 1 << 20
+
+// verifyWithGit is verifyCommits by git alone.
+func verifyWithGit(ctx context.Context, dir string, commits []string, pin *gitConfig) ([]signature, error) {
 	minTrust := pin.minTrustLevel(ctx, dir)
 	const per, most = 16, 4
 	n := min(most, (len(commits)+per-1)/per)

@@ -223,6 +223,11 @@ type worker struct {
 	// pending is the last task's result, pushed in the background while
 	// the worker goes on (nil: none).
 	pending *pendingPush
+	// behind are the results the last look saw that the journal lacks
+	// and no task waits for: the next task's run pulls them while its
+	// agent works (pullBehind), so that the worker's last pull, which
+	// verifies every result before it ends, finds few left.
+	behind []string
 	// landed: a result of this worker's landed on the remote. Until one
 	// did, the next task's agent is not called before the last result's
 	// push was tried once (the remote may refuse this worker's results:
@@ -284,7 +289,10 @@ func Work(ctx context.Context, o Options) (*Summary, error) {
 	}
 }
 
-// start reads the plan and the base, and opens the journal.
+// start reads the plan and the base, and opens the journal. Its steps
+// that do not wait for each other run at once (each is a git process or
+// a few, and a fleet's workers start together, where each process waits
+// its turn for a core); an error is the first one in the order below.
 func (w *worker) start(ctx context.Context) error {
 	o := w.o
 	w.lease = o.Lease
@@ -296,59 +304,106 @@ func (w *worker) start(ctx context.Context) error {
 		host, _ := os.Hostname()
 		w.o.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randHex(3))
 	}
-	w.remote = o.Remote
-	if w.remote == "" {
-		w.remote = travel.DefaultRemote(ctx, o.Root)
-	}
-	w.refs = travel.NewLister(ctx, o.Root, w.remote)
 	sel, err := loop.ReadPlan(loop.PlanFile(o.Root, o.Settings.Plan))
 	if err != nil {
 		return err
 	}
 	w.sel = sel
-	if w.base, err = gitOut(ctx, o.Root, "rev-parse", "-q", "--verify", "HEAD^{commit}"); err != nil {
-		return ErrNoBase
-	}
-	// The base tree is the one a boundary of the base has (the plan left
-	// out), as the fan-in's first boundary has it; the plan is put back
-	// in each task's checkout (inputCommit).
-	if w.headTree, err = gitOut(ctx, o.Root, "rev-parse", w.base+"^{tree}"); err != nil {
-		return err
-	}
-	if w.tree, err = boundary.CommitTree(ctx, o.Root, w.base, filepath.ToSlash(filepath.Clean(o.Settings.Plan))); err != nil {
-		return err
-	}
 	// The plan the workers read is the one in the base commit: each task
 	// runs in a worktree checked out from it.
 	if filepath.IsAbs(o.Settings.Plan) {
 		return &PlanNotCommittedError{Plan: o.Settings.Plan}
 	}
-	committed, err := gitOut(ctx, o.Root, "rev-parse", "-q", "--verify", w.base+":"+filepath.ToSlash(o.Settings.Plan))
-	if err != nil {
-		return &PlanNotCommittedError{Plan: o.Settings.Plan}
-	}
-	if onDisk, err := gitOut(ctx, o.Root, "hash-object", "--", filepath.FromSlash(o.Settings.Plan)); err != nil || onDisk != committed {
-		return &PlanNotCommittedError{Plan: o.Settings.Plan}
-	}
-	if err := boundary.CheckMergeTree(ctx); err != nil {
+	plan := filepath.ToSlash(filepath.Clean(o.Settings.Plan))
+	var g startGroup
+	g.do(func() error {
+		w.remote = o.Remote
+		if w.remote == "" {
+			w.remote = travel.DefaultRemote(ctx, o.Root)
+		}
+		w.refs = travel.NewLister(ctx, o.Root, w.remote)
+		return nil
+	})
+	g.do(func() error {
+		base, err := gitOut(ctx, o.Root, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+		if err != nil {
+			return ErrNoBase
+		}
+		w.base = base
+		var of startGroup
+		// The base tree is the one a boundary of the base has (the plan
+		// left out), as the fan-in's first boundary has it; the plan is
+		// put back in each task's checkout (inputCommit).
+		of.do(func() (err error) {
+			w.headTree, err = gitOut(ctx, o.Root, "rev-parse", base+"^{tree}")
+			return err
+		})
+		of.do(func() (err error) {
+			w.tree, err = boundary.CommitTree(ctx, o.Root, base, plan)
+			return err
+		})
+		of.do(func() error {
+			committed, err := gitOut(ctx, o.Root, "rev-parse", "-q", "--verify", base+":"+plan)
+			if err != nil {
+				return &PlanNotCommittedError{Plan: o.Settings.Plan}
+			}
+			if onDisk, err := gitOut(ctx, o.Root, "hash-object", "--", filepath.FromSlash(o.Settings.Plan)); err != nil || onDisk != committed {
+				return &PlanNotCommittedError{Plan: o.Settings.Plan}
+			}
+			return nil
+		})
+		return of.wait()
+	})
+	g.do(func() error { return boundary.CheckMergeTree(ctx) })
+	g.do(func() (err error) {
+		w.signing, err = travel.LearnSigning(ctx, o.Root)
+		return err
+	})
+	if err := g.wait(); err != nil {
 		return err
 	}
 	// Before anything is claimed: the results pushed from here must be
 	// ones the other workers build on and the fan-in replays, else each
-	// would do this worker's tasks again (and pay for them twice).
-	if w.signing, err = travel.LearnSigning(ctx, o.Root); err != nil {
+	// would do this worker's tasks again (and pay for them twice). A
+	// probe is signed for it (a hardware key may ask for a touch): once
+	// the plan and the base are known good.
+	if err := travel.CheckSelfTrust(ctx, o.Root, &w.signing); err != nil {
 		return err
 	}
-	if err := travel.CheckSelfTrust(ctx, o.Root, &w.signing); err != nil {
+	if w.j, err = cache.Open(o.Root); err != nil {
 		return err
 	}
 	skip := func(t extractor.Task) bool { return t.Checked && !o.Settings.IncludeChecked }
 	w.deps = loop.InputDeps(sel.Tasks, skip)
 	w.key = PlanKey(o.Settings.Plan, sel.PlanSHA256, w.base)
-	if w.j, err = cache.Open(o.Root); err != nil {
-		return err
-	}
 	w.sum = &Summary{Worker: w.o.ID, Plan: w.key, Base: w.base}
+	return nil
+}
+
+// startGroup runs steps at once; wait returns the error of the first
+// step (in the order they were given) that failed.
+type startGroup struct {
+	wg   sync.WaitGroup
+	errs []*error
+}
+
+func (g *startGroup) do(f func() error) {
+	e := new(error)
+	g.errs = append(g.errs, e)
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		*e = f()
+	}()
+}
+
+func (g *startGroup) wait() error {
+	g.wg.Wait()
+	for _, e := range g.errs {
+		if *e != nil {
+			return *e
+		}
+	}
 	return nil
 }
 
@@ -449,6 +504,10 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 		pulled = true
 	}
 	w.settle(info)
+	w.behind = nil
+	if !pulled {
+		w.behind = need
+	}
 	next, took, waiting := w.pick(ctx, info)
 	if next == nil && !pulled && len(need) > 0 && w.idlePullDue(waiting) {
 		// Nothing else to take: the results no task waits for are
@@ -557,14 +616,25 @@ func (w *worker) survey(claims map[string]claimState) (map[string]*taskInfo, []s
 // would import whole); those it did not import are remembered, with why,
 // and never pulled for again.
 func (w *worker) pull(ctx context.Context, need []string) error {
-	// A run the pull refuses (malformed, forged: anyone with push access
-	// can put one there) is left out, named, and never built on; the
-	// others are imported.
-	res, err := travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) },
-		travel.SkipRefused(), travel.OnlyRuns(need), travel.VerifyAs(w.signing))
+	res, err := w.pullRuns(ctx, need)
 	if err != nil {
 		return err
 	}
+	return w.pulled(need, res)
+}
+
+// pullRuns is the pull of need: no bookkeeping, so that it may run
+// beside the worker's loop (pullBehind).
+func (w *worker) pullRuns(ctx context.Context, need []string) (*travel.PullResult, error) {
+	// A run the pull refuses (malformed, forged: anyone with push access
+	// can put one there) is left out, named, and never built on; the
+	// others are imported.
+	return travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) },
+		travel.SkipRefused(), travel.OnlyRuns(need), travel.VerifyAs(w.signing), travel.Via(w.refs))
+}
+
+// pulled notes what the pull of need (res) did not import, and why.
+func (w *worker) pulled(need []string, res *travel.PullResult) error {
 	for _, r := range res.Refused {
 		if _, ok := w.unpulled[r.Run]; !ok {
 			w.log(Event{Type: "refused", Run: r.Run, Message: "refused " + travel.RecordsRef(r.Run) + " on the remote, nothing of it imported: " + r.Reason})
@@ -579,6 +649,58 @@ func (w *worker) pull(ctx context.Context, need []string) error {
 		}
 	}
 	return nil
+}
+
+// behindPull is a pull made while a task's agent works (pullBehind).
+type behindPull struct {
+	need []string
+	done chan struct{}
+	res  *travel.PullResult
+	err  error
+}
+
+// pullBehind pulls the results the last look saw that no task waits for
+// (w.behind), in the background at a low priority, while the task's
+// agent works: the cores are idle then, and the worker's last pull,
+// which verifies every result of the plan before the worker ends, is
+// left only the results that landed since. nil when there are none.
+func (w *worker) pullBehind(ctx context.Context) *behindPull {
+	if len(w.behind) == 0 {
+		return nil
+	}
+	p := &behindPull{need: w.behind, done: make(chan struct{})}
+	w.behind = nil
+	go func() {
+		defer close(p.done)
+		procgroup.Background()
+		// A pull imports in one journal transaction, which the task's
+		// run waits for when it writes (the journal's busy timeout is
+		// 10 s): one that is not done in behindPullLimit (a slow
+		// verifying program, a loaded machine) is given up, its runs
+		// pulled again before the worker ends.
+		ctx, cancel := context.WithTimeout(ctx, behindPullLimit)
+		defer cancel()
+		p.res, p.err = w.pullRuns(ctx, p.need)
+	}()
+	return p
+}
+
+// behindPullLimit is how long a pull behind a task's agent may take:
+// well within the journal's busy timeout (cache), which a task's run
+// waits for the pull's transaction under.
+const behindPullLimit = 5 * time.Second
+
+// joinBehind waits for a pull made behind a task's agent and notes what
+// it refused. One that failed is no failure of the task: the runs it
+// would have imported are pulled again before the worker ends.
+func (w *worker) joinBehind(p *behindPull) {
+	if p == nil {
+		return
+	}
+	<-p.done
+	if p.err == nil {
+		_ = w.pulled(p.need, p.res)
+	}
 }
 
 // capped says which of --max-cost and --max-tokens the worker's live
@@ -998,6 +1120,8 @@ func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input s
 	// up, no agent called.
 	var pushErr error
 	lostEarly := false
+	var bp *behindPull
+	defer func() { w.joinBehind(bp) }()
 	beforeLive := func(context.Context) error {
 		switch won, err := c.wait(); {
 		case err != nil:
@@ -1021,6 +1145,7 @@ func (w *worker) run(ctx context.Context, t extractor.Task, c *claiming, input s
 			lostEarly = true
 			return errLostEarly
 		}
+		bp = w.pullBehind(ctx)
 		return nil
 	}
 	var observer loop.Observer

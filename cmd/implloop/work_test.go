@@ -55,6 +55,11 @@ if [ -n "$CHAIN" ] && [ "$IMPLLOOP_TASK_ID" -gt 1 ]; then
   claim=$(git ls-remote "$REMOTE" "refs/implloop/claims/*/$prev" | cut -f1)
   git ls-remote "$REMOTE" 'refs/implloop/records/*' | cut -f1 | grep -qx "$claim" || echo "early-$IMPLLOOP_TASK_ID" >> "$CALLS"
 fi
+if [ -n "$BEHIND" ]; then
+  i=0
+  while [ $i -lt 200 ] && [ -z "$(git for-each-ref refs/implloop/records/)" ]; do sleep 0.05; i=$((i+1)); done
+  git for-each-ref --format='%(refname)' refs/implloop/records/ >> "$BEHIND"
+fi
 [ -z "$AGENT_SLEEP" ] || sleep "$AGENT_SLEEP"
 echo "task $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"
 [ -z "$EVIL" ] || echo BACKDOOR >> "out-$IMPLLOOP_TASK_ID.txt"

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // ErrNotInstalled is returned when there is no git on PATH.
@@ -78,6 +79,10 @@ type Options struct {
 	Stdout io.Writer
 }
 
+// waitDelay bounds the wait for git's output once git ended or was
+// killed (exec.Cmd.WaitDelay).
+const waitDelay = 2 * time.Second
+
 // Path finds git on PATH.
 func Path() (string, error) {
 	p, err := exec.LookPath("git")
@@ -107,7 +112,15 @@ func Run(ctx context.Context, o Options, args ...string) (stdout, stderr []byte,
 		cmd.Stdout = o.Stdout
 	}
 	cmd.Stderr = &errb
-	if err := cmd.Run(); err != nil {
+	// Once git was killed (the context ended), its wait does not wait
+	// long for a program it started (a signing program, a hook) that
+	// holds its output open.
+	cmd.WaitDelay = waitDelay
+	err = cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() && ctx.Err() == nil {
+		err = nil // git did its job; something it left running holds its output
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return out.Bytes(), errb.Bytes(), ctx.Err() // killed because the command was cancelled
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOutputAndError(t *testing.T) {
@@ -110,5 +111,28 @@ func TestQuotePath(t *testing.T) {
 		if got[i] != want {
 			t.Errorf("%q: %s, want %s", n, got[i], want)
 		}
+	}
+}
+
+// A git killed as its context ends returns, though a program it started
+// (an alias, a signing program, a hook) still holds its output open:
+// Run waited for that program's end before (a pull given up behind an
+// agent held the journal for as long).
+func TestRunKilledReturnsThoughItsChildHoldsTheOutput(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := Run(ctx, Options{Dir: dir}, "-c", "alias.hold=!sleep 60", "hold")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err %v, want the context's", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run still waits for the program git started")
 	}
 }
