@@ -8,6 +8,7 @@ import (
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/gitobj"
 )
 
 // SelfTrustError says why a run pushed from a clone would not be trusted
@@ -50,7 +51,8 @@ func (e *SelfTrustError) Unwrap() error { return e.Sign }
 // from dir is trusted by a clone with dir's trust settings, else a
 // *SelfTrustError. s is the signing as learned (LearnSigning), which
 // the probe signs and verifies with; nil: git's now.
-func CheckSelfTrust(ctx context.Context, dir string, s *Signing) error {
+func CheckSelfTrust(ctx context.Context, dirs cache.Dirs, s *Signing) error {
+	dir := dirs.Root
 	sign := s != nil && s.Sign
 	if s == nil {
 		sign = SignsRuns(ctx, dir)
@@ -58,11 +60,11 @@ func CheckSelfTrust(ctx context.Context, dir string, s *Signing) error {
 	if !sign {
 		return &SelfTrustError{Unsigned: true}
 	}
-	empty, err := EmptyTree(ctx, cache.Dirs{Root: dir}) // once a worker: git writes it
+	empty, err := EmptyTree(ctx, dirs)
 	if err != nil {
 		return err
 	}
-	c, err := git(ctx, dir, []byte("implloop: a signing probe (implloop work)\n"), s.identEnv(), s.pin().with("commit-tree", "-S", empty, "-F", "-")...)
+	c, err := signedCommit(ctx, dirs, s.pin(), gitobj.Commit{Tree: empty, Author: s.ident(), Committer: s.ident(), Message: "implloop: a signing probe (implloop work)\n"})
 	if err != nil {
 		return &SelfTrustError{Sign: err}
 	}
