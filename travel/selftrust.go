@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gitcmd"
@@ -35,8 +36,7 @@ func (e *SelfTrustError) Error() string {
 		why := e.Sign.Error()
 		var ge *gitcmd.Error
 		if errors.As(e.Sign, &ge) && ge.Stderr != "" {
-			why, _, _ = strings.Cut(ge.Stderr, "\n")
-			why = strings.TrimPrefix(strings.TrimPrefix(why, "fatal: "), "error: ")
+			why = signWhy(ge.Stderr)
 		}
 		return "git cannot sign here: " + why
 	}
@@ -80,4 +80,31 @@ func CheckSelfTrust(ctx context.Context, dirs cache.Dirs, s *Signing) error {
 		got.letter = "E" // signed (commit-tree -S), so: cannot be checked
 	}
 	return &SelfTrustError{Trust: TrustOf(&cache.Pulled{Signature: got.letter, Signer: got.signer, Key: got.key, Author: got.author})}
+}
+
+// signWhy is why git could not sign, from its stderr: the first line
+// that says something (the signing program's banner of @ left out), and
+// the line after it when that one is a banner's title ("WARNING:
+// UNPROTECTED PRIVATE KEY FILE!" says what is wrong only with the next:
+// "Permissions 0644 for '...' are too open.").
+func signWhy(stderr string) string {
+	var lines []string
+	for _, l := range strings.Split(stderr, "\n") {
+		l = strings.TrimSpace(l)
+		if n := len(l); n > 1 && l[n-1] == '?' && strings.ContainsRune(".!@", rune(l[n-2])) {
+			l = l[:n-1] // a carriage return, which git prints as "?"
+		}
+		l = strings.TrimPrefix(strings.TrimPrefix(l, "fatal: "), "error: ")
+		l = strings.Trim(l, "@ \t\r")
+		if strings.IndexFunc(l, unicode.IsLetter) >= 0 {
+			lines = append(lines, l)
+		}
+	}
+	switch {
+	case len(lines) == 0:
+		return strings.TrimSpace(stderr)
+	case len(lines) > 1 && strings.HasSuffix(lines[0], "!"):
+		return lines[0] + " " + lines[1]
+	}
+	return lines[0]
 }

@@ -288,3 +288,19 @@ func FuzzParseEd25519PublicFile(f *testing.F) {
 		}
 	})
 }
+
+// TestSignWhy: a signing failure says what is wrong in its first words,
+// the signing program's banner left out.
+func TestSignWhy(t *testing.T) {
+	for in, want := range map[string]string{
+		"error: @@@@@@@@@@@@\r\n@   WARNING: UNPROTECTED PRIVATE KEY FILE!   @\r\n@@@@@@@@@@@@\r\nPermissions 0644 for '/k' are too open.\r\nIt is required that...\r\n": "WARNING: UNPROTECTED PRIVATE KEY FILE! Permissions 0644 for '/k' are too open.",
+		"error: user.signingKey needs to be set for ssh signing\nfatal: failed to write commit object\n":                                                                 "user.signingKey needs to be set for ssh signing",
+		"error: @@@@@@@@@@@@?\n@   WARNING: UNPROTECTED PRIVATE KEY FILE!   @?\n@@@@@@@@@@@@?\nPermissions 0644 for '/k' are too open.?\n":                               "WARNING: UNPROTECTED PRIVATE KEY FILE! Permissions 0644 for '/k' are too open.",
+		"error: is it there?\n": "is it there?",
+		"\n\n":                  "",
+	} {
+		if got := signWhy(in); got != want {
+			t.Errorf("signWhy(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
