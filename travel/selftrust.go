@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/implloop/implloop/cache"
@@ -64,10 +65,22 @@ func CheckSelfTrust(ctx context.Context, dirs cache.Dirs, s *Signing) error {
 	if err != nil {
 		return err
 	}
-	c, err := signedCommit(ctx, dirs, s.pin(), gitobj.Commit{Tree: empty, Author: s.ident(), Committer: s.ident(), Message: "implloop: a signing probe (implloop work)\n"})
+	// Signed by git (and ssh-keygen, or gpg): the proof that a worker's
+	// signatures may be made in process (proveSSH) is the same commit
+	// signed both ways. Dated now, to the second, for both.
+	who := s.ident()
+	if who.Name != "" {
+		who.When = time.Now()
+	}
+	probe := gitobj.Commit{Tree: empty, Author: who, Committer: who, Message: "implloop: a signing probe (implloop work)\n"}
+	if pin := s.pin(); pin != nil {
+		pin.ssh = nil
+	}
+	c, err := signedCommit(ctx, dirs, s.pin(), probe)
 	if err != nil {
 		return &SelfTrustError{Sign: err}
 	}
+	proveSSH(dirs, s.pin(), probe, c)
 	sigs, err := verifyCommits(ctx, dir, []string{c}, s.pin())
 	if err != nil {
 		return err

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/binary"
 	"io"
 	"os"
+	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -40,13 +44,25 @@ import (
 //   - the public key file is one line, an Ed25519 key read exactly;
 //   - the private key file beside it (the name without `.pub`) is a
 //     regular file that only its owner may read (ssh-keygen refuses one
-//     that others can read), in OpenSSH's format, not encrypted, and
-//     holds that key;
+//     that others can read), byte for byte as ssh-keygen writes an
+//     unencrypted Ed25519 key (parseOpenSSHEd25519), and holds that key;
+//   - the system knows the user (ssh-keygen will not start without a
+//     passwd entry);
 //   - the repository's objects are SHA-1 and git would write the
 //     commit's text as gitobj writes it.
 //
-// The signature is checked with the public key before it is used.
-// Anything else is git's, as before.
+// And it must have been seen to hold: a worker's start signs its
+// self-trust probe with git (CheckSelfTrust), signs the same commit in
+// process, and signs in process from then on only when the two are the
+// same commit, and only while the key files hold what they held then
+// and PATH's ssh-keygen is the same file (sshProof): a uid without a
+// passwd entry (ssh-keygen will not run), a wrapper named ssh-keygen
+// first on PATH, a key file OpenSSH reads otherwise than this code, all
+// leave every signature to git.
+//
+// The signature is checked with the public key before it is used, and
+// the private key is wiped once the commit is signed. Anything else is
+// git's, as before.
 
 // maxSSHKeyFile bounds a key file read for signing in process.
 const maxSSHKeyFile = 64 << 10
@@ -55,7 +71,12 @@ const maxSSHKeyFile = 64 << 10
 type sshKeySigner struct {
 	pub  ssh.PublicKey
 	priv ed25519.PrivateKey
+	// files is a digest of the key files as read (sshProof).
+	files [sha256.Size]byte
 }
+
+// wipe clears the private key.
+func (k *sshKeySigner) wipe() { clear(k.priv) }
 
 // sshSignerFor is the in-process signer for the configuration git signs
 // with (cfg: configRegexp's keys as learned), nil when git must sign:
@@ -69,10 +90,17 @@ func sshSignerFor(cfg map[string]string, home, agent string) *sshKeySigner {
 	}
 	path := cfg["user.signingkey"]
 	if rest, ok := strings.CutPrefix(path, "~/"); ok && home != "" {
-		path = filepath.Join(home, rest)
+		// As git: $HOME and the rest, joined as they are (.. is the
+		// kernel's to resolve, after a symbolic link; such a path is
+		// left to git below).
+		path = strings.TrimSuffix(home, "/") + "/" + rest
 	}
-	if !filepath.IsAbs(path) || !strings.HasSuffix(path, ".pub") || strings.HasSuffix(path, "-cert.pub") || strings.ContainsRune(path, '%') {
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path || !strings.HasSuffix(path, ".pub") ||
+		strings.HasSuffix(path, "-cert.pub") || strings.ContainsRune(path, '%') {
 		return nil
+	}
+	if _, err := user.LookupId(strconv.Itoa(os.Getuid())); err != nil {
+		return nil // ssh-keygen: "No user exists for uid N"
 	}
 	pubData, ok := readSmall(path, false)
 	if !ok {
@@ -83,22 +111,104 @@ func sshSignerFor(cfg map[string]string, home, agent string) *sshKeySigner {
 		return nil
 	}
 	privData, ok := readSmall(strings.TrimSuffix(path, ".pub"), true)
-	if !ok || !bytes.HasPrefix(privData, []byte("-----BEGIN OPENSSH PRIVATE KEY-----\n")) {
+	if !ok {
 		return nil
 	}
-	raw, err := ssh.ParseRawPrivateKey(privData)
-	if err != nil {
+	defer clear(privData)
+	priv, ok := parseOpenSSHEd25519(privData, pub.Marshal())
+	if !ok {
 		return nil
 	}
-	priv, ok := raw.(*ed25519.PrivateKey)
-	if !ok || len(*priv) != ed25519.PrivateKeySize {
-		return nil
+	h := sha256.New()
+	h.Write(pubData)
+	h.Write([]byte{0})
+	h.Write(privData)
+	k := &sshKeySigner{pub: pub, priv: priv}
+	h.Sum(k.files[:0])
+	return k
+}
+
+// parseOpenSSHEd25519 reads a private key file written as ssh-keygen
+// writes an unencrypted Ed25519 key (PROTOCOL.key): its armor, base64 at
+// 70 columns, the envelope (cipher and KDF none, one key, whose public
+// key is pubBlob), the private section (two equal check numbers, the key
+// type, the public key, the seed and public key, a comment without NUL,
+// padded 1, 2, 3... to 8 bytes), nothing else. ok false for anything
+// else, which OpenSSH might read otherwise.
+func parseOpenSSHEd25519(file, pubBlob []byte) (ed25519.PrivateKey, bool) {
+	const begin, end = "-----BEGIN OPENSSH PRIVATE KEY-----\n", "-----END OPENSSH PRIVATE KEY-----\n"
+	body, ok := bytes.CutPrefix(file, []byte(begin))
+	if !ok {
+		return nil, false
 	}
-	mine, err := ssh.NewPublicKey(priv.Public())
-	if err != nil || !bytes.Equal(mine.Marshal(), pub.Marshal()) {
-		return nil
+	body, ok = bytes.CutSuffix(body, []byte(end))
+	if !ok {
+		return nil, false
 	}
-	return &sshKeySigner{pub: pub, priv: *priv}
+	blob, err := base64.StdEncoding.Strict().DecodeString(string(bytes.ReplaceAll(body, []byte("\n"), nil)))
+	if err != nil || !bytes.Equal(armor70(blob), body) {
+		return nil, false
+	}
+	defer clear(blob)
+	rest, ok := bytes.CutPrefix(blob, []byte("openssh-key-v1\x00"))
+	if !ok {
+		return nil, false
+	}
+	var cipher, kdf, kdfOptions, envPub, section []byte
+	for _, f := range []*[]byte{&cipher, &kdf, &kdfOptions} {
+		if *f, rest, ok = sshField(rest); !ok {
+			return nil, false
+		}
+	}
+	if string(cipher) != "none" || string(kdf) != "none" || len(kdfOptions) != 0 || len(rest) < 4 || binary.BigEndian.Uint32(rest) != 1 {
+		return nil, false
+	}
+	if envPub, rest, ok = sshField(rest[4:]); !ok || !bytes.Equal(envPub, pubBlob) {
+		return nil, false
+	}
+	if section, rest, ok = sshField(rest); !ok || len(rest) != 0 || len(section)%8 != 0 || len(section) < 8 {
+		return nil, false
+	}
+	if binary.BigEndian.Uint32(section) != binary.BigEndian.Uint32(section[4:]) {
+		return nil, false
+	}
+	var typ, pub, priv, comment []byte
+	rest = section[8:]
+	for _, f := range []*[]byte{&typ, &pub, &priv, &comment} {
+		if *f, rest, ok = sshField(rest); !ok {
+			return nil, false
+		}
+	}
+	wantPub := sshString(sshString(nil, []byte(ssh.KeyAlgoED25519)), pub)
+	if string(typ) != ssh.KeyAlgoED25519 || len(pub) != ed25519.PublicKeySize || !bytes.Equal(wantPub, pubBlob) ||
+		len(priv) != ed25519.PrivateKeySize || !bytes.Equal(priv[32:], pub) || bytes.IndexByte(comment, 0) >= 0 {
+		return nil, false
+	}
+	for i, b := range rest {
+		if int(b) != i+1 || i >= 7 {
+			return nil, false
+		}
+	}
+	key := ed25519.NewKeyFromSeed(priv[:32])
+	if !bytes.Equal(key[32:], pub) {
+		clear(key)
+		return nil, false
+	}
+	return key, true
+}
+
+// armor70 is blob in base64 as OpenSSH armors a key or a signature:
+// lines of 70 characters, each ended by a newline.
+func armor70(blob []byte) []byte {
+	b64 := base64.StdEncoding.EncodeToString(blob)
+	var out bytes.Buffer
+	for len(b64) > 0 {
+		n := min(len(b64), 70)
+		out.WriteString(b64[:n])
+		out.WriteByte('\n')
+		b64 = b64[n:]
+	}
+	return out.Bytes()
 }
 
 // readSmall reads a key file of at most maxSSHKeyFile bytes; private: it
@@ -177,15 +287,9 @@ func (k *sshKeySigner) sign(payload []byte) ([]byte, bool) {
 	for _, f := range [][]byte{k.pub.Marshal(), []byte("git"), nil, []byte("sha512"), sigBlob} {
 		blob = sshString(blob, f)
 	}
-	b64 := base64.StdEncoding.EncodeToString(blob)
 	var out bytes.Buffer
 	out.WriteString(sshSigBegin)
-	for len(b64) > 0 {
-		n := min(len(b64), 70)
-		out.WriteString(b64[:n])
-		out.WriteByte('\n')
-		b64 = b64[n:]
-	}
+	out.Write(armor70(blob))
 	out.WriteString(sshSigEnd + "\n")
 	return out.Bytes(), true
 }
@@ -194,9 +298,14 @@ func (k *sshKeySigner) sign(payload []byte) ([]byte, bool) {
 // pin's configuration (nil: git's now) in dirs.Root: in process where
 // the section above allows, else with git, whose error it returns.
 func signedCommit(ctx context.Context, dirs cache.Dirs, pin *gitConfig, c gitobj.Commit) (string, error) {
-	if pin != nil {
+	if pin != nil && pin.ssh != nil {
 		if k := sshSignerFor(pin.read, os.Getenv("HOME"), os.Getenv("SSH_AUTH_SOCK")); k != nil {
-			if id, ok := objects(dirs).SignedCommit(c, k.sign); ok {
+			id, ok := "", pin.ssh.holds(k)
+			if ok {
+				id, ok = objects(dirs).SignedCommit(c, k.sign)
+			}
+			k.wipe()
+			if ok {
 				return id, nil
 			}
 		}
@@ -224,4 +333,60 @@ func identEnvOf(c gitobj.Commit) []string {
 		}
 	}
 	return env
+}
+
+// sshProof is what a worker's start saw git sign as it signs in process
+// (proveSSH): the key files as they were then, and the ssh-keygen PATH
+// named.
+type sshProof struct {
+	files  [sha256.Size]byte
+	keygen keygenID
+}
+
+// keygenID is the file `ssh-keygen` names on PATH ("" when none).
+type keygenID struct {
+	path        string
+	dev, ino    uint64
+	size, mtime int64
+}
+
+func keygenNow() keygenID {
+	p, err := exec.LookPath("ssh-keygen")
+	if err != nil {
+		return keygenID{}
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return keygenID{path: p}
+	}
+	id := keygenID{path: p, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.dev, id.ino = uint64(st.Dev), st.Ino
+	}
+	return id
+}
+
+// holds reports whether k was read from the key files the proof saw,
+// with the same ssh-keygen on PATH.
+func (p *sshProof) holds(k *sshKeySigner) bool {
+	return p != nil && k.files == p.files && keygenNow() == p.keygen
+}
+
+// proveSSH signs c in process and sets pin's proof when that is the
+// commit git signed as gitID: from then on the worker signs in process
+// while nothing the proof names changed (the section above).
+func proveSSH(dirs cache.Dirs, pin *gitConfig, c gitobj.Commit, gitID string) {
+	if pin == nil {
+		return
+	}
+	pin.ssh = nil
+	keygen := keygenNow()
+	k := sshSignerFor(pin.read, os.Getenv("HOME"), os.Getenv("SSH_AUTH_SOCK"))
+	if k == nil {
+		return
+	}
+	defer k.wipe()
+	if id, ok := objects(dirs).SignedCommit(c, k.sign); ok && id == gitID && keygen == keygenNow() {
+		pin.ssh = &sshProof{files: k.files, keygen: keygen}
+	}
 }

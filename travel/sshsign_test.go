@@ -3,6 +3,7 @@ package travel
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,7 @@ func newSignLab(t *testing.T) *signLab {
 	l.r.Git("config", "user.email", "ci@example.com")
 	l.r.Git("config", "gpg.format", "ssh")
 	l.r.Git("config", "user.signingKey", l.key+".pub")
+	l.r.Git("config", "implloop.signRuns", "true")
 	l.allow("ci@example.com " + l.pub(l.key))
 	ctx := context.Background()
 	var err error
@@ -42,6 +44,13 @@ func newSignLab(t *testing.T) *signLab {
 	}
 	if l.dirs, err = cache.StateDir(l.r.Dir); err != nil {
 		t.Fatal(err)
+	}
+	// As a worker starts: the probe proves signing in process.
+	if err := CheckSelfTrust(ctx, l.dirs, &l.s); err != nil {
+		t.Fatal(err)
+	}
+	if l.s.pin().ssh == nil {
+		t.Fatal("the probe signed by git is not the one signed in process")
 	}
 	return l
 }
@@ -303,4 +312,110 @@ func TestSignWhy(t *testing.T) {
 			t.Errorf("signWhy(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestSSHProofHoldsForWhatItSaw: once the probe proved it, a worker
+// signs in process only while the key files hold what they held and
+// PATH's ssh-keygen is the same file: a key replaced, or another
+// ssh-keygen, and git signs (its ssh-keygen runs, with the new key).
+func TestSSHProofHoldsForWhatItSaw(t *testing.T) {
+	t.Setenv("SSH_AUTH_SOCK", "")
+	real, err := exec.LookPath("ssh-keygen")
+	if err != nil {
+		t.Skip("ssh-keygen is not installed")
+	}
+	bin, calls := t.TempDir(), filepath.Join(t.TempDir(), "calls")
+	wrapper := filepath.Join(bin, "ssh-keygen")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\necho run >> "+calls+"\nexec "+real+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	l := newSignLab(t)
+	ctx := context.Background()
+	ran := func() int {
+		b, _ := os.ReadFile(calls)
+		return bytes.Count(b, []byte("run\n"))
+	}
+	who := gitobj.Ident{Name: "CI Bot", Email: "ci@example.com", When: time.Unix(1796190000, 0).UTC()}
+	sign := func(msg string) (id string, byGit bool) {
+		t.Helper()
+		before := ran()
+		id, err := signedCommit(ctx, l.dirs, l.s.pin(), gitobj.Commit{Tree: l.tree, Author: who, Committer: who, Message: msg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id, ran() > before
+	}
+	if _, byGit := sign("a\n"); byGit {
+		t.Fatal("not signed in process after the proof")
+	}
+	// Another key (allowed too) in the same files.
+	other := l.sigLab.key("other", "ed25519", 0)
+	l.allow("ci@example.com "+l.pub(l.key), "ci@example.com "+l.pub(other))
+	save := map[string][]byte{}
+	for _, suffix := range []string{"", ".pub"} {
+		b, err := os.ReadFile(l.key + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		save[suffix] = b
+		o, err := os.ReadFile(other + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(l.key+suffix, o, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, byGit := sign("b\n")
+	if !byGit {
+		t.Fatal("a replaced key was signed with in process")
+	}
+	sigs, err := verifyWithGit(ctx, l.r.Dir, []string{id}, l.s.pin())
+	if err != nil || sigs[0].letter != "G" || sigs[0].key != strings.Fields(l.r.Git("-c", "gpg.format=ssh", "log", "-1", "--format=%GK", id))[0] {
+		t.Fatalf("git's verification: %+v, %v", sigs, err)
+	}
+	for suffix, b := range save {
+		if err := os.WriteFile(l.key+suffix, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, byGit := sign("c\n"); byGit {
+		t.Fatal("the proved key, back, is not signed with in process")
+	}
+	// Another ssh-keygen on PATH (the same name, another file).
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(wrapper, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if _, byGit := sign("d\n"); !byGit {
+		t.Fatal("signed in process with another ssh-keygen on PATH")
+	}
+}
+
+// FuzzParseOpenSSHEd25519: the private key file reader never panics, and
+// what it reads is a key whose public half is the one it was given. The
+// seed is a throwaway key made by ssh-keygen for this test.
+func FuzzParseOpenSSHEd25519(f *testing.F) {
+	const seed = `-----BEGIN OPENSSH PRIVATE KEY-----
+b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW
+QyNTUxOQAAACDFbPeCWd6baOTcRtwW0Im53yiRGTf0NJ0bLgOGeOZvWAAAAIhLYfbeS2H2
+3gAAAAtzc2gtZWQyNTUxOQAAACDFbPeCWd6baOTcRtwW0Im53yiRGTf0NJ0bLgOGeOZvWA
+AAAECoLIdVSLnHGWhIYsu9C2NYH9MNzmv7+qXtDCRUotWzJsVs94JZ3pto5NxG3BbQibnf
+KJEZN/Q0nRsuA4Z45m9YAAAABGZ1enoB
+-----END OPENSSH PRIVATE KEY-----
+`
+	const pub = "AAAAC3NzaC1lZDI1NTE5AAAAIMVs94JZ3pto5NxG3BbQibnfKJEZN/Q0nRsuA4Z45m9Y"
+	f.Add([]byte(seed))
+	f.Fuzz(func(t *testing.T, file []byte) {
+		blob, _ := base64.StdEncoding.DecodeString(pub)
+		k, ok := parseOpenSSHEd25519(file, blob)
+		if !ok {
+			return
+		}
+		want := sshString(sshString(nil, []byte("ssh-ed25519")), k[32:])
+		if !bytes.Equal(want, blob) {
+			t.Fatalf("read a key of another public half")
+		}
+	})
 }
