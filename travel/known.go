@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/implloop/implloop/boundary"
+	"github.com/implloop/implloop/internal/gitobj"
 )
 
 // Signing is what a push asks the user's git before it writes a run's
@@ -57,6 +58,15 @@ func (s *Signing) identEnv() []string {
 		return nil
 	}
 	return []string{"GIT_AUTHOR_NAME=" + s.Name, "GIT_AUTHOR_EMAIL=" + s.Email, "GIT_COMMITTER_NAME=" + s.Name, "GIT_COMMITTER_EMAIL=" + s.Email}
+}
+
+// ident is s's Name and Email as a commit's author or committer, dated
+// now (zero without them: git's own).
+func (s *Signing) ident() gitobj.Ident {
+	if s == nil || s.Name == "" || s.Email == "" {
+		return gitobj.Ident{}
+	}
+	return gitobj.Ident{Name: s.Name, Email: s.Email}
 }
 
 // known is what a push read before it writes a run's records (write):

@@ -59,6 +59,9 @@ type gitConfig struct {
 	// read are the values of configRegexp's keys as learned, the last
 	// one of each (what git takes).
 	read map[string]string
+	// ssh, when set, is what made signing in process safe (sshsign.go);
+	// set once, by the worker's self-trust probe, before anything signs.
+	ssh *sshProof
 }
 
 // readConfig reads the values of configRegexp's keys in dir's git, in

@@ -115,7 +115,7 @@ func TestPushSignsAsLearned(t *testing.T) {
 	r.Git("config", "user.signingKey", mallory+".pub")
 	r.Git("config", "gpg.ssh.program", prog)
 	r.Git("config", "push.gpgSign", "true")
-	if err := travel.CheckSelfTrust(ctx, r.Dir, &s); err != nil {
+	if err := travel.CheckSelfTrust(ctx, cache.Dirs{Root: r.Dir}, &s); err != nil {
 		t.Fatalf("self-trust as learned: %v", err)
 	}
 	bare, j := bareAndJournal(t, r)
@@ -142,7 +142,7 @@ func TestPushSignsAsLearned(t *testing.T) {
 		t.Error("a push as learned ran the signing program named since")
 	}
 	// As git says now.
-	if err := travel.CheckSelfTrust(ctx, r.Dir, nil); err == nil || !exists(ran) {
+	if err := travel.CheckSelfTrust(ctx, cache.Dirs{Root: r.Dir}, nil); err == nil || !exists(ran) {
 		t.Errorf("self-trust as git says now (Mallory's key, not allowed): %v, the program named ran: %v", err, exists(ran))
 	}
 	if err := travel.CASPush(ctx, r.Dir, bare, travel.RefUpdate{Ref: "refs/implloop/claims/p/T2", New: head}); err == nil || !strings.Contains(err.Error(), "signed push") {

@@ -200,39 +200,34 @@ func write(ctx context.Context, j *cache.Journal, runID string, sign bool, k *kn
 	if at.IsZero() {
 		at = rec.Run.StartedAt
 	}
-	date := fmt.Sprintf("%d +0000", at.Unix())
 	name, email := k.name(ctx, dir)
-	env := []string{"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email, "GIT_AUTHOR_DATE=" + date,
-		"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email, "GIT_COMMITTER_DATE=" + date}
 	var parents []string
 	if n := len(rec.Boundaries); n > 0 && rec.Boundaries[n-1].Commit != "" {
-		parents = []string{"-p", rec.Boundaries[n-1].Commit}
+		parents = []string{rec.Boundaries[n-1].Commit}
 	}
 	commit := func(tree, msg string, parents []string) (string, error) {
+		// Written in process where git would write it so (signed:
+		// signedCommit).
+		who := gitobj.Ident{Name: name, Email: email, When: time.Unix(at.Unix(), 0).UTC()}
+		c := gitobj.Commit{Tree: tree, Parents: parents, Author: who, Committer: who, Message: msg}
 		if !sign {
-			// Unsigned: written in process where git would write it so.
-			who := gitobj.Ident{Name: name, Email: email, When: time.Unix(at.Unix(), 0).UTC()}
-			var ps []string
-			for i := 1; i < len(parents); i += 2 {
-				ps = append(ps, parents[i])
-			}
-			c, err := objects(j.Dirs()).Commit(ctx, gitobj.Commit{Tree: tree, Parents: ps, Author: who, Committer: who, Message: msg})
+			id, err := objects(j.Dirs()).Commit(ctx, c)
 			if err != nil {
 				return "", fmt.Errorf("records of %s: %w", runID, err)
 			}
-			return c, nil
+			return id, nil
 		}
-		c, err := git(ctx, dir, []byte(msg), env, k.pin().with(append(append([]string{"commit-tree", "-S", tree}, parents...), "-F", "-")...)...)
+		id, err := signedCommit(ctx, j.Dirs(), k.pin(), c)
 		if err != nil {
 			return "", &SignError{Run: runID, Err: err}
 		}
-		return c, nil
+		return id, nil
 	}
 	liteCommit, err := commit(lite, fmt.Sprintf("implloop records of run %s, without transcripts\n\nImplloop-Run: %s\nImplloop-Records: %d\n%s\n", runID, runID, Format, liteTrailer), parents)
 	if err != nil {
 		return "", false, err
 	}
-	fullCommit, err := commit(full, fmt.Sprintf("implloop records of run %s\n\nImplloop-Run: %s\nImplloop-Records: %d\n", runID, runID, Format), []string{"-p", liteCommit})
+	fullCommit, err := commit(full, fmt.Sprintf("implloop records of run %s\n\nImplloop-Run: %s\nImplloop-Records: %d\n", runID, runID, Format), []string{liteCommit})
 	if err != nil {
 		return "", false, err
 	}

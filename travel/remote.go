@@ -234,7 +234,7 @@ func Push(ctx context.Context, j *cache.Journal, o PushOptions) (*PushResult, er
 		}
 		bounds := boundsOf[r.ID]
 		if sign && !isPulled && !signedNow {
-			if full, err = signRecords(ctx, dir, r.ID, full, o.Signing.pin()); err != nil {
+			if full, err = signRecords(ctx, j.Dirs(), r.ID, full, o.Signing.pin()); err != nil {
 				return nil, err
 			}
 		}

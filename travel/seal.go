@@ -39,7 +39,6 @@ const sealNS = "refs/implloop-seals/"
 // Its tree is written in process where git would write it the same way
 // (dirs: the journal's directories).
 func writeSeal(ctx context.Context, dirs cache.Dirs, runs map[string]string, s *Signing) (string, error) {
-	dir := dirs.Root
 	ids := make([]string, 0, len(runs))
 	for id := range runs {
 		ids = append(ids, id)
@@ -54,7 +53,7 @@ func writeSeal(ctx context.Context, dirs cache.Dirs, runs map[string]string, s *
 		return "", err
 	}
 	msg := fmt.Sprintf("implloop seal of %d run(s)\n\nImplloop-Seal: %d\n", len(ids), Format)
-	c, err := git(ctx, dir, []byte(msg), s.identEnv(), s.pin().with("commit-tree", "-S", t, "-F", "-")...)
+	c, err := signedCommit(ctx, dirs, s.pin(), gitobj.Commit{Tree: t, Author: s.ident(), Committer: s.ident(), Message: msg})
 	if err != nil {
 		return "", &SignError{Run: strings.Join(ids, ", "), Err: err}
 	}

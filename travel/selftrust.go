@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+	"unicode"
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/gitobj"
 )
 
 // SelfTrustError says why a run pushed from a clone would not be trusted
@@ -34,8 +37,7 @@ func (e *SelfTrustError) Error() string {
 		why := e.Sign.Error()
 		var ge *gitcmd.Error
 		if errors.As(e.Sign, &ge) && ge.Stderr != "" {
-			why, _, _ = strings.Cut(ge.Stderr, "\n")
-			why = strings.TrimPrefix(strings.TrimPrefix(why, "fatal: "), "error: ")
+			why = signWhy(ge.Stderr)
 		}
 		return "git cannot sign here: " + why
 	}
@@ -50,7 +52,8 @@ func (e *SelfTrustError) Unwrap() error { return e.Sign }
 // from dir is trusted by a clone with dir's trust settings, else a
 // *SelfTrustError. s is the signing as learned (LearnSigning), which
 // the probe signs and verifies with; nil: git's now.
-func CheckSelfTrust(ctx context.Context, dir string, s *Signing) error {
+func CheckSelfTrust(ctx context.Context, dirs cache.Dirs, s *Signing) error {
+	dir := dirs.Root
 	sign := s != nil && s.Sign
 	if s == nil {
 		sign = SignsRuns(ctx, dir)
@@ -58,14 +61,26 @@ func CheckSelfTrust(ctx context.Context, dir string, s *Signing) error {
 	if !sign {
 		return &SelfTrustError{Unsigned: true}
 	}
-	empty, err := EmptyTree(ctx, cache.Dirs{Root: dir}) // once a worker: git writes it
+	empty, err := EmptyTree(ctx, dirs)
 	if err != nil {
 		return err
 	}
-	c, err := git(ctx, dir, []byte("implloop: a signing probe (implloop work)\n"), s.identEnv(), s.pin().with("commit-tree", "-S", empty, "-F", "-")...)
+	// Signed by git (and ssh-keygen, or gpg): the proof that a worker's
+	// signatures may be made in process (proveSSH) is the same commit
+	// signed both ways. Dated now, to the second, for both.
+	who := s.ident()
+	if who.Name != "" {
+		who.When = time.Now()
+	}
+	probe := gitobj.Commit{Tree: empty, Author: who, Committer: who, Message: "implloop: a signing probe (implloop work)\n"}
+	if pin := s.pin(); pin != nil {
+		pin.ssh = nil
+	}
+	c, err := signedCommit(ctx, dirs, s.pin(), probe)
 	if err != nil {
 		return &SelfTrustError{Sign: err}
 	}
+	proveSSH(dirs, s.pin(), probe, c)
 	sigs, err := verifyCommits(ctx, dir, []string{c}, s.pin())
 	if err != nil {
 		return err
@@ -78,4 +93,31 @@ func CheckSelfTrust(ctx context.Context, dir string, s *Signing) error {
 		got.letter = "E" // signed (commit-tree -S), so: cannot be checked
 	}
 	return &SelfTrustError{Trust: TrustOf(&cache.Pulled{Signature: got.letter, Signer: got.signer, Key: got.key, Author: got.author})}
+}
+
+// signWhy is why git could not sign, from its stderr: the first line
+// that says something (the signing program's banner of @ left out), and
+// the line after it when that one is a banner's title ("WARNING:
+// UNPROTECTED PRIVATE KEY FILE!" says what is wrong only with the next:
+// "Permissions 0644 for '...' are too open.").
+func signWhy(stderr string) string {
+	var lines []string
+	for _, l := range strings.Split(stderr, "\n") {
+		l = strings.TrimSpace(l)
+		if n := len(l); n > 1 && l[n-1] == '?' && strings.ContainsRune(".!@", rune(l[n-2])) {
+			l = l[:n-1] // a carriage return, which git prints as "?"
+		}
+		l = strings.TrimPrefix(strings.TrimPrefix(l, "fatal: "), "error: ")
+		l = strings.Trim(l, "@ \t\r")
+		if strings.IndexFunc(l, unicode.IsLetter) >= 0 {
+			lines = append(lines, l)
+		}
+	}
+	switch {
+	case len(lines) == 0:
+		return strings.TrimSpace(stderr)
+	case len(lines) > 1 && strings.HasSuffix(lines[0], "!"):
+		return lines[0] + " " + lines[1]
+	}
+	return lines[0]
 }

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gitcmd"
+	"github.com/implloop/implloop/internal/gitobj"
 )
 
 // # Trust
@@ -343,7 +346,8 @@ func SigningKey(ctx context.Context, dir string) string {
 // with `git commit-tree -S` (the user's signing settings; pin's when
 // set), and the ref moved to the new one. It returns the records commit
 // the ref now names.
-func signRecords(ctx context.Context, dir, run, c string, pin *gitConfig) (string, error) {
+func signRecords(ctx context.Context, dirs cache.Dirs, run, c string, pin *gitConfig) (string, error) {
+	dir := dirs.Root
 	raw, err := git(ctx, dir, nil, nil, "cat-file", "commit", c)
 	if err != nil {
 		return "", err
@@ -367,11 +371,18 @@ func signRecords(ctx context.Context, dir, run, c string, pin *gitConfig) (strin
 		if parents == nil {
 			parents = h.parents
 		}
-		args := []string{"commit-tree", "-S", h.tree}
-		for _, p := range parents {
-			args = append(args, "-p", p)
+		author, ok1 := identOf(h.author)
+		committer, ok2 := identOf(h.committer)
+		var out string
+		if ok1 && ok2 {
+			out, err = signedCommit(ctx, dirs, pin, gitobj.Commit{Tree: h.tree, Parents: parents, Author: author, Committer: committer, Message: h.message})
+		} else {
+			args := []string{"commit-tree", "-S", h.tree}
+			for _, p := range parents {
+				args = append(args, "-p", p)
+			}
+			out, err = git(ctx, dir, []byte(h.message), h.env(), pin.with(append(args, "-F", "-")...)...)
 		}
-		out, err := git(ctx, dir, []byte(h.message), h.env(), pin.with(append(args, "-F", "-")...)...)
 		if err != nil {
 			return "", &SignError{Run: run, Err: err}
 		}
@@ -427,6 +438,33 @@ func parseCommit(raw []byte) (*commitHeader, error) {
 		return nil, fmt.Errorf("a commit without tree, author or committer")
 	}
 	return h, nil
+}
+
+// identOf reads a commit's author or committer ("Name <email> seconds
+// +hhmm") as the Ident gitobj writes the same way; ok false for any
+// other form (git is given it then: commitHeader.env).
+func identOf(line string) (gitobj.Ident, bool) {
+	name, rest, ok1 := strings.Cut(line, " <")
+	email, date, ok2 := strings.Cut(rest, "> ")
+	secs, zone, ok3 := strings.Cut(date, " ")
+	if !ok1 || !ok2 || !ok3 || len(zone) != 5 || (zone[0] != '+' && zone[0] != '-') {
+		return gitobj.Ident{}, false
+	}
+	n, err1 := strconv.ParseInt(secs, 10, 64)
+	hh, err2 := strconv.Atoi(zone[1:3])
+	mm, err3 := strconv.Atoi(zone[3:])
+	if err1 != nil || err2 != nil || err3 != nil || n < 0 || mm > 59 {
+		return gitobj.Ident{}, false
+	}
+	off := hh*3600 + mm*60
+	if zone[0] == '-' {
+		off = -off
+	}
+	id := gitobj.Ident{Name: name, Email: email, When: time.Unix(n, 0).In(time.FixedZone("", off))}
+	if name+" <"+email+"> "+strings.TrimPrefix(gitobj.DateOf(id.When), "@") != line {
+		return gitobj.Ident{}, false
+	}
+	return id, true
 }
 
 // env is the environment that makes commit-tree write h's author and

@@ -359,6 +359,11 @@ func (w *worker) start(ctx context.Context) error {
 		w.signing, err = travel.LearnSigning(ctx, o.Root)
 		return err
 	})
+	var dirs cache.Dirs
+	g.do(func() (err error) {
+		dirs, err = cache.StateDir(o.Root)
+		return err
+	})
 	if err := g.wait(); err != nil {
 		return err
 	}
@@ -367,10 +372,10 @@ func (w *worker) start(ctx context.Context) error {
 	// would do this worker's tasks again (and pay for them twice). A
 	// probe is signed for it (a hardware key may ask for a touch): once
 	// the plan and the base are known good.
-	if err := travel.CheckSelfTrust(ctx, o.Root, &w.signing); err != nil {
+	if err := travel.CheckSelfTrust(ctx, dirs, &w.signing); err != nil {
 		return err
 	}
-	if w.j, err = cache.Open(o.Root); err != nil {
+	if w.j, err = cache.OpenDirs(dirs); err != nil {
 		return err
 	}
 	skip := func(t extractor.Task) bool { return t.Checked && !o.Settings.IncludeChecked }

@@ -463,10 +463,10 @@ func (w *Writer) Commit(ctx context.Context, c Commit) (string, error) {
 	env := []string{"GIT_AUTHOR_NAME=" + c.Author.Name, "GIT_AUTHOR_EMAIL=" + c.Author.Email,
 		"GIT_COMMITTER_NAME=" + c.Committer.Name, "GIT_COMMITTER_EMAIL=" + c.Committer.Email}
 	if !c.Author.When.IsZero() {
-		env = append(env, "GIT_AUTHOR_DATE=@"+stamp(c.Author.When))
+		env = append(env, "GIT_AUTHOR_DATE="+DateOf(c.Author.When))
 	}
 	if !c.Committer.When.IsZero() {
-		env = append(env, "GIT_COMMITTER_DATE=@"+stamp(c.Committer.When))
+		env = append(env, "GIT_COMMITTER_DATE="+DateOf(c.Committer.When))
 	}
 	id, err := w.run(ctx, []byte(c.Message), env, append(args, "-F", "-")...)
 	if err != nil {
@@ -476,6 +476,55 @@ func (w *Writer) Commit(ctx context.Context, c Commit) (string, error) {
 		return "", err
 	}
 	return id, nil
+}
+
+// SignedCommit writes c signed, in process, as `git commit-tree -S`
+// writes it in a SHA-1 repository: sign is given the commit git would
+// sign (c as Commit writes it) and returns the signature git's signing
+// program would print, which is put in a "gpgsig" header, each of its
+// lines after a space. ok is false when git must write it (the caller
+// then runs `git commit-tree -S`): where Commit would not write c in
+// process, in a repository whose objects are not SHA-1, or when sign
+// says no.
+func (w *Writer) SignedCommit(c Commit, sign func(payload []byte) ([]byte, bool)) (id string, ok bool) {
+	if w.checkID("commit tree", c.Tree) != nil {
+		return "", false
+	}
+	for _, p := range c.Parents {
+		if w.checkID("commit parent", p) != nil {
+			return "", false
+		}
+	}
+	c.Parents = distinct(c.Parents)
+	if !w.InProcess() || w.commits != "" || w.repo.Hash != SHA1 || !w.present(c.Tree, c.Parents) {
+		return "", false
+	}
+	body, ok := w.commitBody(c)
+	if !ok {
+		return "", false
+	}
+	sig, ok := sign(body)
+	if !ok || len(sig) == 0 || sig[len(sig)-1] != '\n' || bytes.IndexByte(sig, 0) >= 0 {
+		return "", false
+	}
+	return w.write("commit", withSignature(body, sig))
+}
+
+// withSignature is commit body with sig in a "gpgsig" header at the end
+// of its headers (commit.c add_header_signature: the header's name, then
+// each line of sig after a space).
+func withSignature(body, sig []byte) []byte {
+	end := bytes.Index(body, []byte("\n\n")) + 1 // commitBody always has one
+	var b bytes.Buffer
+	b.Grow(len(body) + len(sig) + 64)
+	b.Write(body[:end])
+	b.WriteString("gpgsig")
+	for line := range bytes.Lines(sig) {
+		b.WriteByte(' ')
+		b.Write(line)
+	}
+	b.Write(body[end:])
+	return b.Bytes()
 }
 
 // distinct is ids without the repeats, in the order each first comes
@@ -512,6 +561,10 @@ func (w *Writer) present(tree string, parents []string) bool {
 	}
 	return true
 }
+
+// DateOf is t as GIT_AUTHOR_DATE and GIT_COMMITTER_DATE give it to git
+// for a commit to name it so (its second and its zone's offset).
+func DateOf(t time.Time) string { return "@" + stamp(t) }
 
 // stamp is a date as git writes it in a commit: seconds and offset.
 func stamp(t time.Time) string {

@@ -76,9 +76,10 @@ func reapSessionLeaders() {
 // childrenOf lists pid's children, from the kernel's per-thread lists.
 func childrenOf(pid int) []int {
 	var out []int
-	files, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
-	for _, f := range files {
-		b, err := os.ReadFile(f)
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, _ := os.ReadDir(dir) // names only: no stat of each thread
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + t.Name() + "/children")
 		if err != nil {
 			continue
 		}
@@ -282,9 +283,9 @@ func parentOf(pid int) int {
 // (the usual case), or, on a kernel without them, from the whole process
 // table, read once.
 func belowFunc() func(pid int) []int {
-	self := "/proc/" + strconv.Itoa(os.Getpid()) + "/task"
-	if ts, _ := filepath.Glob(self + "/*/children"); len(ts) > 0 {
-		return belowByChildren
+	self := strconv.Itoa(os.Getpid())
+	if _, err := os.Stat("/proc/" + self + "/task/" + self + "/children"); err == nil {
+		return belowByChildren // the main thread's list: the kernel keeps them
 	}
 	return readTree().below
 }
