@@ -37,7 +37,8 @@ import (
 // and the boundary is taken the long way: the ignore rules differ from the
 // run's, a .gitignore or .gitattributes changed, the private index was
 // seeded afresh, a path cannot be read, git add has a problem with one, a
-// file the real index tracks is covered by an ignore rule, the changes
+// file the real index tracks is covered by an ignore rule, a file gone
+// from disk is marked skip-worktree in the real index, the changes
 // contradict the previous tree (they were not all seen).
 
 // WithChanged gives a boundary (WithRun, with WithPrev) the paths of the
@@ -100,7 +101,7 @@ func (t *taker) fromChanges(head string) (tree string, entries []Entry, ok bool,
 	}
 	c := &changeSet{edits: map[string]Blob{}, files: map[string]bool{}}
 	for _, step := range []func(*baseTree, *changeSet) string{
-		t.unwatchedHeld, t.lookPaths, t.readChanged, t.dropIgnored, t.hashChanged, t.lagOf,
+		t.unwatchedHeld, t.lookPaths, t.readChanged, t.skipWorktreeGone, t.dropIgnored, t.hashChanged, t.lagOf,
 	} {
 		if why := step(base, c); why != "" {
 			return t.miss(why)
@@ -222,6 +223,66 @@ func (t *taker) readChanged(base *baseTree, c *changeSet) string {
 	}
 	return ""
 }
+
+// skipWorktreeGone leaves to git status a boundary that would drop a
+// file the previous tree holds and the work tree does not have, when
+// the real index marks that file skip-worktree (set by hand; a sparse
+// checkout is refused earlier, hashPlain): git status says nothing of
+// such a file, which is not checked out, where read from disk it would
+// be recorded deleted. git is asked only when files are gone.
+func (t *taker) skipWorktreeGone(base *baseTree, c *changeSet) string {
+	seen := map[string]bool{}
+	var specs []string
+	gone := func(f string) {
+		if !seen[f] {
+			seen[f] = true
+			specs = append(specs, ":(top,literal)"+f)
+		}
+	}
+	for _, d := range c.pruned {
+		files, err := base.files(d)
+		if err != nil {
+			return "the previous tree cannot be read"
+		}
+		for _, f := range files {
+			if !c.files[f] {
+				gone(f)
+			}
+		}
+	}
+	for p, b := range c.edits {
+		if b.Present() {
+			continue
+		}
+		e, err := base.entry(p)
+		if err != nil {
+			return "the previous tree cannot be read"
+		}
+		if e.mode != ModeAbsent && e.mode != ModeDir {
+			gone(p)
+		}
+	}
+	if len(specs) == 0 {
+		return ""
+	}
+	if len(specs) > maxGoneAsked {
+		return "too many files are gone to ask the index about each"
+	}
+	out, _, err := t.g.run(nil, nil, append([]string{"ls-files", "-t", "-z", "--"}, specs...)...)
+	if err != nil {
+		return "the index cannot be read"
+	}
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		if bytes.HasPrefix(rec, []byte("S ")) {
+			return "a file marked skip-worktree is not in the work tree"
+		}
+	}
+	return ""
+}
+
+// maxGoneAsked bounds the paths skipWorktreeGone names on git's command
+// line (more: the boundary is taken the long way).
+const maxGoneAsked = 2000
 
 // dropIgnored leaves out the files the previous tree did not hold that
 // the ignore rules cover (git's rules are the run's here), and notes the

@@ -73,7 +73,6 @@ func TestReview2WatchedSparseCheckout(t *testing.T) {
 // the directory from disk, records the skip-worktree file deleted. Not
 // the procs branch's doing: main does the same.
 func TestReview2WatchedSkipWorktree(t *testing.T) {
-	t.Skip("bug (on main too): a boundary from a watcher's paths records a skip-worktree file deleted when its directory is among the changed paths")
 	w := newTwins(t)
 	w.do(func(r *testRepo) {
 		r.write("in/a.txt", "a\n")
@@ -83,6 +82,44 @@ func TestReview2WatchedSkipWorktree(t *testing.T) {
 		r.remove("out")
 	})
 	watchedVsFull(t, w, func(r *testRepo) { r.write("out/new.txt", "new\n") }, []string{"out", "out/new.txt"})
+}
+
+// TestWatchedDeletionStaysWatched: files deleted (a file, and a
+// directory's files) without skip-worktree: the boundary is still taken
+// from the watcher's paths, and its tree is the full scan's.
+func TestWatchedDeletionStaysWatched(t *testing.T) {
+	w := newTwins(t)
+	w.do(func(r *testRepo) {
+		r.write("in/a.txt", "a\n")
+		r.write("out/b.txt", "b\n")
+		r.write("c.txt", "c\n")
+		r.commitAll("init")
+	})
+	watchedVsFull(t, w, func(r *testRepo) {
+		r.remove("out")
+		r.remove("c.txt")
+		r.write("in/new.txt", "new\n")
+	}, []string{"out", "c.txt", "in/new.txt"})
+	prev, err := Take(context.Background(), w[0].dir, WithRun("twin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w[0].remove("in/a.txt")
+	s, err := Take(context.Background(), w[0].dir, WithRun("twin"), WithPrev(prev), WithChanged([]string{"in/a.txt"}, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used, why := s.WatchUsed(); !used {
+		t.Errorf("a file's deletion was taken the long way: %s", why)
+	}
+	w[0].remove("in")
+	s, err = Take(context.Background(), w[0].dir, WithRun("twin"), WithPrev(s), WithChanged([]string{"in"}, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used, why := s.WatchUsed(); !used {
+		t.Errorf("a directory's deletion was taken the long way: %s", why)
+	}
 }
 
 // submoduleTwins are twins holding a.txt and a submodule at sub.
