@@ -7,7 +7,6 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/binary"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,20 +75,12 @@ func sshVerifierFor(cfg map[string]string, home string) *sshAllowed {
 	if _, ok := cfg["gpg.mintrustlevel"]; ok {
 		return nil
 	}
-	path := cfg["gpg.ssh.allowedsignersfile"]
-	if rest, ok := strings.CutPrefix(path, "~/"); ok && home != "" {
-		path = filepath.Join(home, rest)
-	}
-	if path == "" || path == os.DevNull || !filepath.IsAbs(path) {
+	path, ok := userPath(cfg["gpg.ssh.allowedsignersfile"], home)
+	if !ok || path == os.DevNull {
 		return nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxAllowedSigners+1))
-	if err != nil || len(data) > maxAllowedSigners {
+	data, ok := readSmall(path, maxAllowedSigners, false)
+	if !ok {
 		return nil
 	}
 	a, ok := parseAllowedSigners(data)
@@ -137,15 +128,11 @@ func parseAllowedSigners(data []byte) (a *sshAllowed, ok bool) {
 		if len(rest) < 2 || !sshKeyType(rest[0]) {
 			return nil, false // another option, or a key type not read here
 		}
-		blob, err := base64.StdEncoding.Strict().DecodeString(rest[1]) // OpenSSH refuses stray padding bits
-		if err != nil {
+		pub, ok := plainPublicKey(rest[0], rest[1])
+		if !ok {
 			return nil, false
 		}
-		pub, err := ssh.ParsePublicKey(blob)
-		if err != nil || pub.Type() != rest[0] || !bytes.Equal(pub.Marshal(), blob) {
-			return nil, false
-		}
-		k := string(blob)
+		k := string(pub.Marshal())
 		l, seen := a.lines[k]
 		if seen {
 			l.ambiguous = true
@@ -155,6 +142,44 @@ func parseAllowedSigners(data []byte) (a *sshAllowed, ok bool) {
 		a.lines[k] = l
 	}
 	return a, true
+}
+
+// plainPublicKey reads a public key written as typ and base64 (a line
+// of an allowed signers file, a .pub file) exactly: strict base64
+// (OpenSSH refuses stray padding bits), a blob naming typ, and nothing
+// the blob would not marshal to again.
+func plainPublicKey(typ, b64 string) (ssh.PublicKey, bool) {
+	blob, err := base64.StdEncoding.Strict().DecodeString(b64)
+	if err != nil {
+		return nil, false
+	}
+	pub, err := ssh.ParsePublicKey(blob)
+	if err != nil || pub.Type() != typ || !bytes.Equal(pub.Marshal(), blob) {
+		return nil, false
+	}
+	return pub, true
+}
+
+// userPath is a file named in git's configuration as git finds it: an
+// absolute path, or ~/ and the rest joined to home as they are. ok is
+// false for anything else, and for a path with . or .. in it, which the
+// kernel resolves after a symbolic link where a cleaned path would not.
+func userPath(p, home string) (string, bool) {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok && home != "" {
+		p = strings.TrimSuffix(home, "/") + "/" + rest
+	}
+	return p, filepath.IsAbs(p) && filepath.Clean(p) == p
+}
+
+// sshSigned is the data an SSH signature signs (PROTOCOL.sshsig): the
+// magic, the namespace, the reserved field, the hash's name and the
+// message's digest.
+func sshSigned(namespace string, reserved []byte, hash string, digest []byte) []byte {
+	signed := []byte("SSHSIG")
+	for _, f := range [][]byte{[]byte(namespace), reserved, []byte(hash), digest} {
+		signed = sshString(signed, f)
+	}
+	return signed
 }
 
 // plainWord: letters, digits, '.', '_', '-' and the bytes of extra; no
@@ -239,11 +264,7 @@ func (a *sshAllowed) verify(commit []byte) (sig signature, ok bool) {
 	default:
 		return signature{}, false
 	}
-	signed := []byte("SSHSIG")
-	for _, f := range [][]byte{[]byte(s.namespace), s.reserved, []byte(s.hash), digest} {
-		signed = sshString(signed, f)
-	}
-	if pub.Verify(signed, &s.sig) != nil {
+	if pub.Verify(sshSigned(s.namespace, s.reserved, s.hash, digest), &s.sig) != nil {
 		return signature{}, false
 	}
 	author, ok := commitAuthor(payload)

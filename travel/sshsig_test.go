@@ -245,6 +245,10 @@ func TestSSHVerifierForLeavesToGit(t *testing.T) {
 		{"missing", map[string]string{"gpg.ssh.allowedsignersfile": filepath.Join(dir, "none")}, false},
 		{"relative", map[string]string{"gpg.ssh.allowedsignersfile": "allowed"}, false},
 		{"other user's home", map[string]string{"gpg.ssh.allowedsignersfile": "~root/allowed"}, false},
+		// git lets the kernel resolve .. (after a symbolic link, another
+		// directory's file): left to git.
+		{"dot dot", map[string]string{"gpg.ssh.allowedsignersfile": "~/x/../allowed"}, false},
+		{"not a regular file", map[string]string{"gpg.ssh.allowedsignersfile": dir}, false},
 		{"another program", map[string]string{"gpg.ssh.allowedsignersfile": plain, "gpg.ssh.program": "/usr/bin/ssh-keygen"}, false},
 		{"revocations", map[string]string{"gpg.ssh.allowedsignersfile": plain, "gpg.ssh.revocationfile": plain}, false},
 		{"min trust", map[string]string{"gpg.ssh.allowedsignersfile": plain, "gpg.mintrustlevel": "fully"}, false},

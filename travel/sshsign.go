@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,21 +87,14 @@ func sshSignerFor(cfg map[string]string, home, agent string) *sshKeySigner {
 	if v, ok := cfg["gpg.ssh.program"]; ok && v != "ssh-keygen" {
 		return nil
 	}
-	path := cfg["user.signingkey"]
-	if rest, ok := strings.CutPrefix(path, "~/"); ok && home != "" {
-		// As git: $HOME and the rest, joined as they are (.. is the
-		// kernel's to resolve, after a symbolic link; such a path is
-		// left to git below).
-		path = strings.TrimSuffix(home, "/") + "/" + rest
-	}
-	if !filepath.IsAbs(path) || filepath.Clean(path) != path || !strings.HasSuffix(path, ".pub") ||
-		strings.HasSuffix(path, "-cert.pub") || strings.ContainsRune(path, '%') {
+	path, ok := userPath(cfg["user.signingkey"], home)
+	if !ok || !strings.HasSuffix(path, ".pub") || strings.HasSuffix(path, "-cert.pub") || strings.ContainsRune(path, '%') {
 		return nil
 	}
 	if _, err := user.LookupId(strconv.Itoa(os.Getuid())); err != nil {
 		return nil // ssh-keygen: "No user exists for uid N"
 	}
-	pubData, ok := readSmall(path, false)
+	pubData, ok := readSmall(path, maxSSHKeyFile, false)
 	if !ok {
 		return nil
 	}
@@ -110,7 +102,7 @@ func sshSignerFor(cfg map[string]string, home, agent string) *sshKeySigner {
 	if !ok {
 		return nil
 	}
-	privData, ok := readSmall(strings.TrimSuffix(path, ".pub"), true)
+	privData, ok := readSmall(strings.TrimSuffix(path, ".pub"), maxSSHKeyFile, true)
 	if !ok {
 		return nil
 	}
@@ -211,10 +203,10 @@ func armor70(blob []byte) []byte {
 	return out.Bytes()
 }
 
-// readSmall reads a key file of at most maxSSHKeyFile bytes; private: it
-// must be a regular file that no one but its owner may read, as
-// ssh-keygen wants a private key file of the user's to be.
-func readSmall(path string, private bool) ([]byte, bool) {
+// readSmall reads a regular file of at most limit bytes (a key, an
+// allowed signers file); private: one that no one but its owner may
+// read, as ssh-keygen wants a private key file of the user's to be.
+func readSmall(path string, limit int64, private bool) ([]byte, bool) {
 	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
 		return nil, false // not opened: a FIFO would wait for a writer
 	}
@@ -233,8 +225,8 @@ func readSmall(path string, private bool) ([]byte, bool) {
 			return nil, false
 		}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxSSHKeyFile+1))
-	if err != nil || len(data) > maxSSHKeyFile {
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil || int64(len(data)) > limit {
 		return nil, false
 	}
 	return data, true
@@ -259,25 +251,14 @@ func parseEd25519PublicFile(data []byte) (ssh.PublicKey, bool) {
 			}
 		}
 	}
-	blob, err := base64.StdEncoding.Strict().DecodeString(fields[1])
-	if err != nil {
-		return nil, false
-	}
-	pub, err := ssh.ParsePublicKey(blob)
-	if err != nil || pub.Type() != ssh.KeyAlgoED25519 || !bytes.Equal(pub.Marshal(), blob) {
-		return nil, false
-	}
-	return pub, true
+	return plainPublicKey(ssh.KeyAlgoED25519, fields[1])
 }
 
 // sign is what `ssh-keygen -Y sign -n git` prints for payload: an SSH
 // signature (PROTOCOL.sshsig, SHA-512), armored as ssh-keygen armors it.
 func (k *sshKeySigner) sign(payload []byte) ([]byte, bool) {
 	digest := sha512.Sum512(payload)
-	signed := []byte("SSHSIG")
-	for _, f := range [][]byte{[]byte("git"), nil, []byte("sha512"), digest[:]} {
-		signed = sshString(signed, f)
-	}
+	signed := sshSigned("git", nil, "sha512", digest[:])
 	sig := ed25519.Sign(k.priv, signed)
 	if k.pub.Verify(signed, &ssh.Signature{Format: ssh.KeyAlgoED25519, Blob: sig}) != nil {
 		return nil, false
