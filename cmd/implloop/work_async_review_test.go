@@ -62,19 +62,23 @@ func (f *fleet) leaseClaims() []string {
 // While the last result's push is tried again (refused three times: 1 s,
 // 2 s, 4 s between tries), the worker holds the claim of its next task,
 // taken before the first try failed, and does not renew it: with a lease
-// of 1 s another live worker takes that task over and runs it, and when
-// the push lands at last the first worker runs it too (its first renewal
-// then finds the claim taken): the task is paid for twice, by two live
-// workers, neither of them stalled.
+// shorter than the retries (7 s) another live worker takes that task over
+// and runs it, and when the push lands at last the first worker runs it
+// too (its first renewal then finds the claim taken): the task is paid
+// for twice, by two live workers, neither of them stalled.
 func TestAsyncReviewNextClaimRenewedWhilePushRetried(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(2))
 	f.preReceive("#!/bin/sh\nin=$(cat)\ncase \"$in\" in *refs/implloop/records/*) ;; *) exit 0;; esac\n" +
 		"case \"$in\" in */T001*) ;; *) exit 0;; esac\n" +
 		"n=$(cat \"$0.n\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$0.n\"\n[ $n -gt 3 ] || { echo busy >&2; exit 1; }\n")
-	w1 := f.start("w1", nil, "--lease", "1s")
+	// A lease of 3 s (renewed every second): shorter than the retries,
+	// and room for a renewal's own push on a loaded machine (with 1 s, a
+	// renewal slower than two thirds of a second let the other worker
+	// take a live task over).
+	w1 := f.start("w1", nil, "--lease", "3s")
 	f.waitClaim(t, "T002", w1)
-	w2 := f.start("w2", nil, "--lease", "1s")
+	w2 := f.start("w2", nil, "--lease", "3s")
 	f.wait(w1)
 	f.wait(w2)
 	logs := w1.err.String() + w2.err.String()
@@ -118,8 +122,10 @@ func TestAsyncReviewKilledWhilePushInFlight(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the next task claimed meanwhile, as a rule
 	must(t, syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL))
 	_ = k.cmd.Wait()
-	w1 := f.start("w1", nil, "--lease", "1s")
-	w2 := f.start("w2", nil, "--lease", "1s")
+	// Live workers with room for a renewal's push on a loaded machine:
+	// k's claims name its own 1 s lease, which they go by.
+	w1 := f.start("w1", nil, "--lease", "3s")
+	w2 := f.start("w2", nil, "--lease", "3s")
 	f.wait(w1)
 	f.wait(w2)
 	logs := k.err.String() + "\n" + w1.err.String() + "\n" + w2.err.String()

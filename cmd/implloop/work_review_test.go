@@ -88,8 +88,8 @@ func TestReviewWorkSlowGateKeepsLease(t *testing.T) {
 	t.Parallel()
 	plan := "# Plan\n\n- [ ] T001 write out-T001.txt\n\n  ```verify\n  sleep 5\n  test -f out-T001.txt\n  ```\n"
 	f := newFleet(t, plan)
-	w1 := f.start("w1", nil, "--lease", "1500ms")
-	w2 := f.start("w2", nil, "--lease", "1500ms")
+	w1 := f.start("w1", nil, "--lease", "2s")
+	w2 := f.start("w2", nil, "--lease", "2s")
 	f.wait(w1)
 	f.wait(w2)
 	logs := w1.err.String() + w2.err.String()
@@ -312,8 +312,11 @@ func TestReviewWorkKilledTakenOverByOneOfThree(t *testing.T) {
 	_ = k.cmd.Wait()
 	killAgent(pidFile)
 	var ws []*runningWorker
+	// k's claim names its 1 s lease, which they go by; their own, renewed
+	// while the one that took over runs, leave room for a renewal's push
+	// on a loaded machine.
 	for _, name := range []string{"b", "c", "d"} {
-		ws = append(ws, f.start(name, slow, "--lease", "1s"))
+		ws = append(ws, f.start(name, slow, "--lease", "3s"))
 	}
 	logs := ""
 	for _, w := range ws {

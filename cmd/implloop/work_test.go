@@ -692,16 +692,20 @@ func BenchmarkWorkers(b *testing.B) {
 		b.StartTimer()
 		t0 := time.Now()
 		var ws []*exec.Cmd
+		errs := make([]bytes.Buffer, len(dirs))
 		for i, dir := range dirs {
 			args := append([]string{"work", "plan.md", "--remote", "origin", "--id", fmt.Sprintf("w%d", i+1)}, f.agentFlags()...)
 			c := f.cmd(dir, "implloop", args...)
 			c.Env = append(c.Env, "AGENT_SLEEP=2")
+			c.Stderr = &errs[i]
 			must(b, c.Start())
 			ws = append(ws, c)
 		}
 		var cpu time.Duration // the workers' and what they waited for (git, the agents): not the server's
-		for _, c := range ws {
-			must(b, c.Wait())
+		for i, c := range ws {
+			if err := c.Wait(); err != nil {
+				b.Fatalf("worker w%d: %v\n%s", i+1, err, errs[i].String())
+			}
 			cpu += c.ProcessState.UserTime() + c.ProcessState.SystemTime()
 		}
 		wall := time.Since(t0)
