@@ -82,7 +82,11 @@ func FuzzStatusChanged(f *testing.F) {
 // untracked cache, git update-index) has the tree and dirty set of one
 // brought up to date by `git add -A`. Two identical repositories take the
 // same steps, one boundary each way.
+//
+// 30 cases here (make test's time); scripts/fuzz.sh runs 1,000
+// (-rapid.checks=N).
 func TestPropertyAddChangedIsAddAll(t *testing.T) {
+	defer rapidChecks("30")()
 	rapid.Check(t, func(rt *rapid.T) {
 		repos, each, fs := twinRepos(rt, "boundary-addchanged-", "fast", "full")
 		dirs := []string{"", "d", "d/e", "f", "sp ace", "ü"}

@@ -26,11 +26,13 @@ import (
 // (WithChanged), the other looks at the whole tree: every boundary has
 // the same tree, dirty set and kept-ignored paths.
 //
-// 100 cases here; scripts/fuzz.sh runs 2,000 (-rapid.checks=N).
+// 30 cases here (make test's time); scripts/fuzz.sh runs 2,000
+// (-rapid.checks=N).
 func TestPropertyWatchedBoundaryIsFullScan(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("treewatch watches with inotify only")
 	}
+	defer rapidChecks("30")()
 	watched, taken := 0, 0
 	missed := map[string]int{}
 	rapid.Check(t, func(rt *rapid.T) {

@@ -27,7 +27,11 @@ var (
 // snapshot's dirty set is `git status --porcelain=v1 -z` (every ignore
 // source, autocrlf, exec bits, symlinks), its worktree hashes are
 // `git hash-object`, and its HEAD hashes are HEAD's tree.
+//
+// 40 cases here (make test's time); scripts/fuzz.sh runs 2,000
+// (-rapid.checks=N).
 func TestTakeMatchesGitStatus(t *testing.T) {
+	defer rapidChecks("40")()
 	rapid.Check(t, func(rt *rapid.T) {
 		dir, err := os.MkdirTemp("", "boundary-prop-")
 		if err != nil {

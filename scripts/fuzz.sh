@@ -36,6 +36,15 @@ go test -count=1 -timeout 0 ./boundary/ -run '^TestPropertyStatusSnapshotIsAddAl
 wchecks=${WATCH_CHECKS:-2000}
 echo "property boundary TestPropertyWatchedBoundaryIsFullScan ($wchecks cases)"
 go test -count=1 -timeout 0 ./boundary/ -run '^TestPropertyWatchedBoundaryIsFullScan$' -rapid.checks="$wchecks"
+# Boundaries brought up to date from git status on the private index
+# against git add -A (about 0.5 s a case), and every snapshot against
+# git status itself (about 0.3 s a case).
+achecks2=${ADDCHANGED_CHECKS:-1000}
+echo "property boundary TestPropertyAddChangedIsAddAll ($achecks2 cases)"
+go test -count=1 -timeout 0 ./boundary/ -run '^TestPropertyAddChangedIsAddAll$' -rapid.checks="$achecks2"
+tchecks=${TAKE_CHECKS:-2000}
+echo "property boundary TestTakeMatchesGitStatus ($tchecks cases)"
+go test -count=1 -timeout 0 ./boundary/ -run '^TestTakeMatchesGitStatus$' -rapid.checks="$tchecks"
 # Two workers racing for a claim (make test races 100 rounds).
 crounds=${CLAIM_ROUNDS:-200}
 echo "claims cmd/implloop TestWorkClaimRace ($crounds rounds)"
