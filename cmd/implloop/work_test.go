@@ -660,6 +660,39 @@ func TestWorkClaimRace(t *testing.T) {
 	}
 }
 
+// daemonCPU is the CPU the git daemon serving base (serveGitDaemon) and
+// the connections it ended (upload-pack, receive-pack and theirs) spent,
+// as Linux's /proc says; ok false where it cannot tell. On one machine
+// the server shares the workers' cores.
+func daemonCPU(base string) (cpu time.Duration, ok bool) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		cmd, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(cmd, []byte("git-daemon\x00")) || !bytes.Contains(cmd, []byte("--base-path="+base+"\x00")) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join(filepath.Dir(p), "stat"))
+		if err != nil {
+			continue
+		}
+		// After "(comm) ": state is the 1st field; utime, stime, cutime
+		// and cstime the 12th to 15th, in clock ticks (100 a second).
+		_, rest, found := bytes.Cut(stat, []byte(") "))
+		f := strings.Fields(string(rest))
+		if !found || len(f) < 15 {
+			continue
+		}
+		ticks := 0
+		for _, v := range f[11:15] {
+			n, _ := strconv.Atoi(v)
+			ticks += n
+		}
+		cpu += time.Duration(ticks) * 10 * time.Millisecond
+		ok = true
+	}
+	return cpu, ok
+}
+
 // scriptT is a *testing.T as testscript.T (checkJournalsUnder).
 type scriptT struct{ *testing.T }
 
@@ -673,7 +706,10 @@ func (t scriptT) Verbose() bool { return testing.Verbose() }
 // no protocol at all. Reported: the wall time as a multiple of the ideal
 // (x_ideal, at most 1.3 wanted), what each round of tasks cost over 2 s
 // (ms_overhead/task: on one machine the 8 workers share its cores), and
-// the protocol's own cost per task for one worker alone (ms_protocol/task:
+// the CPU of the workers and what they started (ms_cpu/task) and of the
+// server (ms_server_cpu/task, where /proc tells), which all share the
+// machine's cores, and the protocol's own cost per task for one worker
+// alone (ms_protocol/task:
 // look, claim, input, the run's boundaries and journal; the records,
 // signing and push of each result overlap the next task's claim and the
 // start of its run, the last one's counts whole, as does the worker's
@@ -716,6 +752,9 @@ func BenchmarkWorkers(b *testing.B) {
 		b.ReportMetric(wall.Seconds()/ideal.Seconds(), "x_ideal")
 		b.ReportMetric(float64((wall-ideal).Milliseconds())/float64(tasks/workers), "ms_overhead/task")
 		b.ReportMetric(float64(cpu.Milliseconds())/tasks, "ms_cpu/task")
+		if srv, ok := daemonCPU(filepath.Join(f.dir, "srv")); ok {
+			b.ReportMetric(float64(srv.Milliseconds())/tasks, "ms_server_cpu/task")
+		}
 
 		// The protocol alone: one worker, 8 tasks whose agent returns at
 		// once (its process and the gate's stay in): per task, the look,
