@@ -1,42 +1,26 @@
 package travel_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/implloop/implloop/cache"
-	"github.com/implloop/implloop/internal/gittest"
-	"github.com/implloop/implloop/travel"
 )
 
 // A pull lists its refs once and sets them once: one for-each-ref (what
 // the fetch staged, the seals, the records and boundary refs there are)
-// and one update-ref (the runs' refs set, the staging refs and seals
+// and one update-ref (the run's refs set, the staging refs and the seals
 // deleted), where it ran four and two, each a git process, and a worker
-// pulls once a task. Counted by a git on PATH that notes each command
+// pulls once a task. The run pulled is signed and sealed, and trusted
+// through its seal. Counted by a git on PATH that notes each command
 // implloop runs (git's own children run git from its exec path).
 //
 // Not parallel: it sets PATH.
 func TestPullGitCalls(t *testing.T) {
-	ctx := context.Background()
-	a, _ := ranRepo(t)
-	runPlan(t, a, nil)
-	bare := t.TempDir()
-	gittest.At(t, bare).Git("init", "-q", "--bare")
-	ja, err := cache.Open(a.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = travel.Push(ctx, ja, travel.PushOptions{Remote: bare})
-	ja.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := gittest.New(t)
+	alice := sshKey(t, "alice")
+	_, run, bare := signingRepo(t, alice)
+	allowed := allowedSigners(t, map[string]string{"alice@example.com": alice})
 
 	real, err := exec.LookPath("git")
 	if err != nil {
@@ -49,25 +33,26 @@ func TestPullGitCalls(t *testing.T) {
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 
-	res, err := travel.Pull(ctx, b.Dir, bare, func() (*cache.Journal, error) { return cache.Open(b.Dir) })
+	c, res, err := pullInto(t, bare, nil, "gpg.ssh.allowedSignersFile", allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Imported) != 2 {
-		t.Fatalf("imported %v, want two runs", res.Imported)
+	if tr := res.Trust[run]; len(res.Imported) != 1 || !tr.Trusted {
+		t.Fatalf("imported %v, trust %+v: want %s, trusted", res.Imported, tr, run)
 	}
 	raw, err := os.ReadFile(log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := map[string]int{}
-	for _, c := range strings.Fields(string(raw)) {
-		n[c]++
+	for _, cmd := range strings.Fields(string(raw)) {
+		n[cmd]++
 	}
+	// (init and config: the clone pullInto makes.)
 	if n["for-each-ref"] != 1 || n["update-ref"] != 1 {
 		t.Fatalf("git commands run by the pull: %v; want one for-each-ref and one update-ref", n)
 	}
-	if refs := b.Git("for-each-ref", "--format=%(refname)", "refs/implloop-pull/", "refs/implloop-seals/"); refs != "" {
+	if refs := c.Git("for-each-ref", "--format=%(refname)", "refs/implloop-pull/", "refs/implloop-seals/"); refs != "" {
 		t.Fatalf("staging refs left:\n%s", refs)
 	}
 }
