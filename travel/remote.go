@@ -547,11 +547,11 @@ type puller struct {
 	refs strings.Builder
 	// haveRef are the records and boundary refs the repository had.
 	haveRef map[string]bool
-	// staging are the staging refs and seal refs there were once
-	// fetched; seals, the seals' commits.
+	// staging are the staging refs and the seal refs there were once
+	// the fetch ended; seals, the seals' commits.
 	staging []string
 	seals   []string
-	// deleted are the staging refs refs deletes.
+	// deleted are the staging refs whose deletion refs holds already.
 	deleted map[string]bool
 	// cleared: the staging refs went with refs (or there were none);
 	// dropped: the seal refs and the other staging refs too.

@@ -61,11 +61,10 @@ func writeSeal(ctx context.Context, dirs cache.Dirs, runs map[string]string, s *
 }
 
 // verifyRuns is git's verification of each pending run's records commit,
-// in the order of todo: through the seals fetched (the commits of seals,
-// as fetched under sealNS) where a good one names the commit, else the
-// commit's own signature. b counts
-// what the seals take to read; pin is the configuration git verifies
-// with (nil: git's now).
+// in the order of todo: through the seals fetched (seals: their commits,
+// as the pull found them under sealNS) where a good one names the
+// commit, else the commit's own signature. b counts what the seals take
+// to read; pin is the configuration git verifies with (nil: git's now).
 func verifyRuns(ctx context.Context, dir string, todo []pending, seals []string, b *budget, pin *gitConfig) ([]signature, error) {
 	if len(todo) == 0 {
 		return nil, nil
