@@ -52,8 +52,19 @@ func (f *fleet) forge(dir, obj string, n int, refs ...string) string {
 	for _, r := range refs {
 		args = append(args, obj+":"+r)
 	}
-	f.run(dir, "git", args...)
-	return obj
+	// A forced push still expects the value the server advertised: a
+	// live worker's renewal landing in between makes the server refuse
+	// it ("cannot lock ref"), which on a loaded machine happens. Pushed
+	// again, as whoever forges would.
+	for try := 1; ; try++ {
+		out, err := f.cmd(dir, "git", args...).CombinedOutput()
+		if err == nil {
+			return obj
+		}
+		if try == 10 || !strings.Contains(string(out), "cannot lock ref") {
+			f.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 }
 
 func randName() string {
