@@ -461,7 +461,6 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	}
 	if staged == "" {
 		p.cleared = true
-		p.dropped = len(p.staging) == 0
 		return p.res, nil // the remote has no runs: no journal needed
 	}
 	j, err := open()
@@ -553,9 +552,11 @@ type puller struct {
 	seals   []string
 	// deleted are the staging refs whose deletion refs holds already.
 	deleted map[string]bool
-	// cleared: the staging refs went with refs (or there were none);
-	// dropped: the seal refs and the other staging refs too.
-	cleared, dropped bool
+	// listed: staging and seals are as the listing after the fetch
+	// found them.
+	listed bool
+	// cleared: the staging refs went with refs (or there were none).
+	cleared bool
 }
 
 // dropStaging deletes the seals, which are read where they are fetched,
@@ -563,7 +564,20 @@ type puller struct {
 // What an interrupted pull left behind, the next fetch's --prune
 // deletes.
 func (p *puller) dropStaging() {
-	if p.dropped {
+	if p.listed && p.cleared {
+		// As the listing after the fetch found them, less those the
+		// import deleted: no listing again. Not in the import's own
+		// update: another pull of the clone (a user's, beside a worker's)
+		// may hold one of them, which must not fail this one.
+		var del strings.Builder
+		for _, ref := range p.staging {
+			if !p.deleted[ref] {
+				fmt.Fprintf(&del, "delete %s\n", ref)
+			}
+		}
+		if del.Len() > 0 {
+			_, _ = git(p.ctx, p.dir, []byte(del.String()), nil, "update-ref", "--stdin")
+		}
 		return
 	}
 	ns := []string{sealNS}
@@ -615,7 +629,7 @@ func (p *puller) fetch() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	p.haveRef = map[string]bool{}
+	p.haveRef, p.listed = map[string]bool{}, true
 	var keep []string
 	for _, line := range strings.Split(out, "\n") {
 		oid, ref, ok := strings.Cut(line, " ")
@@ -815,17 +829,10 @@ func (p *puller) setRefs(w *cache.Journal, ins []*incoming, sigOf map[string]sig
 			fmt.Fprintf(&p.refs, "update %s %s\n", boundary.RunRef(in.rec.Run.ID), bs[len(bs)-1].Commit)
 		}
 	}
-	// The seals, read already, and what else was staged go in the same
-	// update.
-	for _, ref := range p.staging {
-		if !p.deleted[ref] {
-			fmt.Fprintf(&p.refs, "delete %s\n", ref)
-		}
-	}
 	if _, err := git(p.ctx, p.dir, []byte(p.refs.String()), nil, "update-ref", "--stdin"); err != nil {
 		return err
 	}
-	p.cleared, p.dropped = true, true
+	p.cleared = true
 	return nil
 }
 
