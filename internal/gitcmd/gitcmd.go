@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -112,9 +113,14 @@ func Run(ctx context.Context, o Options, args ...string) (stdout, stderr []byte,
 		cmd.Stdout = o.Stdout
 	}
 	cmd.Stderr = &errb
-	// Once git was killed (the context ended), its wait does not wait
-	// long for a program it started (a signing program, a hook) that
-	// holds its output open.
+	// A git cut off by its context is asked to end (SIGTERM), not
+	// killed: git then removes the lock files it holds (a ref's, the
+	// index's) as it ends; a git killed in a ref update leaves its lock,
+	// which refuses every later update of that ref in the repository.
+	// One that does not end within waitDelay is killed. Once git ended,
+	// its wait does not wait long for a program it started (a signing
+	// program, a hook) that holds its output open.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = waitDelay
 	err = cmd.Run()
 	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() && ctx.Err() == nil {

@@ -136,3 +136,57 @@ func TestRunKilledReturnsThoughItsChildHoldsTheOutput(t *testing.T) {
 		t.Fatal("Run still waits for the program git started")
 	}
 }
+
+// A git cut off by its context while it holds a ref's lock (here an
+// update-ref transaction, prepared and waiting for more input) removes
+// the lock as it ends: it is asked to end (SIGTERM), which git cleans up
+// after, rather than killed. A lock left behind would refuse every later
+// update of that ref in the repository ("cannot lock ref ... File
+// exists"), as a pull cut off by its time limit did to a worker's next
+// pull.
+func TestCancelledGitLeavesNoLock(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Output(context.Background(), dir, "init", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Output(context.Background(), dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"); err != nil {
+		t.Fatal(err)
+	}
+	head, err := Output(context.Background(), dir, "rev-parse", "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	if _, err := pw.WriteString("start\nupdate refs/implloop-pull/r " + head + " \nprepare\n"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := Run(ctx, Options{Dir: dir, Stdin: pr}, "update-ref", "--stdin")
+		done <- err
+	}()
+	lock := filepath.Join(dir, ".git", "refs", "implloop-pull", "r.lock")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(lock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the transaction never took its lock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut off: %v", err)
+	}
+	pr.Close()
+	if _, err := os.Stat(lock); err == nil {
+		t.Fatal("the lock of a git cut off by its context was left behind")
+	}
+}
