@@ -61,27 +61,34 @@ func (f *fleet) leaseClaims() []string {
 
 // While the last result's push is tried again (refused three times: 1 s,
 // 2 s, 4 s between tries), the worker holds the claim of its next task,
-// taken before the first try failed, and does not renew it: with a lease
-// shorter than the retries (7 s) another live worker takes that task over
-// and runs it, and when the push lands at last the first worker runs it
-// too (its first renewal then finds the claim taken): the task is paid
-// for twice, by two live workers, neither of them stalled.
+// taken before the first try failed, and renews it: a lease shorter than
+// the retries (7 s) is not taken over by another live worker, and the
+// task is paid for once. (Unrenewed, the claim would look stopped to
+// the other worker, which would take the task over and run it, and the
+// first worker would run it too once its push landed.)
+//
+// w1 ranks T002 first (spread), so the refused result is T002's and the
+// next claim T001's; w2 starts once w1 holds both.
 func TestAsyncReviewNextClaimRenewedWhilePushRetried(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(2))
 	f.preReceive("#!/bin/sh\nin=$(cat)\ncase \"$in\" in *refs/implloop/records/*) ;; *) exit 0;; esac\n" +
-		"case \"$in\" in */T001*) ;; *) exit 0;; esac\n" +
+		"case \"$in\" in */T002*) ;; *) exit 0;; esac\n" +
 		"n=$(cat \"$0.n\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$0.n\"\n[ $n -gt 3 ] || { echo busy >&2; exit 1; }\n")
-	// A lease of 3 s (renewed every second): shorter than the retries,
-	// and room for a renewal's own push on a loaded machine (with 1 s, a
-	// renewal slower than two thirds of a second let the other worker
-	// take a live task over).
-	w1 := f.start("w1", nil, "--lease", "3s")
+	// A lease of 5 s (renewed every 1.7 s): shorter than the retries,
+	// and room on a loaded machine for a renewal's push, and for the
+	// push of T001's result (at a low priority, the renewals waiting
+	// for it).
+	w1 := f.start("w1", nil, "--lease", "5s")
 	f.waitClaim(t, "T002", w1)
-	w2 := f.start("w2", nil, "--lease", "3s")
+	f.waitClaim(t, "T001", w1)
+	w2 := f.start("w2", nil, "--lease", "5s")
 	f.wait(w1)
 	f.wait(w2)
 	logs := w1.err.String() + w2.err.String()
+	if !strings.Contains(logs, "trying again in 4s") {
+		t.Fatalf("T002's push was not tried again three times\n%s", logs)
+	}
 	if calls := f.sortedCalls(); !slices.Equal(calls, []string{"T001", "T002"}) {
 		t.Fatalf("calls %v: a task was paid for twice by two live workers\n%s", calls, logs)
 	}
