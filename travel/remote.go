@@ -449,7 +449,7 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 	}
 	ctx, endCat := withCatSessions(ctx, dir)
 	defer endCat()
-	p := &puller{ctx: ctx, dir: dir, bud: newBudget(cfg.limits), now: cfg.now(), pin: cfg.pin, only: cfg.only, via: cfg.via,
+	p := &puller{ctx: ctx, dir: dir, bud: newBudget(cfg.limits), now: cfg.now(), pin: cfg.pin, only: cfg.only, via: cfg.via, deleted: map[string]bool{},
 		res: &PullResult{Remote: remote, Trust: map[string]Trust{}}}
 	if p.res.Remote == "" {
 		p.res.Remote = DefaultRemote(ctx, dir)
@@ -492,7 +492,7 @@ func Pull(ctx context.Context, dir, remote string, open func() (*cache.Journal, 
 		p.reset()
 		p.bud = newBudget(cfg.limits) // each try reads the pull anew
 	}
-	if err := reverify(ctx, dir, j, recheck, p.bud, p.res, p.pin); err != nil {
+	if err := reverify(ctx, dir, j, recheck, p.seals, p.bud, p.res, p.pin); err != nil {
 		return nil, err
 	}
 	for _, in := range ins { // parents first
@@ -523,7 +523,7 @@ func (p *puller) importStaged(staged string, skip map[string]bool) (recheck []ca
 // refused a run (and so imported nothing, set no ref).
 func (p *puller) reset() {
 	p.refs.Reset()
-	p.haveRef = nil
+	clear(p.deleted)
 	p.res.Present = nil
 }
 
@@ -546,6 +546,15 @@ type puller struct {
 	refs strings.Builder
 	// haveRef are the records and boundary refs the repository had.
 	haveRef map[string]bool
+	// staging are the staging refs and the seal refs there were once
+	// the fetch ended; seals, the seals' commits.
+	staging []string
+	seals   []string
+	// deleted are the staging refs whose deletion refs holds already.
+	deleted map[string]bool
+	// listed: staging and seals are as the listing after the fetch
+	// found them.
+	listed bool
 	// cleared: the staging refs went with refs (or there were none).
 	cleared bool
 }
@@ -555,6 +564,22 @@ type puller struct {
 // What an interrupted pull left behind, the next fetch's --prune
 // deletes.
 func (p *puller) dropStaging() {
+	if p.listed && p.cleared {
+		// As the listing after the fetch found them, less those the
+		// import deleted: no listing again. Not in the import's own
+		// update: another pull of the clone (a user's, beside a worker's)
+		// may hold one of them, which must not fail this one.
+		var del strings.Builder
+		for _, ref := range p.staging {
+			if !p.deleted[ref] {
+				fmt.Fprintf(&del, "delete %s\n", ref)
+			}
+		}
+		if del.Len() > 0 {
+			_, _ = git(p.ctx, p.dir, []byte(del.String()), nil, "update-ref", "--stdin")
+		}
+		return
+	}
 	ns := []string{sealNS}
 	if !p.cleared || p.only != nil {
 		// (A pull of only some runs may have staged others beside them,
@@ -596,16 +621,32 @@ func (p *puller) fetch() (string, error) {
 	if _, err := git(p.ctx, p.dir, nil, nil, args...); err != nil {
 		return "", &RemoteError{Remote: p.res.Remote, Op: "fetch", Err: err}
 	}
-	staged, err := git(p.ctx, p.dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", pullNS)
-	if err != nil || p.only == nil {
-		return staged, err
+	// What the fetch staged, the seals it fetched and the records and
+	// boundary refs the repository has: one listing, read by the steps
+	// that follow (sortStaged, verifyRuns, setRefs) rather than each
+	// listing its own.
+	out, err := git(p.ctx, p.dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", pullNS, sealNS, RecordsRefPrefix, boundary.RunRefPrefix)
+	if err != nil {
+		return "", err
 	}
-	// Another run whose id starts with one of only's, or one an
-	// interrupted pull left staged, is not this pull's.
+	p.haveRef, p.listed = map[string]bool{}, true
 	var keep []string
-	for _, line := range strings.Split(staged, "\n") {
-		if _, ref, ok := strings.Cut(line, " "); ok && p.only[strings.TrimPrefix(ref, pullNS)] {
-			keep = append(keep, line)
+	for _, line := range strings.Split(out, "\n") {
+		oid, ref, ok := strings.Cut(line, " ")
+		switch {
+		case !ok:
+		case strings.HasPrefix(ref, pullNS):
+			p.staging = append(p.staging, ref)
+			// Another run whose id starts with one of only's, or one an
+			// interrupted pull left staged, is not this pull's.
+			if p.only == nil || p.only[strings.TrimPrefix(ref, pullNS)] {
+				keep = append(keep, line)
+			}
+		case strings.HasPrefix(ref, sealNS):
+			p.staging = append(p.staging, ref)
+			p.seals = append(p.seals, oid)
+		default:
+			p.haveRef[ref] = true
 		}
 	}
 	return strings.Join(keep, "\n"), nil
@@ -618,14 +659,6 @@ func (p *puller) fetch() (string, error) {
 // is verified again (recheck). Every staging ref is deleted with the
 // refs the import sets.
 func (p *puller) sortStaged(staged string, skip map[string]bool) (todo, repairs []pending, recheck []cache.Pulled, err error) {
-	local, err := git(p.ctx, p.dir, nil, nil, "for-each-ref", "--format=%(refname)", RecordsRefPrefix, boundary.RunRefPrefix)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	p.haveRef = map[string]bool{}
-	for _, r := range strings.Split(local, "\n") {
-		p.haveRef[r] = true
-	}
 	pulledRows, err := p.j.PulledRuns()
 	if err != nil {
 		return nil, nil, nil, err
@@ -636,6 +669,7 @@ func (p *puller) sortStaged(staged string, skip map[string]bool) (todo, repairs 
 			continue
 		}
 		fmt.Fprintf(&p.refs, "delete %s\n", ref)
+		p.deleted[ref] = true
 		run := strings.TrimPrefix(ref, pullNS)
 		if skip[run] {
 			continue
@@ -702,7 +736,7 @@ type verified struct {
 func (p *puller) importRuns(todo []pending) (ins []*incoming, sigOf map[string]signature, added []string, err error) {
 	verify := make(chan verified, 1)
 	go func() {
-		sigs, err := verifyRuns(p.ctx, p.dir, todo, p.bud, p.pin)
+		sigs, err := verifyRuns(p.ctx, p.dir, todo, p.seals, p.bud, p.pin)
 		verify <- verified{sigs, err}
 	}()
 	decoded := make(chan *incoming, len(todo))
@@ -1019,7 +1053,7 @@ func checkSignatures(todo []pending, ins []*incoming, sigs []signature, sigOf ma
 // once stays so until it is pulled into another clone (a key removed
 // from the allowed signers does not reach back). pin is the
 // configuration git verifies with (nil: git's now).
-func reverify(ctx context.Context, dir string, j *cache.Journal, rows []cache.Pulled, b *budget, res *PullResult, pin *gitConfig) error {
+func reverify(ctx context.Context, dir string, j *cache.Journal, rows []cache.Pulled, seals []string, b *budget, res *PullResult, pin *gitConfig) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -1027,7 +1061,7 @@ func reverify(ctx context.Context, dir string, j *cache.Journal, rows []cache.Pu
 	for i, p := range rows {
 		todo[i] = pending{p.RunID, p.Commit}
 	}
-	sigs, err := verifyRuns(ctx, dir, todo, b, pin)
+	sigs, err := verifyRuns(ctx, dir, todo, seals, b, pin)
 	if err != nil {
 		return err
 	}

@@ -61,17 +61,17 @@ func writeSeal(ctx context.Context, dirs cache.Dirs, runs map[string]string, s *
 }
 
 // verifyRuns is git's verification of each pending run's records commit,
-// in the order of todo: through the seals fetched under sealNS where a
-// good one names the commit, else the commit's own signature. b counts
-// what the seals take to read; pin is the configuration git verifies
-// with (nil: git's now).
-func verifyRuns(ctx context.Context, dir string, todo []pending, b *budget, pin *gitConfig) ([]signature, error) {
+// in the order of todo: through the seals fetched (seals: their commits,
+// as the pull found them under sealNS) where a good one names the
+// commit, else the commit's own signature. b counts what the seals take
+// to read; pin is the configuration git verifies with (nil: git's now).
+func verifyRuns(ctx context.Context, dir string, todo []pending, seals []string, b *budget, pin *gitConfig) ([]signature, error) {
 	if len(todo) == 0 {
 		return nil, nil
 	}
 	sigs := make([]signature, len(todo))
 	covered := make([]bool, len(todo))
-	if err := verifyBySeals(ctx, dir, todo, b, sigs, covered, pin); err != nil {
+	if err := verifyBySeals(ctx, dir, todo, seals, b, sigs, covered, pin); err != nil {
 		return nil, err
 	}
 	var rest []string
@@ -92,13 +92,11 @@ func verifyRuns(ctx context.Context, dir string, todo []pending, b *budget, pin 
 }
 
 // verifyBySeals fills sigs (and covered) for the runs of todo a good seal
-// names with the commit fetched for them.
-func verifyBySeals(ctx context.Context, dir string, todo []pending, b *budget, sigs []signature, covered []bool, pin *gitConfig) error {
-	out, err := git(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname)", sealNS)
-	if err != nil || out == "" {
-		return err
+// (of seals, commits) names with the commit fetched for them.
+func verifyBySeals(ctx context.Context, dir string, todo []pending, seals []string, b *budget, sigs []signature, covered []bool, pin *gitConfig) error {
+	if len(seals) == 0 {
+		return nil
 	}
-	seals := strings.Split(out, "\n")
 	names, err := sealedRuns(ctx, dir, seals, todo, b)
 	if err != nil {
 		return err
