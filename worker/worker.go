@@ -634,7 +634,13 @@ func (w *worker) pullRuns(ctx context.Context, need []string) (*travel.PullResul
 	// A run the pull refuses (malformed, forged: anyone with push access
 	// can put one there) is left out, named, and never built on; the
 	// others are imported.
-	return travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) { return cache.Open(w.o.Root) },
+	dirs := w.dirs()
+	return travel.Pull(ctx, w.o.Root, w.remote, func() (*cache.Journal, error) {
+		if dirs.State == "" {
+			return cache.Open(w.o.Root)
+		}
+		return cache.OpenDirs(dirs) // where the worker's journal is: no git asked
+	},
 		travel.SkipRefused(), travel.OnlyRuns(need), travel.VerifyAs(w.signing), travel.Via(w.refs))
 }
 
