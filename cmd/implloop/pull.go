@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/implloop/implloop/loop"
+	"regexp"
 	"runtime/debug"
 	"strings"
 
@@ -274,6 +275,13 @@ func travelError(err error, remote string) error {
 	case errors.As(err, &refused):
 		return errorf(fmt.Sprintf("nothing was imported; ask whoever pushed run %s to push it again from their clone (or remove it from the remote: git push %s :%s)",
 			refused.Run, remoteOr(remote), travel.RecordsRef(refused.Run)), "%s", err)
+	case errors.As(err, &re) && staleLock(err) != "":
+		hint := fmt.Sprintf("a git that did not end its work here (killed, or the machine stopped) left that lock file; "+
+			"if no other git is running in this clone, remove it (rm '%s') and try again", staleLock(err))
+		if re.Op == "fetch" {
+			hint += "; nothing was imported"
+		}
+		return errorf(hint, "%s", err)
 	case errors.As(err, &re):
 		hint := fmt.Sprintf("check that %s is a remote you can reach ('git remote -v', 'git %s %s')", re.Remote, re.Op, re.Remote)
 		if re.Op == "fetch" {
@@ -289,6 +297,19 @@ func travelError(err error, remote string) error {
 	}
 	return loopError(err)
 }
+
+// staleLock is the lock file git could not create because it exists
+// ("Unable to create '<path>.lock': File exists"), named in err; "" when
+// err is no such refusal.
+func staleLock(err error) string {
+	m := lockExists.FindStringSubmatch(err.Error())
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+var lockExists = regexp.MustCompile(`Unable to create '([^']+\.lock)': File exists`)
 
 // pullGCPercent is the collector's setting for `implloop pull` and
 // `implloop work` (BenchmarkPull in package travel sets it too).
