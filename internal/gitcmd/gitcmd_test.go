@@ -1,6 +1,7 @@
 package gitcmd
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"os"
@@ -164,22 +165,45 @@ func TestCancelledGitLeavesNoLock(t *testing.T) {
 	if _, err := pw.WriteString("start\nupdate refs/implloop-pull/r " + head + " \nprepare\n"); err != nil {
 		t.Fatal(err)
 	}
+	// Cut off once git said the transaction is prepared: its locks are
+	// taken then, and registered for removal (git creates a lock file
+	// a moment before it registers it: a signal in between leaves it,
+	// which no caller can help).
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := Run(ctx, Options{Dir: dir, Stdin: pr}, "update-ref", "--stdin")
+		_, _, err := Run(ctx, Options{Dir: dir, Stdin: pr, Stdout: outW}, "update-ref", "--stdin")
 		done <- err
 	}()
+	prepared := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			if sc.Text() == "prepare: ok" {
+				prepared <- true
+				return
+			}
+		}
+		prepared <- false
+	}()
+	select {
+	case ok := <-prepared:
+		if !ok {
+			t.Fatalf("git ended before the transaction was prepared: %v", <-done)
+		}
+	case err := <-done:
+		t.Fatalf("git ended before the transaction was prepared: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the transaction was never prepared")
+	}
 	lock := filepath.Join(dir, ".git", "refs", "implloop-pull", "r.lock")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(lock); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the transaction never took its lock")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the prepared transaction holds no lock: %v", err)
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
