@@ -18,6 +18,7 @@ import (
 // No agent call, every file back, and gates need not be there to force
 // the boundaries.
 func TestAcrossRunsWholePlan(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(3)})
 	agentPath, logDir := fakeAgent(t, `echo "step $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"; echo call >> "$LOG/calls"`)
 	s := settingsFor(agentPath)
@@ -45,6 +46,7 @@ func TestAcrossRunsWholePlan(t *testing.T) {
 // the plan did before) said "never ran" of a task another run did and
 // this one replays, and made a --jobs wave call it ahead, paying for it.
 func TestAcrossRunsPlanThroughAGate(t *testing.T) {
+	t.Parallel()
 	plan := "# Plan\n\n### Task 1: One\n\nDo one.\n\n```verify\ntest -f out-1.txt\n```\n\n### Task 2: Two\n\nDo two.\n"
 	repo := newRepo(t, map[string]string{"plan.md": plan})
 	agentPath, logDir := fakeAgent(t, `echo "step $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"; echo call >> "$LOG/calls"`)
@@ -73,6 +75,7 @@ func TestAcrossRunsPlanThroughAGate(t *testing.T) {
 // takes the gate to do what it did there) run live at their turn, serial
 // or --jobs, and the run still ends DONE with the first task replayed.
 func TestAcrossRunsGateWritesEachTime(t *testing.T) {
+	t.Parallel()
 	for _, jobs := range []int{1, 3} {
 		t.Run(fmt.Sprintf("jobs %d", jobs), func(t *testing.T) {
 			plan := "# Plan\n\n- [ ] T001 [P] One\n- [ ] T002 [P] Two\n- [ ] T003 [P] Three\n"
@@ -98,6 +101,7 @@ func TestAcrossRunsGateWritesEachTime(t *testing.T) {
 // called ahead, and each replays at its turn. A plan of independent [P]
 // tasks, run a second time after its work was cleaned away: zero calls.
 func TestAcrossRunsJobs(t *testing.T) {
+	t.Parallel()
 	plan := "# Plan\n\n- [ ] T001 [P] One\n- [ ] T002 [P] Two\n- [ ] T003 [P] Three\n"
 	repo := newRepo(t, map[string]string{"plan.md": plan})
 	agentPath, logDir := fakeAgent(t, `echo "$IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"; echo call >> "$LOG/calls"`)
@@ -173,6 +177,7 @@ func checkGate(id string) string {
 // written from the other run's boundaries, the final gate live. No agent
 // call, nothing paid, and the dry run, the report and explain say so.
 func TestAcrossRunsSeveralAttempts(t *testing.T) {
+	t.Parallel()
 	plan := "# Plan\n\n### Task 1: One\n\nDo one.\n\n### Task 2: Two\n\nDo two.\n\n```verify\n" + checkGate("2") + "\n```\n"
 	repo := newRepo(t, map[string]string{"plan.md": plan})
 	agentPath, logDir := fakeAgent(t, attemptsAgent)
@@ -241,6 +246,7 @@ func TestAcrossRunsSeveralAttempts(t *testing.T) {
 // tasks whose last took two attempts: no task of the wave is called
 // ahead, and each replays at its turn, the last one's two attempts too.
 func TestAcrossRunsSeveralAttemptsJobs(t *testing.T) {
+	t.Parallel()
 	plan := "# Plan\n\n### Task 1: [P] One\n\nDo one.\n\n### Task 2: [P] Two\n\nDo two.\n\n" +
 		"### Task 3: [P] Three\n\nDo three.\n\n```verify\n" + checkGate("3") + "\n```\n"
 	repo := newRepo(t, map[string]string{"plan.md": plan})
@@ -260,6 +266,7 @@ func TestAcrossRunsSeveralAttemptsJobs(t *testing.T) {
 // the failure included, as a resume replays such a chain from its
 // lineage: no agent call.
 func TestAcrossRunsFailedCall(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(1)})
 	agentPath, logDir := fakeAgent(t, `echo call >> "$LOG/calls"
 if [ "$IMPLLOOP_ATTEMPT" = 1 ]; then echo "429 Too Many Requests" >&2; exit 1; fi
@@ -287,6 +294,7 @@ echo "done" > "out-$IMPLLOOP_TASK_ID.txt"`)
 // from attempt 1, as planned, with none of the other run's work in the
 // tree and nothing of it replayed.
 func TestAcrossRunsGateChanged(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(1)})
 	agentPath, logDir := fakeAgent(t, attemptsAgent)
 	s := settingsFor(agentPath)
@@ -331,6 +339,7 @@ func TestAcrossRunsGateChanged(t *testing.T) {
 // at replays it across runs, chain and all, after replaying its own
 // tasks from its lineage; not with --reverify.
 func TestAcrossRunsResumeChain(t *testing.T) {
+	t.Parallel()
 	plan := "# Plan\n\n### Task 1: One\n\nDo one.\n\n### Task 2: Two\n\nDo two.\n\n```verify\n" + checkGate("2") + "\n```\n"
 	repo := newRepo(t, map[string]string{"plan.md": plan})
 	agentPath, logDir := fakeAgent(t, attemptsAgent)
@@ -398,6 +407,7 @@ func TestAcrossRunsResumeChain(t *testing.T) {
 // tree is another (a file committed since), or the result is not in the
 // blob store. The plan says it beforehand, explain after.
 func TestAcrossRunsSaysWhyNot(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(1)})
 	agentPath, logDir := fakeAgent(t, `echo "step $IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"; echo call >> "$LOG/calls"`)
 	s := settingsFor(agentPath)
@@ -450,6 +460,7 @@ func TestAcrossRunsSaysWhyNot(t *testing.T) {
 // one another run did it from. Its reason says so: "not in this chain of
 // attempts" would be untrue of a run whose chain stands.
 func TestAcrossRunsSaysACallMadeAhead(t *testing.T) {
+	t.Parallel()
 	plan := "# Plan\n\n- [ ] T001 [P] One\n- [ ] T002 [P] Two\n- [ ] T003 [P] Three\n"
 	repo := newRepo(t, map[string]string{"plan.md": plan})
 	agentPath, logDir := fakeAgent(t, `echo "$IMPLLOOP_TASK_ID" > "out-$IMPLLOOP_TASK_ID.txt"; echo "did $IMPLLOOP_TASK_ID"; echo call >> "$LOG/calls"`)

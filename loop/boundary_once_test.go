@@ -15,6 +15,7 @@ import (
 // resume's ref, the first chained to the parent's last boundary commit and
 // holding the parent's uncommitted work.
 func TestResumeTakesB0Once(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, nil)
 	writeFile(t, filepath.Join(repo, "plan.md"), plainPlan(2))
 	agentPath, _ := fakeAgent(t, `mkdir -p out && echo "work of $IMPLLOOP_TASK_ID" > "out/t$IMPLLOOP_TASK_ID.txt"`)

@@ -15,6 +15,7 @@ import (
 // (it used to: "--reverify: its gate runs live"), while the task with a
 // gate says so, and the run does what the plan said.
 func TestReverifyPlansNoGateForATaskWithout(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	plan := "# Plan\n\nShared context.\n\n" +
 		"### Task 1: gated\n\n```text path=out/a.txt\na\n```\n\n```verify\ntest -f out/a.txt\n```\n\n" +
@@ -44,6 +45,7 @@ func TestReverifyPlansNoGateForATaskWithout(t *testing.T) {
 // would pass again and mark it done with the old text's work (it did).
 // Unedited, the resume still re-runs its gate first, with no agent call.
 func TestGuardBlockedTaskEditedRunsAgain(t *testing.T) {
+	t.Parallel()
 	plan := "# Plan\n\nShared context.\n\n" +
 		"### Task 1: one\n\nWrite one.txt.\n\n" +
 		"### Task 2: two\n\nWrite two.txt.\n\n```verify\ntest -f two.txt\n```\n"

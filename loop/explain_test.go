@@ -10,6 +10,7 @@ import (
 // in the loop's words, why task 2 ran live and which preimage field
 // changed.
 func TestExplain(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	repo, parent := rsBase(t, rsPlan(3, "Shared context."), s)
 	rsEditPlan(t, repo, func(p string) string { return strings.Replace(p, "hello 2", "hello two", 1) })

@@ -6,6 +6,7 @@ import (
 )
 
 func TestApplyFrontMatter(t *testing.T) {
+	t.Parallel()
 	fm := map[string]any{
 		"title": "ignored", "agent": "claude", "model": "m1", "verify": "make test",
 		"max_attempts": 2, "timeout": "90s", "env": []any{"API_TOKEN"},
@@ -64,6 +65,7 @@ func TestApplyFrontMatter(t *testing.T) {
 // --agent-cmd outranks the front matter's agent (and --agent its
 // agent_cmd): the two pick the backend together.
 func TestFrontMatterAgentVersusAgentCmd(t *testing.T) {
+	t.Parallel()
 	d := DefaultSettings()
 	d.AgentCmd = "./agent.sh"
 	s, err := applyFrontMatter(d, map[string]any{"agent": "builtin"}, func(f string) bool { return f == "agent-cmd" })

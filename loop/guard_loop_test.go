@@ -46,6 +46,7 @@ const gitAgent = `git -c user.name=agent -c user.email=agent@example.com`
 // blocks, the run's boundaries keep the dropped commit, and restore brings both files back
 // byte for byte.
 func TestGuardResetHardThroughRun(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
 	writeFile(t, filepath.Join(repo, "README"), "the user's edit\n")
 	agentPath, _ := fakeAgent(t, `
@@ -100,6 +101,7 @@ esac`)
 // task, per path, and a path asked for that was not lost is an error
 // that names it.
 func TestLostContent(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2), "a.txt": "a\n", "b.txt": "b\n"})
 	writeFile(t, filepath.Join(repo, "a.txt"), "the user's a\n")
 	writeFile(t, filepath.Join(repo, "b.txt"), "the user's b\n")
@@ -142,6 +144,7 @@ func TestLostContent(t *testing.T) {
 // TestGuardCommittedRenameThroughRun: a file left uncommitted by task 1
 // and renamed and committed by task 2 is moved, not lost.
 func TestGuardCommittedRenameThroughRun(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
 	agentPath, _ := fakeAgent(t, `
 case "$IMPLLOOP_TASK_ID" in
@@ -283,6 +286,7 @@ func TestGuardAfterKill9(t *testing.T) {
 // TestResumeAfterFinishedRunDiscardIsInformation: when the parent finished
 // normally, a file removed between the runs is the user's business.
 func TestResumeAfterFinishedRunDiscardIsInformation(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
 	agentPath, _ := fakeAgent(t, `echo x > "out-$IMPLLOOP_TASK_ID.txt"`)
 	first := runIn(t, repo, settingsFor(agentPath))

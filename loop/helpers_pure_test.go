@@ -9,6 +9,7 @@ import (
 )
 
 func TestTail(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		n    int
@@ -62,6 +63,7 @@ func TestTailProperties(t *testing.T) {
 }
 
 func TestWriteBlockedFencesOutput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := "before\n```\nnot the end\n```\nafter\n"
 	err := writeBlocked(dir, []blockInfo{{RunID: "r-1", PlanPath: "plan.md", TaskID: "3", Title: "T", Attempts: 2,

@@ -85,6 +85,7 @@ func dirHasEntries(d string) bool {
 // No task starts before what it waits for has ended, and the tasks of a
 // wave do run at once.
 func TestParallelOrder(t *testing.T) {
+	t.Parallel()
 	for _, specs := range [][]string{
 		{"1", "2[P]", "3[P]", "4[P]", "5"},
 		{"1", "2:1", "3:1", "4:2,3", "5"},
@@ -163,6 +164,7 @@ func parWave(t *testing.T, files map[string]string, one, two string) (string, *O
 // Two tasks of a wave that change different lines of one file: both
 // changes are in it.
 func TestParallelCleanMerge(t *testing.T) {
+	t.Parallel()
 	repo, _ := parWave(t, map[string]string{"doc.txt": "a\nb\nc\nd\ne\nf\ng\n"},
 		"sed 's/^a$/A/' doc.txt > doc.tmp && mv doc.tmp doc.txt",
 		"sed 's/^g$/G/' doc.txt > doc.tmp && mv doc.tmp doc.txt")
@@ -175,6 +177,7 @@ func TestParallelCleanMerge(t *testing.T) {
 // conflicts, its attempt fails with the paths as feedback, and its next
 // attempt runs on the merged tree.
 func TestParallelConflict(t *testing.T) {
+	t.Parallel()
 	repo, out := parWave(t, map[string]string{"shared.txt": "line\n"}, "echo one > shared.txt", "echo two > shared.txt")
 	if got := readFile(t, filepath.Join(repo, "shared.txt")); got != "two\n" {
 		t.Errorf("shared.txt = %q, want task 2's second attempt on top of task 1", got)
@@ -202,6 +205,7 @@ func TestParallelConflict(t *testing.T) {
 // uncommitted discards it in the main tree when it merges: blocked, as in
 // a serial run, with the path to restore.
 func TestParallelDiscardIsBlocked(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, nil)
 	writeFile(t, filepath.Join(repo, "plan.md"), parPlan("1", "2[P]", "3[P]"))
 	agentPath, _ := parAgent(t, map[string]string{
@@ -227,6 +231,7 @@ func TestParallelDiscardIsBlocked(t *testing.T) {
 // A task that commits in its worktree: the content arrives, uncommitted;
 // the user's branch does not move.
 func TestParallelCommitInWorktree(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, nil)
 	writeFile(t, filepath.Join(repo, "plan.md"), parPlan("1[P]", "2[P]"))
 	head := git(t, repo, "rev-parse", "HEAD")
@@ -249,6 +254,7 @@ func TestParallelCommitInWorktree(t *testing.T) {
 // Worktrees a killed run left are removed by the next run; the plan's
 // tasks run serially with --jobs 1, with the same results.
 func TestParallelStrayWorktreesAndJobs1(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, nil)
 	writeFile(t, filepath.Join(repo, "plan.md"), parPlan("1[P]", "2[P]"))
 	dir, err := boundary.WorktreeDir(context.Background(), repo, "r-20260101-000000-dead")
@@ -271,6 +277,7 @@ func TestParallelStrayWorktreesAndJobs1(t *testing.T) {
 // A parallel run resumes serially with every unit replayed: how many ran
 // at once is in no identity.
 func TestParallelResumesSerially(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, nil)
 	writeFile(t, filepath.Join(repo, "plan.md"), parPlan("1", "2[P]", "3[P]", "4"))
 	agentPath, _ := parAgent(t, map[string]string{
@@ -295,6 +302,7 @@ func TestParallelResumesSerially(t *testing.T) {
 // replay, or a task that will replay across runs): that one does not run,
 // as the run stops; the paid call after it is journaled and merged.
 func TestParallelStopSettlesPaidCallsPastAReplay(t *testing.T) {
+	t.Parallel()
 	plan := "# Plan\n\n- [ ] T001 [P] One\n- [ ] T002 [P] Two\n- [ ] T003 [P] Three\n"
 	repo := newRepo(t, map[string]string{"plan.md": plan})
 	agentPath, logDir := fakeAgent(t, `

@@ -36,6 +36,7 @@ func editTask(n int, text string) func(*testing.T, string, *Settings) {
 // a dependency that runs live re-runs its dependents in the plan too (it
 // used to say "replay" for a dependent the run then re-ran live).
 func TestPlanAgreesWithRun(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		baseRange string // --task-range of the base run
@@ -130,6 +131,7 @@ func TestPlanAgreesWithRun(t *testing.T) {
 
 // The unit_started reasons of a live dependent name its dependency.
 func TestLiveReasonNamesDependency(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	repo, base := rsBase(t, chainPlan(), s)
 	rsEditPlan(t, repo, func(p string) string { return strings.Replace(p, "\n1\n```", "\none\n```", 1) })
@@ -149,6 +151,7 @@ func TestLiveReasonNamesDependency(t *testing.T) {
 // gate: its journaled attempt replays) turns BLOCKED into DONE with
 // nothing live: that is a change, not a no-op. The resume after it is one.
 func TestRepairedDiscardIsNotNoOp(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
 	agentPath, _ := fakeAgent(t, `
 case "$IMPLLOOP_TASK_ID" in
@@ -181,6 +184,7 @@ esac`)
 // itself held) is not dispatched: it stays pending with why. The next
 // resume, after the repair, runs it as usual.
 func TestBlockedDependencyHoldsDependents(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	s.OnBlocked = "continue"
 	s.MaxAttempts = 1
@@ -239,6 +243,7 @@ func TestBlockedDependencyHoldsDependents(t *testing.T) {
 // An --env entry that is not a variable name is refused before a run is
 // journaled, on a run and on a resume (inherited from an older journal).
 func TestBadEnvNameRefusedBeforeRun(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	repo := newRepo(t, nil)
 	writeFile(t, filepath.Join(repo, "plan.md"), rsPlan(1, "Shared."))

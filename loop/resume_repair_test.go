@@ -30,6 +30,7 @@ func plannedOf(t *testing.T, plan []PlannedTask, id string) PlannedTask {
 // that was fixed: once its text changes, the resume plan says so and the
 // task runs live (it used to replay "fixed outside the loop" forever).
 func TestResumeFixedOutsideThenEdited(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	s.MaxAttempts = 1
 	repo := newRepo(t, nil)
@@ -132,6 +133,7 @@ func depPlan() string {
 // --task-range) keeps the artifact the lineage gave it: its dependents
 // replay instead of re-running for "dependency artifacts changed".
 func TestDependencyNotRunKeepsArtifact(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	repo, base := rsBase(t, depPlan(), s)
 
@@ -195,6 +197,7 @@ func (c cancelAfter) Run(ctx context.Context, req agent.Request) (agent.Result, 
 // An interrupt that comes once the agent has exited keeps its result: the
 // unit is journaled completed (and replays on resume), and the run stops.
 func TestInterruptAfterAgentExited(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	repo := newRepo(t, nil)
 	writeFile(t, filepath.Join(repo, "plan.md"), rsPlan(2, "Shared context."))
@@ -238,6 +241,7 @@ func TestInterruptAfterAgentExited(t *testing.T) {
 // guard block replays its attempt (nothing re-checks it), and the resume
 // does exactly that.
 func TestBlockedNoGateSaysWhatResumeDoes(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(3)})
 	agentPath, logDir := fakeAgent(t, `
 touch "$LOG/called-$IMPLLOOP_TASK_ID-$IMPLLOOP_RUN_ID"

@@ -322,6 +322,7 @@ func TestResumePlanEdits(t *testing.T) {
 // its gate fails; the user fixes the plan, commits the good subset,
 // removes BLOCKED.md and resumes.
 func TestResumeSeedIncident(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	s.MaxAttempts = 2
 	repo := newRepo(t, nil)
@@ -381,6 +382,7 @@ func TestResumeSeedIncident(t *testing.T) {
 // passes, and the task is done with no agent call. The next resume replays
 // that verdict rather than starting the task over.
 func TestResumeBlockedFixedByHand(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	s.MaxAttempts = 1
 	repo := newRepo(t, nil)
@@ -453,6 +455,7 @@ func rsPartial(t *testing.T, s Settings) (repo, run string) {
 // A resume whose blocked task still fails continues numbering after the
 // last journaled attempt, with its gate feedback.
 func TestResumeBlockedStillFailing(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	s.MaxAttempts = 2
 	repo, first := rsPartial(t, s)
@@ -480,6 +483,7 @@ func TestResumeBlockedStillFailing(t *testing.T) {
 // re-runs the gates and is not a no-op. (Planned in full: the answer
 // without a run is TestResumeUpToDate's.)
 func TestResumeNoOp(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	repo, parent := rsBase(t, rsPlan(3, "Shared context."), s)
 	out, rec := rsRun(t, repo, s, parent, func(o *Options) { o.Full = true })
@@ -504,6 +508,7 @@ func TestResumeNoOp(t *testing.T) {
 // A gate whose command changed since it was journaled is not replayed: it
 // runs live, since the journaled result answers another question.
 func TestResumeGateCommandChanged(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	repo := newRepo(t, nil)
 	writeFile(t, filepath.Join(repo, "plan.md"), "# Plan\n\n### Task 1: one\n\n```text path=out/a.txt\na\n```\n")
@@ -525,6 +530,7 @@ func TestResumeGateCommandChanged(t *testing.T) {
 // Dry-run resume writes nothing: every file under the repository
 // (.git and its implloop/ included) is byte-identical after.
 func TestResumeDryRunWritesNothing(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	repo, parent := rsBase(t, rsPlan(3, "Shared context."), s)
 	rsEditPlan(t, repo, func(p string) string { return strings.Replace(p, "hello 2\n", "hello two\n", 1) })

@@ -45,6 +45,7 @@ func copyTree(t *testing.T, src, dst string) {
 // by the builtin agent, gated by go test, ends DONE with every file the
 // plan specifies and the report on disk.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs go test as the gate")
 	}
@@ -102,6 +103,7 @@ func TestDemo(t *testing.T) {
 // attempt number and the gate's feedback reach the agent, the report says
 // 3 attempts, and the journal has three distinct identities for task 2.
 func TestRetryWithFeedback(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(3)})
 	agentPath, logDir := fakeAgent(t, `echo "task $IMPLLOOP_TASK_ID attempt $IMPLLOOP_ATTEMPT" > "out-$IMPLLOOP_TASK_ID.txt"`)
 	s := settingsFor(agentPath)
@@ -260,6 +262,7 @@ fi`)
 // TestSecondRunRefused: a run holds the repository lock; a second run in
 // the same repository is refused at once, naming the run and pid.
 func TestSecondRunRefused(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
 	agentPath, logDir := fakeAgent(t, `
 touch "$LOG/marker"
@@ -314,6 +317,7 @@ func runNoCheck(repo string, s Settings) (*Outcome, error) {
 // a second run is refused until it is removed. With --on-blocked continue
 // the later tasks run.
 func TestGateBlocks(t *testing.T) {
+	t.Parallel()
 	gate := `[ "$IMPLLOOP_TASK_ID" != 2 ] || { echo "compile error in two.go: the gate output"; exit 1; }`
 	t.Run("stop", func(t *testing.T) {
 		repo := newRepo(t, map[string]string{"plan.md": plainPlan(3)})
@@ -386,6 +390,7 @@ func TestGateBlocks(t *testing.T) {
 // file. The guard sees the content lost: task 2 is blocked with the path,
 // and its content is in the boundary commits (the CLI's restore test brings it back).
 func TestDiscardBlocks(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(3)})
 	agentPath, _ := fakeAgent(t, `
 case "$IMPLLOOP_TASK_ID" in
@@ -417,6 +422,7 @@ esac`)
 // TestCommitIsAConcern: task 2's agent commits task 1's work. HEAD moves
 // but nothing is lost: the run is DONE with a concern, not blocked.
 func TestCommitIsAConcern(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(3)})
 	agentPath, _ := fakeAgent(t, `
 export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.com GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.com
@@ -596,6 +602,7 @@ echo x > "out-$IMPLLOOP_TASK_ID.txt"`)
 // TestCheckedTasksSkipped: tasks checked in the plan are skipped unless
 // IncludeChecked.
 func TestCheckedTasksSkipped(t *testing.T) {
+	t.Parallel()
 	plan := "# Plan\n\n- [x] First, done by hand\n- [ ] Second\n- [ ] Third\n"
 	for _, include := range []bool{false, true} {
 		repo := newRepo(t, map[string]string{"plan.md": plan})
@@ -625,6 +632,7 @@ func TestCheckedTasksSkipped(t *testing.T) {
 // stderr, as its feedback. When the attempts run out BLOCKED.md shows the
 // agent's failure, not a gate's.
 func TestAgentFailure(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(1)})
 	agentPath, logDir := fakeAgent(t, `echo "warming up" >&2; echo "cannot reach the model (attempt $IMPLLOOP_ATTEMPT)" >&2; exit 7`)
 	s := settingsFor(agentPath)

@@ -65,6 +65,7 @@ func requireSandbox(t *testing.T) {
 // own worktree (readied concurrently: the race detector watches), and
 // their work merges into the main tree as without one.
 func TestParallelSandboxed(t *testing.T) {
+	t.Parallel()
 	requireSandbox(t)
 	repo := newRepo(t, nil)
 	writeFile(t, filepath.Join(repo, "plan.md"), parPlan("1[P]", "2[P]", "3[P]"))

@@ -43,6 +43,7 @@ func concernsOf(t *testing.T, repo, run string) string {
 // boundaries (committed in it) keep the work, so task 2 blocks,
 // BLOCKED.md names the submodule, and restore writes the work back.
 func TestSubmoduleDiscardBlocks(t *testing.T) {
+	t.Parallel()
 	repo := newSubmoduleRepo(t, 2)
 	agentPath, _ := fakeAgent(t, `
 case "$IMPLLOOP_TASK_ID" in
@@ -83,6 +84,7 @@ esac`)
 // submodule raise nothing: a task that commits the work in it, and the
 // user committing in it between runs.
 func TestSubmoduleCommitIsNoConcern(t *testing.T) {
+	t.Parallel()
 	repo := newSubmoduleRepo(t, 3)
 	agentPath, _ := fakeAgent(t, `
 case "$IMPLLOOP_TASK_ID" in
@@ -121,6 +123,7 @@ esac`)
 // commit out again. That blocks, and restore, which does not check out
 // submodules, says which commit to check out where.
 func TestSubmoduleCommitLostRestore(t *testing.T) {
+	t.Parallel()
 	repo := newSubmoduleRepo(t, 2)
 	agentPath, _ := fakeAgent(t, `
 case "$IMPLLOOP_TASK_ID" in

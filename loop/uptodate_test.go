@@ -19,6 +19,7 @@ import (
 // answered without a run: the parent's verdict and report, one
 // nothing_changed event, and nothing written to the journal or the refs.
 func TestResumeUpToDate(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	repo, parent := rsBase(t, rsPlan(3, "Shared context."), s)
 	before := gitDirContents(t, repo)
@@ -52,6 +53,7 @@ func TestResumeUpToDate(t *testing.T) {
 
 // Whatever could change what a resume does sends it down the full path.
 func TestResumeNotUpToDate(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		// change returns the settings of the resume (s, or a copy of it
@@ -99,6 +101,7 @@ func TestResumeNotUpToDate(t *testing.T) {
 // neither is a work tree whose lock another run holds: that resume fails
 // as it always did.
 func TestResumeUpToDateNeedsDoneAndTheLock(t *testing.T) {
+	t.Parallel()
 	s := rsBuiltin()
 	s.MaxAttempts = 1
 	repo, first := rsPartial(t, s)
@@ -183,6 +186,7 @@ func diffContents(a, b map[string]string) string {
 // however often it is asked (it used to journal a run each time, then say
 // that nothing changed).
 func TestResumeUpToDateOtherInputs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		change func(t *testing.T, repo string, s Settings) Settings

@@ -14,6 +14,7 @@ import (
 // stops there BLOCKED, with --on-blocked continue too, whether the agent
 // or the gate removed it, and whether the task was blocked already.
 func TestJournalTakenAway(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, agent, verify, want string
 	}{
@@ -68,6 +69,7 @@ func TestJournalTakenAway(t *testing.T) {
 // A journal left in place is never taken for gone: the check costs a stat
 // per task that ran something, and nothing else changes.
 func TestJournalInPlaceNotGone(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t, map[string]string{"plan.md": plainPlan(2)})
 	agentPath, _ := fakeAgent(t, `rm -rf .implloop; echo ok > "out-$IMPLLOOP_TASK_ID.txt"`)
 	out := runIn(t, repo, settingsFor(agentPath))
@@ -80,6 +82,7 @@ func TestJournalInPlaceNotGone(t *testing.T) {
 // all (no repository there), every path is left alone with why, never
 // counted as written back.
 func TestWriteBackWithoutGit(t *testing.T) {
+	t.Parallel()
 	done, left := writeBack(t.Context(), t.TempDir(), []boundary.LostContent{{Path: "a.txt"}, {Path: "b.txt"}})
 	if len(done) != 0 || len(left) != 2 || !strings.HasPrefix(left[0], "a.txt (") || left[0] == "a.txt ()" {
 		t.Errorf("done %q, left %q: want both left alone, with why", done, left)
