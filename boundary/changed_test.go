@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/implloop/implloop/internal/rapidcases"
 	"pgregory.net/rapid"
 )
 
@@ -83,10 +84,10 @@ func FuzzStatusChanged(f *testing.F) {
 // brought up to date by `git add -A`. Two identical repositories take the
 // same steps, one boundary each way.
 //
-// 30 cases here (make test's time); scripts/fuzz.sh runs 1,000
+// 20 cases here (make test's time); scripts/fuzz.sh runs 1,000
 // (-rapid.checks=N).
 func TestPropertyAddChangedIsAddAll(t *testing.T) {
-	defer rapidChecks("30")()
+	defer rapidcases.Default("20")()
 	rapid.Check(t, func(rt *rapid.T) {
 		repos, each, fs := twinRepos(rt, "boundary-addchanged-", "fast", "full")
 		dirs := []string{"", "d", "d/e", "f", "sp ace", "ü"}

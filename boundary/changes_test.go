@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"pgregory.net/rapid"
-
+	"github.com/implloop/implloop/internal/rapidcases"
 	"github.com/implloop/implloop/treewatch"
+	"pgregory.net/rapid"
 )
 
 // TestPropertyWatchedBoundaryIsFullScan: two identical repositories go
@@ -26,13 +26,13 @@ import (
 // (WithChanged), the other looks at the whole tree: every boundary has
 // the same tree, dirty set and kept-ignored paths.
 //
-// 30 cases here (make test's time); scripts/fuzz.sh runs 2,000
+// 15 cases here (make test's time); scripts/fuzz.sh runs 2,000
 // (-rapid.checks=N).
 func TestPropertyWatchedBoundaryIsFullScan(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("treewatch watches with inotify only")
 	}
-	defer rapidChecks("30")()
+	defer rapidcases.Default("15")()
 	watched, taken := 0, 0
 	missed := map[string]int{}
 	rapid.Check(t, func(rt *rapid.T) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/implloop/implloop/internal/rapidcases"
 	"pgregory.net/rapid"
 )
 
@@ -28,10 +29,10 @@ var (
 // source, autocrlf, exec bits, symlinks), its worktree hashes are
 // `git hash-object`, and its HEAD hashes are HEAD's tree.
 //
-// 40 cases here (make test's time); scripts/fuzz.sh runs 2,000
+// 20 cases here (make test's time); scripts/fuzz.sh runs 2,000
 // (-rapid.checks=N).
 func TestTakeMatchesGitStatus(t *testing.T) {
-	defer rapidChecks("40")()
+	defer rapidcases.Default("20")()
 	rapid.Check(t, func(rt *rapid.T) {
 		dir, err := os.MkdirTemp("", "boundary-prop-")
 		if err != nil {

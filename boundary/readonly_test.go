@@ -2,7 +2,6 @@ package boundary
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/implloop/implloop/internal/rapidcases"
 	"pgregory.net/rapid"
 )
 
@@ -31,7 +31,7 @@ import (
 // 30 cases here (about 8 s); scripts/fuzz.sh runs 2,000
 // (-rapid.checks=N).
 func TestPropertyStatusSnapshotIsAddAll(t *testing.T) {
-	defer rapidChecks("30")()
+	defer rapidcases.Default("30")()
 	fast := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		dir, err := os.MkdirTemp("", "boundary-status-")
@@ -202,23 +202,6 @@ func TestPropertyStatusSnapshotIsAddAll(t *testing.T) {
 		}
 	})
 	t.Logf("%d snapshots from git status alone", fast)
-}
-
-// rapidChecks sets rapid's number of cases to n unless -rapid.checks was
-// given, and returns what puts it back.
-func rapidChecks(n string) func() {
-	f := flag.Lookup("rapid.checks")
-	if f == nil {
-		return func() {}
-	}
-	set := false
-	flag.Visit(func(g *flag.Flag) { set = set || g.Name == "rapid.checks" })
-	if set {
-		return func() {}
-	}
-	old := f.Value.String()
-	_ = f.Value.Set(n)
-	return func() { _ = f.Value.Set(old) }
 }
 
 // gitDirState is every file under dir/.git: its size, mode, modification

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/implloop/implloop/cache"
+	"github.com/implloop/implloop/internal/rapidcases"
 	"pgregory.net/rapid"
 )
 
@@ -40,11 +40,7 @@ func TestAcrossRunsPropertyChains(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two loops per case in real repositories")
 	}
-	if f := flag.Lookup("rapid.checks"); f != nil && !flagSet("rapid.checks") {
-		old := f.Value.String()
-		_ = f.Value.Set(acrossChecks)
-		defer func() { _ = f.Value.Set(old) }()
-	}
+	defer rapidcases.Default(acrossChecks)()
 	rapid.Check(t, func(rt *rapid.T) {
 		root, err := os.MkdirTemp("", "across-prop-")
 		if err != nil {

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/extractor"
+	"github.com/implloop/implloop/internal/rapidcases"
 	"pgregory.net/rapid"
 )
 
@@ -39,11 +39,7 @@ func TestParallelPropertyDependencyOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a loop per case in a real repository")
 	}
-	if f := flag.Lookup("rapid.checks"); f != nil && !flagSet("rapid.checks") {
-		old := f.Value.String()
-		_ = f.Value.Set(parallelChecks)
-		defer func() { _ = f.Value.Set(old) }()
-	}
+	defer rapidcases.Default(parallelChecks)()
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(2, 8).Draw(rt, "tasks")
 		specs := make([]string, n)

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gittest"
+	"github.com/implloop/implloop/internal/rapidcases"
 	"pgregory.net/rapid"
 )
 
@@ -49,23 +49,12 @@ func TestReplayPropertyNeedsItsWork(t *testing.T) {
 		t.Skip("runs two loops per case in real repositories")
 	}
 	// replayChecks cases by default; -rapid.checks=N for more.
-	if f := flag.Lookup("rapid.checks"); f != nil && !flagSet("rapid.checks") {
-		old := f.Value.String()
-		_ = f.Value.Set(replayChecks)
-		defer func() { _ = f.Value.Set(old) }()
-	}
+	defer rapidcases.Default(replayChecks)()
 	rapid.Check(t, func(rt *rapid.T) {
 		c := newReplayCase(t, rt)
 		defer c.cleanup()
 		c.run()
 	})
-}
-
-// flagSet reports whether the flag was given on the command line.
-func flagSet(name string) bool {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // rapidTB lets the package's helpers (newRepo, fakeAgent, checkJournal)
