@@ -275,15 +275,12 @@ func travelError(err error, remote string) error {
 	case errors.As(err, &refused):
 		return errorf(fmt.Sprintf("nothing was imported; ask whoever pushed run %s to push it again from their clone (or remove it from the remote: git push %s :%s)",
 			refused.Run, remoteOr(remote), travel.RecordsRef(refused.Run)), "%s", err)
-	case errors.As(err, &re) && staleLock(err) != "":
-		hint := fmt.Sprintf("a git that did not end its work here (killed, or the machine stopped) left that lock file; "+
-			"if no other git is running in this clone, remove it (rm '%s') and try again", staleLock(err))
-		if re.Op == "fetch" {
-			hint += "; nothing was imported"
-		}
-		return errorf(hint, "%s", err)
 	case errors.As(err, &re):
 		hint := fmt.Sprintf("check that %s is a remote you can reach ('git remote -v', 'git %s %s')", re.Remote, re.Op, re.Remote)
+		if lock := staleLock(err); lock != "" {
+			hint = fmt.Sprintf("a git that did not end its work here (killed, or the machine stopped) left that lock file; "+
+				"if no other git is running in this clone, remove it (rm '%s') and try again", lock)
+		}
 		if re.Op == "fetch" {
 			hint += "; nothing was imported"
 		}
