@@ -140,7 +140,10 @@ func TestReviewWorkGarbageClaimTakenOver(t *testing.T) {
 	a := filepath.Join(f.dir, "a")
 	key := f.planKeyOf(a)
 	blob := f.forge(a, "", 3<<20, travel.ClaimRef(key, "T001"))
-	w := f.start("w", nil, "--lease", "1s")
+	// 3 s: the worker runs both tasks, and keeps each claim only while
+	// a renewal's push gets through within its lease (on a loaded
+	// machine a push can take over a second).
+	w := f.start("w", nil, "--lease", "3s")
 	f.wait(w)
 	if calls := f.sortedCalls(); !slices.Equal(calls, []string{"T001", "T002"}) || !strings.Contains(w.err.String(), "task T001: taken over") {
 		t.Fatalf("calls %v, want each task once, T001 taken over\n%s", calls, w.err.String())
@@ -371,12 +374,12 @@ func TestReviewWorkRestartAfterFailedPushPaysOnce(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, independentPlan(1))
 	hook := f.preReceive("#!/bin/sh\nif grep -q refs/implloop/records/; then echo 'read-only for results' >&2; exit 1; fi\n")
-	w := f.start("w", nil, "--lease", "1s")
+	w := f.start("w", nil, "--lease", "3s")
 	if err := w.cmd.Wait(); err == nil {
 		t.Fatalf("the worker pushed through the hook:\n%s", w.err.String())
 	}
 	must(t, os.Remove(hook))
-	again := f.startIn(filepath.Join(f.dir, "w"), "w", nil, "--lease", "1s")
+	again := f.startIn(filepath.Join(f.dir, "w"), "w", nil, "--lease", "3s")
 	f.wait(again)
 	if calls := f.callLines(); len(calls) != 1 || !strings.Contains(again.err.String(), "task T001: pushed run") {
 		t.Fatalf("calls %v (want 1: the restart replays what it paid for)\n%s", calls, again.err.String())
