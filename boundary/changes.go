@@ -774,7 +774,7 @@ func (g *gitRepo) startCatFile() (*catFile, error) {
 	}
 	cmd := exec.CommandContext(g.ctx, p, "cat-file", "--batch")
 	cmd.Dir = g.root
-	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_NO_REPLACE_OBJECTS=1")
+	cmd.Env = gitcmd.Environ()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("cat-file: %w", err)

@@ -6,8 +6,11 @@
 // replace refs stand in for objects (GIT_NO_REPLACE_OBJECTS=1: a `git
 // replace` made by an agent, or by whoever pushed, must not change what a
 // boundary commit holds when it is restored, replayed, shown or blamed,
-// nor what a pulled record says), and returns a failure as an *Error that carries git's exit status and stderr. A
-// cancelled context wins over the error git died of.
+// nor what a pulled record says), makes git speak English (LC_ALL=C:
+// implloop reads git's messages, such as a lock file that exists, which
+// a user's LANGUAGE=de would translate), and returns a failure as an
+// *Error that carries git's exit status and stderr. A cancelled context
+// wins over the error git died of.
 //
 // What a command means is the caller's business (the boundary package's
 // plumbing, the journal's state directory, a hook's path); this package
@@ -93,6 +96,13 @@ func Path() (string, error) {
 	return p, nil
 }
 
+// Environ is the environment every git runs in: the process's, with
+// no optional locks, no replace refs and git's messages untranslated
+// (see the package comment).
+func Environ() []string {
+	return append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_NO_REPLACE_OBJECTS=1", "LC_ALL=C")
+}
+
 // Run runs git with args and returns what it wrote to stdout (unless
 // o.Stdout took it) and to stderr.
 func Run(ctx context.Context, o Options, args ...string) (stdout, stderr []byte, err error) {
@@ -105,7 +115,7 @@ func Run(ctx context.Context, o Options, args ...string) (stdout, stderr []byte,
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = o.Dir
-	cmd.Env = append(append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_NO_REPLACE_OBJECTS=1"), o.Env...)
+	cmd.Env = append(Environ(), o.Env...)
 	cmd.Stdin = o.Stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout = &out

@@ -214,3 +214,18 @@ func TestCancelledGitLeavesNoLock(t *testing.T) {
 		t.Fatal("the lock of a git cut off by its context was left behind")
 	}
 }
+
+// A user whose git speaks German (LANGUAGE=de, as many desktops set it):
+// the messages implloop reads (a lock file that
+// exists, not a repository) stay git's English ones. Where git's German
+// catalogue is not installed this passes trivially.
+func TestMessagesInEnglish(t *testing.T) {
+	t.Setenv("LANG", "C.UTF-8")
+	t.Setenv("LANGUAGE", "de")
+	t.Setenv("LC_ALL", "")
+	_, err := Output(context.Background(), t.TempDir(), "rev-parse", "--git-dir")
+	var ge *Error
+	if !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "not a git repository") {
+		t.Fatalf("git outside a repository: %v", err)
+	}
+}
