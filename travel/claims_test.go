@@ -22,14 +22,7 @@ func TestLeasePeriod(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	remote := gittest.New(t)
-	dirs, err := cache.StateDir(remote.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	empty, err := travel.EmptyTree(ctx, dirs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dirs, empty := leaseLab(t, remote)
 	lease := func(period time.Duration) string {
 		c, err := travel.NewLease(ctx, dirs, empty, "plan", "T1", "w", 1, time.Now(), period)
 		if err != nil {
@@ -69,6 +62,21 @@ func TestLeasePeriod(t *testing.T) {
 	if _, moved, err := travel.LeasePeriod(ctx, local.Dir, remote.Dir, ref, seen); err != nil || !moved {
 		t.Errorf("a claim renewed since: moved %v, err %v", moved, err)
 	}
+}
+
+// leaseLab is r's state directories and the empty tree written there,
+// which a claim's lease commit (travel.NewLease) names.
+func leaseLab(t *testing.T, r *gittest.Repo) (cache.Dirs, string) {
+	t.Helper()
+	dirs, err := cache.StateDir(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, err := travel.EmptyTree(context.Background(), dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs, empty
 }
 
 // A pull with SkipRefused leaves out each run whose records it refuses

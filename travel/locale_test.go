@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/implloop/implloop/cache"
 	"github.com/implloop/implloop/internal/gittest"
 	"github.com/implloop/implloop/travel"
 )
@@ -27,14 +26,7 @@ func TestCASLostInAnotherLanguage(t *testing.T) {
 	ctx := context.Background()
 	remote := gittest.New(t)
 	local := gittest.New(t)
-	dirs, err := cache.StateDir(local.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	empty, err := travel.EmptyTree(ctx, dirs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dirs, empty := leaseLab(t, local)
 	ref := travel.ClaimRef("plan", "T1")
 	var leases []string
 	for _, w := range []string{"w1", "w2"} {
@@ -47,7 +39,7 @@ func TestCASLostInAnotherLanguage(t *testing.T) {
 	if err := travel.CASPush(ctx, local.Dir, remote.Dir, travel.RefUpdate{Ref: ref, New: leases[0]}); err != nil {
 		t.Fatalf("the first claim: %v", err)
 	}
-	err = travel.CASPush(ctx, local.Dir, remote.Dir, travel.RefUpdate{Ref: ref, New: leases[1]})
+	err := travel.CASPush(ctx, local.Dir, remote.Dir, travel.RefUpdate{Ref: ref, New: leases[1]})
 	if !errors.Is(err, travel.ErrCASFailed) {
 		t.Fatalf("the claim taken already: %v, want %v", err, travel.ErrCASFailed)
 	}
