@@ -216,9 +216,9 @@ func TestCancelledGitLeavesNoLock(t *testing.T) {
 }
 
 // A user whose git speaks German (LANGUAGE=de, as many desktops set it):
-// the messages implloop reads (a lock file that
-// exists, not a repository) stay git's English ones. Where git's German
-// catalogue is not installed this passes trivially.
+// the messages implloop reads (a lock file that exists, not a
+// repository) stay git's English ones. Where git's German catalogue is
+// not installed this passes trivially.
 func TestMessagesInEnglish(t *testing.T) {
 	t.Setenv("LANG", "C.UTF-8")
 	t.Setenv("LANGUAGE", "de")
