@@ -131,3 +131,50 @@ func TestWorkPushesInBackground(t *testing.T) {
 		t.Errorf("events %v", kinds)
 	}
 }
+
+// Every push that carries a result runs at the worker's own priority,
+// the pushes behind the next task's agent too: each holds the lease
+// while it runs (no renewal meanwhile), and one at a lower priority,
+// starved by busier processes on a loaded machine, outlasted a 3 s
+// lease and lost its task to a takeover (CI). The remote is a local
+// path, so its receive-pack, and the pre-receive hook that notes each
+// push's priority, are the push's children and take its priority.
+func TestWorkPushesAtItsPriority(t *testing.T) {
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("ssh-keygen is not installed")
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc: priorities are not read here")
+	}
+	nice := "cut -d' ' -f19 /proc/self/stat"
+	want, err := exec.Command("sh", "-c", nice).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "pushes")
+	hook := "#!/bin/sh\nwhile read old new ref; do echo \"$(" + nice + ") $ref\" >> " + log + "; done\n"
+	r, _, s := signedRepo(t, 3, hook, sleeper("0.3"))
+	sum, err := Work(context.Background(), Options{Root: r.Dir, Remote: "origin", Settings: s, Lease: time.Minute, ID: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allPushed(t, sum, 3)
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := 0
+	for line := range strings.Lines(string(b)) {
+		prio, ref, _ := strings.Cut(strings.TrimSpace(line), " ")
+		if !strings.HasPrefix(ref, "refs/implloop/records/") {
+			continue
+		}
+		results++
+		if prio != strings.TrimSpace(string(want)) {
+			t.Errorf("%s was pushed at nice %s, the worker runs at %s", ref, prio, strings.TrimSpace(string(want)))
+		}
+	}
+	if results != 3 {
+		t.Fatalf("%d results pushed:\n%s", results, b)
+	}
+}

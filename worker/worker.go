@@ -1271,7 +1271,6 @@ type pendingPush struct {
 func (w *worker) pushLater(ctx context.Context, task, ref, run, verdict string, r *renewal) {
 	p := &pendingPush{run: run, done: make(chan struct{}), tried: make(chan struct{}), checked: make(chan struct{})}
 	w.pending = p
-	behind := w.landed.Load()
 	go func() {
 		defer close(p.done)
 		// What the task's agent changed of git's signing configuration,
@@ -1279,13 +1278,11 @@ func (w *worker) pushLater(ctx context.Context, task, ref, run, verdict string, 
 		// it: p.checked), off the way of the next claim and run start.
 		w.signingChanged(ctx, task, run)
 		close(p.checked)
-		if behind {
-			// Behind the next task's agent call, which does not wait for
-			// it: at a low priority, so that it does not take the cores
-			// from what other workers on this machine, between tasks, wait
-			// for.
-			procgroup.Background()
-		}
+		// At the worker's own priority, never a lower one (unlike a pull
+		// behind an agent): each try holds the lease (r.op), so that no
+		// renewal runs until it ends, and a try starved by busier
+		// processes on a loaded machine outlasted the lease and lost the
+		// task to a takeover (priority inversion).
 		pushed, err := w.push(ctx, task, ref, run, r, p)
 		r.end()
 		switch {
@@ -1582,19 +1579,28 @@ func (r *renewal) current() string {
 
 // loop renews the lease every third of a lease period until end; cancel
 // stops the task when the lease is lost (taken over), or when no renewal
-// got through for a lease period (another may have taken it over).
+// got through for a lease period (another may have taken it over). A
+// renewal starts a third of a period after the last one started, not
+// after it ended: on a loaded machine, where a push takes a second or
+// more, the claim still moves every third of a period (or as often as a
+// push gets through), never a push's time later each round.
 func (r *renewal) loop(ctx context.Context, cancel func()) {
 	defer close(r.done)
 	every := r.w.lease / 3
 	last := r.w.now()
+	next := time.Now().Add(every)
 	for {
+		t := time.NewTimer(time.Until(next))
 		select {
 		case <-r.stop:
+			t.Stop()
 			return
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-time.After(every):
+		case <-t.C:
 		}
+		next = time.Now().Add(every)
 		r.op.Lock()
 		if r.landed {
 			r.op.Unlock()
