@@ -330,8 +330,14 @@ func TestWorkKilledWorkerTakenOver(t *testing.T) {
 	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	w1 := f.start("b", slow, "--lease", "3s")
-	w2 := f.start("c", slow, "--lease", "3s")
+	// The live workers keep leases of their own twice as long: a
+	// worker keeps a claim only while a renewal (or its result's push)
+	// gets through within its lease, and on a loaded machine one push
+	// has taken over a second (CI lost T001 to a second takeover with
+	// 3 s). They take k's claim over after 6 s (they read k's lease only
+	// once a claim stood still for their own), not 3.
+	w1 := f.start("b", slow, "--lease", "6s")
+	w2 := f.start("c", slow, "--lease", "6s")
 	f.wait(w1)
 	f.wait(w2)
 	took := strings.Count(w1.err.String()+w2.err.String(), "task T001: taken over")
