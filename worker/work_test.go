@@ -130,6 +130,12 @@ func TestWorkPushesInBackground(t *testing.T) {
 	if strings.Count(strings.Join(kinds, " "), "pushed") != 4 {
 		t.Errorf("events %v", kinds)
 	}
+	// Its first event says what it works on: the plan key and the base
+	// it shares with the other workers.
+	if e := events[0]; e.Type != "started" || e.Plan != sum.Plan || e.Base != sum.Base || sum.Plan == "" ||
+		!strings.Contains(e.Message, "plan.md at "+sum.Base[:12]+", 4 task(s), plan key "+sum.Plan) {
+		t.Errorf("first event %+v, summary's plan %s base %s", e, sum.Plan, sum.Base)
+	}
 }
 
 // Every push that carries a result runs at the worker's own priority,

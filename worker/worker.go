@@ -107,12 +107,16 @@ type Options struct {
 // Event is one thing a worker did or saw.
 type Event struct {
 	Time    time.Time `json:"time"`
-	Type    string    `json:"type"` // claimed, took_over, finished, concern, pushed, push_failed, lost, refused, waiting, skipped, stopped, done
+	Type    string    `json:"type"` // started, claimed, took_over, finished, concern, pushed, push_failed, lost, refused, waiting, skipped, stopped, done
 	Worker  string    `json:"worker"`
 	Task    string    `json:"task,omitempty"`
 	Run     string    `json:"run,omitempty"`
 	Verdict string    `json:"verdict,omitempty"`
-	Message string    `json:"message,omitempty"`
+	// Plan and Base: the plan's key (PlanKey) and the base commit, on
+	// started.
+	Plan    string `json:"plan,omitempty"`
+	Base    string `json:"base,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // TaskRun is a task a worker ran.
@@ -272,6 +276,7 @@ func Work(ctx context.Context, o Options) (*Summary, error) {
 	}
 	defer w.j.Close()
 	defer w.removeWorktree()
+	w.log(w.started())
 	for {
 		if err := ctx.Err(); err != nil {
 			_ = w.awaitPush() // given up, as the context ended
@@ -383,6 +388,26 @@ func (w *worker) start(ctx context.Context) error {
 	w.key = PlanKey(o.Settings.Plan, sel.PlanSHA256, w.base)
 	w.sum = &Summary{Worker: w.o.ID, Plan: w.key, Base: w.base}
 	return nil
+}
+
+// started says what the worker works on: workers share tasks only
+// under one plan key, the plan's path and bytes at one base commit, and
+// one started from another commit (a CI job that checked out a newer
+// one) silently does every task again; its first line says so.
+func (w *worker) started() Event {
+	n := 0
+	for _, t := range w.sel.Tasks {
+		if !w.skips(t) {
+			n++
+		}
+	}
+	base := w.base
+	if len(base) > 12 {
+		base = base[:12]
+	}
+	return Event{Type: "started", Plan: w.key, Base: w.base, Message: fmt.Sprintf(
+		"worker %s started: %s at %s, %d task(s), plan key %s (it shares tasks only with workers of this plan started from the same commit)",
+		w.o.ID, w.o.Settings.Plan, base, n, w.key)}
 }
 
 // startGroup runs steps at once; wait returns the error of the first

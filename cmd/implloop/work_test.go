@@ -276,9 +276,16 @@ func TestWorkFourWorkersEightTasks(t *testing.T) {
 		ws = append(ws, f.start(fmt.Sprintf("w%d", i), nil))
 	}
 	ran := 0
-	for _, w := range ws {
+	base := strings.TrimSpace(f.run(f.dir, "git", "-C", "w1", "rev-parse", "--short=12", "HEAD"))
+	for i, w := range ws {
 		f.wait(w)
 		ran += strings.Count(w.out.String(), "  pushed")
+		// Each says first what it shares with the others: the plan at
+		// the base commit, under one plan key.
+		first, _, _ := strings.Cut(w.err.String(), "\n")
+		if want := fmt.Sprintf("implloop work: worker w%d started: plan.md at %s, 8 task(s), plan key ", i+1, base); !strings.HasPrefix(first, want) {
+			t.Errorf("worker w%d's first line: %q, want %q...", i+1, first, want)
+		}
 	}
 	calls := f.callLines()
 	slices.Sort(calls)
