@@ -129,10 +129,12 @@ func TestAsyncReviewKilledWhilePushInFlight(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the next task claimed meanwhile, as a rule
 	must(t, syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL))
 	_ = k.cmd.Wait()
-	// Live workers with room for a renewal's push on a loaded machine:
-	// k's claims name its own 1 s lease, which they go by.
-	w1 := f.start("w1", nil, "--lease", "3s")
-	w2 := f.start("w2", nil, "--lease", "3s")
+	// Live workers with room for a slow push on a loaded machine (CI
+	// lost a task to a second takeover with 3 s): k's claims name its
+	// own 1 s lease, which they go by once one stood still for their
+	// own.
+	w1 := f.start("w1", nil, "--lease", "6s")
+	w2 := f.start("w2", nil, "--lease", "6s")
 	f.wait(w1)
 	f.wait(w2)
 	logs := k.err.String() + "\n" + w1.err.String() + "\n" + w2.err.String()

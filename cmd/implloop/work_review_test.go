@@ -326,11 +326,12 @@ func TestReviewWorkKilledTakenOverByOneOfThree(t *testing.T) {
 	_ = k.cmd.Wait()
 	killAgent(pidFile)
 	var ws []*runningWorker
-	// k's claim names its 1 s lease, which they go by; their own, renewed
-	// while the one that took over runs, leave room for a renewal's push
-	// on a loaded machine.
+	// k's claim names its 1 s lease, which they go by once it stood
+	// still for their own; their own, renewed while the one that took
+	// over runs and pushes, leave room for a slow push on a loaded
+	// machine (CI lost a task to a second takeover with 3 s).
 	for _, name := range []string{"b", "c", "d"} {
-		ws = append(ws, f.start(name, slow, "--lease", "3s"))
+		ws = append(ws, f.start(name, slow, "--lease", "6s"))
 	}
 	logs := ""
 	for _, w := range ws {
