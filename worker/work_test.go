@@ -153,10 +153,11 @@ func TestWorkPushesAtItsPriority(t *testing.T) {
 		t.Skip("no /proc: priorities are not read here")
 	}
 	nice := "cut -d' ' -f19 /proc/self/stat"
-	want, err := exec.Command("sh", "-c", nice).Output()
+	out, err := exec.Command("sh", "-c", nice).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := strings.TrimSpace(string(out))
 	log := filepath.Join(t.TempDir(), "pushes")
 	hook := "#!/bin/sh\nwhile read old new ref; do echo \"$(" + nice + ") $ref\" >> " + log + "; done\n"
 	r, _, s := signedRepo(t, 3, hook, sleeper("0.3"))
@@ -176,8 +177,8 @@ func TestWorkPushesAtItsPriority(t *testing.T) {
 			continue
 		}
 		results++
-		if prio != strings.TrimSpace(string(want)) {
-			t.Errorf("%s was pushed at nice %s, the worker runs at %s", ref, prio, strings.TrimSpace(string(want)))
+		if prio != want {
+			t.Errorf("%s was pushed at nice %s, the worker runs at %s", ref, prio, want)
 		}
 	}
 	if results != 3 {

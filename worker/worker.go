@@ -64,6 +64,7 @@ import (
 	"github.com/implloop/implloop/internal/gitcmd"
 	"github.com/implloop/implloop/internal/gitobj"
 	"github.com/implloop/implloop/internal/procgroup"
+	"github.com/implloop/implloop/internal/words"
 	"github.com/implloop/implloop/loop"
 	"github.com/implloop/implloop/travel"
 )
@@ -401,13 +402,9 @@ func (w *worker) started() Event {
 			n++
 		}
 	}
-	base := w.base
-	if len(base) > 12 {
-		base = base[:12]
-	}
 	return Event{Type: "started", Plan: w.key, Base: w.base, Message: fmt.Sprintf(
 		"worker %s started: %s at %s, %d task(s), plan key %s (it shares tasks only with workers of this plan started from the same commit)",
-		w.o.ID, w.o.Settings.Plan, base, n, w.key)}
+		w.o.ID, w.o.Settings.Plan, words.Short(w.base), n, w.key)}
 }
 
 // startGroup runs steps at once; wait returns the error of the first
