@@ -258,29 +258,23 @@ func recordsIdent(ctx context.Context, dir string) (name, email string) {
 // and returns their trees: in process (gitobj), or in three git
 // processes whatever their number where git writes: one hash-object, one
 // mktree of the blob directories, one of the roots.
-// Files are staged under tmp/<index>.
+// Where git writes, files are staged under tmp/<index> (in process, the
+// JSON files are written from memory: no file of theirs is made).
 func writeTrees(ctx context.Context, dir, tmp string, j *cache.Journal, recs ...*cache.Records) ([]string, error) {
 	type staged struct {
 		names []string // the files, then blobs (their hashes)
 		blobs []string
 	}
-	var paths []string
+	w := objects(j.Dirs())
+	var items []blobItem
 	st := make([]staged, len(recs))
 	for i, rec := range recs {
 		fs, err := files(rec)
 		if err != nil {
 			return nil, err
 		}
-		stage := filepath.Join(tmp, strconv.Itoa(i))
-		if err := os.MkdirAll(stage, 0o755); err != nil {
-			return nil, err
-		}
 		for n, b := range fs {
-			p := filepath.Join(stage, n)
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				return nil, err
-			}
-			st[i].names, paths = append(st[i].names, n), append(paths, p)
+			st[i].names, items = append(st[i].names, n), append(items, blobItem{stage: i, name: n, data: b})
 		}
 		st[i].blobs = rec.Blobs()
 		for _, h := range st[i].blobs {
@@ -290,16 +284,14 @@ func writeTrees(ctx context.Context, dir, tmp string, j *cache.Journal, recs ...
 			}
 			if _, err := os.Stat(p); err != nil {
 				// Not a file of its own (it came with a pull, in a pack):
-				// staged like the JSON files.
-				if p, err = stageBlob(j, h, stage); err != nil {
-					return nil, err
-				}
+				// written like the JSON files.
+				items = append(items, blobItem{stage: i, hash: h})
+				continue
 			}
-			paths = append(paths, p)
+			items = append(items, blobItem{path: p})
 		}
 	}
-	w := objects(j.Dirs())
-	oids, err := w.BlobFiles(ctx, paths)
+	oids, err := writeBlobs(ctx, w, j, tmp, items)
 	if err != nil {
 		return nil, err
 	}
@@ -336,6 +328,83 @@ func writeTrees(ctx context.Context, dir, tmp string, j *cache.Journal, recs ...
 		}
 	}
 	return w.Trees(ctx, roots)
+}
+
+// blobItem is a blob writeTrees writes: data (a JSON file, name), the
+// blob store's blob hash (one that is no file of its own), or the file
+// at path.
+type blobItem struct {
+	stage      int
+	name, hash string
+	data       []byte
+	path       string
+}
+
+// writeBlobs writes items as blobs and returns their ids in order: in
+// process, from memory (the files at path in one batch); where git
+// writes, in one git hash-object, the JSON files and the blobs that are
+// no file of their own staged under tmp/<stage> first.
+func writeBlobs(ctx context.Context, w *gitobj.Writer, j *cache.Journal, tmp string, items []blobItem) ([]string, error) {
+	ids := make([]string, len(items))
+	var paths []string
+	var at []int
+	for i, it := range items {
+		switch {
+		case it.path != "":
+			paths, at = append(paths, it.path), append(at, i)
+			continue
+		case !w.InProcess():
+			stage := filepath.Join(tmp, strconv.Itoa(it.stage))
+			if err := os.MkdirAll(stage, 0o755); err != nil {
+				return nil, err
+			}
+			p := filepath.Join(stage, it.name)
+			var err error
+			if it.hash != "" {
+				p, err = stageBlob(j, it.hash, stage)
+			} else {
+				err = os.WriteFile(p, it.data, 0o644)
+			}
+			if err != nil {
+				return nil, err
+			}
+			paths, at = append(paths, p), append(at, i)
+			continue
+		}
+		data := it.data
+		if it.hash != "" {
+			b, err := readBlob(j, it.hash)
+			if err != nil {
+				return nil, err
+			}
+			data = b
+		}
+		id, err := w.Blob(ctx, data)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	if len(paths) > 0 {
+		got, err := w.BlobFiles(ctx, paths)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range at {
+			ids[i] = got[k]
+		}
+	}
+	return ids, nil
+}
+
+// readBlob is blob h of the blob store.
+func readBlob(j *cache.Journal, h string) ([]byte, error) {
+	r, err := j.Blobs().Open(h)
+	if err != nil {
+		return nil, fmt.Errorf("blob %s is not in the blob store: %w", h, err)
+	}
+	defer r.Close()
+	return io.ReadAll(r)
 }
 
 // stageBlob copies blob h to a file in stage.

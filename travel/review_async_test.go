@@ -60,6 +60,42 @@ func TestReviewAsyncTreesMatchMain(t *testing.T) {
 	}
 }
 
+// Where git writes the objects (here, because core.sharedRepository is
+// set), the records trees are main's too: the JSON files, and the blobs
+// that came with a pull, staged as files first.
+func TestRecordsTreesWhereGitWrites(t *testing.T) {
+	t.Parallel()
+	r, run := ranRepo(t)
+	lite, full := reviewTrees(t, r, run)
+	bare, j := bareAndJournal(t, r)
+	if _, err := travel.Push(context.Background(), j, travel.PushOptions{Remote: bare}); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := pullInto(t, bare, []travel.PullOption{travel.SkipRefused()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, repo := range []*gittest.Repo{r, c} {
+		repo.Git("config", "core.sharedRepository", "group")
+		repo.Git("update-ref", "-d", travel.RecordsRef(run))
+		if l, f := reviewTrees(t, repo, run); l != lite || f != full {
+			t.Fatalf("%s: trees %s %s where git writes, %s %s in process", repo.Dir, l, f, lite, full)
+		}
+		j, err := cache.Open(repo.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := travel.Write(context.Background(), j, run)
+		j.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(repo.Git("rev-parse", c+"^{tree}")); got != full {
+			t.Fatalf("%s: records tree %s where git writes, %s in process", repo.Dir, got, full)
+		}
+	}
+}
+
 // A worker's run (records deferred to its push, written signed at once)
 // and the same run written unsigned and signed at push (main's way) give
 // the same records commits but for their signatures (ssh-keygen's are not
