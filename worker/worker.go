@@ -210,6 +210,13 @@ type worker struct {
 	// time, before the next task's agent is called).
 	configSaid string
 
+	// present are the runs the journal was found to have, and results
+	// the trusted results settle read of them, by task: each is read
+	// once (a step reads every claim's, and a plan of n tasks takes
+	// about n steps).
+	present map[string]bool
+	results map[settledKey]*loop.Result
+
 	seen   map[string]seenClaim // task -> a running claim's value, since when
 	left   map[string]string    // task -> why no worker can do it
 	redone map[string]bool      // tasks done again here for a result not trusted
@@ -250,6 +257,9 @@ type worker struct {
 	leaseMu sync.Mutex
 }
 
+// settledKey is a task and the run its claim names.
+type settledKey struct{ task, run string }
+
 type seenClaim struct {
 	value string
 	since time.Time
@@ -268,7 +278,8 @@ const leaseCheckAfter = time.Minute
 
 // Work runs the worker until every task of the plan is settled.
 func Work(ctx context.Context, o Options) (*Summary, error) {
-	w := &worker{o: o, now: o.Now, seen: map[string]seenClaim{}, left: map[string]string{}, redone: map[string]bool{}, unpulled: map[string]string{}}
+	w := &worker{o: o, now: o.Now, seen: map[string]seenClaim{}, left: map[string]string{}, redone: map[string]bool{}, unpulled: map[string]string{},
+		present: map[string]bool{}, results: map[settledKey]*loop.Result{}}
 	if w.now == nil {
 		w.now = time.Now
 	}
@@ -627,11 +638,13 @@ func (w *worker) survey(claims map[string]claimState) (map[string]*taskInfo, []s
 	for _, t := range w.sel.Tasks {
 		ti := &taskInfo{t: t, claim: claims[t.ID]}
 		info[t.ID] = ti
-		if r := ti.claim.run; r != "" && w.unpulled[r] == "" {
+		if r := ti.claim.run; r != "" && w.unpulled[r] == "" && !w.present[r] {
 			if _, err := w.j.GetRun(r); errors.Is(err, cache.ErrNotFound) {
 				need = append(need, r)
 			} else if err != nil {
 				return nil, nil, err
+			} else {
+				w.present[r] = true
 			}
 		}
 	}
@@ -776,8 +789,11 @@ func (w *worker) settle(info map[string]*taskInfo) {
 			continue
 		}
 		ti.settled = true
+		key := settledKey{t.ID, ti.claim.run}
 		if why := w.unpulled[ti.claim.run]; why != "" {
 			ti.distrust = why
+		} else if r, ok := w.results[key]; ok {
+			ti.result = r
 		} else if _, err := w.j.GetRun(ti.claim.run); errors.Is(err, cache.ErrNotFound) {
 			continue // not pulled yet (step pulls it before the worker ends)
 		} else if r, err := loop.TaskResult(w.j, ti.claim.run, t.ID); err != nil {
@@ -794,6 +810,14 @@ func (w *worker) settle(info map[string]*taskInfo) {
 				ti.distrust = "is of another plan"
 			case !r.Trust.Trusted:
 				ti.distrust = "is not trusted here: " + r.Trust.String()
+			}
+			// Read once: a run in the journal, and what it did of a
+			// task, do not change (a pull imports only runs it lacks).
+			// A read that failed is not kept, nor a result not trusted
+			// (a later pull may trust it: travel's reverify): both are
+			// read again.
+			if ti.distrust == "" {
+				w.results[key] = ti.result
 			}
 		}
 		if ti.distrust != "" && !w.redone[t.ID] {
