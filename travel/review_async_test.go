@@ -46,6 +46,17 @@ func TestReviewAsyncTreesMatchMain(t *testing.T) {
 	if got := strings.TrimSpace(r.Git("rev-parse", ref+"^1^{tree}")); got != lite {
 		t.Fatalf("records tree without transcripts %s, main writes %s", got, lite)
 	}
+	c := pushedAndPulled(t, r)
+	c.Git("update-ref", "-d", ref)
+	if l, f := reviewTrees(t, c, run); l != lite || f != full {
+		t.Fatalf("pulled: trees %s %s, made here %s %s", l, f, lite, full)
+	}
+}
+
+// pushedAndPulled is a clone that pulled the runs r pushed to a bare
+// repository.
+func pushedAndPulled(t *testing.T, r *gittest.Repo) *gittest.Repo {
+	t.Helper()
 	bare, j := bareAndJournal(t, r)
 	if _, err := travel.Push(context.Background(), j, travel.PushOptions{Remote: bare}); err != nil {
 		t.Fatal(err)
@@ -54,10 +65,23 @@ func TestReviewAsyncTreesMatchMain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Git("update-ref", "-d", ref)
-	if l, f := reviewTrees(t, c, run); l != lite || f != full {
-		t.Fatalf("pulled: trees %s %s, made here %s %s", l, f, lite, full)
+	return c
+}
+
+// writeRecords writes run's records in r (travel.Write) and returns the
+// records commit.
+func writeRecords(t *testing.T, r *gittest.Repo, run string) string {
+	t.Helper()
+	j, err := cache.Open(r.Dir)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer j.Close()
+	c, err := travel.Write(context.Background(), j, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // Where git writes the objects (here, because core.sharedRepository is
@@ -67,29 +91,13 @@ func TestRecordsTreesWhereGitWrites(t *testing.T) {
 	t.Parallel()
 	r, run := ranRepo(t)
 	lite, full := reviewTrees(t, r, run)
-	bare, j := bareAndJournal(t, r)
-	if _, err := travel.Push(context.Background(), j, travel.PushOptions{Remote: bare}); err != nil {
-		t.Fatal(err)
-	}
-	c, _, err := pullInto(t, bare, []travel.PullOption{travel.SkipRefused()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, repo := range []*gittest.Repo{r, c} {
+	for _, repo := range []*gittest.Repo{r, pushedAndPulled(t, r)} {
 		repo.Git("config", "core.sharedRepository", "group")
 		repo.Git("update-ref", "-d", travel.RecordsRef(run))
 		if l, f := reviewTrees(t, repo, run); l != lite || f != full {
 			t.Fatalf("%s: trees %s %s where git writes, %s %s in process", repo.Dir, l, f, lite, full)
 		}
-		j, err := cache.Open(repo.Dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := travel.Write(context.Background(), j, run)
-		j.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := writeRecords(t, repo, run)
 		if got := strings.TrimSpace(repo.Git("rev-parse", c+"^{tree}")); got != full {
 			t.Fatalf("%s: records tree %s where git writes, %s in process", repo.Dir, got, full)
 		}
@@ -123,15 +131,7 @@ func TestReviewAsyncDeferredRecordsSameCommits(t *testing.T) {
 		deferredRemote, deferredLocal := push(o)
 		// main's way: written unsigned when the run ended, signed by the push.
 		r.Git("update-ref", "-d", ref)
-		j, err := cache.Open(r.Dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		unsigned, err := travel.Write(context.Background(), j, run)
-		j.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		unsigned := writeRecords(t, r, run)
 		if raw := r.Git("cat-file", "commit", unsigned); strings.Contains(raw, "\ngpgsig") {
 			t.Fatalf("Write signed:\n%s", raw)
 		}

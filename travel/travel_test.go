@@ -132,16 +132,7 @@ func TestWriteRecords(t *testing.T) {
 	}
 	// Deterministic: written again, the same commit.
 	r.Git("update-ref", "-d", ref)
-	j, err := cache.Open(r.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := travel.Write(context.Background(), j, run)
-	j.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again != full {
+	if again := writeRecords(t, r, run); again != full {
 		t.Errorf("written again: %s, first %s", again, full)
 	}
 }
