@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -66,5 +67,33 @@ func TestIdlePullDue(t *testing.T) {
 		if got := w.idlePullDue(s.waiting); got != s.want {
 			t.Fatalf("step %d: %v, want %v", i, got, s.want)
 		}
+	}
+}
+
+// A claim is taken over once seen unchanged for its worker's lease (as
+// the lease says), and the reason says both how long it was seen
+// unchanged and the lease: a watcher with a longer lease of its own
+// waits longer than the holder's before it reads that lease.
+func TestStaleSaysHowLong(t *testing.T) {
+	now := time.Unix(1000, 0)
+	w := &worker{lease: 10 * time.Second, seen: map[string]seenClaim{}}
+	ctx := context.Background()
+	if why := w.stale(ctx, "T1", "aaa", now); why != "" {
+		t.Fatalf("first seen: %q", why)
+	}
+	s := w.seen["T1"]
+	s.period, s.checked = 3*time.Second, true // its lease, as read
+	w.seen["T1"] = s
+	// It is read once the claim was unchanged for this worker's own
+	// lease (10 s): past the holder's (3 s) by then.
+	if why := w.stale(ctx, "T1", "aaa", now.Add(9900*time.Millisecond)); why != "" {
+		t.Fatalf("within this worker's lease: %q", why)
+	}
+	why := w.stale(ctx, "T1", "aaa", now.Add(10240*time.Millisecond))
+	if want := "its claim was unchanged for 10.2s, past its worker's lease (3s): its worker stopped"; why != want {
+		t.Fatalf("got %q, want %q", why, want)
+	}
+	if why := w.stale(ctx, "T1", "bbb", now.Add(11*time.Second)); why != "" {
+		t.Fatalf("renewed: %q", why)
 	}
 }
