@@ -976,12 +976,9 @@ func (w *worker) stale(ctx context.Context, id, v string, now time.Time) string 
 	}
 	// How long this worker saw it unchanged, which may be longer than
 	// the lease (a watcher with a longer lease of its own, a look that
-	// came late), and the lease it outlasted.
-	seen := unchanged.Round(time.Second)
-	if unchanged < time.Minute {
-		seen = unchanged.Round(100 * time.Millisecond)
-	}
-	return fmt.Sprintf("its claim was unchanged for %s, past its worker's lease (%s): its worker stopped", seen, period)
+	// came late), and the lease it outlasted; to a tenth of a second, as
+	// implloop's progress lines give durations.
+	return fmt.Sprintf("its claim was unchanged for %s, past its worker's lease (%s): its worker stopped", unchanged.Round(100*time.Millisecond), period)
 }
 
 // waitingWhy says what the worker waits for.
