@@ -186,12 +186,7 @@ func write(ctx context.Context, j *cache.Journal, runID string, sign bool, k *kn
 	if err != nil {
 		return "", false, err
 	}
-	tmp, err := os.MkdirTemp("", "implloop-records-")
-	if err != nil {
-		return "", false, err
-	}
-	defer os.RemoveAll(tmp)
-	trees, err := writeTrees(ctx, dir, tmp, j, withoutTranscripts(rec), rec)
+	trees, err := writeTrees(ctx, dir, j, withoutTranscripts(rec), rec)
 	if err != nil {
 		return "", false, fmt.Errorf("records of %s: %w", runID, err)
 	}
@@ -258,9 +253,9 @@ func recordsIdent(ctx context.Context, dir string) (name, email string) {
 // and returns their trees: in process (gitobj), or in three git
 // processes whatever their number where git writes: one hash-object, one
 // mktree of the blob directories, one of the roots.
-// Where git writes, files are staged under tmp/<index> (in process, the
-// JSON files are written from memory: no file of theirs is made).
-func writeTrees(ctx context.Context, dir, tmp string, j *cache.Journal, recs ...*cache.Records) ([]string, error) {
+// Where git writes, files are staged in a temporary directory (in
+// process, the JSON files are written from memory: no file is made).
+func writeTrees(ctx context.Context, dir string, j *cache.Journal, recs ...*cache.Records) ([]string, error) {
 	type staged struct {
 		names []string // the files, then blobs (their hashes)
 		blobs []string
@@ -291,7 +286,7 @@ func writeTrees(ctx context.Context, dir, tmp string, j *cache.Journal, recs ...
 			items = append(items, blobItem{path: p})
 		}
 	}
-	oids, err := writeBlobs(ctx, w, j, tmp, items)
+	oids, err := writeBlobs(ctx, w, j, items)
 	if err != nil {
 		return nil, err
 	}
@@ -343,17 +338,30 @@ type blobItem struct {
 // writeBlobs writes items as blobs and returns their ids in order: in
 // process, from memory (the files at path in one batch); where git
 // writes, in one git hash-object, the JSON files and the blobs that are
-// no file of their own staged under tmp/<stage> first.
-func writeBlobs(ctx context.Context, w *gitobj.Writer, j *cache.Journal, tmp string, items []blobItem) ([]string, error) {
+// no file of their own staged in a temporary directory (tmp/<stage>)
+// first, made then and removed after.
+func writeBlobs(ctx context.Context, w *gitobj.Writer, j *cache.Journal, items []blobItem) ([]string, error) {
 	ids := make([]string, len(items))
 	var paths []string
 	var at []int
+	tmp := ""
+	defer func() {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
+	}()
 	for i, it := range items {
 		switch {
 		case it.path != "":
 			paths, at = append(paths, it.path), append(at, i)
 			continue
 		case !w.InProcess():
+			if tmp == "" {
+				var err error
+				if tmp, err = os.MkdirTemp("", "implloop-records-"); err != nil {
+					return nil, err
+				}
+			}
 			stage := filepath.Join(tmp, strconv.Itoa(it.stage))
 			if err := os.MkdirAll(stage, 0o755); err != nil {
 				return nil, err
