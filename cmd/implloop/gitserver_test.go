@@ -1,12 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/cgi"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 
@@ -61,35 +61,91 @@ func serveGit(dir, home string) (url string, stop func(), err error) {
 // serveGitDaemon serves the bare repositories under dir with git daemon
 // on loopback (pushes allowed) until stop: url/NAME.git is dir/NAME.git.
 // One process per connection, no CGI: the cheaper of the two servers.
+//
+// Each connection is served by its own `git daemon --inetd`, accepted
+// here, as inetd or systemd's socket activation would: git daemon's own
+// listener has a backlog of 5, and a fleet's workers, which look, claim
+// and push at the same moments, overflowed it on a loaded machine; each
+// connection the kernel dropped cost its client a second (TCP's first
+// retransmission), which no hosting service's server makes it pay.
 func serveGitDaemon(dir, home string) (url string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
-	addr := ln.Addr().(*net.TCPAddr)
-	ln.Close()
-	cmd := exec.Command("git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack", "--base-path="+dir,
-		"--listen=127.0.0.1", fmt.Sprintf("--port=%d", addr.Port), dir)
-	cmd.Env = []string{"HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH")}
-	// In a process group of its own: git runs git-daemon as its child,
-	// which killing git alone left running (a daemon per test, for
-	// good), with each connection's processes.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		ln.Close()
 		return "", nil, err
 	}
-	stop = func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", addr.String())
-		if err == nil {
-			c.Close()
-			break
+	env := []string{"HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH")}
+	var (
+		mu      sync.Mutex
+		stopped bool
+		running = map[*exec.Cmd]bool{}
+		wg      sync.WaitGroup
+	)
+	serve := func(c net.Conn) {
+		defer c.Close()
+		f, err := c.(*net.TCPConn).File()
+		if err != nil {
+			return
 		}
-		if i > 200 {
-			stop()
-			return "", nil, fmt.Errorf("git daemon did not listen on %s: %w", addr, err)
+		defer f.Close() // the child has its own copy once started
+		cmd := exec.Command(gitPath, "daemon", "--inetd", "--log-destination=none", "--export-all", "--enable=receive-pack", "--base-path="+dir, dir)
+		cmd.Env, cmd.Stdin, cmd.Stdout = env, f, f
+		// In a process group of its own, with the connection's
+		// processes (upload-pack, receive-pack and theirs): stop kills
+		// them all.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		mu.Lock()
+		if stopped || cmd.Start() != nil {
+			mu.Unlock()
+			return
 		}
-		time.Sleep(10 * time.Millisecond)
+		running[cmd] = true
+		wg.Add(1)
+		mu.Unlock()
+		go func() {
+			defer wg.Done()
+			_ = cmd.Wait()
+			mu.Lock()
+			delete(running, cmd)
+			mu.Unlock()
+		}()
 	}
-	return fmt.Sprintf("git://%s", addr), stop, nil
+	wg.Add(1) // the accept loop: each connection's Add is made while it runs
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed by stop
+			}
+			serve(c)
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			ln.Close()
+			// The connections still served end once their clients are
+			// gone; those that do not within a while are killed.
+			ended := make(chan struct{})
+			go func() { wg.Wait(); close(ended) }()
+			select {
+			case <-ended:
+				return
+			case <-time.After(2 * time.Second):
+			}
+			mu.Lock()
+			stopped = true
+			for cmd := range running {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+			mu.Unlock()
+			<-ended
+		})
+	}
+	return "git://" + ln.Addr().String(), stop, nil
 }

@@ -38,6 +38,9 @@ type fleet struct {
 	env   []string
 	url   string
 	calls string
+	// stop stops the git server once its connections ended (at the
+	// test's end, or sooner).
+	stop func()
 }
 
 // workAgent logs each call's task id to $CALLS and writes
@@ -108,6 +111,7 @@ func newFleetOn(t testing.TB, plan string, serve func(dir, home string) (string,
 	f.run(dir, "git", "-C", filepath.Join(dir, "srv", "shared.git"), "config", "receive.autogc", "false")
 	url, stop, err := serve(filepath.Join(dir, "srv"), home)
 	must(t, err)
+	f.stop = stop
 	t.Cleanup(stop)
 	f.url = url + "/shared.git"
 	f.env = append(f.env, "REMOTE="+f.url)
@@ -673,37 +677,16 @@ func TestWorkClaimRace(t *testing.T) {
 	}
 }
 
-// daemonCPU is the CPU the git daemon serving base (serveGitDaemon) and
-// the connections it ended (upload-pack, receive-pack and theirs) spent,
-// as Linux's /proc says; ok false where it cannot tell. On one machine
-// the server shares the workers' cores.
-func daemonCPU(base string) (cpu time.Duration, ok bool) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		cmd, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(cmd, []byte("git-daemon\x00")) || !bytes.Contains(cmd, []byte("--base-path="+base+"\x00")) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join(filepath.Dir(p), "stat"))
-		if err != nil {
-			continue
-		}
-		// After "(comm) ": state is the 1st field; utime, stime, cutime
-		// and cstime the 12th to 15th, in clock ticks (100 a second).
-		_, rest, found := bytes.Cut(stat, []byte(") "))
-		f := strings.Fields(string(rest))
-		if !found || len(f) < 15 {
-			continue
-		}
-		ticks := 0
-		for _, v := range f[11:15] {
-			n, _ := strconv.Atoi(v)
-			ticks += n
-		}
-		cpu += time.Duration(ticks) * 10 * time.Millisecond
-		ok = true
+// childrenCPU is the CPU of this process's children that ended and were
+// waited for, with their own children's (getrusage RUSAGE_CHILDREN): the
+// workers, and the git daemon serving each connection (serveGitDaemon)
+// with the processes it ran.
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) != nil {
+		return 0
 	}
-	return cpu, ok
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // scriptT is a *testing.T as testscript.T (checkJournalsUnder).
@@ -720,9 +703,9 @@ func (t scriptT) Verbose() bool { return testing.Verbose() }
 // (x_ideal, at most 1.3 wanted), what each round of tasks cost over 2 s
 // (ms_overhead/task: on one machine the 8 workers share its cores), and
 // the CPU of the workers and what they started (ms_cpu/task) and of the
-// server (ms_server_cpu/task, where /proc tells), which all share the
-// machine's cores, and the protocol's own cost per task for one worker
-// alone (ms_protocol/task:
+// server (ms_server_cpu/task: each connection's git daemon and what it
+// ran, serveGitDaemon), which all share the machine's cores, and the
+// protocol's own cost per task for one worker alone (ms_protocol/task:
 // look, claim, input, the run's boundaries and journal; the records,
 // signing and push of each result overlap the next task's claim and the
 // start of its run, the last one's counts whole, as does the worker's
@@ -739,7 +722,7 @@ func BenchmarkWorkers(b *testing.B) {
 			dirs = append(dirs, f.clone(fmt.Sprintf("w%d", i)))
 		}
 		b.StartTimer()
-		t0 := time.Now()
+		t0, cpu0 := time.Now(), childrenCPU()
 		var ws []*exec.Cmd
 		errs := make([]bytes.Buffer, len(dirs))
 		for i, dir := range dirs {
@@ -759,15 +742,15 @@ func BenchmarkWorkers(b *testing.B) {
 		}
 		wall := time.Since(t0)
 		b.StopTimer()
+		f.stop() // the server's last connections end, and are counted
+		srv := childrenCPU() - cpu0 - cpu
 		if n := len(f.callLines()); n != tasks {
 			b.Fatalf("%d calls for %d tasks", n, tasks)
 		}
 		b.ReportMetric(wall.Seconds()/ideal.Seconds(), "x_ideal")
 		b.ReportMetric(float64((wall-ideal).Milliseconds())/float64(tasks/workers), "ms_overhead/task")
 		b.ReportMetric(float64(cpu.Milliseconds())/tasks, "ms_cpu/task")
-		if srv, ok := daemonCPU(filepath.Join(f.dir, "srv")); ok {
-			b.ReportMetric(float64(srv.Milliseconds())/tasks, "ms_server_cpu/task")
-		}
+		b.ReportMetric(float64(srv.Milliseconds())/tasks, "ms_server_cpu/task")
 
 		// The protocol alone: one worker, 8 tasks whose agent returns at
 		// once (its process and the gate's stay in): per task, the look,
