@@ -6,6 +6,8 @@ import (
 	"net/http/cgi"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -73,11 +75,14 @@ func serveGitDaemon(dir, home string) (url string, stop func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	gitPath, err := exec.LookPath("git")
+	// git-daemon itself, from git's exec path: `git daemon` would start
+	// it through git, a process more per connection.
+	out, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
 		ln.Close()
 		return "", nil, err
 	}
+	daemon := filepath.Join(strings.TrimSpace(string(out)), "git-daemon")
 	env := []string{"HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH")}
 	var (
 		mu      sync.Mutex
@@ -92,7 +97,7 @@ func serveGitDaemon(dir, home string) (url string, stop func(), err error) {
 			return
 		}
 		defer f.Close() // the child has its own copy once started
-		cmd := exec.Command(gitPath, "daemon", "--inetd", "--log-destination=none", "--export-all", "--enable=receive-pack", "--base-path="+dir, dir)
+		cmd := exec.Command(daemon, "--inetd", "--log-destination=none", "--export-all", "--enable=receive-pack", "--base-path="+dir, dir)
 		cmd.Env, cmd.Stdin, cmd.Stdout = env, f, f
 		// In a process group of its own, with the connection's
 		// processes (upload-pack, receive-pack and theirs): stop kills
