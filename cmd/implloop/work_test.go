@@ -689,6 +689,23 @@ func childrenCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// gitProcessCost is what one git process costs the machine now: the
+// median wall time of 21 `git --version`. BenchmarkWorkers reports it
+// beside x_ideal, which follows it: a virtual machine's host may slow it
+// by half for a while, and the fleet, bound by CPU on two cores, with it
+// (docs/scale-out.md has figures).
+func gitProcessCost(t testing.TB) time.Duration {
+	t.Helper()
+	var d []time.Duration
+	for range 21 {
+		t0 := time.Now()
+		must(t, exec.Command("git", "--version").Run())
+		d = append(d, time.Since(t0))
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
 // scriptT is a *testing.T as testscript.T (checkJournalsUnder).
 type scriptT struct{ *testing.T }
 
@@ -710,7 +727,9 @@ func (t scriptT) Verbose() bool { return testing.Verbose() }
 // signing and push of each result overlap the next task's claim and the
 // start of its run, the last one's counts whole, as does the worker's
 // start) on a loopback remote (git daemon: the tests' smart HTTP server
-// starts a CGI process per request, which a hosting service does not).
+// starts a CGI process per request, which a hosting service does not);
+// and, as the machine's speed at the time, what a git process costs it
+// (ms_git_process, gitProcessCost).
 func BenchmarkWorkers(b *testing.B) {
 	const workers, tasks, agent = 8, 32, 2 * time.Second
 	ideal := time.Duration(tasks/workers) * agent
@@ -721,6 +740,7 @@ func BenchmarkWorkers(b *testing.B) {
 		for i := 1; i <= workers; i++ {
 			dirs = append(dirs, f.clone(fmt.Sprintf("w%d", i)))
 		}
+		b.ReportMetric(float64(gitProcessCost(b).Microseconds())/1000, "ms_git_process")
 		b.StartTimer()
 		t0, cpu0 := time.Now(), childrenCPU()
 		var ws []*exec.Cmd
