@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -64,7 +66,7 @@ func serveGit(dir, home string) (url string, stop func(), err error) {
 // on loopback (pushes allowed) until stop: url/NAME.git is dir/NAME.git.
 // One process per connection, no CGI: the cheaper of the two servers.
 //
-// Each connection is served by its own `git daemon --inetd`, accepted
+// Each connection is served by its own `git-daemon --inetd`, accepted
 // here, as inetd or systemd's socket activation would: git daemon's own
 // listener has a backlog of 5, and a fleet's workers, which look, claim
 // and push at the same moments, overflowed it on a loaded machine; each
@@ -83,6 +85,10 @@ func serveGitDaemon(dir, home string) (url string, stop func(), err error) {
 		return "", nil, err
 	}
 	daemon := filepath.Join(strings.TrimSpace(string(out)), "git-daemon")
+	if _, err := os.Stat(daemon); err != nil {
+		ln.Close()
+		return "", nil, fmt.Errorf("git daemon is not installed (some systems package it apart from git): %w", err)
+	}
 	env := []string{"HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH")}
 	var (
 		mu      sync.Mutex
@@ -104,8 +110,13 @@ func serveGitDaemon(dir, home string) (url string, stop func(), err error) {
 		// them all.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		mu.Lock()
-		if stopped || cmd.Start() != nil {
+		if stopped {
 			mu.Unlock()
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			mu.Unlock()
+			fmt.Fprintf(os.Stderr, "serveGitDaemon: a connection not served: %v\n", err)
 			return
 		}
 		running[cmd] = true
@@ -124,8 +135,14 @@ func serveGitDaemon(dir, home string) (url string, stop func(), err error) {
 		defer wg.Done()
 		for {
 			c, err := ln.Accept()
+			if errors.Is(err, net.ErrClosed) {
+				return // by stop
+			}
 			if err != nil {
-				return // closed by stop
+				// Out of file descriptors, say: the client's connection
+				// waits in the queue, and is taken a moment later.
+				time.Sleep(10 * time.Millisecond)
+				continue
 			}
 			serve(c)
 		}
